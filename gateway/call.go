@@ -1,0 +1,316 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"delta/gateway/journal"
+	"delta/gateway/oneshot"
+	"delta/gateway/proto"
+	"delta/gateway/roads"
+)
+
+// callGrace is how long past X-Delta-Timeout (and the connect) the caller
+// waits for the owner's reply: the owner answers outcome_unknown itself at
+// the deadline, and that reply has to travel.
+const callGrace = 3 * time.Second
+
+// handleCall carries a call to its peer at most once (DESIGN §2, §4).
+func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
+	rid := r.Header.Get(proto.HeaderRequestID)
+	if rid == "" {
+		rid = newRequestID()
+	} else if err := proto.CheckRequestID(rid); err != nil {
+		g.refuseCall(w, proto.BadRequest, err.Error()+"; nothing was sent", "", t.peer)
+		return
+	}
+	if r.ContentLength > proto.MaxCallBody {
+		g.refuseCall(w, proto.BadRequest, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.peer)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
+	if err != nil {
+		g.refuseCall(w, proto.BadRequest, "could not read the request body from the app: "+err.Error()+"; nothing was sent", rid, t.peer)
+		return
+	}
+	if len(body) > proto.MaxCallBody {
+		g.refuseCall(w, proto.BadRequest, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.peer)
+		return
+	}
+	callerApp := r.Header.Get(proto.HeaderApp)
+	if len(callerApp) > 128 {
+		callerApp = callerApp[:128]
+	}
+	c := &journal.Call{RequestID: rid, Peer: t.peer, App: t.app, CallerApp: callerApp,
+		Method: r.Method, Path: t.pathQuery, Digest: proto.Digest(r.Method, t.app, t.pathQuery, body)}
+	existing, err := g.db.BeginCall(r.Context(), c)
+	if err != nil {
+		g.refuseCall(w, proto.Unavailable, "could not record the call in the journal ("+err.Error()+"); nothing was sent", rid, t.peer)
+		return
+	}
+	if existing != nil {
+		if existing.Digest != c.Digest {
+			g.refuseCall(w, proto.Conflict, fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s); nothing was sent",
+				rid, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), rid, t.peer)
+			return
+		}
+		g.replyExisting(w, r, rid, t.timeout)
+		return
+	}
+	g.sendCall(w, r, t, c, body)
+}
+
+// sendCall makes the attempts of a call recorded as sending, records its
+// outcome, and only then tells the app.
+func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *journal.Call, body []byte) {
+	// The call goes on if the app hangs up: its outcome must be recorded.
+	// It ends early only when the gateway stops.
+	base, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	defer context.AfterFunc(g.ctx, cancel)()
+
+	var exclude []roads.Road
+	recovered, renewed := false, false
+	for {
+		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
+		if err != nil {
+			g.finishCall(w, c, journal.Unavailable, proto.Unavailable, fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer), "", nil, false, nil)
+			return
+		}
+		tk, err := g.ticket.Ticket(base, t.peer, renewed)
+		if err != nil {
+			g.finishCall(w, c, journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
+			return
+		}
+		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, bytes.NewReader(body))
+		if err != nil {
+			g.finishCall(w, c, journal.Unavailable, proto.BadRequest, fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err), "", nil, false, nil)
+			return
+		}
+		req.Header = forwardHeaders(r.Header)
+		req.Header.Set("Authorization", "Delta "+tk)
+		req.Header.Set(proto.HeaderRequestID, c.RequestID)
+		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
+		req.Header.Set(proto.HeaderDigest, c.Digest)
+		if c.CallerApp != "" {
+			req.Header.Set(proto.HeaderApp, c.CallerApp)
+		}
+		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.timeout+callGrace)
+		started := g.now()
+		res, err := oneshot.Do(actx, cand.Dial, req, proto.MaxAnswerBody)
+		acancel()
+		var oe *oneshot.Error
+		sent := err == nil || errors.As(err, &oe) && oe.Sent
+		at := journal.Attempt{Road: string(cand.Road), Address: cand.Address, StartedAt: started, FirstByte: sent}
+		if err != nil {
+			at.Error = err.Error()
+		}
+		if aerr := g.db.AddAttempt(base, c.RequestID, at); aerr != nil {
+			g.log.Error("could not record an attempt", "request_id", c.RequestID, "err", aerr)
+		}
+		if err != nil {
+			if !sent {
+				g.router.Report(cand, 0, err)
+				if cand.Road.Local() && t.pin == "" && !recovered {
+					// One recovery before the first byte: drop this road,
+					// choose one afresh.
+					recovered = true
+					g.stats.fallback()
+					g.router.Invalidate(t.peer, cand.Road, err)
+					exclude = append(exclude, cand.Road)
+					continue
+				}
+				g.finishCall(w, c, journal.Unavailable, proto.Unavailable,
+					fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer), string(cand.Road), nil, false, nil)
+				return
+			}
+			g.finishCall(w, c, journal.Unknown, proto.Unknown,
+				fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", cand, oe.Op, oe.Err, t.peer),
+				string(cand.Road), nil, false, nil)
+			return
+		}
+		g.router.Report(cand, g.now().Sub(started), nil)
+		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
+		if peerErr == proto.PeerUnauthorized && !renewed {
+			renewed = true // renew the ticket, new connection, send once more
+			continue
+		}
+		state, o, detail := mapOwnerReply(t.peer, peerErr, res)
+		var ans *journal.Answer
+		if o == proto.Answered {
+			h := res.Header.Clone()
+			proto.StripHop(h)
+			h.Del("Content-Length")
+			ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
+		}
+		g.finishCall(w, c, state, o, detail, string(cand.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
+		return
+	}
+}
+
+func describe(cand roads.Candidate, oe *oneshot.Error) string {
+	if oe != nil && oe.Timeout && oe.Op == "connect" {
+		return fmt.Sprintf("connect to %s timed out after %.1f s", cand, cand.Road.ConnectTimeout().Seconds())
+	}
+	if oe != nil {
+		return oe.Op + " to " + cand.String()
+	}
+	return cand.String()
+}
+
+// mapOwnerReply turns the owner's reply to a call into the caller's state
+// and outcome (DESIGN §2: only replies made by the app are answered).
+func mapOwnerReply(peer string, pe proto.PeerError, res *oneshot.Response) (journal.CallState, proto.Outcome, string) {
+	var eb proto.ErrorBody
+	json.Unmarshal(res.Bytes, &eb)
+	said := eb.Detail
+	if said == "" {
+		said = fmt.Sprintf("%d %s", res.StatusCode, http.StatusText(res.StatusCode))
+	}
+	notDone := "; it was not carried out"
+	if strings.Contains(said, "nothing was carried out") {
+		notDone = ""
+	}
+	switch pe {
+	case proto.PeerAnswered:
+		return journal.Answered, proto.Answered, ""
+	case proto.PeerUnauthorized:
+		return journal.Unavailable, proto.Forbidden, fmt.Sprintf("%s refused us at its door twice, with a renewed ticket too (%s)%s", peer, said, notDone)
+	case proto.PeerForbidden:
+		return journal.Unavailable, proto.Forbidden, fmt.Sprintf("%s refused us at its door (%s)%s", peer, said, notDone)
+	case proto.PeerAppNotFound:
+		return journal.Unavailable, proto.NotFound, fmt.Sprintf("%s: %s%s", peer, said, notDone)
+	case proto.PeerAppDown, proto.PeerFenced, proto.PeerNotDone:
+		return journal.Unavailable, proto.Unavailable, fmt.Sprintf("%s: %s%s", peer, said, notDone)
+	case proto.PeerReused:
+		return journal.Unavailable, proto.Conflict, fmt.Sprintf("%s: %s%s", peer, said, notDone)
+	case proto.PeerBadRequest, proto.PeerTooLarge:
+		return journal.Unavailable, proto.BadRequest, fmt.Sprintf("%s refused the request as malformed (%s)%s", peer, said, notDone)
+	case proto.PeerInProgress, proto.PeerUnknown, proto.PeerAppUnknown, proto.PeerInterrupted, proto.PeerAnswerExpired:
+		return journal.Unknown, proto.Unknown, fmt.Sprintf("%s says: %s; it will not be sent again, and Delta is asking %s what happened", peer, said, peer)
+	}
+	return journal.Unknown, proto.Unknown, fmt.Sprintf("%s sent a reply that is not Delta's (%d, X-Delta-Outcome %q); the call may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened",
+		peer, res.StatusCode, pe, peer)
+}
+
+// finishCall records a call's outcome (a compare-and-set from sending) and
+// then tells the app. body is what the app is given when it is answered.
+func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, state journal.CallState, o proto.Outcome, detail, road string, ans *journal.Answer, replayed bool, body []byte) {
+	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: state, Outcome: string(o), Detail: detail, Answer: ans}
+	if state == journal.Unknown {
+		t.NextAsk = g.now().Add(g.cfg.Backoff[0])
+	}
+	if moved, _, err := g.db.Move(g.ctx, c.RequestID, t); err != nil || !moved {
+		g.log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", o, "err", err)
+	}
+	g.stats.call(o)
+	if state == journal.Unknown {
+		g.log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", detail)
+		g.recon.wake()
+	}
+	if o != proto.Answered {
+		g.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
+		return
+	}
+	writeAnswer(w, ans, body, c.RequestID, road, replayed)
+}
+
+// refuseCall counts and writes an outcome that is not recorded in the
+// journal (the call was refused before it was).
+func (g *Gateway) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid, peer string) {
+	g.stats.call(o)
+	g.replyCallError(w, o, detail, rid, peer, "")
+}
+
+func (g *Gateway) replyCallError(w http.ResponseWriter, o proto.Outcome, detail, rid, peer, road string) {
+	w.Header().Set("Connection", "close")
+	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road})
+}
+
+// writeAnswer writes the owner app's answer to the app.
+func writeAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, rid, road string, replayed bool) {
+	h := w.Header()
+	for k, vs := range ans.Headers {
+		h[k] = vs
+	}
+	h.Set(proto.HeaderOutcome, string(proto.Answered))
+	h.Set(proto.HeaderRequestID, rid)
+	if road != "" {
+		h.Set(proto.HeaderRoute, road)
+	}
+	if replayed {
+		h.Set(proto.HeaderReplayed, "true")
+	}
+	if body == nil && ans.Omitted {
+		h.Set(proto.HeaderAnswerOmitted, "the answer's body was over 1 MiB and is not kept for replay")
+	}
+	if body == nil {
+		body = ans.Body
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Connection", "close")
+	w.WriteHeader(ans.Status)
+	w.Write(body)
+}
+
+// replyExisting answers a repeat of a call already in the journal with that
+// call's outcome; if it is still being sent, it waits for it first.
+func (g *Gateway) replyExisting(w http.ResponseWriter, r *http.Request, rid string, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(r.Context(), timeout+callGrace+8*time.Second)
+	defer cancel()
+	var c *journal.Call
+	for {
+		changed := g.db.Changed()
+		var err error
+		if c, err = g.db.Call(ctx, rid); err != nil {
+			g.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, "")
+			return
+		}
+		if c.State != journal.Sending {
+			break
+		}
+		select {
+		case <-changed:
+			continue
+		case <-ctx.Done():
+		}
+		g.refuseCall(w, proto.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), rid, c.Peer)
+		return
+	}
+	road := ""
+	if n := len(c.Attempts); n > 0 {
+		road = c.Attempts[n-1].Road
+	}
+	if c.Answer != nil && (c.State == journal.Answered || c.State == journal.CarriedOut) {
+		g.stats.call(proto.Answered)
+		writeAnswer(w, c.Answer, nil, rid, road, true)
+		return
+	}
+	again := "; this request id was used before, so it is not sent again"
+	o, detail := proto.Unknown, fmt.Sprintf("this call is %s (%s)%s", c.State, c.Detail, again)
+	switch c.State {
+	case journal.NotCarriedOut:
+		o, detail = proto.Unavailable, c.Detail+again
+	case journal.Unavailable:
+		o, detail = proto.Outcome(c.Outcome), c.Detail+again
+	}
+	g.stats.call(o)
+	g.replyCallError(w, o, detail, rid, c.Peer, road)
+}
+
+// forwardHeaders copies the app's headers for the next hop, without
+// hop-by-hop headers, credentials and X-Delta-*.
+func forwardHeaders(in http.Header) http.Header {
+	h := in.Clone()
+	proto.StripHop(h)
+	h.Del("Content-Length")
+	return h
+}

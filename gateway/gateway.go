@@ -1,0 +1,369 @@
+// Package gateway is Delta's gateway: the local API that apps on this
+// computer call (DESIGN §3), the peer API that other computers' Deltas call
+// (§4), the peer client that carries reads and calls between them, and the
+// reconciler that settles calls whose outcome is unknown.
+//
+// A Gateway is configured with a Config and started with Start; Close undoes
+// everything Start did. The road to a peer is chosen by a roads.Router and
+// callers are identified at the peer API's door by a Door, so the tailnet
+// and the route book slot in without touching the call path.
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"delta/gateway/journal"
+	"delta/gateway/readcache"
+	"delta/gateway/roads"
+)
+
+// Default addresses (DESIGN §3, §8).
+const (
+	DefaultListen     = "127.0.0.1:7420"
+	DefaultPeerListen = "127.0.0.1:7421"
+)
+
+// OwnerExtraWait is how long the owner keeps waiting for a slow app after
+// the caller's deadline has passed (DESIGN §8).
+const OwnerExtraWait = 10 * time.Minute
+
+// DefaultBackoff is the reconciler's schedule (DESIGN §4): after that, every
+// last value.
+var DefaultBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, 60 * time.Second}
+
+// Config configures a Gateway.
+type Config struct {
+	// StateDir is the state folder (DESIGN §7). Required.
+	StateDir string
+	// Listen is the local API's address; it must be a loopback address.
+	// Port 0 takes a free port (see LocalURL). If empty, DefaultListen.
+	Listen string
+	// PeerListen is the peer API's plain-TCP address in static mode. If
+	// empty, the config file's peer_listen, else DefaultPeerListen.
+	PeerListen string
+	// PeerListener, if not nil, is the peer API's listener, and PeerListen
+	// is ignored. Start takes it over; Close closes it.
+	PeerListener net.Listener
+	// Logger receives the gateway's log. If nil, nothing is logged.
+	Logger *slog.Logger
+	// Now is the clock. If nil, time.Now.
+	Now func() time.Time
+	// Router chooses roads to peers. If nil, the static router over the
+	// peers in <state>/config.json.
+	Router roads.Router
+	// Door identifies callers on the peer API. If nil, tickets signed with
+	// the config's network key.
+	Door Door
+	// Tickets supplies the tickets this gateway presents. If nil, tickets
+	// minted with the config's network key.
+	Tickets Tickets
+	// Backoff is the reconciler's schedule. If nil, DefaultBackoff.
+	Backoff []time.Duration
+	// CacheBytes bounds the read cache. If 0, 64 MiB.
+	CacheBytes int64
+	// SweepEvery is how often the retention sweep runs. If 0, hourly.
+	SweepEvery time.Duration
+	// Version is reported in status. If empty, "dev".
+	Version string
+}
+
+// Gateway is one running Delta.
+type Gateway struct {
+	cfg    Config
+	log    *slog.Logger
+	now    func() time.Time
+	self   Self
+	db     *journal.DB
+	router roads.Router
+	door   Door
+	ticket Tickets
+	cache  *readcache.Cache
+	stats  *stats
+	token  string
+
+	lock      *os.File
+	localLn   net.Listener
+	peerLn    net.Listener
+	localSrv  *http.Server
+	peerSrv   *http.Server
+	transport *transports
+	proxyOnce sync.Once
+	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
+	recon     *reconciler
+
+	ctx    context.Context // ends at Close: background work stops
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background goroutines
+}
+
+// Self names this computer.
+type Self struct {
+	Name string `json:"name"`
+	Node string `json:"node_id"`
+}
+
+// Tickets supplies the ticket to present to a peer.
+type Tickets interface {
+	// Ticket returns a ticket for peer. If renew, a cached one must not be
+	// used: the peer refused it.
+	Ticket(ctx context.Context, peer string, renew bool) (string, error)
+}
+
+// New checks cfg and returns a gateway that is not started.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("gateway: no state folder given (--state-dir or DELTA_STATE_DIR)")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	host, _, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: --listen %q is not host:port: %w", cfg.Listen, err)
+	}
+	if !isLoopbackHost(host) {
+		return nil, fmt.Errorf("gateway: --listen %q is not a loopback address; the local API listens on loopback only", cfg.Listen)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.CacheBytes == 0 {
+		cfg.CacheBytes = 64 << 20
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = time.Hour
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now}, nil
+}
+
+// Start takes the state folder's lock, opens the journal, applies the
+// restart rules, and starts the listeners and the reconciler. On error,
+// whatever it started is undone.
+func (g *Gateway) Start() (err error) {
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	dir := g.cfg.StateDir
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("gateway: make state folder: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("gateway: state folder: %w", err)
+	}
+	if g.lock, err = lockState(dir); err != nil {
+		return err
+	}
+	undo = append(undo, func() { g.lock.Close() })
+
+	fc, err := loadFileConfig(dir)
+	if err != nil {
+		return err
+	}
+	if g.self, err = fc.self(dir); err != nil {
+		return err
+	}
+	if g.token, err = loadOrCreateSecret(filepath.Join(dir, "local-token")); err != nil {
+		return fmt.Errorf("gateway: local token: %w", err)
+	}
+	g.router, g.door, g.ticket = g.cfg.Router, g.cfg.Door, g.cfg.Tickets
+	if g.router == nil {
+		if g.router, err = roads.NewStatic(fc.Peers, g.log); err != nil {
+			return fmt.Errorf("gateway: %s: %w", filepath.Join(dir, configFile), err)
+		}
+	}
+	if g.door == nil || g.ticket == nil {
+		key, err := fc.key(dir)
+		if err != nil {
+			return err
+		}
+		if g.door == nil {
+			g.door = TicketDoor{Key: key, Now: g.now}
+		}
+		if g.ticket == nil {
+			g.ticket = &MintedTickets{Key: key, Self: g.self, Now: g.now}
+		}
+	}
+
+	if g.db, err = journal.Open(filepath.Join(dir, "delta.db"), journal.Options{Now: g.now}); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	undo = append(undo, func() { g.db.Close() })
+	ctx := context.Background()
+	if n, err := g.db.RecoverCalls(ctx); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	} else if n > 0 {
+		g.log.Warn(fmt.Sprintf("%d calls were being sent when Delta stopped; they are now unknown and will be reconciled", n))
+	}
+	if n, err := g.db.RecoverReceipts(ctx); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	} else if n > 0 {
+		g.log.Warn(fmt.Sprintf("%d received calls were running when Delta stopped; they are now interrupted", n))
+	}
+	if _, err := g.db.Sweep(ctx, g.now()); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+
+	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
+	g.stats = newStats()
+	g.transport = newTransports()
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	undo = append(undo, g.cancel)
+
+	peerAddr := g.cfg.PeerListen
+	if peerAddr == "" {
+		peerAddr = fc.PeerListen
+	}
+	if peerAddr == "" {
+		peerAddr = DefaultPeerListen
+	}
+	if g.peerLn = g.cfg.PeerListener; g.peerLn == nil {
+		if g.peerLn, err = net.Listen("tcp", peerAddr); err != nil {
+			return fmt.Errorf("gateway: peer API: %w", err)
+		}
+	}
+	undo = append(undo, func() { g.peerLn.Close() })
+	if g.localLn, err = net.Listen("tcp", g.cfg.Listen); err != nil {
+		return fmt.Errorf("gateway: local API: %w", err)
+	}
+	undo = append(undo, func() { g.localLn.Close() })
+	if err := writeJSONFile(filepath.Join(dir, "local.json"), map[string]any{"url": g.LocalURL(), "pid": os.Getpid()}); err != nil {
+		return fmt.Errorf("gateway: write local.json: %w", err)
+	}
+
+	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
+	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	g.peerSrv = &http.Server{Handler: g.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	g.recon = newReconciler(g)
+	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
+	g.goBackground(func() { g.peerSrv.Serve(g.peerLn) })
+	g.goBackground(g.recon.run)
+	g.goBackground(g.sweepLoop)
+	g.log.Info("delta started", "name", g.self.Name, "node", g.self.Node, "local", g.LocalURL(), "peer", g.peerLn.Addr().String())
+	return nil
+}
+
+func (g *Gateway) goBackground(f func()) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		f()
+	}()
+}
+
+// Close stops the gateway: listeners first (so peers are refused at once),
+// then the requests in flight are given a few seconds to finish and be
+// recorded, then background work stops and the journal is closed. A
+// received call whose app has not answered stays "running" and becomes
+// "interrupted" at the next start.
+func (g *Gateway) Close() error {
+	if g.cancel == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range []*http.Server{g.peerSrv, g.localSrv} {
+		wg.Go(func() {
+			if s.Shutdown(ctx) != nil {
+				s.Close()
+			}
+		})
+	}
+	wg.Wait()
+	g.cancel()
+	g.wg.Wait()
+	g.transport.closeAll()
+	os.Remove(filepath.Join(g.cfg.StateDir, "local.json"))
+	err := g.db.Close()
+	g.lock.Close()
+	g.cancel = nil
+	return err
+}
+
+// LocalURL is the local API's base URL, e.g. "http://127.0.0.1:7420".
+func (g *Gateway) LocalURL() string { return "http://" + g.localLn.Addr().String() }
+
+// PeerAddr is the peer API's listening address.
+func (g *Gateway) PeerAddr() string { return g.peerLn.Addr().String() }
+
+// Token is the local API's bearer token.
+func (g *Gateway) Token() string { return g.token }
+
+// Self names this computer.
+func (g *Gateway) Self() Self { return g.self }
+
+// Journal is the gateway's journal (for tests and the tray).
+func (g *Gateway) Journal() *journal.DB { return g.db }
+
+// PeerUp tells the gateway that a road to peer came up: its unknown calls
+// are asked about at once.
+func (g *Gateway) PeerUp(peer string) { g.recon.kickPeer(peer) }
+
+func (g *Gateway) sweepLoop() {
+	t := time.NewTicker(g.cfg.SweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+			if r, err := g.db.Sweep(g.ctx, g.now()); err != nil {
+				g.log.Error("retention sweep failed", "err", err)
+			} else if r.AnswersExpired+r.ReceiptsGone+r.CallsGone > 0 {
+				g.log.Info("retention sweep", "answers_expired", r.AnswersExpired, "receipts_removed", r.ReceiptsGone, "calls_removed", r.CallsGone)
+			}
+		}
+	}
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func checkToken(have, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(have), []byte(want)) == 1
+}
+
+// writeJSONFile writes v to path atomically (a temporary file renamed).
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

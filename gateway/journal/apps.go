@@ -1,0 +1,67 @@
+package journal
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// App is a local app that owns data on this computer.
+type App struct {
+	Name      string
+	URL       string // http://127.0.0.1:PORT (loopback only)
+	Secret    string // sent to the app as X-Delta-Forward-Secret
+	UpdatedAt time.Time
+}
+
+// PutApp registers (or re-points) app name at url. An app that is
+// registered already keeps its secret.
+func (d *DB) PutApp(ctx context.Context, name, url string) (*App, error) {
+	a := &App{Name: name, URL: url, UpdatedAt: d.now()}
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT secret FROM apps WHERE name = ?`, name).Scan(&a.Secret)
+		if errors.Is(err, sql.ErrNoRows) {
+			a.Secret = rand.Text()
+		} else if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO apps (name, url, secret, updated_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET url = excluded.url, updated_at = excluded.updated_at`,
+			name, url, a.Secret, nanos(a.UpdatedAt))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: register app %s: %w", name, err)
+	}
+	return a, nil
+}
+
+// App returns the registered app name.
+func (d *DB) App(ctx context.Context, name string) (*App, error) {
+	a := &App{Name: name}
+	var upd int64
+	err := d.db.QueryRowContext(ctx, `SELECT url, secret, updated_at FROM apps WHERE name = ?`, name).Scan(&a.URL, &a.Secret, &upd)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("journal: app %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: read app %s: %w", name, err)
+	}
+	a.UpdatedAt = fromNanos(upd)
+	return a, nil
+}
+
+// DeleteApp removes app name.
+func (d *DB) DeleteApp(ctx context.Context, name string) error {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM apps WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("journal: remove app %s: %w", name, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("journal: app %s: %w", name, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,347 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CallState is the state of a call in the caller's journal (DESIGN §4).
+type CallState string
+
+// The caller's call states: sending → answered | unavailable | unknown;
+// unknown → carried_out | not_carried_out | needs_person.
+const (
+	Sending       CallState = "sending"
+	Answered      CallState = "answered"
+	Unavailable   CallState = "unavailable"
+	Unknown       CallState = "unknown"
+	CarriedOut    CallState = "carried_out"
+	NotCarriedOut CallState = "not_carried_out"
+	NeedsPerson   CallState = "needs_person"
+)
+
+// Unsettled reports whether a call in state s waits for reconciliation or a
+// person.
+func (s CallState) Unsettled() bool { return s == Unknown || s == NeedsPerson }
+
+// Call is one call in the caller's journal.
+type Call struct {
+	RequestID  string
+	Peer       string
+	App        string
+	CallerApp  string
+	Method     string
+	Path       string
+	Digest     string
+	State      CallState
+	Outcome    string // the outcome the app was told
+	Dismissed  bool
+	Detail     string
+	OwnerState string // what the owner last said when asked
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Answer     *Answer // nil until there is one
+	Asks       int     // how many times the owner was asked
+	NextAskAt  time.Time
+	Attempts   []Attempt
+}
+
+// Attempt is one try at sending a call.
+type Attempt struct {
+	N         int
+	Road      string
+	Address   string
+	StartedAt time.Time
+	FirstByte bool // whether the request's first byte was written
+	Error     string
+}
+
+const callCols = `request_id, peer, app, caller_app, method, path, digest, state, outcome,
+	dismissed, detail, owner_state, created_at, updated_at, answer_status,
+	answer_headers, answer_body, answer_omitted, asks, next_ask_at`
+
+func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
+	var c Call
+	var created, updated int64
+	var status, next sql.NullInt64
+	var headers sql.NullString
+	var body []byte
+	var dismissed, omitted int
+	err := s.Scan(&c.RequestID, &c.Peer, &c.App, &c.CallerApp, &c.Method, &c.Path,
+		&c.Digest, &c.State, &c.Outcome, &dismissed, &c.Detail, &c.OwnerState,
+		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next)
+	if err != nil {
+		return nil, err
+	}
+	c.Dismissed = dismissed != 0
+	c.CreatedAt, c.UpdatedAt = fromNanos(created), fromNanos(updated)
+	if next.Valid {
+		c.NextAskAt = fromNanos(next.Int64)
+	}
+	if status.Valid {
+		c.Answer = &Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String), Body: body, Omitted: omitted != 0}
+	}
+	return &c, nil
+}
+
+// BeginCall records c as "sending", durably, unless its request id is in
+// the journal already; then nothing is written and the existing record is
+// returned. c.CreatedAt and c.UpdatedAt are set.
+func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error) {
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		old, err := scanCall(tx.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, c.RequestID))
+		if err == nil {
+			existing = old
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("journal: look up call %s: %w", c.RequestID, err)
+		}
+		now := d.now()
+		c.State, c.CreatedAt, c.UpdatedAt = Sending, now, now
+		_, err = tx.ExecContext(ctx, `INSERT INTO calls (request_id, peer, app, caller_app, method, path, digest, state, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.RequestID, c.Peer, c.App, c.CallerApp, c.Method, c.Path, c.Digest, Sending, nanos(now), nanos(now))
+		if err != nil {
+			return fmt.Errorf("journal: record call %s as sending: %w", c.RequestID, err)
+		}
+		return nil
+	})
+	if err == nil && existing == nil {
+		d.notify()
+	}
+	return existing, err
+}
+
+// AddAttempt records one try of call id. a.N is assigned.
+func (d *DB) AddAttempt(ctx context.Context, id string, a Attempt) error {
+	_, err := d.db.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error)
+		VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE request_id = ?), ?, ?, ?, ?, ?)`,
+		id, id, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
+	if err != nil {
+		return fmt.Errorf("journal: record attempt of call %s: %w", id, err)
+	}
+	return nil
+}
+
+// Transition describes a compare-and-set change of a call's state.
+type Transition struct {
+	From       []CallState // the states it may leave; required
+	To         CallState
+	Outcome    string    // if not empty, the outcome the app is told
+	Detail     string    // if not empty, replaces the detail
+	OwnerState string    // if not empty, what the owner said
+	Answer     *Answer   // if not nil, the answer
+	NextAsk    time.Time // when to ask the owner; zero: not scheduled
+	CountAsk   bool      // whether this transition followed asking the owner
+}
+
+// Move applies t to call id if the call is in one of t.From. It reports
+// whether it did; if not, cur is the call as it is.
+func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur *Call, err error) {
+	if len(t.From) == 0 {
+		return false, nil, fmt.Errorf("journal: move call %s: no from-state given", id)
+	}
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		set := []string{"state = ?", "updated_at = ?"}
+		args := []any{t.To, nanos(d.now())}
+		if t.Outcome != "" {
+			set, args = append(set, "outcome = ?"), append(args, t.Outcome)
+		}
+		if t.Detail != "" {
+			set, args = append(set, "detail = ?"), append(args, t.Detail)
+		}
+		if t.OwnerState != "" {
+			set, args = append(set, "owner_state = ?"), append(args, t.OwnerState)
+		}
+		if a := t.Answer; a != nil {
+			set = append(set, "answer_status = ?", "answer_headers = ?", "answer_body = ?", "answer_omitted = ?")
+			args = append(args, a.Status, encodeHeaders(a.Headers), a.Body, boolInt(a.Omitted))
+		}
+		if t.NextAsk.IsZero() {
+			set = append(set, "next_ask_at = NULL")
+		} else {
+			set, args = append(set, "next_ask_at = ?"), append(args, nanos(t.NextAsk))
+		}
+		if t.CountAsk {
+			set = append(set, "asks = asks + 1")
+		}
+		q := `UPDATE calls SET ` + strings.Join(set, ", ") + ` WHERE request_id = ? AND state IN (` + placeholders(len(t.From)) + `)`
+		args = append(args, id)
+		for _, s := range t.From {
+			args = append(args, s)
+		}
+		res, err := tx.ExecContext(ctx, q, args...)
+		if err != nil {
+			return fmt.Errorf("journal: move call %s to %s: %w", id, t.To, err)
+		}
+		n, _ := res.RowsAffected()
+		if n == 1 {
+			moved = true
+			return nil
+		}
+		cur, err = scanCall(tx.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("journal: call %s: %w", id, ErrNotFound)
+		}
+		return err
+	})
+	if moved {
+		d.notify()
+	}
+	return moved, cur, err
+}
+
+// NoteAsk records what the owner said about an unsettled call that stays
+// unsettled, and when to ask next.
+func (d *DB) NoteAsk(ctx context.Context, id, ownerState, detail string, next time.Time) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE calls SET owner_state = ?, detail = ?, next_ask_at = ?, asks = asks + 1, updated_at = ?
+		WHERE request_id = ? AND state IN ('unknown', 'needs_person')`,
+		ownerState, detail, nanos(next), nanos(d.now()), id)
+	if err != nil {
+		return fmt.Errorf("journal: note ask of call %s: %w", id, err)
+	}
+	d.notify()
+	return nil
+}
+
+// Call returns call id with its attempts.
+func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
+	c, err := scanCall(d.db.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("journal: call %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: read call %s: %w", id, err)
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT n, road, address, started_at, first_byte, error FROM attempts WHERE request_id = ? ORDER BY n`, id)
+	if err != nil {
+		return nil, fmt.Errorf("journal: read attempts of call %s: %w", id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var a Attempt
+		var started int64
+		var fb int
+		if err := rows.Scan(&a.N, &a.Road, &a.Address, &started, &fb, &a.Error); err != nil {
+			return nil, err
+		}
+		a.StartedAt, a.FirstByte = fromNanos(started), fb != 0
+		c.Attempts = append(c.Attempts, a)
+	}
+	return c, rows.Err()
+}
+
+// CallFilter selects calls for Calls.
+type CallFilter struct {
+	// Unsettled keeps only unknown and needs_person calls not dismissed.
+	Unsettled bool
+	// State, if not empty, keeps only calls in that state.
+	State CallState
+	// Limit caps the number returned. If 0, 500.
+	Limit int
+}
+
+// Calls lists calls, newest first, without their attempts.
+func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
+	q := `SELECT ` + callCols + ` FROM calls`
+	var args []any
+	switch {
+	case f.Unsettled:
+		q += ` WHERE state IN ('unknown', 'needs_person') AND dismissed = 0`
+	case f.State != "":
+		q += ` WHERE state = ?`
+		args = append(args, f.State)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 500
+	}
+	q += ` ORDER BY created_at DESC, request_id LIMIT ?`
+	args = append(args, f.Limit)
+	return d.queryCalls(ctx, q, args...)
+}
+
+// DueCalls returns the unknown calls whose next ask is due at now.
+func (d *DB) DueCalls(ctx context.Context, now time.Time) ([]*Call, error) {
+	return d.queryCalls(ctx, `SELECT `+callCols+` FROM calls
+		WHERE state = 'unknown' AND next_ask_at IS NOT NULL AND next_ask_at <= ? ORDER BY next_ask_at`, nanos(now))
+}
+
+// NextAsk returns when the earliest unknown call is due to be asked about,
+// and false if none is.
+func (d *DB) NextAsk(ctx context.Context) (time.Time, bool, error) {
+	var n sql.NullInt64
+	err := d.db.QueryRowContext(ctx, `SELECT MIN(next_ask_at) FROM calls WHERE state = 'unknown'`).Scan(&n)
+	if err != nil || !n.Valid {
+		return time.Time{}, false, err
+	}
+	return fromNanos(n.Int64), true, nil
+}
+
+// UnknownFor returns the unknown calls to peer, to ask about at once.
+func (d *DB) UnknownFor(ctx context.Context, peer string) ([]*Call, error) {
+	return d.queryCalls(ctx, `SELECT `+callCols+` FROM calls WHERE state = 'unknown' AND peer = ?`, peer)
+}
+
+func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*Call, error) {
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list calls: %w", err)
+	}
+	defer rows.Close()
+	var out []*Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, fmt.Errorf("journal: list calls: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CountUnsettled counts the unsettled calls that are not dismissed.
+func (d *DB) CountUnsettled(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN ('unknown', 'needs_person') AND dismissed = 0`).Scan(&n)
+	return n, err
+}
+
+// Dismiss sets call id aside: hidden from the menu, still reconciled.
+func (d *DB) Dismiss(ctx context.Context, id string) error {
+	res, err := d.db.ExecContext(ctx, `UPDATE calls SET dismissed = 1, updated_at = ? WHERE request_id = ?`, nanos(d.now()), id)
+	if err != nil {
+		return fmt.Errorf("journal: dismiss call %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("journal: call %s: %w", id, ErrNotFound)
+	}
+	d.notify()
+	return nil
+}
+
+// RecoverCalls turns every "sending" call into "unknown", due for asking at
+// once: after a restart nobody knows whether its bytes left. It returns how
+// many there were.
+func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
+	now := nanos(d.now())
+	res, err := d.db.ExecContext(ctx, `UPDATE calls SET state = 'unknown', outcome = 'outcome_unknown',
+		detail = 'Delta stopped while this call was being sent; it may have left, so it is not sent again and the owner will be asked',
+		next_ask_at = ?, updated_at = ? WHERE state = 'sending'`, now, now)
+	if err != nil {
+		return 0, fmt.Errorf("journal: recover sending calls: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		d.notify()
+	}
+	return int(n), nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}

@@ -1,0 +1,164 @@
+// Package journal owns Delta's SQLite database, <state>/delta.db: the
+// caller's calls and their attempts, the owner's receipts and fences, the
+// sweep watermark, and the registered owner apps.
+//
+// Every write that decides an outcome is one BEGIN IMMEDIATE transaction with
+// synchronous=FULL, so that it is on disk before the byte it guards leaves
+// (a call's "sending") or before a request is handed on (a receipt's
+// "running"). The schema is a series of embedded, numbered migrations.
+//
+// The state machines are exactly DESIGN §4's; this package enforces their
+// transitions with compare-and-set updates, so a caller that loses a race
+// learns so instead of overwriting.
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// ErrNotFound is returned when a call, receipt or app does not exist.
+var ErrNotFound = errors.New("not found")
+
+// DB is an open journal. It is safe for concurrent use.
+type DB struct {
+	db  *sql.DB
+	now func() time.Time
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change
+}
+
+// Options configure Open.
+type Options struct {
+	// Now is the clock. If nil, time.Now.
+	Now func() time.Time
+}
+
+// Open opens (creating if needed) the journal at path and brings its schema
+// up to date.
+func Open(path string, opts Options) (*DB, error) {
+	q := url.Values{}
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "FULL")
+	q.Set("_busy_timeout", "10000")
+	q.Set("_txlock", "immediate")
+	q.Set("_foreign_keys", "on")
+	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	d := &DB{db: db, now: opts.Now, changed: make(chan struct{})}
+	if d.now == nil {
+		d.now = time.Now
+	}
+	if err := d.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: %s: %w", path, err)
+	}
+	return d, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+func (d *DB) migrate() error {
+	var have int
+	if err := d.db.QueryRow("PRAGMA user_version").Scan(&have); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with its number", base)
+		}
+		if v <= have {
+			continue
+		}
+		text, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := d.db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(string(text)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", base, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: commit: %w", base, err)
+		}
+		have = v
+	}
+	return nil
+}
+
+// Changed returns a channel that is closed at the next change to a call or
+// receipt. Take a new one after each wake-up.
+func (d *DB) Changed() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.changed
+}
+
+func (d *DB) notify() {
+	d.mu.Lock()
+	close(d.changed)
+	d.changed = make(chan struct{})
+	d.mu.Unlock()
+}
+
+// tx runs f in one BEGIN IMMEDIATE transaction and commits it.
+func (d *DB) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("journal: begin: %w", err)
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("journal: commit: %w", err)
+	}
+	return nil
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

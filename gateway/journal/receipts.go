@@ -1,0 +1,279 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ReceiptState is the state of a receipt on the owner (DESIGN §4).
+type ReceiptState string
+
+// The owner's receipt states. A fence is a receipt in state Fenced.
+const (
+	Running         ReceiptState = "running"
+	ReceiptAnswered ReceiptState = "answered"
+	ReceiptNotDone  ReceiptState = "not_carried_out"
+	AppUnknown      ReceiptState = "app_unknown"
+	Interrupted     ReceiptState = "interrupted"
+	Fenced          ReceiptState = "fenced"
+	NeverArrived    ReceiptState = "never_arrived" // reported, never stored
+	Expired         ReceiptState = "expired"       // reported, never stored
+)
+
+// Retention (DESIGN §8).
+const (
+	AnswerRetention  = 7 * 24 * time.Hour
+	ReceiptRetention = 90 * 24 * time.Hour
+	// CallRetention is how long the caller keeps a settled call's id.
+	CallRetention = 91 * 24 * time.Hour
+	// ClockSkew is added to the sweep watermark before an owner may say
+	// never_arrived.
+	ClockSkew = 10 * time.Minute
+)
+
+// Receipt is one request the owner received, keyed by (Caller, RequestID).
+type Receipt struct {
+	Caller        string // the caller's stable node ID
+	RequestID     string
+	Digest        string
+	State         ReceiptState
+	CallerName    string
+	App           string
+	Method        string
+	Path          string
+	ReceivedAt    time.Time
+	UpdatedAt     time.Time
+	Answer        *Answer // nil until answered, and after it expired
+	AnswerExpired bool
+}
+
+// Decision is what the owner does with an arriving call.
+type Decision int
+
+const (
+	// Forward: new; recorded as running; hand it to the app once.
+	Forward Decision = iota
+	// Replay: answered before; send the stored answer again.
+	Replay
+	// Reused: the id was used for another request (422).
+	Reused
+	// Busy: the id is in another state (409 with that state).
+	Busy
+)
+
+const receiptCols = `caller, request_id, digest, state, caller_name, app, method, path,
+	received_at, updated_at, answer_status, answer_headers, answer_body,
+	answer_digest, answer_omitted, answer_expired`
+
+func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
+	var r Receipt
+	var recv, upd int64
+	var status sql.NullInt64
+	var headers sql.NullString
+	var body []byte
+	var bodyDigest string
+	var omitted, expired int
+	err := s.Scan(&r.Caller, &r.RequestID, &r.Digest, &r.State, &r.CallerName, &r.App,
+		&r.Method, &r.Path, &recv, &upd, &status, &headers, &body, &bodyDigest, &omitted, &expired)
+	if err != nil {
+		return nil, err
+	}
+	r.ReceivedAt, r.UpdatedAt = fromNanos(recv), fromNanos(upd)
+	r.AnswerExpired = expired != 0
+	if status.Valid {
+		r.Answer = &Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String),
+			Body: body, Omitted: omitted != 0, BodyDigest: bodyDigest}
+	}
+	return &r, nil
+}
+
+// Receive is the owner's one decision point for an arriving call: receipt,
+// fence and the check for both in one BEGIN IMMEDIATE transaction, durable
+// before anything is forwarded. r names the call; for Forward it is stored
+// as running. For the other decisions, old is the stored receipt.
+func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		old, err = scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, r.Caller, r.RequestID))
+		switch {
+		case err == nil:
+			switch {
+			case old.State == Fenced:
+				dec = Busy
+			case old.Digest != r.Digest:
+				dec = Reused
+			case old.State == ReceiptAnswered && !old.AnswerExpired:
+				dec = Replay
+			default:
+				dec = Busy
+			}
+			return nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("journal: look up receipt %s from %s: %w", r.RequestID, r.Caller, err)
+		}
+		now := d.now()
+		r.State, r.ReceivedAt, r.UpdatedAt = Running, now, now
+		_, err = tx.ExecContext(ctx, `INSERT INTO receipts (caller, request_id, digest, state, caller_name, app, method, path, received_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Caller, r.RequestID, r.Digest, Running, r.CallerName, r.App, r.Method, r.Path, nanos(now), nanos(now))
+		if err != nil {
+			return fmt.Errorf("journal: record receipt %s from %s as running: %w", r.RequestID, r.Caller, err)
+		}
+		dec = Forward
+		return nil
+	})
+	if err == nil && dec == Forward {
+		d.notify()
+	}
+	return dec, old, err
+}
+
+// FinishReceipt moves a running receipt to state (answered with ans, or
+// not_carried_out, or app_unknown). It reports whether the receipt was
+// still running.
+func (d *DB) FinishReceipt(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (bool, error) {
+	var res sql.Result
+	var err error
+	now := nanos(d.now())
+	if ans != nil {
+		res, err = d.db.ExecContext(ctx, `UPDATE receipts SET state = ?, updated_at = ?, answer_status = ?, answer_headers = ?,
+			answer_body = ?, answer_digest = ?, answer_omitted = ? WHERE caller = ? AND request_id = ? AND state = 'running'`,
+			state, now, ans.Status, encodeHeaders(ans.Headers), ans.Body, ans.BodyDigest, boolInt(ans.Omitted), caller, id)
+	} else {
+		res, err = d.db.ExecContext(ctx, `UPDATE receipts SET state = ?, updated_at = ? WHERE caller = ? AND request_id = ? AND state = 'running'`,
+			state, now, caller, id)
+	}
+	if err != nil {
+		return false, fmt.Errorf("journal: record receipt %s from %s as %s: %w", id, caller, state, err)
+	}
+	n, _ := res.RowsAffected()
+	if n > 0 {
+		d.notify()
+	}
+	return n == 1, nil
+}
+
+// Receipt returns one receipt as stored.
+func (d *DB) Receipt(ctx context.Context, caller, id string) (*Receipt, error) {
+	r, err := scanReceipt(d.db.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, caller, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
+	}
+	return r, err
+}
+
+// Receipts lists every receipt, oldest first (for tests and the status page).
+func (d *DB) Receipts(ctx context.Context) ([]*Receipt, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+receiptCols+` FROM receipts ORDER BY received_at`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Lookup answers a caller's question about call id (GET /delta/v1/calls/{id}).
+// If the owner has never seen the id, it writes a fence in the same
+// transaction and reports NeverArrived, unless the call is older than the
+// sweep watermark (plus ClockSkew): then it reports Expired, because a
+// receipt may have been swept. A fenced id reports NeverArrived again.
+func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time) (*Receipt, error) {
+	var out *Receipt
+	fenced := false
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		r, err := scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, caller, id))
+		if err == nil {
+			out = r
+			if r.State == Fenced {
+				out.State = NeverArrived
+			}
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("journal: look up receipt %s from %s: %w", id, caller, err)
+		}
+		var swept sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT MAX(swept_until) FROM sweeps WHERE caller IN (?, '*')`, caller).Scan(&swept); err != nil {
+			return fmt.Errorf("journal: read sweep watermark: %w", err)
+		}
+		if swept.Valid && (createdAt.IsZero() || createdAt.Before(fromNanos(swept.Int64).Add(ClockSkew))) {
+			out = &Receipt{Caller: caller, RequestID: id, State: Expired}
+			return nil
+		}
+		now := d.now()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO receipts (caller, request_id, digest, state, received_at, updated_at) VALUES (?, ?, '', 'fenced', ?, ?)`,
+			caller, id, nanos(now), nanos(now)); err != nil {
+			return fmt.Errorf("journal: write fence for %s from %s: %w", id, caller, err)
+		}
+		fenced = true
+		out = &Receipt{Caller: caller, RequestID: id, State: NeverArrived, ReceivedAt: now, UpdatedAt: now}
+		return nil
+	})
+	if fenced {
+		d.notify()
+	}
+	return out, err
+}
+
+// RecoverReceipts turns every "running" receipt into "interrupted": after a
+// restart nobody knows whether the app acted. It returns how many there were.
+func (d *DB) RecoverReceipts(ctx context.Context) (int, error) {
+	res, err := d.db.ExecContext(ctx, `UPDATE receipts SET state = 'interrupted', updated_at = ? WHERE state = 'running'`, nanos(d.now()))
+	if err != nil {
+		return 0, fmt.Errorf("journal: recover running receipts: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return int(n), nil
+}
+
+// SweepResult counts what a sweep removed.
+type SweepResult struct {
+	AnswersExpired int64
+	ReceiptsGone   int64
+	CallsGone      int64
+}
+
+// Sweep applies retention at now: answers older than 7 days are dropped
+// (answer_expired), receipts and fences older than 90 days are deleted and
+// the watermark moves to that time, and settled calls older than
+// CallRetention leave the caller's journal. Unsettled calls are never
+// removed.
+func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
+	var s SweepResult
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET answer_headers = NULL, answer_body = NULL, answer_expired = 1
+			WHERE state = 'answered' AND answer_expired = 0 AND updated_at < ?`, nanos(now.Add(-AnswerRetention)))
+		if err != nil {
+			return fmt.Errorf("journal: expire answers: %w", err)
+		}
+		s.AnswersExpired, _ = res.RowsAffected()
+		cutoff := nanos(now.Add(-ReceiptRetention))
+		res, err = tx.ExecContext(ctx, `DELETE FROM receipts WHERE received_at < ? AND state != 'running'`, cutoff)
+		if err != nil {
+			return fmt.Errorf("journal: delete old receipts: %w", err)
+		}
+		s.ReceiptsGone, _ = res.RowsAffected()
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sweeps (caller, swept_until) VALUES ('*', ?)
+			ON CONFLICT (caller) DO UPDATE SET swept_until = MAX(swept_until, excluded.swept_until)`, cutoff); err != nil {
+			return fmt.Errorf("journal: move sweep watermark: %w", err)
+		}
+		res, err = tx.ExecContext(ctx, `DELETE FROM calls WHERE created_at < ? AND state NOT IN ('sending', 'unknown', 'needs_person')`,
+			nanos(now.Add(-CallRetention)))
+		if err != nil {
+			return fmt.Errorf("journal: delete old calls: %w", err)
+		}
+		s.CallsGone, _ = res.RowsAffected()
+		return nil
+	})
+	return s, err
+}

@@ -1,0 +1,408 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"delta/gateway/journal"
+	"delta/gateway/proto"
+	"delta/gateway/roads"
+)
+
+// localHandler is the local API (DESIGN §3).
+func (g *Gateway) localHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/peers/{peer}/{app}", g.handlePeerRequest)
+	mux.HandleFunc("/v1/peers/{peer}/{app}/{path...}", g.handlePeerRequest)
+	mux.HandleFunc("GET /v1/calls", g.handleListCalls)
+	mux.HandleFunc("GET /v1/calls/{id}", g.handleGetCall)
+	mux.HandleFunc("POST /v1/calls/{id}/ask", g.handleAsk)
+	mux.HandleFunc("POST /v1/calls/{id}/dismiss", g.handleDismiss)
+	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
+	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
+	mux.HandleFunc("DELETE /v1/apps/{app}", g.handleDeleteApp)
+	mux.HandleFunc("GET /v1/status", g.handleStatus)
+	mux.HandleFunc("GET /metrics", g.handleMetrics)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
+	})
+	return g.guardLocal(mux)
+}
+
+// guardLocal refuses foreign Host headers (DNS rebinding) and requests
+// without the local token.
+func (g *Gateway) guardLocal(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+		if !isLoopbackHost(host) {
+			localError(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard); nothing was sent", r.Host))
+			return
+		}
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !checkToken(tok, g.token) {
+			why := "the request has no Authorization: Bearer header"
+			if ok {
+				why = "the bearer token does not match " + g.cfg.StateDir + "/local-token"
+			} else if r.Header.Get("Authorization") != "" {
+				why = "the Authorization header is not \"Bearer <token>\""
+			}
+			localError(w, proto.Unauthorized, why+"; nothing was sent")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
+	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail})
+}
+
+// target is a parsed /v1/peers/{peer}/{app}/{path...} request.
+type target struct {
+	peer, app string
+	pathQuery string // escaped, starting with "/", with "?query" if any
+	timeout   time.Duration
+	pin       roads.Road
+}
+
+func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
+	isCall := proto.IsCall(r.Method)
+	if !isCall && !proto.IsRead(r.Method) {
+		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE")
+		proto.WriteError(w, http.StatusMethodNotAllowed, proto.ErrorBody{Error: string(proto.BadRequest),
+			Detail: fmt.Sprintf("method %s is neither a read (GET, HEAD) nor a call (POST, PUT, PATCH, DELETE); nothing was sent", r.Method)})
+		return
+	}
+	t, o, detail := g.parseTarget(r)
+	if o != "" {
+		if isCall {
+			g.stats.call(o)
+		} else {
+			g.stats.read(o)
+		}
+		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.peer})
+		return
+	}
+	if isCall {
+		g.handleCall(w, r, t)
+	} else {
+		g.handleRead(w, r, t)
+	}
+}
+
+func (g *Gateway) parseTarget(r *http.Request) (target, proto.Outcome, string) {
+	t := target{peer: r.PathValue("peer"), app: r.PathValue("app")}
+	nothing := "; nothing was sent"
+	if err := proto.CheckName("peer", t.peer); err != nil {
+		return t, proto.BadRequest, err.Error() + nothing
+	}
+	if err := proto.CheckName("app", t.app); err != nil {
+		return t, proto.BadRequest, err.Error() + nothing
+	}
+	var err error
+	if t.timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
+		return t, proto.BadRequest, err.Error() + nothing
+	}
+	if v := r.Header.Get(proto.HeaderRoute); v != "" {
+		if t.pin, err = roads.Parse(v); err != nil {
+			return t, proto.BadRequest, err.Error() + nothing
+		}
+	}
+	if !g.router.Known(t.peer) {
+		return t, proto.NotFound, fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.peer)
+	}
+	prefix := "/v1/peers/" + t.peer + "/" + t.app
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
+	if rest == "" {
+		rest = "/"
+	}
+	if strings.ContainsRune(rest, 0) {
+		return t, proto.BadRequest, "the path holds a NUL character; nothing was sent"
+	}
+	t.pathQuery = rest
+	if r.URL.RawQuery != "" {
+		t.pathQuery += "?" + r.URL.RawQuery
+	}
+	return t, "", ""
+}
+
+// callView is the JSON of GET /v1/calls/{id} (DESIGN §4).
+type callView struct {
+	RequestID  string        `json:"request_id"`
+	Peer       string        `json:"peer"`
+	App        string        `json:"app"`
+	CallerApp  string        `json:"caller_app"`
+	Method     string        `json:"method"`
+	Path       string        `json:"path"`
+	Digest     string        `json:"digest"`
+	State      string        `json:"state"`
+	Outcome    string        `json:"outcome,omitempty"`
+	Dismissed  bool          `json:"dismissed"`
+	Detail     string        `json:"detail"`
+	CreatedAt  string        `json:"created_at"`
+	UpdatedAt  string        `json:"updated_at"`
+	OwnerState string        `json:"owner_state"`
+	Asks       int           `json:"asks"`
+	NextAskAt  string        `json:"next_ask_at,omitempty"`
+	Attempts   []attemptView `json:"attempts"`
+	Answer     *answerView   `json:"answer,omitempty"`
+}
+
+type attemptView struct {
+	N         int    `json:"n"`
+	Road      string `json:"road"`
+	Address   string `json:"address"`
+	StartedAt string `json:"started_at"`
+	FirstByte bool   `json:"first_byte_written"`
+	Error     string `json:"error,omitempty"`
+}
+
+type answerView struct {
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	Omitted    bool        `json:"body_omitted,omitempty"`
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func viewCall(c *journal.Call) callView {
+	v := callView{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
+		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
+		Dismissed: c.Dismissed, Detail: c.Detail, CreatedAt: rfc3339(c.CreatedAt), UpdatedAt: rfc3339(c.UpdatedAt),
+		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []attemptView{}}
+	if !c.NextAskAt.IsZero() {
+		v.NextAskAt = rfc3339(c.NextAskAt)
+	}
+	for _, a := range c.Attempts {
+		v.Attempts = append(v.Attempts, attemptView{N: a.N, Road: a.Road, Address: a.Address,
+			StartedAt: rfc3339(a.StartedAt), FirstByte: a.FirstByte, Error: a.Error})
+	}
+	if c.Answer != nil {
+		v.Answer = &answerView{Status: c.Answer.Status, Headers: c.Answer.Headers,
+			BodyBase64: base64.StdEncoding.EncodeToString(c.Answer.Body), Omitted: c.Answer.Omitted}
+	}
+	return v
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
+	f := journal.CallFilter{}
+	switch s := r.URL.Query().Get("state"); s {
+	case "":
+	case "unsettled":
+		f.Unsettled = true
+	case "sending", "answered", "unavailable", "unknown", "carried_out", "not_carried_out", "needs_person":
+		f.State = journal.CallState(s)
+	default:
+		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not unsettled or a call state (sending, answered, unavailable, unknown, carried_out, not_carried_out, needs_person)", s))
+		return
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5000 {
+			localError(w, proto.BadRequest, fmt.Sprintf("limit %q is not a number from 1 to 5000", v))
+			return
+		}
+		f.Limit = n
+	}
+	calls, err := g.db.Calls(r.Context(), f)
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	out := []callView{}
+	for _, c := range calls {
+		out = append(out, viewCall(c))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"calls": out})
+}
+
+func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		var err error
+		if wait, err = proto.ParseTimeout(v); err != nil {
+			localError(w, proto.BadRequest, "wait: "+strings.TrimPrefix(err.Error(), "X-Delta-Timeout "))
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), wait)
+	defer cancel()
+	for {
+		changed := g.db.Changed()
+		c, err := g.db.Call(r.Context(), id)
+		if errors.Is(err, journal.ErrNotFound) {
+			localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
+			return
+		}
+		if err != nil {
+			localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+			return
+		}
+		if c.State != journal.Sending && c.State != journal.Unknown || ctx.Err() != nil {
+			writeJSON(w, http.StatusOK, viewCall(c))
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (g *Gateway) handleAsk(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	c, err := g.db.Call(r.Context(), id)
+	if errors.Is(err, journal.ErrNotFound) {
+		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
+		return
+	}
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	if !c.State.Unsettled() {
+		localError(w, proto.Conflict, fmt.Sprintf("call %s is %s, not unknown or needs_person; there is nothing to ask", id, c.State))
+		return
+	}
+	g.recon.ask(r.Context(), c, true)
+	if c, err = g.db.Call(r.Context(), id); err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, viewCall(c))
+}
+
+func (g *Gateway) handleDismiss(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := g.db.Dismiss(r.Context(), id); errors.Is(err, journal.ErrNotFound) {
+		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
+		return
+	} else if err != nil {
+		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		return
+	}
+	c, err := g.db.Call(r.Context(), id)
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, viewCall(c))
+}
+
+type appView struct {
+	App    string `json:"app"`
+	URL    string `json:"url"`
+	Secret string `json:"secret"`
+}
+
+func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("app")
+	if err := proto.CheckName("app", name); err != nil {
+		localError(w, proto.BadRequest, err.Error())
+		return
+	}
+	var body struct {
+		URL string `json:"url"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		localError(w, proto.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"}: `+err.Error())
+		return
+	}
+	if err := checkAppURL(body.URL); err != nil {
+		localError(w, proto.BadRequest, err.Error())
+		return
+	}
+	a, err := g.db.PutApp(r.Context(), name, strings.TrimSuffix(body.URL, "/"))
+	if err != nil {
+		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		return
+	}
+	g.log.Info("app registered", "app", name, "url", a.URL)
+	writeJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
+}
+
+// checkAppURL accepts only http URLs on a loopback address with a port and
+// no path, query or credentials.
+func checkAppURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("app url %q is not a URL: %w", s, err)
+	}
+	if u.Scheme != "http" {
+		return fmt.Errorf("app url %q must start with http:// (the app listens on loopback)", s)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("app url %q must be only http://HOST:PORT, without path, query or credentials", s)
+	}
+	if u.Port() == "" {
+		return fmt.Errorf("app url %q has no port", s)
+	}
+	ip := net.ParseIP(u.Hostname())
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("app url %q is not on a loopback address (127.0.0.0/8 or ::1); Delta forwards only to apps on this computer", s)
+	}
+	return nil
+}
+
+func (g *Gateway) handleGetApp(w http.ResponseWriter, r *http.Request) {
+	a, err := g.db.App(r.Context(), r.PathValue("app"))
+	if errors.Is(err, journal.ErrNotFound) {
+		localError(w, proto.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
+		return
+	}
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
+}
+
+func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
+	err := g.db.DeleteApp(r.Context(), r.PathValue("app"))
+	if errors.Is(err, journal.ErrNotFound) {
+		localError(w, proto.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
+		return
+	}
+	if err != nil {
+		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// newRequestID mints a random UUID (version 4).
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

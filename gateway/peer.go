@@ -1,0 +1,378 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"delta/gateway/journal"
+	"delta/gateway/oneshot"
+	"delta/gateway/proto"
+)
+
+// appConnectTimeout bounds a connect to a local owner app.
+const appConnectTimeout = 2 * time.Second
+
+type callerKey struct{}
+
+// peerHandler is the peer API (DESIGN §4). The door runs before anything
+// else.
+func (g *Gateway) peerHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /delta/v1/ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("/delta/v1/apps/{app}", g.handleOwnerRequest)
+	mux.HandleFunc("/delta/v1/apps/{app}/{path...}", g.handleOwnerRequest)
+	mux.HandleFunc("GET /delta/v1/calls/{id}", g.handleOwnerLookup)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		peerError(w, http.StatusNotFound, proto.PeerBadRequest, fmt.Sprintf("%s %s is not part of Delta's peer API", r.Method, r.URL.Path))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := g.door.Identify(r)
+		if err != nil {
+			g.stats.doorRefusal()
+			if errors.Is(err, ErrDoorUnauthorized) {
+				peerError(w, http.StatusUnauthorized, proto.PeerUnauthorized, fmt.Sprintf("%s refused the request at its door: %v", g.self.Name, err))
+			} else {
+				peerError(w, http.StatusForbidden, proto.PeerForbidden, fmt.Sprintf("%s refused the request at its door: %v", g.self.Name, err))
+			}
+			return
+		}
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	})
+}
+
+func callerOf(r *http.Request) Caller { return r.Context().Value(callerKey{}).(Caller) }
+
+func peerError(w http.ResponseWriter, status int, e proto.PeerError, detail string) {
+	proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: detail})
+}
+
+// ownerTarget is a parsed /delta/v1/apps/{app}/{path...} request.
+type ownerTarget struct {
+	app       *journal.App
+	pathQuery string
+	timeout   time.Duration
+	caller    Caller
+	callerApp string
+}
+
+func (g *Gateway) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("app")
+	if err := proto.CheckName("app", name); err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
+		return
+	}
+	timeout, err := proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout))
+	if err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
+		return
+	}
+	app, err := g.db.App(r.Context(), name)
+	if errors.Is(err, journal.ErrNotFound) {
+		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s; nothing was carried out", name, g.self.Name))
+		return
+	}
+	if err != nil {
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v); nothing was carried out", g.self.Name, err))
+		return
+	}
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/delta/v1/apps/"+name)
+	if rest == "" {
+		rest = "/"
+	}
+	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, caller: callerOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
+	if r.URL.RawQuery != "" {
+		t.pathQuery += "?" + r.URL.RawQuery
+	}
+	switch {
+	case proto.IsRead(r.Method):
+		g.ownerRead(w, r, t)
+	case proto.IsCall(r.Method):
+		g.ownerCall(w, r, t)
+	default:
+		peerError(w, http.StatusMethodNotAllowed, proto.PeerBadRequest, fmt.Sprintf("method %s is neither a read nor a call; nothing was carried out", r.Method))
+	}
+}
+
+// appHeaders are the headers the owner app gets with every forwarded
+// request.
+func (g *Gateway) appHeaders(h http.Header, t ownerTarget, remaining time.Duration) {
+	h.Set(proto.HeaderCaller, t.caller.Name)
+	if t.callerApp != "" {
+		h.Set(proto.HeaderApp, t.callerApp)
+	}
+	h.Set(proto.HeaderSecret, t.app.Secret)
+	h.Set(proto.HeaderTimeout, proto.FormatTimeout(remaining))
+}
+
+type ownerReadKey struct{}
+
+// ownerRead forwards a read to the local app through a reverse proxy with
+// pooled connections.
+func (g *Gateway) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget) {
+	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
+	defer cancel()
+	g.appProxy().ServeHTTP(w, r.WithContext(context.WithValue(ctx, ownerReadKey{}, t)))
+}
+
+// dialError marks a failure to connect to the app: nothing reached it.
+type dialError struct{ error }
+
+func (e dialError) Unwrap() error { return e.error }
+
+func (g *Gateway) appProxy() *httputil.ReverseProxy {
+	g.proxyOnce.Do(func() {
+		d := net.Dialer{Timeout: appConnectTimeout}
+		g.proxy = &httputil.ReverseProxy{
+			Transport: &http.Transport{
+				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					c, err := d.DialContext(ctx, network, addr)
+					if err != nil {
+						return nil, dialError{err}
+					}
+					return c, nil
+				},
+				MaxIdleConnsPerHost: 64,
+				IdleConnTimeout:     90 * time.Second,
+				DisableCompression:  true,
+			},
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				t := pr.In.Context().Value(ownerReadKey{}).(ownerTarget)
+				u, _ := url.Parse(t.app.URL + t.pathQuery)
+				pr.Out.URL, pr.Out.Host = u, u.Host
+				proto.StripHop(pr.Out.Header)
+				remaining := t.timeout
+				if dl, ok := pr.In.Context().Deadline(); ok {
+					remaining = time.Until(dl)
+				}
+				g.appHeaders(pr.Out.Header, t, remaining)
+			},
+			ModifyResponse: func(resp *http.Response) error {
+				proto.StripDelta(resp.Header)
+				resp.Header.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
+				return nil
+			},
+			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+				t := r.Context().Value(ownerReadKey{}).(ownerTarget)
+				var de dialError
+				switch {
+				case errors.As(err, &de):
+					peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, g.self.Name, de.error))
+				case oneshot.IsTimeout(err):
+					peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, g.self.Name, t.timeout))
+				default:
+					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, g.self.Name, err))
+				}
+			},
+			ErrorLog: nil,
+		}
+	})
+	return g.proxy
+}
+
+// ownerCall is the owner's side of a call: the receipt decides, durably,
+// before the app is asked once; the app's answer is stored before it is
+// sent back.
+func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget) {
+	rid := r.Header.Get(proto.HeaderRequestID)
+	if err := proto.CheckRequestID(rid); err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
+		return
+	}
+	if r.ContentLength > proto.MaxCallBody {
+		peerError(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, fmt.Sprintf("the body is %d bytes, over the limit of %d; nothing was carried out", r.ContentLength, proto.MaxCallBody))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
+	if err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, "could not read the call's body ("+err.Error()+"); nothing was carried out")
+		return
+	}
+	if len(body) > proto.MaxCallBody {
+		peerError(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, fmt.Sprintf("the body is over the limit of %d bytes; nothing was carried out", proto.MaxCallBody))
+		return
+	}
+	digest := proto.Digest(r.Method, t.app.Name, t.pathQuery, body)
+	if sent := r.Header.Get(proto.HeaderDigest); sent != "" && sent != digest {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("the call's digest is %s here but %s at the caller (the request changed on the way); nothing was carried out", digest, sent))
+		return
+	}
+	rec := &journal.Receipt{Caller: t.caller.Node, RequestID: rid, Digest: digest, CallerName: t.caller.Name,
+		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
+	dec, old, err := g.db.Receive(r.Context(), rec)
+	if err != nil {
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v); nothing was carried out", g.self.Name, err))
+		return
+	}
+	switch dec {
+	case journal.Reused:
+		peerError(w, http.StatusUnprocessableEntity, proto.PeerReused, fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s); nothing was carried out",
+			rid, t.caller.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
+		return
+	case journal.Replay:
+		g.stats.replay()
+		writeOwnerAnswer(w, old.Answer, nil, true)
+		return
+	case journal.Busy:
+		e, what := busyError(old)
+		peerError(w, http.StatusConflict, e, fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.caller.Name, what))
+		return
+	}
+
+	deadline := time.Now().Add(t.timeout)
+	req, err := http.NewRequest(r.Method, t.app.URL+t.pathQuery, bytes.NewReader(body))
+	if err != nil { // cannot happen: the URL was checked at registration
+		g.db.FinishReceipt(context.Background(), t.caller.Node, rid, journal.ReceiptNotDone, nil)
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, "the call does not make a request to the app ("+err.Error()+"); nothing was carried out")
+		return
+	}
+	req.Header = forwardHeaders(r.Header)
+	req.Header.Set(proto.HeaderRequestID, rid)
+	g.appHeaders(req.Header, t, t.timeout)
+
+	type result struct {
+		state journal.ReceiptState
+		ans   *journal.Answer
+		body  []byte
+		err   error
+	}
+	done := make(chan result, 1)
+	g.goBackground(func() {
+		// Keep waiting past the caller's deadline so that the app's answer
+		// is recorded; give up only after OwnerExtraWait (or at Close).
+		ctx, cancel := context.WithDeadline(g.ctx, deadline.Add(OwnerExtraWait))
+		defer cancel()
+		d := net.Dialer{Timeout: appConnectTimeout}
+		addr := req.URL.Host
+		res, err := oneshot.Do(ctx, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }, req, proto.MaxAnswerBody)
+		var out result
+		var oe *oneshot.Error
+		switch {
+		case err == nil:
+			h := res.Header.Clone()
+			proto.StripHop(h)
+			h.Del("Content-Length")
+			out = result{state: journal.ReceiptAnswered, ans: journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer), body: res.Bytes}
+		case g.ctx.Err() != nil:
+			// Delta is stopping: the receipt stays running and becomes
+			// interrupted at the next start.
+			done <- result{err: err}
+			return
+		case errors.As(err, &oe) && !oe.Sent:
+			out = result{state: journal.ReceiptNotDone, err: err}
+		default:
+			out = result{state: journal.AppUnknown, err: err}
+		}
+		if _, ferr := g.db.FinishReceipt(context.Background(), t.caller.Node, rid, out.state, out.ans); ferr != nil {
+			g.log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.caller.Name, "err", ferr)
+		}
+		done <- out
+	})
+
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case res := <-done:
+		switch res.state {
+		case journal.ReceiptAnswered:
+			writeOwnerAnswer(w, res.ans, res.body, false)
+		case journal.ReceiptNotDone:
+			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v); nothing was carried out", t.app.Name, g.self.Name, res.err))
+		case journal.AppUnknown:
+			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, g.self.Name, res.err))
+		default:
+			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", g.self.Name, t.app.Name))
+		}
+	case <-timer.C:
+		peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s has not answered within %s; %s keeps waiting for it (up to %s more) and records its answer",
+			t.app.Name, g.self.Name, t.timeout, g.self.Name, OwnerExtraWait))
+	case <-r.Context().Done():
+		// The caller hung up; the app's answer is still recorded.
+	}
+}
+
+// busyError names a receipt's state as the 409 error (DESIGN §4).
+func busyError(old *journal.Receipt) (proto.PeerError, string) {
+	switch old.State {
+	case journal.Running:
+		return proto.PeerInProgress, "is being carried out now"
+	case journal.Fenced:
+		return proto.PeerFenced, "was asked about before it arrived and was recorded as never arrived, so it is refused; nothing was carried out"
+	case journal.ReceiptAnswered:
+		return proto.PeerAnswerExpired, "was answered, but the answer is no longer kept"
+	case journal.ReceiptNotDone:
+		return proto.PeerNotDone, "was not carried out (the app was not listening)"
+	}
+	return proto.PeerError(old.State), fmt.Sprintf("is %s", old.State)
+}
+
+// writeOwnerAnswer sends the app's answer (or the stored one) to the
+// caller's Delta.
+func writeOwnerAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, replayed bool) {
+	h := w.Header()
+	for k, vs := range ans.Headers {
+		h[k] = vs
+	}
+	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
+	if replayed {
+		h.Set(proto.HeaderReplayed, "true")
+	}
+	if body == nil {
+		body = ans.Body
+		if ans.Omitted {
+			h.Set(proto.HeaderAnswerOmitted, "the answer's body was over 1 MiB and is not kept for replay")
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(ans.Status)
+	w.Write(body)
+}
+
+// lookupView is the JSON of GET /delta/v1/calls/{id} (DESIGN §4).
+type lookupView struct {
+	State         string      `json:"state"`
+	Digest        string      `json:"digest"`
+	ReceivedAt    string      `json:"received_at,omitempty"`
+	Answer        *answerView `json:"answer,omitempty"`
+	AnswerExpired bool        `json:"answer_expired"`
+}
+
+func (g *Gateway) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := proto.CheckRequestID(id); err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
+		return
+	}
+	var created time.Time
+	if v := r.URL.Query().Get("created_at"); v != "" {
+		var err error
+		if created, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			peerError(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("created_at %q is not an RFC 3339 time", v))
+			return
+		}
+	}
+	rec, err := g.db.Lookup(r.Context(), callerOf(r).Node, id, created)
+	if err != nil {
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", g.self.Name, err))
+		return
+	}
+	v := lookupView{State: string(rec.State), Digest: rec.Digest, AnswerExpired: rec.AnswerExpired}
+	if !rec.ReceivedAt.IsZero() {
+		v.ReceivedAt = rfc3339(rec.ReceivedAt)
+	}
+	if a := rec.Answer; a != nil {
+		v.Answer = &answerView{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
+	}
+	w.Header().Set(proto.HeaderOutcome, "call_state")
+	writeJSON(w, http.StatusOK, v)
+}

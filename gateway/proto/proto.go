@@ -1,0 +1,271 @@
+// Package proto is Delta's wire vocabulary: the outcomes of DESIGN §2, the
+// peer gateway's own error names, the X-Delta-* headers, the checks on
+// request ids and timeouts, the call digest, and the JSON error body.
+//
+// Both sides of a hop use it, so that what the caller's Delta sends and what
+// the owner's Delta checks are one definition.
+package proto
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Outcome is what the local API tells an app happened (DESIGN §2).
+type Outcome string
+
+// The outcomes of the local API.
+const (
+	Answered     Outcome = "answered"
+	Stale        Outcome = "stale"
+	BadRequest   Outcome = "bad_request"
+	Unauthorized Outcome = "unauthorized"
+	NotFound     Outcome = "not_found"
+	Conflict     Outcome = "conflict"
+	Forbidden    Outcome = "forbidden"
+	Unavailable  Outcome = "unavailable"
+	Timeout      Outcome = "timeout"
+	Unknown      Outcome = "outcome_unknown"
+)
+
+// Status is the HTTP status Delta uses for an outcome it makes itself.
+// Answered and Stale carry the owner's status instead; for them it is 200.
+func (o Outcome) Status() int {
+	switch o {
+	case BadRequest:
+		return http.StatusBadRequest
+	case Unauthorized:
+		return http.StatusUnauthorized
+	case NotFound:
+		return http.StatusNotFound
+	case Conflict:
+		return http.StatusConflict
+	case Forbidden:
+		return http.StatusForbidden
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	case Timeout:
+		return http.StatusGatewayTimeout
+	case Unknown:
+		return http.StatusBadGateway
+	}
+	return http.StatusOK
+}
+
+// PeerError names a reply the owner's Delta makes itself on the peer API.
+// It travels in X-Delta-Outcome and in the JSON body's "error".
+type PeerError string
+
+// The peer gateway's own replies (DESIGN §2, §4).
+const (
+	PeerAnswered      PeerError = "answered"          // the app's answer, passed through
+	PeerBadRequest    PeerError = "bad_request"       // 400: refused before anything ran
+	PeerUnauthorized  PeerError = "unauthorized"      // 401 at the door: renew the ticket
+	PeerForbidden     PeerError = "forbidden"         // 403 at the door
+	PeerAppNotFound   PeerError = "app_not_found"     // 404: no such app registered there
+	PeerAppDown       PeerError = "app_unavailable"   // 503: the app refused the connection
+	PeerFenced        PeerError = "fenced"            // 409: asked about before it arrived
+	PeerInProgress    PeerError = "in_progress"       // 409: the same call is running
+	PeerReused        PeerError = "request_id_reused" // 422: same id, other request
+	PeerUnknown       PeerError = "outcome_unknown"   // 502: the app's answer did not come
+	PeerTooLarge      PeerError = "too_large"         // 413: body over the limit
+	PeerTimeout       PeerError = "timeout"           // 504: a read's app did not answer in time
+	PeerNotDone       PeerError = "not_carried_out"   // 409: this call was not carried out
+	PeerAppUnknown    PeerError = "app_unknown"       // 409: the app's connection broke mid-call
+	PeerInterrupted   PeerError = "interrupted"       // 409: the owner restarted mid-call
+	PeerAnswerExpired PeerError = "answer_expired"    // 409: answered; the answer is no longer kept
+)
+
+// Headers of the local and peer APIs.
+const (
+	HeaderOutcome       = "X-Delta-Outcome"
+	HeaderRoute         = "X-Delta-Route"
+	HeaderRequestID     = "X-Delta-Request-Id"
+	HeaderTimeout       = "X-Delta-Timeout"
+	HeaderApp           = "X-Delta-App"
+	HeaderReplayed      = "X-Delta-Replayed"
+	HeaderStale         = "X-Delta-Stale"
+	HeaderCaller        = "X-Delta-Caller"
+	HeaderSecret        = "X-Delta-Forward-Secret"
+	HeaderDigest        = "X-Delta-Digest"
+	HeaderCallerApp     = "X-Delta-Caller-App"
+	HeaderCreatedAt     = "X-Delta-Created-At"
+	HeaderAnswerOmitted = "X-Delta-Answer-Omitted"
+)
+
+// Limits shared by both sides of a hop.
+const (
+	// MaxCallBody is the largest request body a call may carry (413 above).
+	MaxCallBody = 8 << 20
+	// MaxAnswerBody is the largest answer to a call that is carried back.
+	MaxAnswerBody = 16 << 20
+	// MaxStoredAnswer is the largest answer body kept in a journal; a larger
+	// one is kept as its digest only.
+	MaxStoredAnswer = 1 << 20
+	// DefaultTimeout is X-Delta-Timeout when the app gives none.
+	DefaultTimeout = 30 * time.Second
+	// MaxTimeout is the largest X-Delta-Timeout.
+	MaxTimeout = 600 * time.Second
+)
+
+var (
+	requestIDRe = regexp.MustCompile(`^[A-Za-z0-9._~:-]{1,128}$`)
+	timeoutRe   = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3})?$`)
+	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+)
+
+// CheckRequestID reports why id is not a valid X-Delta-Request-Id, or nil.
+func CheckRequestID(id string) error {
+	if len(id) > 128 {
+		return fmt.Errorf("X-Delta-Request-Id is %d characters long; at most 128 are allowed", len(id))
+	}
+	if !requestIDRe.MatchString(id) {
+		return fmt.Errorf("X-Delta-Request-Id %q has a character outside A-Z a-z 0-9 . _ ~ : - (or is empty)", id)
+	}
+	if strings.Trim(id, ".") == "" {
+		return fmt.Errorf("X-Delta-Request-Id %q is only dots", id)
+	}
+	return nil
+}
+
+// ParseTimeout parses an X-Delta-Timeout value. Empty means DefaultTimeout.
+func ParseTimeout(v string) (time.Duration, error) {
+	if v == "" {
+		return DefaultTimeout, nil
+	}
+	if !timeoutRe.MatchString(v) {
+		return 0, fmt.Errorf("X-Delta-Timeout %q is not seconds written as digits with at most 3 decimals (for example 30 or 2.5)", v)
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("X-Delta-Timeout %q: %w", v, err)
+	}
+	d := time.Duration(f * float64(time.Second))
+	if d <= 0 {
+		return 0, fmt.Errorf("X-Delta-Timeout %q must be more than 0 seconds", v)
+	}
+	if d > MaxTimeout {
+		return 0, fmt.Errorf("X-Delta-Timeout %q is over the limit of 600 seconds", v)
+	}
+	return d, nil
+}
+
+// FormatTimeout writes d as an X-Delta-Timeout value (millisecond precision,
+// at least 0.001).
+func FormatTimeout(d time.Duration) string {
+	ms := d.Milliseconds()
+	if ms < 1 {
+		ms = 1
+	}
+	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
+}
+
+// CheckName reports why s is not a valid peer or app name, or nil. what is
+// "peer" or "app", for the message.
+func CheckName(what, s string) error {
+	if !nameRe.MatchString(s) {
+		return fmt.Errorf("%s name %q must be 1-63 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", what, s)
+	}
+	return nil
+}
+
+// IsCall reports whether method is a call (sent at most once) rather than
+// a read.
+func IsCall(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// IsRead reports whether method is a read.
+func IsRead(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead
+}
+
+// Digest is the SHA-256 of a call, hex-encoded. The encoding, fixed by this
+// function and documented in docs/protocol.md, is
+//
+//	"delta-digest/1" NUL method NUL app NUL path-with-query NUL body
+//
+// Method, app and path never hold NUL (they are checked before), and the
+// body comes last, so the encoding is unambiguous.
+func Digest(method, app, pathQuery string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte("delta-digest/1\x00"))
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(app))
+	h.Write([]byte{0})
+	h.Write([]byte(pathQuery))
+	h.Write([]byte{0})
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ErrorBody is the JSON body of every answer Delta makes itself.
+type ErrorBody struct {
+	Error     string `json:"error"`
+	Detail    string `json:"detail"`
+	RequestID string `json:"request_id,omitempty"`
+	Peer      string `json:"peer,omitempty"`
+	Road      string `json:"road,omitempty"`
+}
+
+// WriteError writes one of Delta's own answers: status, X-Delta-Outcome
+// (the value of b.Error) and the JSON body.
+func WriteError(w http.ResponseWriter, status int, b ErrorBody) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set(HeaderOutcome, b.Error)
+	if b.RequestID != "" {
+		h.Set(HeaderRequestID, b.RequestID)
+	}
+	if b.Road != "" {
+		h.Set(HeaderRoute, b.Road)
+	}
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(b)
+}
+
+// StripDelta removes every X-Delta-* header from h.
+func StripDelta(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(k, "X-Delta-") {
+			delete(h, k)
+		}
+	}
+}
+
+// hopHeaders are removed between hops (RFC 9110 §7.6.1), with the
+// credentials that belong to one hop only.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Authorization", "Cookie",
+}
+
+// StripHop removes hop-by-hop headers (and those named in Connection),
+// Authorization, Cookie and every X-Delta-* header from h.
+func StripHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for f := range strings.SplitSeq(v, ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	StripDelta(h)
+}

@@ -1,0 +1,265 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"delta/gateway/oneshot"
+	"delta/gateway/proto"
+	"delta/gateway/readcache"
+	"delta/gateway/roads"
+)
+
+// readGrace is how long past the connect timeout and X-Delta-Timeout a read
+// waits for the owner's reply.
+const readGrace = time.Second
+
+// readFailure is why a read got no answer from the owner app.
+type readFailure struct {
+	o      proto.Outcome
+	detail string
+	road   string
+	// road reports whether the failure was the road's (transport, door),
+	// as opposed to the owner app's: only the road's leads to a fallback.
+	roadFault bool
+}
+
+// handleRead carries a read to its peer: fresh answers come from the
+// cache, a failing thunderbolt/lan road is dropped and one fresh road is
+// tried, and when the peer cannot be reached a stored answer is served as
+// stale (DESIGN §5).
+func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
+	key := readcache.Key(t.peer, t.app, t.pathQuery)
+	isGet := r.Method == http.MethodGet
+	if isGet && !readcache.RequestBypasses(r.Header) {
+		if e := g.cache.Get(key, r.Header); e != nil && e.Fresh(g.now()) {
+			g.stats.read(proto.Answered)
+			g.stats.cacheHit()
+			g.serveCached(w, r, e, "")
+			return
+		}
+	}
+	var exclude []roads.Road
+	renewed, fellBack := false, false
+	var fail readFailure
+	for {
+		cand, err := g.router.Choose(r.Context(), t.peer, t.pin, exclude...)
+		if err != nil {
+			fail = readFailure{o: proto.Unavailable, detail: fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer)}
+			break
+		}
+		tk, err := g.ticket.Ticket(r.Context(), t.peer, renewed)
+		if err != nil {
+			fail = readFailure{o: proto.Unavailable, road: string(cand.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer)}
+			break
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), cand.Road.ConnectTimeout()+t.timeout+readGrace)
+		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, nil)
+		if err != nil {
+			cancel()
+			fail = readFailure{o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
+			break
+		}
+		req.Header = forwardHeaders(r.Header)
+		req.Header.Set("Authorization", "Delta "+tk)
+		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
+		if app := r.Header.Get(proto.HeaderApp); app != "" {
+			req.Header.Set(proto.HeaderApp, app)
+		}
+		started := g.now()
+		resp, err := g.transport.forCandidate(cand).RoundTrip(req)
+		if err != nil {
+			cancel()
+			g.router.Report(cand, 0, err)
+			fail = readFailure{o: proto.Unavailable, road: string(cand.Road), roadFault: true,
+				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.peer, cand, err)}
+			if oneshot.IsTimeout(err) {
+				fail.o = proto.Timeout
+				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.peer, cand, cand.Road.ConnectTimeout()+t.timeout, err)
+			}
+		} else if pe := proto.PeerError(resp.Header.Get(proto.HeaderOutcome)); pe == proto.PeerAnswered {
+			g.router.Report(cand, g.now().Sub(started), nil)
+			g.relayRead(w, resp, cand, key, r.Header, isGet)
+			cancel()
+			return
+		} else {
+			g.router.Report(cand, g.now().Sub(started), nil)
+			var eb proto.ErrorBody
+			json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
+			resp.Body.Close()
+			cancel()
+			if pe == proto.PeerUnauthorized && !renewed {
+				renewed = true
+				continue
+			}
+			fail = mapOwnerReadReply(t.peer, cand, pe, resp.StatusCode, eb.Detail)
+		}
+		if fail.roadFault && cand.Road.Local() && t.pin == "" && !fellBack {
+			fellBack = true
+			g.stats.fallback()
+			g.router.Invalidate(t.peer, cand.Road, errors.New(fail.detail))
+			g.transport.closeIdle(cand)
+			exclude = append(exclude, cand.Road)
+			continue
+		}
+		break
+	}
+	if isGet && (fail.o == proto.Unavailable || fail.o == proto.Timeout) {
+		if e := g.cache.Get(key, r.Header); e != nil && e.StaleOK() {
+			g.stats.read(proto.Stale)
+			g.serveCached(w, r, e, fail.detail)
+			return
+		}
+	}
+	g.stats.read(fail.o)
+	proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.peer, Road: fail.road})
+}
+
+func mapOwnerReadReply(peer string, cand roads.Candidate, pe proto.PeerError, status int, said string) readFailure {
+	if said == "" {
+		said = fmt.Sprintf("%d %s", status, http.StatusText(status))
+	}
+	f := readFailure{road: string(cand.Road), detail: fmt.Sprintf("%s: %s", peer, said)}
+	switch pe {
+	case proto.PeerUnauthorized:
+		f.o, f.roadFault = proto.Forbidden, true
+		f.detail = fmt.Sprintf("%s refused us at its door twice, with a renewed ticket too (%s)", peer, said)
+	case proto.PeerForbidden:
+		f.o, f.roadFault = proto.Forbidden, true
+		f.detail = fmt.Sprintf("%s refused us at its door (%s)", peer, said)
+	case proto.PeerAppNotFound:
+		f.o = proto.NotFound
+	case proto.PeerTimeout:
+		f.o = proto.Timeout
+	case proto.PeerBadRequest:
+		f.o = proto.BadRequest
+	default:
+		f.o = proto.Unavailable
+	}
+	return f
+}
+
+// relayRead streams the owner app's answer to the app, keeping a copy for
+// the cache when it may be stored and fits.
+func (g *Gateway) relayRead(w http.ResponseWriter, resp *http.Response, cand roads.Candidate, key string, reqHeader http.Header, isGet bool) {
+	defer resp.Body.Close()
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	proto.StripHop(h)
+	h.Set(proto.HeaderOutcome, string(proto.Answered))
+	h.Set(proto.HeaderRoute, string(cand.Road))
+	w.WriteHeader(resp.StatusCode)
+	g.stats.read(proto.Answered)
+	if !isGet {
+		io.Copy(w, resp.Body)
+		return
+	}
+	limit := g.cache.MaxEntry()
+	buf := &bytes.Buffer{}
+	n, err := io.Copy(io.MultiWriter(w, &cappedWriter{buf: buf, limit: limit}), resp.Body)
+	if err != nil || n > limit {
+		return
+	}
+	stored := resp.Header.Clone()
+	proto.StripHop(stored)
+	stored.Del("Content-Length")
+	g.cache.Put(key, reqHeader, resp.StatusCode, stored, buf.Bytes(), string(cand.Road))
+}
+
+// serveCached writes a stored answer: fresh when stale is "", else labelled
+// stale with the reason.
+func (g *Gateway) serveCached(w http.ResponseWriter, r *http.Request, e *readcache.Entry, stale string) {
+	h := w.Header()
+	for k, vs := range e.Header {
+		h[k] = vs
+	}
+	h.Set("Age", strconv.Itoa(int(e.Age(g.now()).Seconds())))
+	h.Set(proto.HeaderRoute, e.Road)
+	if stale == "" {
+		h.Set(proto.HeaderOutcome, string(proto.Answered))
+	} else {
+		h.Set(proto.HeaderOutcome, string(proto.Stale))
+		h.Set(proto.HeaderStale, strings.ReplaceAll(stale, "\n", " "))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(e.Body)))
+	w.WriteHeader(e.Status)
+	if r.Method != http.MethodHead {
+		w.Write(e.Body)
+	}
+}
+
+// cappedWriter keeps at most limit bytes and then stops keeping (it never
+// fails, so the copy to the app goes on).
+type cappedWriter struct {
+	buf   *bytes.Buffer
+	limit int64
+}
+
+func (c *cappedWriter) Write(p []byte) (int, error) {
+	if int64(c.buf.Len()+len(p)) <= c.limit {
+		c.buf.Write(p)
+	}
+	return len(p), nil
+}
+
+// transports holds one pooled HTTP transport per candidate (peer, road,
+// address): reads reuse connections, calls never touch them.
+type transports struct {
+	mu sync.Mutex
+	m  map[string]*http.Transport
+}
+
+func newTransports() *transports { return &transports{m: map[string]*http.Transport{}} }
+
+func candKey(c roads.Candidate) string {
+	return c.Peer + "|" + string(c.Road) + "|" + c.Address + "|" + c.Interface
+}
+
+func (t *transports) forCandidate(c roads.Candidate) *http.Transport {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := candKey(c)
+	if tr, ok := t.m[k]; ok {
+		return tr
+	}
+	dial := c.Dial
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	t.m[k] = tr
+	return tr
+}
+
+// closeIdle closes the idle pooled connections of a candidate's road.
+func (t *transports) closeIdle(c roads.Candidate) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, tr := range t.m {
+		if strings.HasPrefix(k, c.Peer+"|"+string(c.Road)+"|") {
+			tr.CloseIdleConnections()
+		}
+	}
+}
+
+func (t *transports) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tr := range t.m {
+		tr.CloseIdleConnections()
+	}
+}

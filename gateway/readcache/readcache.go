@@ -1,0 +1,253 @@
+// Package readcache is Delta's read cache: a private HTTP cache (RFC 9111)
+// per (peer, app, path with query, Vary), bounded in bytes and evicting the
+// least recently used answer.
+//
+// It serves fresh answers without asking the peer and, when the peer cannot
+// be reached, stored answers as stale (stale-if-error), never one marked
+// no-store, no-cache or must-revalidate. It does not revalidate with
+// validators (ETag): a stale answer is replaced by the next full answer.
+package readcache
+
+import (
+	"container/list"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Entry is one stored answer.
+type Entry struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Road   string // the road that carried it
+
+	key        string
+	varyNames  []string
+	stored     time.Time
+	initialAge time.Duration
+	lifetime   time.Duration
+	staleOK    bool
+}
+
+// Age is the entry's age at now (RFC 9111 §4.2.3, simplified: the Age the
+// owner sent plus the time stored here).
+func (e *Entry) Age(now time.Time) time.Duration {
+	return e.initialAge + now.Sub(e.stored)
+}
+
+// Fresh reports whether the entry may be served without asking at now.
+func (e *Entry) Fresh(now time.Time) bool { return e.Age(now) < e.lifetime }
+
+// StaleOK reports whether the entry may be served stale when the peer
+// cannot be reached.
+func (e *Entry) StaleOK() bool { return e.staleOK }
+
+func (e *Entry) size() int64 {
+	n := int64(len(e.Body) + len(e.key) + 64)
+	for k, vs := range e.Header {
+		n += int64(len(k))
+		for _, v := range vs {
+			n += int64(len(v))
+		}
+	}
+	return n
+}
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	max      int64
+	maxEntry int64
+	now      func() time.Time
+
+	mu    sync.Mutex
+	used  int64
+	lru   *list.List               // of *Entry, most recent first
+	items map[string]*list.Element // variant key → element
+	vary  map[string][]string      // base key → Vary field names
+}
+
+// New returns a cache of at most maxBytes; one answer may take at most an
+// eighth of it. now may be nil (time.Now).
+func New(maxBytes int64, now func() time.Time) *Cache {
+	if now == nil {
+		now = time.Now
+	}
+	return &Cache{max: maxBytes, maxEntry: maxBytes / 8, now: now, lru: list.New(),
+		items: map[string]*list.Element{}, vary: map[string][]string{}}
+}
+
+// Key makes the base key of an answer.
+func Key(peer, app, pathQuery string) string {
+	return peer + "\x00" + app + "\x00" + pathQuery
+}
+
+func variant(base string, names []string, req http.Header) string {
+	var b strings.Builder
+	b.WriteString(base)
+	for _, n := range names {
+		b.WriteString("\x00")
+		b.WriteString(strings.Join(req.Values(n), ","))
+	}
+	return b.String()
+}
+
+// Get returns the stored answer for a request, or nil.
+func (c *Cache) Get(base string, req http.Header) *Entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names, ok := c.vary[base]
+	if !ok {
+		return nil
+	}
+	el, ok := c.items[variant(base, names, req)]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*Entry)
+}
+
+// Directives parses a Cache-Control header into lower-case names and
+// values.
+func Directives(h http.Header) map[string]string {
+	d := map[string]string{}
+	for _, line := range h.Values("Cache-Control") {
+		for part := range strings.SplitSeq(line, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				continue
+			}
+			name, val, _ := strings.Cut(part, "=")
+			d[strings.ToLower(strings.TrimSpace(name))] = strings.Trim(strings.TrimSpace(val), `"`)
+		}
+	}
+	return d
+}
+
+// RequestBypasses reports whether the app's request asks not to be served
+// from the cache (no-cache, max-age=0, or Pragma: no-cache).
+func RequestBypasses(req http.Header) bool {
+	d := Directives(req)
+	_, noCache := d["no-cache"]
+	return noCache || d["max-age"] == "0" || (len(d) == 0 && req.Get("Pragma") == "no-cache")
+}
+
+var storableStatus = []int{200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501}
+
+// Put stores an answer if RFC 9111 allows a private cache to, and reports
+// whether it did.
+func (c *Cache) Put(base string, req http.Header, status int, resp http.Header, body []byte, road string) bool {
+	if !slices.Contains(storableStatus, status) {
+		return false
+	}
+	if _, ok := Directives(req)["no-store"]; ok {
+		return false
+	}
+	d := Directives(resp)
+	if _, ok := d["no-store"]; ok {
+		return false
+	}
+	var names []string
+	for _, v := range resp.Values("Vary") {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n == "*" {
+				return false
+			} else if n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	now := c.now()
+	e := &Entry{Status: status, Header: resp.Clone(), Body: body, Road: road,
+		varyNames: names, stored: now, lifetime: lifetime(d, resp, now)}
+	_, noCache := d["no-cache"]
+	_, mustRevalidate := d["must-revalidate"]
+	_, proxyRevalidate := d["proxy-revalidate"]
+	e.staleOK = !noCache && !mustRevalidate && !proxyRevalidate
+	if noCache {
+		e.lifetime = 0
+	}
+	if a, err := strconv.Atoi(resp.Get("Age")); err == nil && a > 0 {
+		e.initialAge = time.Duration(a) * time.Second
+	}
+	e.Header.Del("Age")
+	e.key = variant(base, names, req)
+	size := e.size()
+	if size > c.maxEntry {
+		return false
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.vary[base]; ok && !slices.Equal(old, names) {
+		c.dropBaseLocked(base)
+	}
+	c.vary[base] = names
+	if el, ok := c.items[e.key]; ok {
+		c.removeLocked(el)
+	}
+	c.items[e.key] = c.lru.PushFront(e)
+	c.used += size
+	for c.used > c.max {
+		c.removeLocked(c.lru.Back())
+	}
+	return true
+}
+
+// MaxEntry is the largest answer (in bytes) the cache stores.
+func (c *Cache) MaxEntry() int64 { return c.maxEntry }
+
+// Len reports how many answers are stored, and their size in bytes.
+func (c *Cache) Len() (n int, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Len(), c.used
+}
+
+func (c *Cache) removeLocked(el *list.Element) {
+	e := el.Value.(*Entry)
+	c.lru.Remove(el)
+	delete(c.items, e.key)
+	c.used -= e.size()
+}
+
+func (c *Cache) dropBaseLocked(base string) {
+	for el := c.lru.Front(); el != nil; {
+		next := el.Next()
+		if strings.HasPrefix(el.Value.(*Entry).key, base+"\x00") || el.Value.(*Entry).key == base {
+			c.removeLocked(el)
+		}
+		el = next
+	}
+	delete(c.vary, base)
+}
+
+// lifetime is the freshness lifetime of a response for a private cache:
+// max-age, else Expires minus Date, else zero (no heuristic freshness).
+func lifetime(d map[string]string, h http.Header, now time.Time) time.Duration {
+	if v, ok := d["max-age"]; ok {
+		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
+			return time.Duration(s) * time.Second
+		}
+		return 0
+	}
+	if exp := h.Get("Expires"); exp != "" {
+		t, err := http.ParseTime(exp)
+		if err != nil {
+			return 0
+		}
+		date := now
+		if dt, err := http.ParseTime(h.Get("Date")); err == nil {
+			date = dt
+		}
+		if l := t.Sub(date); l > 0 {
+			return l
+		}
+	}
+	return 0
+}

@@ -1,0 +1,253 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"delta/gateway/journal"
+	"delta/gateway/oneshot"
+	"delta/gateway/proto"
+	"delta/gateway/roads"
+)
+
+// neverNotCarriedOutAfter: a call this old is never settled
+// not_carried_out, because the owner may have swept its receipt (DESIGN §4).
+const neverNotCarriedOutAfter = 89 * 24 * time.Hour
+
+// askTimeout bounds one question to the owner.
+const askTimeout = 20 * time.Second
+
+// reconciler settles unknown calls by asking their owners (DESIGN §4).
+type reconciler struct {
+	g      *Gateway
+	wakeCh chan struct{}
+
+	mu     sync.Mutex
+	kicked map[string]bool // peers whose unknown calls are asked about now
+}
+
+func newReconciler(g *Gateway) *reconciler {
+	return &reconciler{g: g, wakeCh: make(chan struct{}, 1), kicked: map[string]bool{}}
+}
+
+func (rc *reconciler) wake() {
+	select {
+	case rc.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+func (rc *reconciler) kickPeer(peer string) {
+	rc.mu.Lock()
+	rc.kicked[peer] = true
+	rc.mu.Unlock()
+	rc.wake()
+}
+
+func (rc *reconciler) run() {
+	g := rc.g
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		rc.mu.Lock()
+		kicked := rc.kicked
+		rc.kicked = map[string]bool{}
+		rc.mu.Unlock()
+		for peer := range kicked {
+			calls, err := g.db.UnknownFor(g.ctx, peer)
+			if err != nil {
+				g.log.Error("reconciler: list calls", "peer", peer, "err", err)
+			}
+			for _, c := range calls {
+				rc.ask(g.ctx, c, false)
+			}
+		}
+		due, err := g.db.DueCalls(g.ctx, g.now())
+		if err != nil && g.ctx.Err() == nil {
+			g.log.Error("reconciler: list due calls", "err", err)
+		}
+		for _, c := range due {
+			if g.ctx.Err() != nil {
+				return
+			}
+			rc.ask(g.ctx, c, false)
+		}
+		wait := time.Minute
+		if next, ok, _ := g.db.NextAsk(g.ctx); ok {
+			wait = min(max(next.Sub(g.now()), 0), time.Minute)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-rc.wakeCh:
+		case <-timer.C:
+		}
+	}
+}
+
+func (rc *reconciler) backoff(asks int) time.Duration {
+	b := rc.g.cfg.Backoff
+	return b[min(asks, len(b)-1)]
+}
+
+// ask asks the owner about call c once and settles it if the answer
+// allows. manual is true when a person asked ("Ask now"): then a call that
+// needs a person may be settled too.
+func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
+	g := rc.g
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	g.stats.ask()
+	next := g.now().Add(rc.backoff(c.Asks + 1))
+	st, err := rc.query(ctx, c)
+	if err != nil {
+		if g.ctx.Err() != nil {
+			return
+		}
+		detail := fmt.Sprintf("could not ask %s about this call (%v); asking again at %s", c.Peer, err, next.Format(time.TimeOnly))
+		if err := g.db.NoteAsk(g.ctx, c.RequestID, c.OwnerState, detail, next); err != nil {
+			g.log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
+		}
+		return
+	}
+	from := []journal.CallState{journal.Unknown}
+	if manual {
+		from = append(from, journal.NeedsPerson)
+	}
+	age := g.now().Sub(c.CreatedAt)
+	t := journal.Transition{From: from, OwnerState: st.State, CountAsk: true}
+	switch {
+	case st.State == string(journal.ReceiptAnswered) && st.Digest == c.Digest:
+		t.To = journal.CarriedOut
+		t.Detail = fmt.Sprintf("%s carried it out (it received the call at %s and its app answered)", c.Peer, st.ReceivedAt)
+		if a := st.Answer; a != nil {
+			body, _ := base64.StdEncoding.DecodeString(a.BodyBase64)
+			t.Answer = &journal.Answer{Status: a.Status, Headers: a.Headers, Body: body, Omitted: a.Omitted}
+		} else {
+			t.Detail += "; the answer itself is no longer kept"
+		}
+	case st.State == string(journal.NeverArrived) || st.State == string(journal.ReceiptNotDone) ||
+		st.Digest != "" && st.Digest != c.Digest:
+		t.To = journal.NotCarriedOut
+		switch {
+		case st.State == string(journal.NeverArrived):
+			t.Detail = fmt.Sprintf("%s never received it, and has fenced the request id so it never will: it was not carried out", c.Peer)
+		case st.Digest != c.Digest:
+			t.Detail = fmt.Sprintf("%s holds another request under this id (digest %.12s…), so this one was not carried out", c.Peer, st.Digest)
+		default:
+			t.Detail = fmt.Sprintf("%s received it but its app was not listening: it was not carried out", c.Peer)
+		}
+		if age > neverNotCarriedOutAfter {
+			t.To = journal.NeedsPerson
+			t.Detail = fmt.Sprintf("%s says %s, but the call is %d days old and the owner may have forgotten it; a person must check", c.Peer, st.State, int(age.Hours()/24))
+		}
+	case st.State == string(journal.Running):
+		detail := fmt.Sprintf("%s is still carrying it out; asking again at %s", c.Peer, next.Format(time.TimeOnly))
+		if err := g.db.NoteAsk(g.ctx, c.RequestID, st.State, detail, next); err != nil {
+			g.log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
+		}
+		return
+	case st.State == string(journal.Interrupted), st.State == string(journal.AppUnknown), st.State == string(journal.Expired):
+		t.To = journal.NeedsPerson
+		t.Detail = map[string]string{
+			string(journal.Interrupted): fmt.Sprintf("%s restarted while its app was working on it; nobody knows whether the app acted: a person must check", c.Peer),
+			string(journal.AppUnknown):  fmt.Sprintf("%s's app took the call and its connection broke before it answered; it may or may not have acted: a person must check", c.Peer),
+			string(journal.Expired):     fmt.Sprintf("%s no longer keeps records that old; a person must check", c.Peer),
+		}[st.State]
+	default:
+		detail := fmt.Sprintf("%s answered with a state Delta does not know (%q); asking again at %s", c.Peer, st.State, next.Format(time.TimeOnly))
+		g.db.NoteAsk(g.ctx, c.RequestID, st.State, detail, next)
+		return
+	}
+	moved, cur, err := g.db.Move(g.ctx, c.RequestID, t)
+	if err != nil {
+		g.log.Error("reconciler: settle", "request_id", c.RequestID, "err", err)
+		return
+	}
+	if moved {
+		g.stats.settled(t.To)
+		g.log.Info("call settled", "request_id", c.RequestID, "peer", c.Peer, "state", t.To, "detail", t.Detail)
+		return
+	}
+	if cur != nil && cur.State != t.To && cur.State != journal.Unknown {
+		g.stats.alarm()
+		g.log.Error(fmt.Sprintf("ALARM: call %s was settled %s, but %s now says %s (%s); the later answer is not applied", c.RequestID, cur.State, c.Peer, st.State, t.To),
+			"request_id", c.RequestID, "peer", c.Peer)
+	}
+}
+
+// query asks the owner what it knows of call c, on any road, never from a
+// cache.
+func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, error) {
+	g := rc.g
+	var exclude []roads.Road
+	renewed := false
+	var lastErr error
+	for range 4 {
+		cand, err := g.router.Choose(ctx, c.Peer, "", exclude...)
+		if err != nil {
+			if lastErr != nil {
+				return nil, lastErr
+			}
+			return nil, err
+		}
+		tk, err := g.ticket.Ticket(ctx, c.Peer, renewed)
+		if err != nil {
+			return nil, fmt.Errorf("no ticket for %s: %w", c.Peer, err)
+		}
+		q := url.Values{"digest": {c.Digest}, "created_at": {rfc3339(c.CreatedAt)}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cand.Address+"/delta/v1/calls/"+url.PathEscape(c.RequestID)+"?"+q.Encode(), nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Delta "+tk)
+		resp, err := g.transport.forCandidate(cand).RoundTrip(req)
+		if err != nil {
+			g.router.Report(cand, 0, err)
+			lastErr = fmt.Errorf("%s: %w", cand, err)
+			if oneshot.IsTimeout(err) && ctx.Err() != nil {
+				return nil, lastErr
+			}
+			exclude = append(exclude, cand.Road)
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxAnswerBody))
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the answer: %w", cand, err)
+		}
+		if resp.StatusCode == http.StatusUnauthorized && !renewed {
+			renewed = true
+			continue
+		}
+		if resp.StatusCode != http.StatusOK {
+			var eb proto.ErrorBody
+			json.Unmarshal(body, &eb)
+			return nil, fmt.Errorf("%s answered %d %s (%s)", c.Peer, resp.StatusCode, eb.Error, eb.Detail)
+		}
+		var v lookupView
+		if err := json.Unmarshal(body, &v); err != nil {
+			return nil, fmt.Errorf("%s's answer is not the call state JSON: %w", c.Peer, err)
+		}
+		return &v, nil
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no road answered")
+	}
+	return nil, lastErr
+}

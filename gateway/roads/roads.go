@@ -1,0 +1,139 @@
+// Package roads names the ways between two computers (thunderbolt, lan,
+// tailnet), their constants (DESIGN §8), and the seam through which the
+// gateway asks for one: a Router chooses a Candidate for a peer, and is
+// told when a road failed.
+//
+// This package holds the static router that reads peers from the state
+// folder's config. The tailnet's peer discovery and the route book with
+// probes and hold-downs implement the same Router interface.
+package roads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Road is one kind of way to a peer.
+type Road string
+
+// The roads, best first.
+const (
+	Thunderbolt Road = "thunderbolt"
+	LAN         Road = "lan"
+	Tailnet     Road = "tailnet"
+)
+
+// All lists the roads in order of preference.
+var All = []Road{Thunderbolt, LAN, Tailnet}
+
+// Parse checks an X-Delta-Route value.
+func Parse(s string) (Road, error) {
+	switch r := Road(s); r {
+	case Thunderbolt, LAN, Tailnet:
+		return r, nil
+	}
+	return "", fmt.Errorf("X-Delta-Route %q is not one of thunderbolt, lan, tailnet", s)
+}
+
+// Rank orders roads: lower is preferred.
+func (r Road) Rank() int {
+	switch r {
+	case Thunderbolt:
+		return 0
+	case LAN:
+		return 1
+	}
+	return 2
+}
+
+// ConnectTimeout is how long a connect on r may take.
+func (r Road) ConnectTimeout() time.Duration {
+	switch r {
+	case Thunderbolt:
+		return 2 * time.Second
+	case LAN:
+		return 3 * time.Second
+	}
+	return 8 * time.Second
+}
+
+// HoldDown is how long an address on r is not dialled again after a connect
+// timeout.
+func (r Road) HoldDown() time.Duration {
+	switch r {
+	case Thunderbolt:
+		return 4 * time.Second
+	case LAN:
+		return 5 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// Local reports whether r is a thunderbolt or lan road: one that is
+// dropped and replaced by a freshly chosen road when it fails.
+func (r Road) Local() bool { return r == Thunderbolt || r == LAN }
+
+// Candidate is one way to reach one peer.
+type Candidate struct {
+	Peer      string
+	Road      Road
+	Address   string // host:port
+	Interface string // the interface the road is bound to; empty if none
+	// Dial connects, and completes any handshake, so that the first byte
+	// written to the connection is the request's.
+	Dial func(ctx context.Context) (net.Conn, error)
+}
+
+// String names the candidate the way details do: "studio via lan (192.168.1.20:7422 on en0)".
+func (c Candidate) String() string {
+	where := c.Address
+	if c.Interface != "" {
+		where += " on " + c.Interface
+	}
+	return fmt.Sprintf("%s via %s (%s)", c.Peer, c.Road, where)
+}
+
+// Errors from Choose.
+var (
+	ErrUnknownPeer = errors.New("unknown peer")
+	ErrNoRoad      = errors.New("no road")
+)
+
+// Router chooses roads.
+type Router interface {
+	// Known reports whether peer is one of this computer's peers.
+	Known(peer string) bool
+	// Choose returns the best usable candidate for peer. If pin is not
+	// empty, only that road is considered; roads in exclude are skipped.
+	// Errors wrap ErrUnknownPeer or ErrNoRoad.
+	Choose(ctx context.Context, peer string, pin Road, exclude ...Road) (Candidate, error)
+	// Report tells the router how a use of c went: err nil for success
+	// (with the time it took to connect), or the failure.
+	Report(c Candidate, rtt time.Duration, err error)
+	// Invalidate drops the current choice of road for peer.
+	Invalidate(peer string, road Road, reason error)
+	// Peers describes every known peer and its roads, for status.
+	Peers() []PeerStatus
+}
+
+// PeerStatus describes one peer for /v1/status and the menu.
+type PeerStatus struct {
+	Name  string       `json:"name"`
+	Road  Road         `json:"road,omitempty"` // the current choice
+	Roads []RoadStatus `json:"roads"`
+}
+
+// RoadStatus describes one road to a peer.
+type RoadStatus struct {
+	Road          Road      `json:"road"`
+	Address       string    `json:"address"`
+	Interface     string    `json:"interface,omitempty"`
+	State         string    `json:"state"` // unknown | up | down
+	RTTMillis     float64   `json:"rtt_ms,omitempty"`
+	LastError     string    `json:"last_error,omitempty"`
+	CheckedAt     time.Time `json:"checked_at,omitzero"`
+	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
+}

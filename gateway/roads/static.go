@@ -1,0 +1,145 @@
+package roads
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync"
+	"time"
+)
+
+// StaticPeer is a peer named in the state folder's config, with an address
+// per road.
+type StaticPeer struct {
+	Name  string          `json:"name"`
+	Roads map[Road]string `json:"roads"` // road → host:port
+}
+
+// Static is a Router over a fixed list of peers, dialled over plain TCP.
+// It prefers roads in the order of All and keeps what it last learned of
+// each road for status; it does not probe or hold down.
+type Static struct {
+	log *slog.Logger
+
+	mu    sync.Mutex
+	peers map[string]*staticPeer
+	order []string
+}
+
+type staticPeer struct {
+	cands map[Road]Candidate
+	stat  map[Road]*RoadStatus
+}
+
+// NewStatic returns a router for peers. log may be nil.
+func NewStatic(peers []StaticPeer, log *slog.Logger) (*Static, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Static{log: log, peers: map[string]*staticPeer{}}
+	for _, p := range peers {
+		if _, dup := s.peers[p.Name]; dup {
+			return nil, fmt.Errorf("peer %q is named twice in the config", p.Name)
+		}
+		sp := &staticPeer{cands: map[Road]Candidate{}, stat: map[Road]*RoadStatus{}}
+		for road, addr := range p.Roads {
+			if _, err := Parse(string(road)); err != nil {
+				return nil, fmt.Errorf("peer %q: road %q is not one of thunderbolt, lan, tailnet", p.Name, road)
+			}
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return nil, fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
+			}
+			d := net.Dialer{Timeout: road.ConnectTimeout()}
+			sp.cands[road] = Candidate{Peer: p.Name, Road: road, Address: addr,
+				Dial: func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }}
+			sp.stat[road] = &RoadStatus{Road: road, Address: addr, State: "unknown"}
+		}
+		if len(sp.cands) == 0 {
+			return nil, fmt.Errorf("peer %q has no roads in the config", p.Name)
+		}
+		s.peers[p.Name] = sp
+		s.order = append(s.order, p.Name)
+	}
+	return s, nil
+}
+
+// Known implements Router.
+func (s *Static) Known(peer string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.peers[peer]
+	return ok
+}
+
+// Choose implements Router.
+func (s *Static) Choose(_ context.Context, peer string, pin Road, exclude ...Road) (Candidate, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.peers[peer]
+	if !ok {
+		return Candidate{}, fmt.Errorf("%w %q", ErrUnknownPeer, peer)
+	}
+	if pin != "" {
+		c, ok := p.cands[pin]
+		if !ok || slices.Contains(exclude, pin) {
+			return Candidate{}, fmt.Errorf("%w: %s has no %s road", ErrNoRoad, peer, pin)
+		}
+		return c, nil
+	}
+	for _, r := range All {
+		if c, ok := p.cands[r]; ok && !slices.Contains(exclude, r) {
+			return c, nil
+		}
+	}
+	return Candidate{}, fmt.Errorf("%w: every road to %s has been tried", ErrNoRoad, peer)
+}
+
+// Report implements Router.
+func (s *Static) Report(c Candidate, rtt time.Duration, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.peers[c.Peer]
+	if !ok || p.stat[c.Road] == nil {
+		return
+	}
+	st := p.stat[c.Road]
+	st.CheckedAt = time.Now()
+	if err != nil {
+		st.State, st.LastError = "down", err.Error()
+		return
+	}
+	st.State, st.RTTMillis = "up", float64(rtt.Microseconds())/1000
+}
+
+// Invalidate implements Router.
+func (s *Static) Invalidate(peer string, road Road, reason error) {
+	s.log.Info(fmt.Sprintf("route to %s via %s dropped: %v", peer, road, reason))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.peers[peer]; ok && p.stat[road] != nil {
+		p.stat[road].State, p.stat[road].LastError = "down", reason.Error()
+	}
+}
+
+// Peers implements Router.
+func (s *Static) Peers() []PeerStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []PeerStatus
+	for _, name := range s.order {
+		p := s.peers[name]
+		ps := PeerStatus{Name: name}
+		for _, r := range All {
+			if st, ok := p.stat[r]; ok {
+				ps.Roads = append(ps.Roads, *st)
+				if ps.Road == "" && st.State != "down" {
+					ps.Road = r
+				}
+			}
+		}
+		out = append(out, ps)
+	}
+	return out
+}

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"sync"
+
+	"delta/gateway/journal"
+	"delta/gateway/proto"
+)
+
+// stats are the gateway's counters, for /v1/status and /metrics.
+type stats struct {
+	mu       sync.Mutex
+	reads    map[proto.Outcome]uint64
+	calls    map[proto.Outcome]uint64
+	settles  map[journal.CallState]uint64
+	counters map[string]uint64
+}
+
+func newStats() *stats {
+	return &stats{reads: map[proto.Outcome]uint64{}, calls: map[proto.Outcome]uint64{},
+		settles: map[journal.CallState]uint64{}, counters: map[string]uint64{}}
+}
+
+func (s *stats) read(o proto.Outcome) { s.mu.Lock(); s.reads[o]++; s.mu.Unlock() }
+func (s *stats) call(o proto.Outcome) { s.mu.Lock(); s.calls[o]++; s.mu.Unlock() }
+func (s *stats) settled(st journal.CallState) {
+	s.mu.Lock()
+	s.settles[st]++
+	s.mu.Unlock()
+}
+func (s *stats) inc(name string) { s.mu.Lock(); s.counters[name]++; s.mu.Unlock() }
+func (s *stats) fallback()       { s.inc("route_fallbacks") }
+func (s *stats) cacheHit()       { s.inc("cache_hits") }
+func (s *stats) ask()            { s.inc("reconciler_asks") }
+func (s *stats) alarm()          { s.inc("reconciler_alarms") }
+func (s *stats) replay()         { s.inc("owner_replays") }
+func (s *stats) doorRefusal()    { s.inc("door_refusals") }
+
+type statsView struct {
+	Reads    map[proto.Outcome]uint64     `json:"reads"`
+	Calls    map[proto.Outcome]uint64     `json:"calls"`
+	Settled  map[journal.CallState]uint64 `json:"settled"`
+	Counters map[string]uint64            `json:"counters"`
+}
+
+func (s *stats) snapshot() statsView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := statsView{Reads: map[proto.Outcome]uint64{}, Calls: map[proto.Outcome]uint64{},
+		Settled: map[journal.CallState]uint64{}, Counters: map[string]uint64{"route_fallbacks": 0}}
+	for k, n := range s.reads {
+		v.Reads[k] = n
+	}
+	for k, n := range s.calls {
+		v.Calls[k] = n
+	}
+	for k, n := range s.settles {
+		v.Settled[k] = n
+	}
+	for k, n := range s.counters {
+		v.Counters[k] = n
+	}
+	return v
+}
+
+// Status is the JSON of GET /v1/status.
+type Status struct {
+	Self      Self      `json:"self"`
+	Version   string    `json:"version"`
+	Peers     any       `json:"peers"`
+	Counters  statsView `json:"counters"`
+	Unsettled int       `json:"unsettled"`
+	Cache     struct {
+		Entries int   `json:"entries"`
+		Bytes   int64 `json:"bytes"`
+	} `json:"cache"`
+}
+
+func (g *Gateway) status(r *http.Request) (Status, error) {
+	s := Status{Self: g.self, Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot()}
+	var err error
+	s.Unsettled, err = g.db.CountUnsettled(r.Context())
+	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()
+	return s, err
+}
+
+func (g *Gateway) handleStatus(w http.ResponseWriter, r *http.Request) {
+	s, err := g.status(r)
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	s, err := g.status(r)
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	writeFamily(w, "delta_reads_total", "Reads by outcome.", "outcome", s.Counters.Reads)
+	writeFamily(w, "delta_calls_total", "Calls by outcome.", "outcome", s.Counters.Calls)
+	writeFamily(w, "delta_calls_settled_total", "Unknown calls settled by the reconciler, by state.", "state", s.Counters.Settled)
+	names := make([]string, 0, len(s.Counters.Counters))
+	for k := range s.Counters.Counters {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(w, "# TYPE delta_%s_total counter\ndelta_%s_total %d\n", k, k, s.Counters.Counters[k])
+	}
+	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)
+	fmt.Fprintf(w, "# TYPE delta_cache_bytes gauge\ndelta_cache_bytes %d\n", s.Cache.Bytes)
+}
+
+func writeFamily[K ~string](w io.Writer, name, help, label string, m map[K]uint64) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", name, help, name)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s{%s=%q} %d\n", name, label, k, m[K(k)])
+	}
+}

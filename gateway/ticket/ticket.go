@@ -1,0 +1,114 @@
+// Package ticket mints and checks Delta's tickets: short-lived, HMAC-signed
+// statements "this is node N, named M, until T" that a caller presents as
+// `Authorization: Delta <ticket>` on a road where the peer cannot see the
+// caller's tailnet identity (DESIGN §4).
+//
+// A ticket is "v1." base64url(JSON payload) "." base64url(HMAC-SHA256 of
+// everything before the second dot). The key never leaves the computer that
+// checks the tickets.
+package ticket
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Lifetime is how long a ticket is valid (DESIGN §8).
+const Lifetime = 10 * time.Minute
+
+// Errors from Check; callers branch on them with errors.Is.
+var (
+	ErrMalformed = errors.New("ticket is malformed")
+	ErrForged    = errors.New("ticket's signature does not match")
+	ErrExpired   = errors.New("ticket has expired")
+)
+
+// Claims is what a ticket says.
+type Claims struct {
+	Node    string    `json:"n"` // the caller's stable node ID
+	Name    string    `json:"m"` // the caller's computer name
+	Expires time.Time `json:"e"`
+}
+
+// Key signs and checks tickets.
+type Key []byte
+
+// NewKey returns a fresh random key.
+func NewKey() Key {
+	k := make(Key, 32)
+	rand.Read(k)
+	return k
+}
+
+// LoadOrCreate reads the hex key at path, or makes one and writes it with
+// mode 0600 if the file does not exist.
+func LoadOrCreate(path string) (Key, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		k, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(k) < 16 {
+			return nil, fmt.Errorf("ticket key %s is not at least 16 hex-encoded bytes; remove it to make a new one", path)
+		}
+		return k, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read ticket key: %w", err)
+	}
+	k := NewKey()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, []byte(hex.EncodeToString(k)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("write ticket key: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return nil, fmt.Errorf("write ticket key: %w", err)
+	}
+	return k, nil
+}
+
+// Mint returns a ticket for c signed with k.
+func (k Key) Mint(c Claims) string {
+	payload, _ := json.Marshal(c)
+	head := "v1." + base64.RawURLEncoding.EncodeToString(payload)
+	return head + "." + base64.RawURLEncoding.EncodeToString(k.sign(head))
+}
+
+func (k Key) sign(s string) []byte {
+	m := hmac.New(sha256.New, k)
+	m.Write([]byte(s))
+	return m.Sum(nil)
+}
+
+// Check verifies t at now and returns its claims.
+func (k Key) Check(t string, now time.Time) (Claims, error) {
+	var c Claims
+	i := strings.LastIndexByte(t, '.')
+	if !strings.HasPrefix(t, "v1.") || i <= len("v1.") {
+		return c, ErrMalformed
+	}
+	head := t[:i]
+	sig, err := base64.RawURLEncoding.DecodeString(t[i+1:])
+	if err != nil {
+		return c, ErrMalformed
+	}
+	if !hmac.Equal(sig, k.sign(head)) {
+		return c, ErrForged
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(head[len("v1."):])
+	if err != nil || json.Unmarshal(payload, &c) != nil || c.Node == "" {
+		return c, ErrMalformed
+	}
+	if !now.Before(c.Expires) {
+		return c, fmt.Errorf("%w (at %s)", ErrExpired, c.Expires.UTC().Format(time.RFC3339))
+	}
+	return c, nil
+}
