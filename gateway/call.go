@@ -33,7 +33,7 @@ func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
 		return
 	}
 	if r.ContentLength > proto.MaxCallBody {
-		g.refuseCall(w, proto.BadRequest, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.peer)
+		g.refuseTooLarge(w, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.peer)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
@@ -42,7 +42,7 @@ func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
 		return
 	}
 	if len(body) > proto.MaxCallBody {
-		g.refuseCall(w, proto.BadRequest, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.peer)
+		g.refuseTooLarge(w, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.peer)
 		return
 	}
 	callerApp := r.Header.Get(proto.HeaderApp)
@@ -79,10 +79,15 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 
 	var exclude []roads.Road
 	recovered, renewed := false, false
+	var firstFailure, firstRoad string // the failure that led to the recovery
 	for {
 		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
 		if err != nil {
-			g.finishCall(w, c, journal.Unavailable, proto.Unavailable, fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer), "", nil, false, nil)
+			detail, road := fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer), ""
+			if firstFailure != "" {
+				detail, road = firstFailure, firstRoad
+			}
+			g.finishCall(w, c, journal.Unavailable, proto.Unavailable, detail, road, nil, false, nil)
 			return
 		}
 		tk, err := g.ticket.Ticket(base, t.peer, renewed)
@@ -112,6 +117,10 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		at := journal.Attempt{Road: string(cand.Road), Address: cand.Address, StartedAt: started, FirstByte: sent}
 		if err != nil {
 			at.Error = err.Error()
+		} else if pe := proto.PeerError(res.Header.Get(proto.HeaderOutcome)); pe != proto.PeerAnswered {
+			var eb proto.ErrorBody
+			json.Unmarshal(res.Bytes, &eb)
+			at.Error = fmt.Sprintf("%s replied %d %s: %s", t.peer, res.StatusCode, pe, eb.Detail)
 		}
 		if aerr := g.db.AddAttempt(base, c.RequestID, at); aerr != nil {
 			g.log.Error("could not record an attempt", "request_id", c.RequestID, "err", aerr)
@@ -119,17 +128,18 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		if err != nil {
 			if !sent {
 				g.router.Report(cand, 0, err)
+				detail := fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer)
 				if cand.Road.Local() && t.pin == "" && !recovered {
 					// One recovery before the first byte: drop this road,
 					// choose one afresh.
 					recovered = true
+					firstFailure, firstRoad = detail, string(cand.Road)
 					g.stats.fallback()
 					g.router.Invalidate(t.peer, cand.Road, err)
 					exclude = append(exclude, cand.Road)
 					continue
 				}
-				g.finishCall(w, c, journal.Unavailable, proto.Unavailable,
-					fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer), string(cand.Road), nil, false, nil)
+				g.finishCall(w, c, journal.Unavailable, proto.Unavailable, detail, string(cand.Road), nil, false, nil)
 				return
 			}
 			g.finishCall(w, c, journal.Unknown, proto.Unknown,
@@ -228,6 +238,14 @@ func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, state journ
 func (g *Gateway) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid, peer string) {
 	g.stats.call(o)
 	g.replyCallError(w, o, detail, rid, peer, "")
+}
+
+// refuseTooLarge refuses a call whose body is over the limit: bad_request,
+// with status 413.
+func (g *Gateway) refuseTooLarge(w http.ResponseWriter, detail, rid, peer string) {
+	g.stats.call(proto.BadRequest)
+	w.Header().Set("Connection", "close")
+	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer})
 }
 
 func (g *Gateway) replyCallError(w http.ResponseWriter, o proto.Outcome, detail, rid, peer, road string) {

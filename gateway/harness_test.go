@@ -28,6 +28,8 @@ type node struct {
 	c    *gatewaytest.Client
 	cfg  gateway.Config
 	ln   net.Listener
+	// otherAddr is the other node's peer API address (set by pair).
+	otherAddr string
 }
 
 // netKey is the static network's shared ticket key in these tests.
@@ -46,8 +48,9 @@ type fileConfig struct {
 func pair(t testing.TB, edit func(n *node)) (laptop, studio *node) {
 	t.Helper()
 	laptop, studio = newNode(t, "laptop"), newNode(t, "studio")
-	laptop.peers(map[string]map[string]string{"studio": {"lan": studio.ln.Addr().String()}})
-	studio.peers(map[string]map[string]string{"laptop": {"lan": laptop.ln.Addr().String()}})
+	laptop.otherAddr, studio.otherAddr = studio.ln.Addr().String(), laptop.ln.Addr().String()
+	laptop.peers(map[string]map[string]string{"studio": {"lan": laptop.otherAddr}})
+	studio.peers(map[string]map[string]string{"laptop": {"lan": studio.otherAddr}})
 	for _, n := range []*node{laptop, studio} {
 		if edit != nil {
 			edit(n)

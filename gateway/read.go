@@ -55,7 +55,9 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 	for {
 		cand, err := g.router.Choose(r.Context(), t.peer, t.pin, exclude...)
 		if err != nil {
-			fail = readFailure{o: proto.Unavailable, detail: fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer)}
+			if !fellBack { // after a fallback, the first failure is the answer
+				fail = readFailure{o: proto.Unavailable, detail: fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer)}
+			}
 			break
 		}
 		tk, err := g.ticket.Ticket(r.Context(), t.peer, renewed)

@@ -38,7 +38,7 @@ type OwnerApp struct {
 	mu       sync.Mutex
 	released bool                     // every path is released
 	release  map[string]chan struct{} // path → closed when released
-	effects  map[string]int // path → effects applied
+	effects  map[string]int           // path → effects applied
 	requests []*http.Request
 	arrived  chan string // request ids, as requests arrive (buffered)
 	total    atomic.Int64
