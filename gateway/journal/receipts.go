@@ -251,7 +251,7 @@ type SweepResult struct {
 func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	var s SweepResult
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE receipts SET answer_headers = NULL, answer_body = NULL, answer_expired = 1
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET answer_status = NULL, answer_headers = NULL, answer_body = NULL, answer_expired = 1
 			WHERE state = 'answered' AND answer_expired = 0 AND updated_at < ?`, nanos(now.Add(-AnswerRetention)))
 		if err != nil {
 			return fmt.Errorf("journal: expire answers: %w", err)

@@ -1,0 +1,277 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+func open(t *testing.T) (*DB, *clock, string) {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	path := filepath.Join(t.TempDir(), "delta.db")
+	db, err := Open(path, Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, clk, path
+}
+
+var ctx = context.Background()
+
+func TestCallStateMachine(t *testing.T) {
+	db, _, _ := open(t)
+	c := &Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d1"}
+	if old, err := db.BeginCall(ctx, c); err != nil || old != nil {
+		t.Fatalf("BeginCall: %v %v", old, err)
+	}
+	got, _ := db.Call(ctx, "r1")
+	if got.State != Sending {
+		t.Fatalf("state %s, want sending", got.State)
+	}
+	// The same id again: nothing written, the record returned.
+	again := &Call{RequestID: "r1", Peer: "x", App: "y", Method: "PUT", Path: "/b", Digest: "d2"}
+	old, err := db.BeginCall(ctx, again)
+	if err != nil || old == nil || old.Digest != "d1" || old.Method != "POST" {
+		t.Fatalf("second BeginCall: %+v %v", old, err)
+	}
+	// Only a call in a from-state moves.
+	moved, cur, err := db.Move(ctx, "r1", Transition{From: []CallState{Unknown}, To: CarriedOut})
+	if err != nil || moved || cur.State != Sending {
+		t.Fatalf("move from the wrong state: moved=%v cur=%v err=%v", moved, cur, err)
+	}
+	ans := NewAnswer(201, http.Header{"X-A": {"1"}}, []byte("ok"), 1<<20)
+	if moved, _, err := db.Move(ctx, "r1", Transition{From: []CallState{Sending}, To: Answered, Outcome: "answered", Answer: ans}); !moved || err != nil {
+		t.Fatalf("move to answered: %v %v", moved, err)
+	}
+	got, _ = db.Call(ctx, "r1")
+	if got.State != Answered || got.Answer == nil || got.Answer.Status != 201 || string(got.Answer.Body) != "ok" || got.Answer.Headers.Get("X-A") != "1" {
+		t.Errorf("answered call: %+v", got)
+	}
+	if _, _, err := db.Move(ctx, "nope", Transition{From: []CallState{Sending}, To: Unknown}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("move of a missing call: %v", err)
+	}
+	if _, _, err := db.Move(ctx, "r1", Transition{To: Unknown}); err == nil {
+		t.Errorf("a move without from-states was accepted")
+	}
+}
+
+func TestRecoverCallsAndDue(t *testing.T) {
+	db, clk, _ := open(t)
+	for _, id := range []string{"a", "b"} {
+		db.BeginCall(ctx, &Call{RequestID: id, Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: id})
+	}
+	db.Move(ctx, "b", Transition{From: []CallState{Sending}, To: Answered})
+	n, err := db.RecoverCalls(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("RecoverCalls: %d %v", n, err)
+	}
+	a, _ := db.Call(ctx, "a")
+	if a.State != Unknown || a.Outcome != "outcome_unknown" {
+		t.Errorf("recovered call: %s %s", a.State, a.Outcome)
+	}
+	due, _ := db.DueCalls(ctx, clk.now())
+	if len(due) != 1 || due[0].RequestID != "a" {
+		t.Errorf("due: %v", due)
+	}
+	clk.add(time.Second)
+	if err := db.NoteAsk(ctx, "a", "running", "still running", clk.now().Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if due, _ := db.DueCalls(ctx, clk.now()); len(due) != 0 {
+		t.Errorf("a call was due before its next ask")
+	}
+	next, ok, _ := db.NextAsk(ctx)
+	if !ok || !next.Equal(clk.now().Add(5*time.Second)) {
+		t.Errorf("NextAsk %v %v", next, ok)
+	}
+	if n, _ := db.CountUnsettled(ctx); n != 1 {
+		t.Errorf("unsettled %d", n)
+	}
+	db.Dismiss(ctx, "a")
+	if n, _ := db.CountUnsettled(ctx); n != 0 {
+		t.Errorf("a dismissed call counts as unsettled")
+	}
+	a, _ = db.Call(ctx, "a")
+	if a.Asks != 1 || a.OwnerState != "running" || !a.Dismissed || a.State != Unknown {
+		t.Errorf("after ask and dismiss: %+v", a)
+	}
+}
+
+func TestReceiveDecisions(t *testing.T) {
+	db, _, _ := open(t)
+	r := func(digest string) *Receipt {
+		return &Receipt{Caller: "n1", RequestID: "x", Digest: digest, App: "notes", Method: "POST", Path: "/"}
+	}
+	if dec, _, err := db.Receive(ctx, r("d")); dec != Forward || err != nil {
+		t.Fatalf("new: %v %v", dec, err)
+	}
+	if dec, old, _ := db.Receive(ctx, r("d")); dec != Busy || old.State != Running {
+		t.Errorf("running: %v %v", dec, old.State)
+	}
+	if dec, _, _ := db.Receive(ctx, r("other")); dec != Reused {
+		t.Errorf("other digest: %v", dec)
+	}
+	// Another caller may use the same id.
+	if dec, _, _ := db.Receive(ctx, &Receipt{Caller: "n2", RequestID: "x", Digest: "zz"}); dec != Forward {
+		t.Errorf("same id from another caller: %v", dec)
+	}
+	db.FinishReceipt(ctx, "n1", "x", ReceiptAnswered, NewAnswer(200, nil, []byte("hi"), 1<<20))
+	if dec, old, _ := db.Receive(ctx, r("d")); dec != Replay || string(old.Answer.Body) != "hi" {
+		t.Errorf("answered: %v %v", dec, old)
+	}
+	if ok, _ := db.FinishReceipt(ctx, "n1", "x", AppUnknown, nil); ok {
+		t.Errorf("a finished receipt was finished again")
+	}
+	// A big answer is kept as its digest only.
+	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "big", Digest: "d"})
+	db.FinishReceipt(ctx, "n1", "big", ReceiptAnswered, NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
+	big, _ := db.Receipt(ctx, "n1", "big")
+	if !big.Answer.Omitted || len(big.Answer.Body) != 0 || big.Answer.BodyDigest == "" {
+		t.Errorf("big answer: omitted=%v len=%d digest=%q", big.Answer.Omitted, len(big.Answer.Body), big.Answer.BodyDigest)
+	}
+}
+
+func TestFenceAndRestart(t *testing.T) {
+	db, clk, path := open(t)
+	// Asked about before it arrives: fenced, and refused when it arrives.
+	got, err := db.Lookup(ctx, "n1", "early", clk.now())
+	if err != nil || got.State != NeverArrived {
+		t.Fatalf("lookup of an unseen id: %v %v", got, err)
+	}
+	if got, _ := db.Lookup(ctx, "n1", "early", clk.now()); got.State != NeverArrived {
+		t.Errorf("second lookup: %s", got.State)
+	}
+	if dec, old, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != Fenced {
+		t.Errorf("arrival after a fence: %v %v", dec, old.State)
+	}
+	// Running receipts become interrupted on restart.
+	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "run", Digest: "d"})
+	db.Close()
+	db2, err := Open(path, Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if n, _ := db2.RecoverReceipts(ctx); n != 1 {
+		t.Errorf("recovered %d receipts, want 1", n)
+	}
+	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now()); got.State != Interrupted {
+		t.Errorf("restarted receipt: %s", got.State)
+	}
+}
+
+func TestSweepAndWatermark(t *testing.T) {
+	db, clk, _ := open(t)
+	start := clk.now()
+	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"})
+	db.FinishReceipt(ctx, "n1", "old", ReceiptAnswered, NewAnswer(200, nil, []byte("a"), 1<<20))
+	db.BeginCall(ctx, &Call{RequestID: "settled", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Move(ctx, "settled", Transition{From: []CallState{Sending}, To: Answered})
+	db.BeginCall(ctx, &Call{RequestID: "open", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Move(ctx, "open", Transition{From: []CallState{Sending}, To: Unknown})
+
+	clk.add(8 * 24 * time.Hour)
+	res, _ := db.Sweep(ctx, clk.now())
+	if res.AnswersExpired != 1 || res.ReceiptsGone != 0 {
+		t.Errorf("after 8 days: %+v", res)
+	}
+	r, _ := db.Receipt(ctx, "n1", "old")
+	if !r.AnswerExpired || r.Answer != nil || r.State != ReceiptAnswered {
+		t.Errorf("expired answer: %+v", r)
+	}
+	if dec, _, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"}); dec != Busy {
+		t.Errorf("a repeat whose answer expired: %v, want busy (never forwarded twice)", dec)
+	}
+
+	clk.add(90 * 24 * time.Hour)
+	res, _ = db.Sweep(ctx, clk.now())
+	if res.ReceiptsGone != 1 || res.CallsGone != 1 {
+		t.Errorf("after 98 days: %+v", res)
+	}
+	if _, err := db.Call(ctx, "open"); err != nil {
+		t.Errorf("an unsettled call was swept: %v", err)
+	}
+	// A call created before the watermark (plus skew) is expired, never
+	// never_arrived; a newer one is fenced.
+	if got, _ := db.Lookup(ctx, "n1", "old", start); got.State != Expired {
+		t.Errorf("lookup of a swept call: %s, want expired", got.State)
+	}
+	if got, _ := db.Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute)); got.State != Expired {
+		t.Errorf("lookup within the clock skew of the watermark: %s, want expired", got.State)
+	}
+	if got, _ := db.Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour)); got.State != NeverArrived {
+		t.Errorf("lookup of a young unseen call: %s, want never_arrived", got.State)
+	}
+	if got, _ := db.Lookup(ctx, "n1", "undated", time.Time{}); got.State != Expired {
+		t.Errorf("lookup without created_at after a sweep: %s, want expired", got.State)
+	}
+}
+
+func TestDurableOnDisk(t *testing.T) {
+	db, _, path := open(t)
+	db.BeginCall(ctx, &Call{RequestID: "keep", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Close()
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Fatalf("no database file: %v", err)
+	}
+	db2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if c, err := db2.Call(ctx, "keep"); err != nil || c.State != Sending {
+		t.Errorf("reopened: %v %v", c, err)
+	}
+	var mode string
+	db2.db.QueryRow("PRAGMA journal_mode").Scan(&mode)
+	var sync int
+	db2.db.QueryRow("PRAGMA synchronous").Scan(&sync)
+	if mode != "wal" || sync != 2 {
+		t.Errorf("journal_mode %s synchronous %d; want wal and 2 (FULL)", mode, sync)
+	}
+}
+
+func TestApps(t *testing.T) {
+	db, _, _ := open(t)
+	a, err := db.PutApp(ctx, "notes", "http://127.0.0.1:1")
+	if err != nil || len(a.Secret) < 16 {
+		t.Fatalf("%v %v", a, err)
+	}
+	b, _ := db.PutApp(ctx, "notes", "http://127.0.0.1:2")
+	got, _ := db.App(ctx, "notes")
+	if b.Secret != a.Secret || got.URL != "http://127.0.0.1:2" || got.Secret != a.Secret {
+		t.Errorf("re-registered: %+v", got)
+	}
+	if err := db.DeleteApp(ctx, "notes"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.App(ctx, "notes"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleted app: %v", err)
+	}
+}
+
+func TestChangedWakes(t *testing.T) {
+	db, _, _ := open(t)
+	ch := db.Changed()
+	db.BeginCall(ctx, &Call{RequestID: "w", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	select {
+	case <-ch:
+	default:
+		t.Errorf("Changed did not fire on a new call")
+	}
+}

@@ -1,0 +1,129 @@
+package readcache
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func hdr(kv ...string) http.Header {
+	h := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		h.Add(kv[i], kv[i+1])
+	}
+	return h
+}
+
+func TestFreshness(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := New(1<<20, clk.now)
+	k := Key("studio", "notes", "/a")
+	if !c.Put(k, nil, 200, hdr("Cache-Control", "max-age=10", "Age", "3"), []byte("x"), "lan") {
+		t.Fatal("not stored")
+	}
+	e := c.Get(k, nil)
+	if e == nil || !e.Fresh(clk.now()) || e.Age(clk.now()) != 3*time.Second || e.Road != "lan" {
+		t.Fatalf("entry %+v", e)
+	}
+	clk.t = clk.t.Add(7 * time.Second)
+	if e.Fresh(clk.now()) || !e.StaleOK() {
+		t.Errorf("at age 10 s: fresh=%v staleOK=%v", e.Fresh(clk.now()), e.StaleOK())
+	}
+	date := clk.t.Format(http.TimeFormat)
+	exp := clk.t.Add(time.Minute).Format(http.TimeFormat)
+	c.Put(Key("s", "a", "/exp"), nil, 200, hdr("Date", date, "Expires", exp), nil, "lan")
+	if e := c.Get(Key("s", "a", "/exp"), nil); e == nil || !e.Fresh(clk.now()) {
+		t.Errorf("Expires-based freshness: %+v", e)
+	}
+}
+
+func TestWhatIsStored(t *testing.T) {
+	c := New(1<<20, nil)
+	for i, tc := range []struct {
+		status  int
+		req     http.Header
+		resp    http.Header
+		stored  bool
+		staleOK bool
+	}{
+		{200, nil, hdr(), true, true},
+		{200, nil, hdr("Cache-Control", "no-store"), false, false},
+		{200, hdr("Cache-Control", "no-store"), hdr(), false, false},
+		{200, nil, hdr("Cache-Control", "no-cache"), true, false},
+		{200, nil, hdr("Cache-Control", "max-age=60, must-revalidate"), true, false},
+		{200, nil, hdr("Vary", "*"), false, false},
+		{500, nil, hdr("Cache-Control", "max-age=60"), false, false},
+		{404, nil, hdr(), true, true},
+	} {
+		k := Key("p", "a", fmt.Sprint(i))
+		if got := c.Put(k, tc.req, tc.status, tc.resp, []byte("b"), "lan"); got != tc.stored {
+			t.Errorf("case %d: stored=%v, want %v", i, got, tc.stored)
+			continue
+		}
+		if tc.stored {
+			e := c.Get(k, nil)
+			if e.StaleOK() != tc.staleOK {
+				t.Errorf("case %d: staleOK=%v", i, e.StaleOK())
+			}
+			if _, ok := Directives(tc.resp)["no-cache"]; ok && e.Fresh(time.Now()) {
+				t.Errorf("case %d: a no-cache answer is fresh", i)
+			}
+		}
+	}
+}
+
+func TestVary(t *testing.T) {
+	c := New(1<<20, nil)
+	k := Key("p", "a", "/v")
+	c.Put(k, hdr("Accept-Language", "en"), 200, hdr("Vary", "accept-language", "Cache-Control", "max-age=60"), []byte("hello"), "lan")
+	c.Put(k, hdr("Accept-Language", "fr"), 200, hdr("Vary", "Accept-Language", "Cache-Control", "max-age=60"), []byte("bonjour"), "lan")
+	if e := c.Get(k, hdr("Accept-Language", "fr")); e == nil || string(e.Body) != "bonjour" {
+		t.Errorf("fr: %v", e)
+	}
+	if e := c.Get(k, hdr("Accept-Language", "en")); e == nil || string(e.Body) != "hello" {
+		t.Errorf("en: %v", e)
+	}
+	if e := c.Get(k, hdr("Accept-Language", "de")); e != nil {
+		t.Errorf("de matched %q", e.Body)
+	}
+}
+
+func TestBoundedLRU(t *testing.T) {
+	c := New(8<<10, nil) // one entry at most 1 KiB
+	body := make([]byte, 900)
+	for i := range 20 {
+		c.Put(Key("p", "a", fmt.Sprint(i)), nil, 200, hdr(), body, "lan")
+		c.Get(Key("p", "a", "0"), nil) // keep 0 recently used
+	}
+	n, bytes := c.Len()
+	if bytes > 8<<10 || n >= 20 {
+		t.Errorf("%d entries, %d bytes; bound is 8 KiB", n, bytes)
+	}
+	if c.Get(Key("p", "a", "0"), nil) == nil {
+		t.Errorf("the most recently used entry was evicted")
+	}
+	if c.Get(Key("p", "a", "1"), nil) != nil {
+		t.Errorf("the least recently used entry was kept")
+	}
+	if c.Put(Key("p", "a", "big"), nil, 200, hdr(), make([]byte, 2<<10), "lan") {
+		t.Errorf("an answer over an eighth of the cache was stored")
+	}
+}
+
+func TestRequestBypasses(t *testing.T) {
+	for h, want := range map[*http.Header]bool{
+		ptr(hdr()): false, ptr(hdr("Cache-Control", "no-cache")): true, ptr(hdr("Cache-Control", "max-age=0")): true,
+		ptr(hdr("Pragma", "no-cache")): true, ptr(hdr("Cache-Control", "max-age=5")): false,
+	} {
+		if RequestBypasses(*h) != want {
+			t.Errorf("%v: %v", *h, !want)
+		}
+	}
+}
+
+func ptr(h http.Header) *http.Header { return &h }

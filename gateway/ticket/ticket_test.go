@@ -1,0 +1,56 @@
+package ticket
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTickets(t *testing.T) {
+	k := NewKey()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tk := k.Mint(Claims{Node: "n1", Name: "laptop", Expires: now.Add(Lifetime)})
+	c, err := k.Check(tk, now.Add(Lifetime-time.Second))
+	if err != nil || c.Node != "n1" || c.Name != "laptop" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	if _, err := k.Check(tk, now.Add(Lifetime)); !errors.Is(err, ErrExpired) {
+		t.Errorf("expired: %v", err)
+	}
+	if _, err := NewKey().Check(tk, now); !errors.Is(err, ErrForged) {
+		t.Errorf("other key: %v", err)
+	}
+	// Changing the claims (another node) breaks the signature.
+	parts := strings.Split(tk, ".")
+	other := k.Mint(Claims{Node: "n2", Name: "x", Expires: now.Add(Lifetime)})
+	if _, err := k.Check(parts[0]+"."+strings.Split(other, ".")[1]+"."+parts[2], now); !errors.Is(err, ErrForged) {
+		t.Errorf("swapped claims: %v", err)
+	}
+	for _, bad := range []string{"", "v1.", "v2.a.b", "v1.a", "v1.a.!!"} {
+		if _, err := k.Check(bad, now); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestLoadOrCreate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "ticket-key")
+	k1, err := LoadOrCreate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, _ := LoadOrCreate(p)
+	if string(k1) != string(k2) {
+		t.Errorf("key changed on reload")
+	}
+	if fi, _ := os.Stat(p); fi.Mode().Perm() != 0o600 {
+		t.Errorf("key file mode %v", fi.Mode())
+	}
+	os.WriteFile(p, []byte("zz"), 0o600)
+	if _, err := LoadOrCreate(p); err == nil || !strings.Contains(err.Error(), "remove it") {
+		t.Errorf("bad key file: %v", err)
+	}
+}
