@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"delta/gateway/gatewaytest"
+	"delta/gateway/journal"
+)
+
+// bin is the delta binary, built once for these tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "delta-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "delta")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		os.Stderr.Write(out)
+		panic("building delta: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is one Delta running as its own process.
+type proc struct {
+	name     string
+	dir      string
+	peerAddr string
+	cmd      *exec.Cmd
+	log      *syncBuffer
+	c        *gatewaytest.Client
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// twoProcs configures "laptop" and "studio", each knowing the other.
+func twoProcs(t *testing.T) (laptop, studio *proc) {
+	t.Helper()
+	root := t.TempDir()
+	laptop = &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
+	studio = &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
+	for _, p := range [][2]*proc{{laptop, studio}, {studio, laptop}} {
+		self, other := p[0], p[1]
+		os.MkdirAll(self.dir, 0o700)
+		cfg := map[string]any{"name": self.name, "node_id": "node-" + self.name, "peer_listen": self.peerAddr,
+			"network_key": "00112233445566778899aabbccddeeff",
+			"peers":       []any{map[string]any{"name": other.name, "roads": map[string]string{"lan": other.peerAddr}}}}
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(filepath.Join(self.dir, "config.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return laptop, studio
+}
+
+// start runs the process and waits until its local API is up.
+func (p *proc) start(t *testing.T) {
+	t.Helper()
+	p.log = &syncBuffer{}
+	p.cmd = exec.Command(bin, "--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless")
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, logBuf := p.cmd, p.log
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("%s's log (pid %d):\n%s", p.name, cmd.Process.Pid, logBuf)
+		}
+	})
+	var lj struct {
+		URL string `json:"url"`
+		PID int    `json:"pid"`
+	}
+	gatewaytest.WaitFor(t, 30*time.Second, p.name+"'s local.json", func() bool {
+		b, err := os.ReadFile(filepath.Join(p.dir, "local.json"))
+		return err == nil && json.Unmarshal(b, &lj) == nil && lj.PID == cmd.Process.Pid
+	})
+	tok, err := os.ReadFile(filepath.Join(p.dir, "local-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.c = &gatewaytest.Client{URL: lj.URL, Token: strings.TrimSpace(string(tok))}
+}
+
+// kill ends the process with SIGKILL, as a crash would.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	p.cmd.Wait()
+}
+
+func (p *proc) register(t *testing.T, app, url string) {
+	t.Helper()
+	if r := p.c.Must(t, "PUT", "/v1/apps/"+app, []byte(`{"url":"`+url+`"}`)); r.Status != 200 {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestCallerCrash: the caller's Delta is killed while a call is in flight;
+// after a restart the call is unknown (it may have left), never resent, and
+// settles to what the owner did.
+func TestCallerCrash(t *testing.T) {
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+
+	const id = "crash-caller-1"
+	gone := make(chan error, 1)
+	go func() {
+		_, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/c1", []byte("write me"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "60")
+		gone <- err
+	}()
+	<-app.Arrived()
+	laptop.kill(t)
+	if err := <-gone; err == nil {
+		t.Fatalf("the app got an answer from a killed Delta")
+	}
+
+	laptop.start(t)
+	call := laptop.c.GetCall(t, id, 0)
+	if call.State != "unknown" || (call.OwnerState != "" && call.OwnerState != "running") {
+		t.Fatalf("after the restart the call is %s (owner: %q, %s), want unknown", call.State, call.OwnerState, call.Detail)
+	}
+	app.Release("/hold/c1")
+	call = laptop.c.GetCall(t, id, 60)
+	if call.State != "carried_out" || call.Answer == nil || call.Answer.Status != 201 {
+		t.Fatalf("the call settled %s (%s), want carried_out with the answer", call.State, call.Detail)
+	}
+	if app.Effects("/hold/c1") != 1 || app.RequestsFor(id) != 1 {
+		t.Errorf("owner applied %d effects over %d requests, want 1 and 1", app.Effects("/hold/c1"), app.RequestsFor(id))
+	}
+	// A repeat gets the recorded answer and does not reach the owner.
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/hold/c1", []byte("write me"), "X-Delta-Request-Id", id)
+	if r.Outcome() != "answered" || r.Header.Get("X-Delta-Replayed") != "true" || app.RequestsFor(id) != 1 {
+		t.Errorf("repeat after settling: %q replayed=%q, owner saw %d", r.Outcome(), r.Header.Get("X-Delta-Replayed"), app.RequestsFor(id))
+	}
+}
+
+// TestOwnerCrash: the owner's Delta is killed while its app works; after a
+// restart its receipt is interrupted and the caller's call needs a person.
+func TestOwnerCrash(t *testing.T) {
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+
+	const id = "crash-owner-1"
+	result := make(chan *gatewaytest.Response, 1)
+	go func() {
+		r, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/o1", []byte("write me"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "60")
+		if err != nil {
+			t.Error(err)
+		}
+		result <- r
+	}()
+	<-app.Arrived()
+	studio.kill(t)
+	r := <-result
+	if r == nil || r.Outcome() != "outcome_unknown" || r.Status != 502 {
+		t.Fatalf("the calling app was told %v, want outcome_unknown", r)
+	}
+	if !strings.Contains(r.Err.Detail, "no complete answer came") {
+		t.Errorf("detail %q", r.Err.Detail)
+	}
+
+	studio.start(t)
+	call := laptop.c.GetCall(t, id, 60)
+	if call.State != "needs_person" || call.OwnerState != "interrupted" {
+		t.Fatalf("the call is %s (owner says %q: %s), want needs_person after interrupted", call.State, call.OwnerState, call.Detail)
+	}
+	db, err := journal.Open(filepath.Join(studio.dir, "delta.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rec, err := db.Receipt(context.Background(), "node-laptop", id)
+	if err != nil || rec.State != journal.Interrupted {
+		t.Errorf("studio's receipt: %+v %v, want interrupted", rec, err)
+	}
+	if app.RequestsFor(id) != 1 {
+		t.Errorf("the owner app saw %d requests, want 1", app.RequestsFor(id))
+	}
+}
+
+// TestOneDeltaPerStateFolder: a second Delta on the same state folder is
+// refused, naming the first.
+func TestOneDeltaPerStateFolder(t *testing.T) {
+	laptop, _ := twoProcs(t)
+	laptop.start(t)
+	out, err := exec.Command(bin, "--state-dir", laptop.dir, "--listen", "127.0.0.1:0").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another Delta is running with state folder") ||
+		!strings.Contains(string(out), "pid ") {
+		t.Fatalf("second Delta: %v\n%s", err, out)
+	}
+	for name, want := range map[string]os.FileMode{"local-token": 0o600, ".": 0o700} {
+		fi, err := os.Stat(filepath.Join(laptop.dir, name))
+		if err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v (%v)", name, fi.Mode().Perm(), want, err)
+		}
+	}
+	// SIGTERM stops it cleanly: local.json is removed, exit status 0.
+	laptop.cmd.Process.Signal(syscall.SIGTERM)
+	if err := laptop.cmd.Wait(); err != nil {
+		t.Errorf("after SIGTERM: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(laptop.dir, "local.json")); !os.IsNotExist(err) {
+		t.Errorf("local.json left behind after a clean stop")
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--listen", "0.0.0.0:7420"},
+		{"--lan-port", "0"},
+		{"extra"},
+	} {
+		out, err := exec.Command(bin, append([]string{"--state-dir", t.TempDir()}, args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "delta:") {
+			t.Errorf("%v: %v %s", args, err, out)
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the process's output
+// copier while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
