@@ -33,7 +33,7 @@ func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
 		return
 	}
 	if r.ContentLength > proto.MaxCallBody {
-		g.refuseTooLarge(w, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.peer)
+		g.refuseTooLarge(w, r, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.peer)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
@@ -42,7 +42,7 @@ func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
 		return
 	}
 	if len(body) > proto.MaxCallBody {
-		g.refuseTooLarge(w, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.peer)
+		g.refuseTooLarge(w, r, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.peer)
 		return
 	}
 	callerApp := r.Header.Get(proto.HeaderApp)
@@ -78,6 +78,7 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 	defer context.AfterFunc(g.ctx, cancel)()
 
 	var exclude []roads.Road
+	var attempts []journal.Attempt // written with the outcome, in one transaction
 	recovered, renewed := false, false
 	var firstFailure, firstRoad string // the failure that led to the recovery
 	for {
@@ -87,17 +88,17 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			if firstFailure != "" {
 				detail, road = firstFailure, firstRoad
 			}
-			g.finishCall(w, c, journal.Unavailable, proto.Unavailable, detail, road, nil, false, nil)
+			g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, detail, road, nil, false, nil)
 			return
 		}
 		tk, err := g.ticket.Ticket(base, t.peer, renewed)
 		if err != nil {
-			g.finishCall(w, c, journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
+			g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
 			return
 		}
 		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, bytes.NewReader(body))
 		if err != nil {
-			g.finishCall(w, c, journal.Unavailable, proto.BadRequest, fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err), "", nil, false, nil)
+			g.finishCall(w, c, attempts, journal.Unavailable, proto.BadRequest, fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err), "", nil, false, nil)
 			return
 		}
 		req.Header = forwardHeaders(r.Header)
@@ -122,9 +123,7 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			json.Unmarshal(res.Bytes, &eb)
 			at.Error = fmt.Sprintf("%s replied %d %s: %s", t.peer, res.StatusCode, pe, eb.Detail)
 		}
-		if aerr := g.db.AddAttempt(base, c.RequestID, at); aerr != nil {
-			g.log.Error("could not record an attempt", "request_id", c.RequestID, "err", aerr)
-		}
+		attempts = append(attempts, at)
 		if err != nil {
 			if !sent {
 				g.router.Report(cand, 0, err)
@@ -139,10 +138,10 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 					exclude = append(exclude, cand.Road)
 					continue
 				}
-				g.finishCall(w, c, journal.Unavailable, proto.Unavailable, detail, string(cand.Road), nil, false, nil)
+				g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, detail, string(cand.Road), nil, false, nil)
 				return
 			}
-			g.finishCall(w, c, journal.Unknown, proto.Unknown,
+			g.finishCall(w, c, attempts, journal.Unknown, proto.Unknown,
 				fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", cand, oe.Op, oe.Err, t.peer),
 				string(cand.Road), nil, false, nil)
 			return
@@ -161,7 +160,7 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			h.Del("Content-Length")
 			ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
 		}
-		g.finishCall(w, c, state, o, detail, string(cand.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
+		g.finishCall(w, c, attempts, state, o, detail, string(cand.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
 		return
 	}
 }
@@ -213,8 +212,8 @@ func mapOwnerReply(peer string, pe proto.PeerError, res *oneshot.Response) (jour
 
 // finishCall records a call's outcome (a compare-and-set from sending) and
 // then tells the app. body is what the app is given when it is answered.
-func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, state journal.CallState, o proto.Outcome, detail, road string, ans *journal.Answer, replayed bool, body []byte) {
-	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: state, Outcome: string(o), Detail: detail, Answer: ans}
+func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []journal.Attempt, state journal.CallState, o proto.Outcome, detail, road string, ans *journal.Answer, replayed bool, body []byte) {
+	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: state, Outcome: string(o), Detail: detail, Answer: ans, Attempts: attempts}
 	if state == journal.Unknown {
 		t.NextAsk = g.now().Add(g.cfg.Backoff[0])
 	}
@@ -242,7 +241,11 @@ func (g *Gateway) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid
 
 // refuseTooLarge refuses a call whose body is over the limit: bad_request,
 // with status 413.
-func (g *Gateway) refuseTooLarge(w http.ResponseWriter, detail, rid, peer string) {
+func (g *Gateway) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail, rid, peer string) {
+	// Read (and drop) the rest of a body of up to 64 MiB first: if the app
+	// is still writing when the connection closes, it gets a reset instead
+	// of this answer.
+	io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
 	g.stats.call(proto.BadRequest)
 	w.Header().Set("Connection", "close")
 	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer})

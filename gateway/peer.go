@@ -174,7 +174,7 @@ func (g *Gateway) appProxy() *httputil.ReverseProxy {
 					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, g.self.Name, err))
 				}
 			},
-			ErrorLog: nil,
+			BufferPool: copyBuffers,
 		}
 	})
 	return g.proxy

@@ -164,13 +164,15 @@ func (g *Gateway) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	h.Set(proto.HeaderRoute, string(cand.Road))
 	w.WriteHeader(resp.StatusCode)
 	g.stats.read(proto.Answered)
+	cbuf := copyBuffers.Get()
+	defer copyBuffers.Put(cbuf)
 	if !isGet {
-		io.Copy(w, resp.Body)
+		io.CopyBuffer(w, resp.Body, cbuf)
 		return
 	}
 	limit := g.cache.MaxEntry()
 	buf := &bytes.Buffer{}
-	n, err := io.Copy(io.MultiWriter(w, &cappedWriter{buf: buf, limit: limit}), resp.Body)
+	n, err := io.CopyBuffer(io.MultiWriter(w, &cappedWriter{buf: buf, limit: limit}), resp.Body, cbuf)
 	if err != nil || n > limit {
 		return
 	}
@@ -201,6 +203,15 @@ func (g *Gateway) serveCached(w http.ResponseWriter, r *http.Request, e *readcac
 		w.Write(e.Body)
 	}
 }
+
+// bufferPool lends 32 KiB copy buffers to the relays (and is the reverse
+// proxy's BufferPool), so a read does not allocate one each time.
+type bufferPool struct{ p sync.Pool }
+
+var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
+func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
 
 // cappedWriter keeps at most limit bytes and then stops keeping (it never
 // fails, so the copy to the app goes on).

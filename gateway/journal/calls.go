@@ -117,9 +117,8 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 	return existing, err
 }
 
-// AddAttempt records one try of call id. a.N is assigned.
-func (d *DB) AddAttempt(ctx context.Context, id string, a Attempt) error {
-	_, err := d.db.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error)
+func addAttempt(ctx context.Context, tx *sql.Tx, id string, a Attempt) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error)
 		VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE request_id = ?), ?, ?, ?, ?, ?)`,
 		id, id, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
 	if err != nil {
@@ -138,6 +137,9 @@ type Transition struct {
 	Answer     *Answer   // if not nil, the answer
 	NextAsk    time.Time // when to ask the owner; zero: not scheduled
 	CountAsk   bool      // whether this transition followed asking the owner
+	// Attempts are recorded in the same transaction, whether or not the
+	// call moves (they happened either way).
+	Attempts []Attempt
 }
 
 // Move applies t to call id if the call is in one of t.From. It reports
@@ -147,6 +149,11 @@ func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur
 		return false, nil, fmt.Errorf("journal: move call %s: no from-state given", id)
 	}
 	err = d.tx(ctx, func(tx *sql.Tx) error {
+		for _, a := range t.Attempts {
+			if err := addAttempt(ctx, tx, id, a); err != nil {
+				return err
+			}
+		}
 		set := []string{"state = ?", "updated_at = ?"}
 		args := []any{t.To, nanos(d.now())}
 		if t.Outcome != "" {
