@@ -14,6 +14,7 @@ import (
 
 	"delta/gateway/journal"
 	"delta/gateway/oneshot"
+	"delta/gateway/pintls"
 	"delta/gateway/proto"
 	"delta/gateway/roads"
 )
@@ -81,17 +82,18 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 	var attempts []journal.Attempt // written with the outcome, in one transaction
 	recovered, renewed := false, false
 	var firstFailure, firstRoad string // the failure that led to the recovery
+	firstOutcome := proto.Unavailable
 	for {
 		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
 		if err != nil {
-			detail, road := fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer), ""
+			o, detail, road := proto.Unavailable, fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer), ""
 			if firstFailure != "" {
-				detail, road = firstFailure, firstRoad
+				o, detail, road = firstOutcome, firstFailure, firstRoad
 			}
-			g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, detail, road, nil, false, nil)
+			g.finishCall(w, c, attempts, journal.Unavailable, o, detail, road, nil, false, nil)
 			return
 		}
-		tk, err := g.ticket.Ticket(base, t.peer, renewed)
+		tk, err := g.ticketFor(base, cand, renewed)
 		if err != nil {
 			g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
 			return
@@ -102,7 +104,9 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			return
 		}
 		req.Header = forwardHeaders(r.Header)
-		req.Header.Set("Authorization", "Delta "+tk)
+		if tk != "" {
+			req.Header.Set("Authorization", "Delta "+tk)
+		}
 		req.Header.Set(proto.HeaderRequestID, c.RequestID)
 		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
 		req.Header.Set(proto.HeaderDigest, c.Digest)
@@ -127,18 +131,23 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		if err != nil {
 			if !sent {
 				g.router.Report(cand, 0, err)
-				detail := fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer)
+				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer)
+				var mm *pintls.MismatchError
+				if errors.As(err, &mm) {
+					o, detail = proto.Forbidden, fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.peer, cand, mm, t.peer)
+					g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+				}
 				if cand.Road.Local() && t.pin == "" && !recovered {
 					// One recovery before the first byte: drop this road,
 					// choose one afresh.
 					recovered = true
-					firstFailure, firstRoad = detail, string(cand.Road)
+					firstFailure, firstRoad, firstOutcome = detail, string(cand.Road), o
 					g.stats.fallback()
 					g.router.Invalidate(t.peer, cand.Road, err)
 					exclude = append(exclude, cand.Road)
 					continue
 				}
-				g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, detail, string(cand.Road), nil, false, nil)
+				g.finishCall(w, c, attempts, journal.Unavailable, o, detail, string(cand.Road), nil, false, nil)
 				return
 			}
 			g.finishCall(w, c, attempts, journal.Unknown, proto.Unknown,
@@ -148,7 +157,7 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		}
 		g.router.Report(cand, g.now().Sub(started), nil)
 		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
-		if peerErr == proto.PeerUnauthorized && !renewed {
+		if peerErr == proto.PeerUnauthorized && cand.NeedsTicket && !renewed {
 			renewed = true // renew the ticket, new connection, send once more
 			continue
 		}
@@ -230,6 +239,15 @@ func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 		return
 	}
 	writeAnswer(w, ans, body, c.RequestID, road, replayed)
+}
+
+// ticketFor returns the ticket to present on cand's road, or "" where the
+// road needs none (the tailnet).
+func (g *Gateway) ticketFor(ctx context.Context, cand roads.Candidate, renew bool) (string, error) {
+	if !cand.NeedsTicket {
+		return "", nil
+	}
+	return g.ticket.Ticket(ctx, cand.Peer, renew)
 }
 
 // refuseCall counts and writes an outcome that is not recorded in the

@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,13 @@ type Config struct {
 	// PeerListener, if not nil, is the peer API's listener, and PeerListen
 	// is ignored. Start takes it over; Close closes it.
 	PeerListener net.Listener
+	// PeerListeners, if not empty, replace PeerListen and PeerListener:
+	// each serves the peer API behind its own door (the tailnet listener
+	// with WhoIs, the TLS listener with tickets).
+	PeerListeners []PeerListener
+	// SelfFunc, if not nil, names this computer (it may change, e.g. once
+	// logged in to the tailnet). If nil, the config file's name and node.
+	SelfFunc func() Self
 	// Logger receives the gateway's log. If nil, nothing is logged.
 	Logger *slog.Logger
 	// Now is the clock. If nil, time.Now.
@@ -96,9 +104,9 @@ type Gateway struct {
 
 	lock      *os.File
 	localLn   net.Listener
-	peerLn    net.Listener
 	localSrv  *http.Server
-	peerSrv   *http.Server
+	peerSrvs  []*http.Server
+	peerLns   []net.Listener
 	transport *transports
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
@@ -107,6 +115,19 @@ type Gateway struct {
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines
+}
+
+// PeerListener is one listener of the peer API.
+type PeerListener struct {
+	// Name names the listener in logs ("tailnet", "lan").
+	Name string
+	// Listener is taken over by Start and closed by Close.
+	Listener net.Listener
+	// Door identifies callers on this listener. If nil, the gateway's.
+	Door Door
+	// Routes, if not nil, registers extra handlers on this listener's mux
+	// (behind the door; see CallerFrom).
+	Routes func(mux *http.ServeMux)
 }
 
 // Self names this computer.
@@ -236,19 +257,31 @@ func (g *Gateway) Start() (err error) {
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	undo = append(undo, g.cancel)
 
-	peerAddr := g.cfg.PeerListen
-	if peerAddr == "" {
-		peerAddr = fc.PeerListen
-	}
-	if peerAddr == "" {
-		peerAddr = DefaultPeerListen
-	}
-	if g.peerLn = g.cfg.PeerListener; g.peerLn == nil {
-		if g.peerLn, err = net.Listen("tcp", peerAddr); err != nil {
-			return fmt.Errorf("gateway: peer API: %w", err)
+	pls := g.cfg.PeerListeners
+	if len(pls) == 0 {
+		ln := g.cfg.PeerListener
+		if ln == nil {
+			addr := g.cfg.PeerListen
+			if addr == "" {
+				addr = fc.PeerListen
+			}
+			if addr == "" {
+				addr = DefaultPeerListen
+			}
+			if ln, err = net.Listen("tcp", addr); err != nil {
+				return fmt.Errorf("gateway: peer API: %w", err)
+			}
 		}
+		pls = []PeerListener{{Name: "peer", Listener: ln}}
 	}
-	undo = append(undo, func() { g.peerLn.Close() })
+	for _, pl := range pls {
+		g.peerLns = append(g.peerLns, pl.Listener)
+	}
+	undo = append(undo, func() {
+		for _, ln := range g.peerLns {
+			ln.Close()
+		}
+	})
 	if g.localLn, err = net.Listen("tcp", g.cfg.Listen); err != nil {
 		return fmt.Errorf("gateway: local API: %w", err)
 	}
@@ -259,13 +292,24 @@ func (g *Gateway) Start() (err error) {
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-	g.peerSrv = &http.Server{Handler: g.peerHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	g.recon = newReconciler(g)
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
-	g.goBackground(func() { g.peerSrv.Serve(g.peerLn) })
+	var peerAddrs []string
+	for _, pl := range pls {
+		door := pl.Door
+		if door == nil {
+			door = g.door
+		}
+		srv := &http.Server{Handler: g.peerHandler(door, pl.Routes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		g.peerSrvs = append(g.peerSrvs, srv)
+		ln := pl.Listener
+		g.goBackground(func() { srv.Serve(ln) })
+		peerAddrs = append(peerAddrs, pl.Name+"="+ln.Addr().String())
+	}
 	g.goBackground(g.recon.run)
 	g.goBackground(g.sweepLoop)
-	g.log.Info("delta started", "name", g.self.Name, "node", g.self.Node, "local", g.LocalURL(), "peer", g.peerLn.Addr().String())
+	self := g.Self()
+	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
 	return nil
 }
 
@@ -289,7 +333,7 @@ func (g *Gateway) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, s := range []*http.Server{g.peerSrv, g.localSrv} {
+	for _, s := range append(g.peerSrvs, g.localSrv) {
 		wg.Go(func() {
 			if s.Shutdown(ctx) != nil {
 				s.Close()
@@ -310,14 +354,19 @@ func (g *Gateway) Close() error {
 // LocalURL is the local API's base URL, e.g. "http://127.0.0.1:7420".
 func (g *Gateway) LocalURL() string { return "http://" + g.localLn.Addr().String() }
 
-// PeerAddr is the peer API's listening address.
-func (g *Gateway) PeerAddr() string { return g.peerLn.Addr().String() }
+// PeerAddr is the (first) peer API listener's address.
+func (g *Gateway) PeerAddr() string { return g.peerLns[0].Addr().String() }
 
 // Token is the local API's bearer token.
 func (g *Gateway) Token() string { return g.token }
 
 // Self names this computer.
-func (g *Gateway) Self() Self { return g.self }
+func (g *Gateway) Self() Self {
+	if g.cfg.SelfFunc != nil {
+		return g.cfg.SelfFunc()
+	}
+	return g.self
+}
 
 // Journal is the gateway's journal (for tests and the tray).
 func (g *Gateway) Journal() *journal.DB { return g.db }

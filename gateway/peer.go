@@ -25,10 +25,13 @@ const appConnectTimeout = 2 * time.Second
 
 type callerKey struct{}
 
-// peerHandler is the peer API (DESIGN §4). The door runs before anything
-// else.
-func (g *Gateway) peerHandler() http.Handler {
+// peerHandler is the peer API (DESIGN §4) behind door, which runs before
+// anything else; routes adds a listener's own handlers.
+func (g *Gateway) peerHandler(door Door, routes func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
+	if routes != nil {
+		routes(mux)
+	}
 	mux.HandleFunc("GET /delta/v1/ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.HandleFunc("/delta/v1/apps/{app}", g.handleOwnerRequest)
 	mux.HandleFunc("/delta/v1/apps/{app}/{path...}", g.handleOwnerRequest)
@@ -37,13 +40,15 @@ func (g *Gateway) peerHandler() http.Handler {
 		peerError(w, http.StatusNotFound, proto.PeerBadRequest, fmt.Sprintf("%s %s is not part of Delta's peer API", r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := g.door.Identify(r)
+		c, err := door.Identify(r)
 		if err != nil {
 			g.stats.doorRefusal()
+			name := g.Self().Name
+			g.log.Warn("refused at the door", "remote", r.RemoteAddr, "err", err)
 			if errors.Is(err, ErrDoorUnauthorized) {
-				peerError(w, http.StatusUnauthorized, proto.PeerUnauthorized, fmt.Sprintf("%s refused the request at its door: %v", g.self.Name, err))
+				peerError(w, http.StatusUnauthorized, proto.PeerUnauthorized, fmt.Sprintf("%s refused the request at its door: %v", name, err))
 			} else {
-				peerError(w, http.StatusForbidden, proto.PeerForbidden, fmt.Sprintf("%s refused the request at its door: %v", g.self.Name, err))
+				peerError(w, http.StatusForbidden, proto.PeerForbidden, fmt.Sprintf("%s refused the request at its door: %v", name, err))
 			}
 			return
 		}
@@ -52,6 +57,10 @@ func (g *Gateway) peerHandler() http.Handler {
 }
 
 func callerOf(r *http.Request) Caller { return r.Context().Value(callerKey{}).(Caller) }
+
+// CallerFrom returns the caller the door admitted, for handlers added with
+// PeerListener.Routes.
+func CallerFrom(r *http.Request) Caller { return callerOf(r) }
 
 func peerError(w http.ResponseWriter, status int, e proto.PeerError, detail string) {
 	proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: detail})
@@ -79,11 +88,11 @@ func (g *Gateway) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	app, err := g.db.App(r.Context(), name)
 	if errors.Is(err, journal.ErrNotFound) {
-		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s; nothing was carried out", name, g.self.Name))
+		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s; nothing was carried out", name, g.Self().Name))
 		return
 	}
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v); nothing was carried out", g.self.Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v); nothing was carried out", g.Self().Name, err))
 		return
 	}
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/delta/v1/apps/"+name)
@@ -167,11 +176,11 @@ func (g *Gateway) appProxy() *httputil.ReverseProxy {
 				var de dialError
 				switch {
 				case errors.As(err, &de):
-					peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, g.self.Name, de.error))
+					peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, g.Self().Name, de.error))
 				case oneshot.IsTimeout(err):
-					peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, g.self.Name, t.timeout))
+					peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, g.Self().Name, t.timeout))
 				default:
-					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, g.self.Name, err))
+					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, g.Self().Name, err))
 				}
 			},
 			BufferPool: copyBuffers,
@@ -211,7 +220,7 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
 	dec, old, err := g.db.Receive(r.Context(), rec)
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v); nothing was carried out", g.self.Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v); nothing was carried out", g.Self().Name, err))
 		return
 	}
 	switch dec {
@@ -287,15 +296,15 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 		case journal.ReceiptAnswered:
 			writeOwnerAnswer(w, res.ans, res.body, false)
 		case journal.ReceiptNotDone:
-			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v); nothing was carried out", t.app.Name, g.self.Name, res.err))
+			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v); nothing was carried out", t.app.Name, g.Self().Name, res.err))
 		case journal.AppUnknown:
-			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, g.self.Name, res.err))
+			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, g.Self().Name, res.err))
 		default:
-			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", g.self.Name, t.app.Name))
+			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", g.Self().Name, t.app.Name))
 		}
 	case <-timer.C:
 		peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s has not answered within %s; %s keeps waiting for it (up to %s more) and records its answer",
-			t.app.Name, g.self.Name, t.timeout, g.self.Name, OwnerExtraWait))
+			t.app.Name, g.Self().Name, t.timeout, g.Self().Name, OwnerExtraWait))
 	case <-r.Context().Done():
 		// The caller hung up; the app's answer is still recorded.
 	}
@@ -363,7 +372,7 @@ func (g *Gateway) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := g.db.Lookup(r.Context(), callerOf(r).Node, id, created)
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", g.self.Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", g.Self().Name, err))
 		return
 	}
 	v := lookupView{State: string(rec.State), Digest: rec.Digest, AnswerExpired: rec.AnswerExpired}

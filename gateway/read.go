@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"delta/gateway/oneshot"
+	"delta/gateway/pintls"
 	"delta/gateway/proto"
 	"delta/gateway/readcache"
 	"delta/gateway/roads"
@@ -60,7 +61,7 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			}
 			break
 		}
-		tk, err := g.ticket.Ticket(r.Context(), t.peer, renewed)
+		tk, err := g.ticketFor(r.Context(), cand, renewed)
 		if err != nil {
 			fail = readFailure{o: proto.Unavailable, road: string(cand.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer)}
 			break
@@ -73,7 +74,9 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			break
 		}
 		req.Header = forwardHeaders(r.Header)
-		req.Header.Set("Authorization", "Delta "+tk)
+		if tk != "" {
+			req.Header.Set("Authorization", "Delta "+tk)
+		}
 		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
 		if app := r.Header.Get(proto.HeaderApp); app != "" {
 			req.Header.Set(proto.HeaderApp, app)
@@ -85,7 +88,13 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			g.router.Report(cand, 0, err)
 			fail = readFailure{o: proto.Unavailable, road: string(cand.Road), roadFault: true,
 				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.peer, cand, err)}
-			if oneshot.IsTimeout(err) {
+			var mm *pintls.MismatchError
+			switch {
+			case errors.As(err, &mm):
+				fail.o = proto.Forbidden
+				fail.detail = fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.peer, cand, mm, t.peer)
+				g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+			case oneshot.IsTimeout(err):
 				fail.o = proto.Timeout
 				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.peer, cand, cand.Road.ConnectTimeout()+t.timeout, err)
 			}
@@ -100,7 +109,7 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
 			resp.Body.Close()
 			cancel()
-			if pe == proto.PeerUnauthorized && !renewed {
+			if pe == proto.PeerUnauthorized && cand.NeedsTicket && !renewed {
 				renewed = true
 				continue
 			}

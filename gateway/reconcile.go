@@ -206,7 +206,7 @@ func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, 
 			}
 			return nil, err
 		}
-		tk, err := g.ticket.Ticket(ctx, c.Peer, renewed)
+		tk, err := g.ticketFor(ctx, cand, renewed)
 		if err != nil {
 			return nil, fmt.Errorf("no ticket for %s: %w", c.Peer, err)
 		}
@@ -215,7 +215,9 @@ func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, 
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Authorization", "Delta "+tk)
+		if tk != "" {
+			req.Header.Set("Authorization", "Delta "+tk)
+		}
 		resp, err := g.transport.forCandidate(cand).RoundTrip(req)
 		if err != nil {
 			g.router.Report(cand, 0, err)
@@ -231,7 +233,7 @@ func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: reading the answer: %w", cand, err)
 		}
-		if resp.StatusCode == http.StatusUnauthorized && !renewed {
+		if resp.StatusCode == http.StatusUnauthorized && cand.NeedsTicket && !renewed {
 			renewed = true
 			continue
 		}

@@ -81,7 +81,7 @@ type Status struct {
 }
 
 func (g *Gateway) status(r *http.Request) (Status, error) {
-	s := Status{Self: g.self, Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot()}
+	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot()}
 	var err error
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()

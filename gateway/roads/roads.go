@@ -85,6 +85,10 @@ type Candidate struct {
 	// Dial connects, and completes any handshake, so that the first byte
 	// written to the connection is the request's.
 	Dial func(ctx context.Context) (net.Conn, error)
+	// NeedsTicket reports whether requests on this road carry
+	// `Authorization: Delta <ticket>` (the peer cannot see who calls:
+	// lan and thunderbolt). On the tailnet the peer asks WhoIs instead.
+	NeedsTicket bool
 }
 
 // String names the candidate the way details do: "studio via lan (192.168.1.20:7422 on en0)".

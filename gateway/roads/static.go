@@ -52,7 +52,7 @@ func NewStatic(peers []StaticPeer, log *slog.Logger) (*Static, error) {
 				return nil, fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
 			}
 			d := net.Dialer{Timeout: road.ConnectTimeout()}
-			sp.cands[road] = Candidate{Peer: p.Name, Road: road, Address: addr,
+			sp.cands[road] = Candidate{Peer: p.Name, Road: road, Address: addr, NeedsTicket: true,
 				Dial: func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }}
 			sp.stat[road] = &RoadStatus{Road: road, Address: addr, State: "unknown"}
 		}

@@ -1,0 +1,144 @@
+// Package pintls is the TLS of Delta's lan and thunderbolt roads: each
+// computer has a self-signed ECDSA certificate, made on first start and kept
+// in its state folder, and publishes the SHA-256 of its DER (the pin) over
+// the tailnet. A client accepts exactly the pinned certificate, checked in
+// VerifyConnection during an explicit handshake that completes before the
+// connection is handed back, so that the first byte written to it is the
+// request's.
+package pintls
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File names in the state folder.
+const (
+	CertFile = "tls-cert.pem"
+	KeyFile  = "tls-key.pem"
+)
+
+// Pin is the hex SHA-256 of a certificate's DER.
+func Pin(der []byte) string {
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
+}
+
+// LoadOrCreate returns the certificate kept in dir, making one (ECDSA P-256,
+// valid 20 years, named name) on first use, and its pin.
+func LoadOrCreate(dir, name string) (tls.Certificate, string, error) {
+	certPath, keyPath := filepath.Join(dir, CertFile), filepath.Join(dir, KeyFile)
+	cert, err := tls.LoadX509KeyPair(certPath, keyPath)
+	if err == nil {
+		return cert, Pin(cert.Certificate[0]), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return tls.Certificate{}, "", fmt.Errorf("pintls: %s and %s do not make a certificate (%w); remove both to make a new one", certPath, keyPath, err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "Delta " + name},
+		DNSNames:     []string{"delta-" + name},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(20, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("pintls: make certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return tls.Certificate{}, "", err
+	}
+	if err := writeFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})); err != nil {
+		return tls.Certificate{}, "", err
+	}
+	if err := writeFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})); err != nil {
+		return tls.Certificate{}, "", err
+	}
+	cert, err = tls.LoadX509KeyPair(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, "", fmt.Errorf("pintls: read back the new certificate: %w", err)
+	}
+	return cert, Pin(der), nil
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("pintls: write %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}
+
+// ServerConfig is the TLS configuration of a listener serving cert.
+func ServerConfig(cert tls.Certificate) *tls.Config {
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}}
+}
+
+// MismatchError is a handshake refused because the peer's certificate is
+// not the pinned one. Nothing was sent.
+type MismatchError struct {
+	Addr string
+	Want string // the pin learned over the tailnet
+	Got  string // the pin of the certificate presented
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("the certificate at %s has fingerprint %s, not the pinned %s", e.Addr, e.Got, e.Want)
+}
+
+// Handshake runs the client side of TLS over raw, accepting only the
+// certificate whose pin is want, and returns the connection once the
+// handshake is complete. On failure raw is closed; a wrong certificate is a
+// *MismatchError.
+func Handshake(ctx context.Context, raw net.Conn, want string) (*tls.Conn, error) {
+	addr := raw.RemoteAddr().String()
+	var mismatch *MismatchError
+	cfg := &tls.Config{
+		InsecureSkipVerify: true, // the pin, checked below, is the whole trust
+		MinVersion:         tls.VersionTLS13,
+		NextProtos:         []string{"http/1.1"},
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("the peer presented no certificate")
+			}
+			if got := Pin(cs.PeerCertificates[0].Raw); got != want {
+				mismatch = &MismatchError{Addr: addr, Want: want, Got: got}
+				return mismatch
+			}
+			return nil
+		},
+	}
+	c := tls.Client(raw, cfg)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		if mismatch != nil {
+			return nil, mismatch
+		}
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return c, nil
+}
