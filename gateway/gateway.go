@@ -86,6 +86,9 @@ type Config struct {
 	SweepEvery time.Duration
 	// Version is reported in status. If empty, "dev".
 	Version string
+	// TailnetStatus, if not nil, is reported as "tailnet" in /v1/status
+	// (login state, why peers are missing).
+	TailnetStatus func() any
 }
 
 // Gateway is one running Delta.
@@ -203,7 +206,7 @@ func (g *Gateway) Start() (err error) {
 	}
 	undo = append(undo, func() { g.lock.Close() })
 
-	fc, err := loadFileConfig(dir)
+	fc, err := ReadFileConfig(dir)
 	if err != nil {
 		return err
 	}

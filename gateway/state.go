@@ -22,8 +22,12 @@ import (
 // configFile is the state folder's config, read at start.
 const configFile = "config.json"
 
-// fileConfig is <state>/config.json. Every field is optional.
-type fileConfig struct {
+// FileConfig is <state>/config.json. Every field is optional.
+type FileConfig struct {
+	// Allow lists who else may use this computer's peer API over the
+	// tailnet, besides the nodes of the same tailnet user: login names
+	// ("alice@example.com"), tags ("tag:media") or stable node IDs.
+	Allow []string `json:"allow"`
 	// Name is this computer's name. If empty, the host name.
 	Name string `json:"name"`
 	// NodeID is this computer's node ID in static mode. If empty, one is
@@ -35,20 +39,23 @@ type fileConfig struct {
 	// computer of a static network. If empty, <state>/ticket-key (made on
 	// first start), which only this computer knows.
 	NetworkKey string `json:"network_key"`
-	// Peers are the other computers, with an address per road.
+	// Peers are the other computers, with an address per road. If any are
+	// named, Delta runs in static mode: no tailnet.
 	Peers []roads.StaticPeer `json:"peers"`
 }
 
-func loadFileConfig(dir string) (*fileConfig, error) {
+// ReadFileConfig reads <state>/config.json; a missing file is an empty
+// config.
+func ReadFileConfig(dir string) (*FileConfig, error) {
 	path := filepath.Join(dir, configFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return &fileConfig{}, nil
+		return &FileConfig{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("gateway: read %s: %w", path, err)
 	}
-	var fc fileConfig
+	var fc FileConfig
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
@@ -67,7 +74,7 @@ func loadFileConfig(dir string) (*fileConfig, error) {
 	return &fc, nil
 }
 
-func (fc *fileConfig) self(dir string) (Self, error) {
+func (fc *FileConfig) self(dir string) (Self, error) {
 	s := Self{Name: fc.Name, Node: fc.NodeID}
 	if s.Name == "" {
 		h, err := os.Hostname()
@@ -86,7 +93,7 @@ func (fc *fileConfig) self(dir string) (Self, error) {
 	return s, nil
 }
 
-func (fc *fileConfig) key(dir string) (ticket.Key, error) {
+func (fc *FileConfig) key(dir string) (ticket.Key, error) {
 	if fc.NetworkKey != "" {
 		k, err := hex.DecodeString(fc.NetworkKey)
 		if err != nil || len(k) < 16 {

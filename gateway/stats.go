@@ -71,6 +71,7 @@ func (s *stats) snapshot() statsView {
 type Status struct {
 	Self      Self      `json:"self"`
 	Version   string    `json:"version"`
+	Tailnet   any       `json:"tailnet,omitempty"`
 	Peers     any       `json:"peers"`
 	Counters  statsView `json:"counters"`
 	Unsettled int       `json:"unsettled"`
@@ -82,6 +83,9 @@ type Status struct {
 
 func (g *Gateway) status(r *http.Request) (Status, error) {
 	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot()}
+	if g.cfg.TailnetStatus != nil {
+		s.Tailnet = g.cfg.TailnetStatus()
+	}
 	var err error
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()

@@ -93,9 +93,21 @@ func writeFile(path string, b []byte) error {
 	return os.Rename(tmp, path)
 }
 
-// ServerConfig is the TLS configuration of a listener serving cert.
+// ServerConfig is the TLS configuration of a listener serving cert. It
+// asks for (but does not verify) a client certificate: tickets are bound to
+// its pin (see ClientPin).
 func ServerConfig(cert tls.Certificate) *tls.Config {
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13, NextProtos: []string{"http/1.1"}}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13,
+		NextProtos: []string{"http/1.1"}, ClientAuth: tls.RequestClientCert}
+}
+
+// ClientPin is the pin of the client certificate of a TLS connection, or
+// "" if it presented none.
+func ClientPin(cs *tls.ConnectionState) string {
+	if cs == nil || len(cs.PeerCertificates) == 0 {
+		return ""
+	}
+	return Pin(cs.PeerCertificates[0].Raw)
 }
 
 // MismatchError is a handshake refused because the peer's certificate is
@@ -112,9 +124,10 @@ func (e *MismatchError) Error() string {
 
 // Handshake runs the client side of TLS over raw, accepting only the
 // certificate whose pin is want, and returns the connection once the
-// handshake is complete. On failure raw is closed; a wrong certificate is a
+// handshake is complete. If own is not nil it is presented as the client
+// certificate. On failure raw is closed; a wrong certificate is a
 // *MismatchError.
-func Handshake(ctx context.Context, raw net.Conn, want string) (*tls.Conn, error) {
+func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certificate) (*tls.Conn, error) {
 	addr := raw.RemoteAddr().String()
 	var mismatch *MismatchError
 	cfg := &tls.Config{
@@ -131,6 +144,9 @@ func Handshake(ctx context.Context, raw net.Conn, want string) (*tls.Conn, error
 			}
 			return nil
 		},
+	}
+	if own != nil {
+		cfg.Certificates = []tls.Certificate{*own}
 	}
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {

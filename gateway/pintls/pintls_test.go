@@ -39,6 +39,9 @@ func TestPinnedHandshake(t *testing.T) {
 			go func() {
 				defer c.Close()
 				b, _ := io.ReadAll(c)
+				if cs := c.(*tls.Conn).ConnectionState(); len(b) > 0 && ClientPin(&cs) != pin {
+					b = []byte("wrong client pin")
+				}
 				got <- b
 			}()
 		}
@@ -48,7 +51,7 @@ func TestPinnedHandshake(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return Handshake(context.Background(), raw, want)
+		return Handshake(context.Background(), raw, want, &cert)
 	}
 	c, err := dial(pin)
 	if err != nil {

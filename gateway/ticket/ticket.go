@@ -38,6 +38,10 @@ type Claims struct {
 	Node    string    `json:"n"` // the caller's stable node ID
 	Name    string    `json:"m"` // the caller's computer name
 	Expires time.Time `json:"e"`
+	// Pin, if not empty, binds the ticket to the caller's TLS client
+	// certificate (the hex SHA-256 of its DER): presented with any other
+	// certificate it is refused.
+	Pin string `json:"p,omitempty"`
 }
 
 // Key signs and checks tickets.

@@ -1,0 +1,203 @@
+package tailnet_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tailscale.com/net/netns"
+	"tailscale.com/tailcfg"
+	"tailscale.com/tstest/integration"
+	"tailscale.com/tstest/integration/testcontrol"
+	"tailscale.com/types/logger"
+
+	"delta/gateway"
+	"delta/gateway/gatewaytest"
+	"delta/gateway/tailnet"
+)
+
+// lab is a real tailnet on loopback: Tailscale's test control server and a
+// DERP+STUN server, in-process.
+type lab struct {
+	t          *testing.T
+	controlURL string
+	control    *testcontrol.Server
+	owner      tailcfg.UserID // the user whose computers these are
+}
+
+func newLab(t *testing.T) *lab {
+	t.Helper()
+	netns.SetEnabled(false)
+	t.Cleanup(func() { netns.SetEnabled(true) })
+	derpMap := integration.RunDERPAndSTUN(t, logger.Discard, "127.0.0.1")
+	control := &testcontrol.Server{DERPMap: derpMap, AllOnline: true, Logf: logger.Discard,
+		DNSConfig: &tailcfg.DNSConfig{Proxied: true}, MagicDNSDomain: "tail-scale.ts.net"}
+	control.HTTPTestServer = httptest.NewUnstartedServer(control)
+	control.HTTPTestServer.Start()
+	t.Cleanup(control.HTTPTestServer.Close)
+	return &lab{t: t, controlURL: control.HTTPTestServer.URL, control: control}
+}
+
+// tnode is one Delta joined to the lab's tailnet, with its gateway.
+type tnode struct {
+	name  string
+	dir   string
+	lanIP string
+	n     *tailnet.Node
+	g     *gateway.Gateway
+	c     *gatewaytest.Client
+	log   *syncBuffer
+	tcfg  tailnet.Config
+	gcfg  gateway.Config
+	edit  func(*gateway.Config)
+}
+
+type nodeOpt struct {
+	allow   []string
+	tickets func(gateway.Tickets) gateway.Tickets // wraps the node's tickets
+}
+
+// start joins a node named name, with its TLS listener on lanIP.
+func (l *lab) start(name, lanIP string, opt nodeOpt) *tnode {
+	t := l.t
+	t.Helper()
+	nd := &tnode{name: name, dir: filepath.Join(t.TempDir(), name), lanIP: lanIP, log: &syncBuffer{}}
+	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: name, ControlURL: l.controlURL, LANAddrs: []string{lanIP}, Allow: opt.allow}
+	nd.edit = func(c *gateway.Config) {
+		if opt.tickets != nil {
+			c.Tickets = opt.tickets(c.Tickets)
+		}
+	}
+	nd.up(t)
+	return nd
+}
+
+// up starts (or restarts) the node and its gateway and waits until it runs.
+func (nd *tnode) up(t *testing.T) {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(nd.log, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", nd.name)
+	nd.tcfg.Logger = log
+	n, err := tailnet.New(nd.tcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	nd.gcfg = gateway.Config{StateDir: nd.dir, Listen: "127.0.0.1:0", Logger: log,
+		Backoff: []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond}}
+	n.Attach(&nd.gcfg)
+	nd.edit(&nd.gcfg)
+	g, err := gateway.New(nd.gcfg)
+	if err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		n.Close()
+		t.Fatal(err)
+	}
+	n.SetGateway(g)
+	nd.n, nd.g = n, g
+	nd.c = &gatewaytest.Client{URL: g.LocalURL(), Token: g.Token()}
+	t.Cleanup(nd.down)
+	gatewaytest.WaitFor(t, 30*time.Second, nd.name+" logged in to the tailnet", func() bool { return n.Status().State == "Running" })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s's log:\n%s", nd.name, nd.log)
+		}
+	})
+}
+
+// down stops the gateway, then leaves the tailnet.
+func (nd *tnode) down() {
+	if nd.g != nil {
+		nd.g.Close()
+		nd.n.Close()
+		nd.g = nil
+	}
+}
+
+// sameUser makes every node a computer of one tailnet user, as the person's
+// own computers are (the test control server gives each node its own).
+func (l *lab) sameUser(nodes ...*tnode) {
+	t := l.t
+	t.Helper()
+	for _, nd := range nodes {
+		st, err := nd.n.LocalClient().Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.owner == 0 {
+			l.owner = st.Self.UserID
+		}
+		node := l.control.Node(st.Self.PublicKey)
+		if node.User != l.owner {
+			node.User = l.owner
+			l.control.UpdateNode(node)
+		}
+	}
+}
+
+// waitPeer waits until a knows b as a peer (b answered hello).
+func waitPeer(t *testing.T, a, b *tnode) {
+	t.Helper()
+	gatewaytest.WaitFor(t, 30*time.Second, a.name+" to find "+b.name, func() bool { return a.n.Known(b.name) })
+}
+
+// waitRoadUp waits until a believes its road to b is up.
+func waitRoadUp(t *testing.T, a, b *tnode, road string) {
+	t.Helper()
+	gatewaytest.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's %s road to %s", a.name, road, b.name), func() bool {
+		r := a.c.Must(t, "GET", "/v1/status", nil)
+		var st struct {
+			Peers []struct {
+				Name  string
+				Roads []struct{ Road, State string }
+			}
+		}
+		json.Unmarshal(r.Body, &st)
+		for _, p := range st.Peers {
+			for _, rs := range p.Roads {
+				if p.Name == b.name && rs.Road == road && rs.State == "up" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+func (nd *tnode) register(t *testing.T, app, url string) {
+	t.Helper()
+	if r := nd.c.Must(t, "PUT", "/v1/apps/"+app, []byte(`{"url":"`+url+`"}`)); r.Status != 200 {
+		t.Fatalf("register: %d %s", r.Status, r.Body)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) Contains(sub string) bool { return strings.Contains(s.String(), sub) }

@@ -1,0 +1,56 @@
+package tailnet_test
+
+import (
+	"strings"
+	"testing"
+
+	"delta/gateway/gatewaytest"
+)
+
+// TestRoads: a read and a call over the tailnet road and over the lan road
+// (pinned TLS with tickets); X-Delta-Route says which carried them.
+func TestRoads(t *testing.T) {
+	l := newLab(t)
+	laptop := l.start("laptop", "127.0.0.2", nodeOpt{})
+	studio := l.start("studio", "127.0.0.3", nodeOpt{})
+	l.sameUser(laptop, studio)
+	waitPeer(t, laptop, studio)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+
+	for _, road := range []string{"tailnet", "lan"} {
+		if road == "lan" {
+			waitRoadUp(t, laptop, studio, "lan")
+		}
+		r := laptop.c.Must(t, "GET", "/v1/peers/studio/notes/read/"+road, nil, "X-Delta-Route", road)
+		if r.Status != 200 || r.Header.Get("X-Delta-Route") != road || string(r.Body) != "GET /read/"+road {
+			t.Fatalf("read pinned to %s: %d via %q: %s", road, r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+		}
+		id := "call-" + road
+		r = laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/"+road, []byte("hi"), "X-Delta-Route", road, "X-Delta-Request-Id", id)
+		if r.Status != 201 || r.Header.Get("X-Delta-Route") != road || string(r.Body) != "hi" {
+			t.Fatalf("call pinned to %s: %d via %q: %s", road, r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+		}
+		seen := app.Seen()
+		last := seen[len(seen)-1]
+		if last.Header.Get("X-Delta-Caller") != "laptop" || last.Header.Get("X-Delta-Request-Id") != id {
+			t.Errorf("owner app got caller %q, request id %q", last.Header.Get("X-Delta-Caller"), last.Header.Get("X-Delta-Request-Id"))
+		}
+		// The receipt is keyed by laptop's stable node ID on both roads.
+		rec, err := studio.g.Journal().Receipt(t.Context(), laptop.n.Self().Node, id)
+		if err != nil || rec.CallerName != "laptop" {
+			t.Errorf("studio's receipt for %s: %+v %v", id, rec, err)
+		}
+	}
+	// Unpinned, with the lan road believed up, lan is preferred.
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/any", []byte("x"))
+	if r.Status != 201 || r.Header.Get("X-Delta-Route") != "lan" {
+		t.Errorf("unpinned call: %d via %q", r.Status, r.Header.Get("X-Delta-Route"))
+	}
+	st := laptop.c.Must(t, "GET", "/v1/status", nil)
+	for _, want := range []string{`"state": "Running"`, `"name": "studio"`, `"road": "lan"`, laptop.n.Self().Node} {
+		if !strings.Contains(string(st.Body), want) {
+			t.Errorf("status lacks %s: %s", want, st.Body)
+		}
+	}
+}

@@ -1,0 +1,361 @@
+// Package tailnet joins Delta to the person's tailnet in-process (tsnet) and
+// builds the roads on it: the tailnet road itself, and the lan and
+// thunderbolt roads whose addresses and certificate pins peers learn over
+// it (DESIGN §1, §4).
+//
+// A Node is the tsnet server plus what rides on it: the tailnet listener
+// (port 7421, callers identified by WhoIs), the TLS listeners on this
+// computer's lan and thunderbolt addresses (port 7422, callers identified by
+// tickets bound to their client certificate), hello and tickets, peer
+// discovery from the tailnet's status, and a roads.Router over the peers.
+// Attach wires it into a gateway.Config; the gateway's call path does not
+// change.
+//
+// This package imports tsnet, so it is tested without -race (see Makefile).
+package tailnet
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"tailscale.com/client/local"
+	"tailscale.com/tailcfg"
+	"tailscale.com/tsnet"
+
+	"delta/gateway"
+	"delta/gateway/pintls"
+	"delta/gateway/roads"
+	"delta/gateway/ticket"
+	"delta/netwatch"
+)
+
+// Ports (DESIGN §8).
+const (
+	DefaultTailnetPort = 7421
+	DefaultLANPort     = 7422
+)
+
+// Config configures a Node.
+type Config struct {
+	// StateDir is Delta's state folder; tsnet keeps its state in
+	// StateDir/tailnet, the certificate and ticket key beside it. Required.
+	StateDir string
+	// Hostname is this computer's name on the tailnet. If empty, the
+	// machine's host name.
+	Hostname string
+	// ControlURL is the control server. If empty, Tailscale's.
+	ControlURL string
+	// AuthKey logs in unattended. If empty, login is interactive: the URL
+	// is in Status().
+	AuthKey string
+	// TailnetPort is the tailnet listener's port. If 0, 7421.
+	TailnetPort int
+	// LANPort is the TLS listener's port on lan and thunderbolt addresses.
+	// If 0, a free port per address (tests); the app passes 7422.
+	LANPort int
+	// LANAddrs are the addresses to serve the TLS listener on, each
+	// "IP" or "IP%interface" with an optional "road=" prefix
+	// ("thunderbolt=169.254.3.1%bridge0"). If nil, this computer's lan and
+	// thunderbolt interfaces (netwatch).
+	LANAddrs []string
+	// Allow lets nodes other than this tailnet user's own in: login names,
+	// tags ("tag:x") or stable node IDs.
+	Allow []string
+	// Ephemeral registers the node as ephemeral (tests).
+	Ephemeral bool
+	// Logger receives the log. If nil, nothing is logged.
+	Logger *slog.Logger
+	// TSLogf, if not nil, receives tsnet's own (verbose) log.
+	TSLogf func(format string, args ...any)
+	// Version is reported in hello.
+	Version string
+}
+
+// Node is this computer on the tailnet. Create it with New, Start it, Attach
+// it to a gateway.Config, then hand it the started gateway with
+// SetGateway.
+type Node struct {
+	cfg  Config
+	log  *slog.Logger
+	srv  *tsnet.Server
+	lc   *local.Client
+	key  ticket.Key
+	cert tls.Certificate
+	pin  string
+	httc *http.Client // over the tailnet, for hello, tickets and pings
+
+	tailLn net.Listener
+	lanLns []lanListener
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{}
+
+	mu       sync.Mutex
+	self     gateway.Self
+	selfUser tailcfg.UserID
+	backend  string // BackendState
+	authURL  string
+	lastErr  string
+	peers    map[string]*peer               // by name
+	byNode   map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
+	tickets  map[string]heldTicket          // by peer name
+	g        *gateway.Gateway
+}
+
+type lanListener struct {
+	road  roads.Road
+	iface string
+	ln    net.Listener
+}
+
+type heldTicket struct {
+	t   string
+	exp time.Time
+}
+
+// New checks cfg and returns a Node that is not started.
+func New(cfg Config) (*Node, error) {
+	if cfg.StateDir == "" {
+		return nil, errors.New("tailnet: no state folder")
+	}
+	if cfg.Hostname == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("tailnet: no --hostname and the host name is unknown: %w", err)
+		}
+		cfg.Hostname, _, _ = strings.Cut(h, ".")
+	}
+	cfg.Hostname = strings.ToLower(cfg.Hostname)
+	if cfg.TailnetPort == 0 {
+		cfg.TailnetPort = DefaultTailnetPort
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
+		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}}, nil
+}
+
+// Start starts tsnet (without waiting for login), the listeners and peer
+// discovery. On error, whatever it started is closed.
+func (n *Node) Start() (err error) {
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+	dir := filepath.Join(n.cfg.StateDir, "tailnet")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("tailnet: make %s: %w", dir, err)
+	}
+	if n.key, err = ticket.LoadOrCreate(filepath.Join(n.cfg.StateDir, "ticket-key")); err != nil {
+		return fmt.Errorf("tailnet: %w", err)
+	}
+	if n.cert, n.pin, err = pintls.LoadOrCreate(n.cfg.StateDir, n.cfg.Hostname); err != nil {
+		return fmt.Errorf("tailnet: %w", err)
+	}
+	logf := n.cfg.TSLogf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	n.srv = &tsnet.Server{
+		Dir:        dir,
+		Hostname:   n.cfg.Hostname,
+		ControlURL: n.cfg.ControlURL,
+		AuthKey:    n.cfg.AuthKey,
+		Ephemeral:  n.cfg.Ephemeral,
+		Logf:       logf,
+		UserLogf: func(format string, args ...any) {
+			n.log.Info("tailnet: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+		},
+	}
+	if err := n.srv.Start(); err != nil {
+		return fmt.Errorf("tailnet: start tsnet: %w", err)
+	}
+	undo = append(undo, func() { n.srv.Close() })
+	if n.lc, err = n.srv.LocalClient(); err != nil {
+		return fmt.Errorf("tailnet: %w", err)
+	}
+	if n.tailLn, err = n.srv.Listen("tcp", ":"+strconv.Itoa(n.cfg.TailnetPort)); err != nil {
+		return fmt.Errorf("tailnet: listen on port %d of the tailnet: %w", n.cfg.TailnetPort, err)
+	}
+	undo = append(undo, func() { n.tailLn.Close() })
+	if err := n.listenLAN(); err != nil {
+		return err
+	}
+	undo = append(undo, func() {
+		for _, l := range n.lanLns {
+			l.ln.Close()
+		}
+	})
+	n.httc = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return n.srv.Dial(ctx, network, addr)
+		},
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     30 * time.Second,
+	}}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.wg.Add(2)
+	go n.watch()
+	go n.discover()
+	return nil
+}
+
+// listenLAN opens the TLS listener on each lan and thunderbolt address.
+func (n *Node) listenLAN() error {
+	addrs := n.cfg.LANAddrs
+	if addrs == nil {
+		for _, ifc := range netwatch.Current() {
+			if ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt {
+				continue
+			}
+			for _, a := range ifc.Addrs {
+				addrs = append(addrs, string(ifc.Road)+"="+a)
+			}
+		}
+	}
+	tcfg := pintls.ServerConfig(n.cert)
+	for _, spec := range addrs {
+		road := roads.LAN
+		if r, rest, ok := strings.Cut(spec, "="); ok {
+			var err error
+			if road, err = roads.Parse(r); err != nil || road == roads.Tailnet {
+				return fmt.Errorf("tailnet: lan address %q: the road must be lan or thunderbolt", spec)
+			}
+			spec = rest
+		}
+		ip, iface, _ := strings.Cut(spec, "%")
+		if net.ParseIP(ip) == nil {
+			return fmt.Errorf("tailnet: lan address %q is not an IP address", spec)
+		}
+		hostport := net.JoinHostPort(spec, strconv.Itoa(n.cfg.LANPort))
+		ln, err := net.Listen("tcp", hostport)
+		if err != nil {
+			for _, l := range n.lanLns {
+				l.ln.Close()
+			}
+			return fmt.Errorf("tailnet: TLS listener on %s: %w", hostport, err)
+		}
+		n.lanLns = append(n.lanLns, lanListener{road: road, iface: iface, ln: tls.NewListener(ln, tcfg)})
+	}
+	return nil
+}
+
+// Attach wires the node into a gateway's config: its router, tickets,
+// identity, status, and the tailnet and TLS listeners with their doors.
+func (n *Node) Attach(cfg *gateway.Config) {
+	cfg.Router = n
+	cfg.Tickets = n
+	cfg.SelfFunc = n.Self
+	cfg.TailnetStatus = func() any { return n.Status() }
+	cfg.PeerListeners = []gateway.PeerListener{{Name: "tailnet", Listener: n.tailLn, Door: whoisDoor{n}, Routes: n.routes}}
+	for _, l := range n.lanLns {
+		cfg.PeerListeners = append(cfg.PeerListeners, gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}})
+	}
+}
+
+// SetGateway tells the node the gateway it serves, so that a road coming
+// up prompts reconciliation.
+func (n *Node) SetGateway(g *gateway.Gateway) {
+	n.mu.Lock()
+	n.g = g
+	n.mu.Unlock()
+}
+
+// Close leaves the tailnet and closes the listeners the gateway has not
+// closed already.
+func (n *Node) Close() error {
+	if n.cancel == nil {
+		return nil
+	}
+	n.cancel()
+	n.wg.Wait()
+	n.tailLn.Close()
+	for _, l := range n.lanLns {
+		l.ln.Close()
+	}
+	n.httc.CloseIdleConnections()
+	err := n.srv.Close()
+	n.cancel = nil
+	return err
+}
+
+// Self names this computer: its tailnet host name and stable node ID
+// (empty until logged in).
+func (n *Node) Self() gateway.Self {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	s := n.self
+	if s.Name == "" {
+		s.Name = n.cfg.Hostname
+	}
+	return s
+}
+
+// Pin is the hex SHA-256 of this computer's TLS certificate.
+func (n *Node) Pin() string { return n.pin }
+
+// TailnetStatus is what /v1/status says of the tailnet.
+type TailnetStatus struct {
+	State    string   `json:"state"`               // tsnet's backend state: NeedsLogin, Starting, Running, …
+	LoginURL string   `json:"login_url,omitempty"` // open it to log in
+	Message  string   `json:"message"`             // why peers are missing, if they are
+	Pin      string   `json:"tls_pin"`
+	LAN      []string `json:"lan_listeners"`
+}
+
+// Status reports the login state and, when peers are missing, why.
+func (n *Node) Status() TailnetStatus {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}}
+	for _, l := range n.lanLns {
+		st.LAN = append(st.LAN, string(l.road)+" "+l.ln.Addr().String())
+	}
+	switch {
+	case n.backend == "NeedsLogin" && n.authURL != "":
+		st.Message = "not logged in to the tailnet: open " + n.authURL + " to log in; until then there are no peers"
+	case n.backend == "NeedsLogin":
+		st.Message = "not logged in to the tailnet; set DELTA_TS_AUTHKEY or wait for the login URL"
+	case n.backend == "NeedsMachineAuth":
+		st.Message = "this computer waits for approval by the tailnet's admin"
+	case n.backend != "Running":
+		st.Message = "connecting to the tailnet (" + n.backend + ")"
+		if n.lastErr != "" {
+			st.Message += ": " + n.lastErr
+		}
+	case len(n.peers) == 0:
+		st.Message = "logged in; no other computer of this tailnet user answers as a Delta yet"
+	default:
+		st.Message = fmt.Sprintf("logged in; %d peers", len(n.peers))
+	}
+	return st
+}
+
+// LocalClient is tsnet's local API client (for tests and tools).
+func (n *Node) LocalClient() *local.Client { return n.lc }
+
+// Dial connects to addr over the tailnet (for tests and tools).
+func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return n.srv.Dial(ctx, network, addr)
+}
+
+// Certificate is this computer's TLS certificate (for tests).
+func (n *Node) Certificate() tls.Certificate { return n.cert }

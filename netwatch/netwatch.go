@@ -1,0 +1,115 @@
+// Package netwatch knows this computer's network interfaces and classifies
+// each as a thunderbolt road, a lan road, or neither (loopback, tunnels,
+// interfaces that are never roads), with the addresses a road can use.
+//
+// Today it reads the interfaces once (Current), which the tailnet's TLS
+// listener uses to choose its addresses. Watching them (netlink on Linux,
+// the routing socket on macOS) arrives with the route-book issue.
+package netwatch
+
+import (
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"delta/gateway/roads"
+)
+
+// Interface is one network interface as a road.
+type Interface struct {
+	Name string
+	// Road is roads.Thunderbolt, roads.LAN, or "" when the interface is no
+	// road (loopback, a tunnel, down, or without a usable address).
+	Road roads.Road
+	// Addrs are the usable addresses: private or link-local IPv4, and IPv6
+	// link-local (with "%Name") or unique-local.
+	Addrs []string
+	// Why says why Road is empty.
+	Why string
+}
+
+// Current reads and classifies this computer's interfaces.
+func Current() []Interface {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	var out []Interface
+	for _, ifc := range ifs {
+		var addrs []netip.Prefix
+		if as, err := ifc.Addrs(); err == nil {
+			for _, a := range as {
+				if p, err := netip.ParsePrefix(a.String()); err == nil {
+					addrs = append(addrs, p)
+				}
+			}
+		}
+		out = append(out, Classify(ifc.Name, ifc.Flags, driver(ifc.Name), addrs))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// tunnelPrefixes name interfaces that are tunnels or never roads.
+var tunnelPrefixes = []string{"utun", "tailscale", "wg", "tun", "tap", "ipsec", "ppp",
+	"awdl", "llw", "p2p", "ap1", "anpi", "gif", "stf", "XHC", "docker", "virbr"}
+
+// Classify decides what an interface is from its name, flags, driver (Linux;
+// "" elsewhere) and addresses. It is pure, for table tests.
+func Classify(name string, flags net.Flags, driver string, prefixes []netip.Prefix) Interface {
+	ifc := Interface{Name: name}
+	switch {
+	case flags&net.FlagLoopback != 0:
+		ifc.Why = "loopback"
+		return ifc
+	case flags&net.FlagUp == 0:
+		ifc.Why = "down"
+		return ifc
+	}
+	for _, p := range tunnelPrefixes {
+		if strings.HasPrefix(name, p) {
+			ifc.Why = "a tunnel or not a road (" + p + "*)"
+			return ifc
+		}
+	}
+	if strings.HasPrefix(name, "bridge") && name != "bridge0" {
+		ifc.Why = "Internet Sharing bridge"
+		return ifc
+	}
+	for _, p := range prefixes {
+		a := p.Addr()
+		switch {
+		case a.Is4() && (a.IsPrivate() || a.IsLinkLocalUnicast()):
+			ifc.Addrs = append(ifc.Addrs, a.String())
+		case a.Is6() && a.IsLinkLocalUnicast():
+			ifc.Addrs = append(ifc.Addrs, a.WithZone(name).String())
+		case a.Is6() && a.IsPrivate():
+			ifc.Addrs = append(ifc.Addrs, a.String())
+		}
+	}
+	if len(ifc.Addrs) == 0 {
+		ifc.Why = "no private or link-local address"
+		return ifc
+	}
+	ifc.Road = roads.LAN
+	if driver == "thunderbolt-net" || strings.HasPrefix(name, "thunderbolt") || name == "bridge0" {
+		ifc.Road = roads.Thunderbolt
+	}
+	return ifc
+}
+
+// driver is the Linux driver of an interface ("" elsewhere or if virtual).
+func driver(name string) string {
+	if runtime.GOOS != "linux" {
+		return ""
+	}
+	p, err := os.Readlink(filepath.Join("/sys/class/net", name, "device", "driver"))
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(p)
+}

@@ -1,0 +1,56 @@
+package netwatch
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+
+	"delta/gateway/roads"
+)
+
+func TestClassify(t *testing.T) {
+	up := net.FlagUp | net.FlagBroadcast
+	p := func(s ...string) (out []netip.Prefix) {
+		for _, x := range s {
+			out = append(out, netip.MustParsePrefix(x))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		flags  net.Flags
+		driver string
+		addrs  []netip.Prefix
+		road   roads.Road
+		n      int
+	}{
+		{"lo", up | net.FlagLoopback, "", p("127.0.0.1/8"), "", 0},
+		{"en0", up, "", p("192.168.1.20/24", "fe80::1/64", "2001:db8::1/64"), roads.LAN, 2},
+		{"en0", net.FlagBroadcast, "", p("192.168.1.20/24"), "", 0},
+		{"eth0", up, "virtio_net", p("203.0.113.5/24"), "", 0},
+		{"bridge0", up, "", p("169.254.3.1/16"), roads.Thunderbolt, 1},
+		{"bridge100", up, "", p("192.168.2.1/24"), "", 0},
+		{"thunderbolt0", up, "", p("169.254.3.1/16"), roads.Thunderbolt, 1},
+		{"enp5s0", up, "thunderbolt-net", p("10.0.0.1/24"), roads.Thunderbolt, 1},
+		{"utun3", up, "", p("100.64.0.1/32"), "", 0},
+		{"tailscale0", up, "", p("100.64.0.1/32"), "", 0},
+		{"wg0", up, "", p("10.8.0.1/24"), "", 0},
+		{"awdl0", up, "", p("fe80::2/64"), "", 0},
+	} {
+		got := Classify(tc.name, tc.flags, tc.driver, tc.addrs)
+		if got.Road != tc.road || len(got.Addrs) != tc.n || (got.Road == "" && got.Why == "") {
+			t.Errorf("%s (%s): %+v, want road %q with %d addresses", tc.name, tc.driver, got, tc.road, tc.n)
+		}
+	}
+	if got := Classify("en0", up, "", p("fe80::1/64")); got.Addrs[0] != "fe80::1%en0" {
+		t.Errorf("link-local without its zone: %v", got.Addrs)
+	}
+}
+
+func TestCurrent(t *testing.T) {
+	for _, ifc := range Current() {
+		if ifc.Name == "lo" && ifc.Road != "" {
+			t.Errorf("loopback classified as %s", ifc.Road)
+		}
+	}
+}
