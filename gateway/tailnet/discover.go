@@ -20,11 +20,12 @@ import (
 
 // Discovery timing.
 const (
-	rescanEvery     = 15 * time.Second // status re-read and lan probes, besides IPN bus events
-	helloTimeout    = 5 * time.Second
-	helloRetryAfter = 10 * time.Second // after a peer did not answer hello
-	helloMaxAge     = 5 * time.Minute  // hello is fetched again after this
-	beliefLifetime  = 30 * time.Second // a road believed up is chosen for this long after it answered
+	rescanEvery    = 15 * time.Second // status re-read and lan probes, besides IPN bus events
+	helloTimeout   = 5 * time.Second
+	helloRetryMax  = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
+	helloMaxAge    = 5 * time.Minute  // hello is fetched again after this
+	beliefLifetime = 30 * time.Second // a road believed up is chosen for this long after it answered
+	refetchEvery   = 10 * time.Second // a pin mismatch fetches hello again at most this often
 )
 
 // Hello is the JSON of GET /delta/v1/hello.
@@ -53,9 +54,12 @@ type peer struct {
 	hello    *Hello
 	helloAt  time.Time
 	helloErr string
-	fetching bool
-	tailnet  roadState
-	local    map[roads.Road]*roadState
+	// refetchAt is when hello was last fetched because of a pin mismatch.
+	refetchAt time.Time
+	fails     int // hello failures in a row
+	fetching  bool
+	tailnet   roadState
+	local     map[roads.Road]*roadState
 }
 
 type roadState struct {
@@ -182,7 +186,7 @@ func (n *Node) refresh() {
 		}
 		p.tsAddr = net.JoinHostPort(ip.String(), strconv.Itoa(n.cfg.TailnetPort))
 		p.tailnet.addr = p.tsAddr
-		due := p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) > helloRetryAfter) ||
+		due := p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) >= helloRetry(p.fails)) ||
 			p.hello != nil && now.Sub(p.helloAt) > helloMaxAge
 		if p.online && due && !p.fetching {
 			p.fetching = true
@@ -204,6 +208,14 @@ func (n *Node) refresh() {
 	}
 }
 
+// helloRetry is how long after fails failed hellos to ask again.
+func helloRetry(fails int) time.Duration {
+	if fails <= 0 {
+		return 0
+	}
+	return min(time.Second<<min(fails-1, 5), helloRetryMax)
+}
+
 // fetchHello asks a peer for hello over the tailnet and, if it answers as
 // a Delta, names it and probes its lan roads.
 func (n *Node) fetchHello(p *peer) {
@@ -214,9 +226,16 @@ func (n *Node) fetchHello(p *peer) {
 	if err != nil {
 		p.helloErr = err.Error()
 		p.tailnet.lastErr, p.tailnet.downAt = err.Error(), time.Now()
+		p.fails++
+		retry := helloRetry(p.fails)
 		n.mu.Unlock()
+		// The peer's network map may lag ours (it refuses us until it
+		// knows us): ask again soon.
+		t := time.AfterFunc(retry, n.rescan)
+		context.AfterFunc(n.ctx, func() { t.Stop() })
 		return
 	}
+	p.fails = 0
 	first := p.hello == nil
 	n.applyHelloLocked(p, h)
 	n.mu.Unlock()

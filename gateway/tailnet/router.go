@@ -115,6 +115,16 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road) (net.Con
 			}
 			return c, nil
 		}
+		n.mu.Lock()
+		recent := time.Since(p.refetchAt) < refetchEvery
+		if !recent {
+			p.refetchAt = time.Now()
+		}
+		n.mu.Unlock()
+		if recent {
+			n.log.Warn("certificate pin mismatch; hello was fetched again moments ago", "peer", p.name, "address", addr, "pinned", mm.Want, "presented", mm.Got)
+			return nil, mm
+		}
 		h, herr := n.getHello(ctx, p)
 		if herr != nil {
 			n.log.Warn("certificate pin mismatch, and hello could not be fetched again", "peer", p.name, "address", addr, "pinned", mm.Want, "presented", mm.Got, "err", herr)
