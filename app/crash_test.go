@@ -45,6 +45,7 @@ type proc struct {
 	cmd      *exec.Cmd
 	log      *syncBuffer
 	c        *gatewaytest.Client
+	args     []string // extra flags
 }
 
 func freeAddr(t *testing.T) string {
@@ -81,7 +82,7 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	p.log = &syncBuffer{}
-	p.cmd = exec.Command(bin, "--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless")
+	p.cmd = exec.Command(bin, append([]string{"--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"delta/gateway"
+	"delta/gateway/tailnet"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -42,6 +44,7 @@ type settings struct {
 	lanPort    int
 	controlURL string
 	hostname   string
+	lanAddrs   []string
 }
 
 func parse(args []string, stderr io.Writer) (settings, error) {
@@ -56,6 +59,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
 	fs.StringVar(&s.controlURL, "control-url", env("DELTA_CONTROL_URL", ""), "the tailnet's control server (DELTA_CONTROL_URL)")
 	fs.StringVar(&s.hostname, "hostname", env("DELTA_HOSTNAME", ""), "this computer's name on the tailnet (DELTA_HOSTNAME)")
+	lanAddrs := fs.String("lan-addrs", env("DELTA_LAN_ADDRS", ""), "comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
@@ -67,6 +71,13 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	}
 	if s.lanPort < 1 || s.lanPort > 65535 {
 		return s, fmt.Errorf("--lan-port %d is not a port number from 1 to 65535", s.lanPort)
+	}
+	if *lanAddrs != "" {
+		for a := range strings.SplitSeq(*lanAddrs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				s.lanAddrs = append(s.lanAddrs, a)
+			}
+		}
 	}
 	return s, nil
 }
@@ -88,22 +99,56 @@ func run(args []string, stderr io.Writer) error {
 	if !s.headless {
 		log.Info("running headless: the tray is not part of this build yet")
 	}
-	if s.controlURL != "" || s.hostname != "" {
-		log.Info("--control-url and --hostname take effect with the tailnet road; peers come from config.json in static mode")
-	}
 
-	g, err := gateway.New(gateway.Config{StateDir: s.stateDir, Listen: s.listen, PeerListen: s.peerListen, Logger: log, Version: version})
+	// The state folder's lock comes before anything else uses the folder.
+	lock, err := gateway.LockStateDir(s.stateDir)
 	if err != nil {
 		return err
 	}
-	if err := g.Start(); err != nil {
+	defer lock.Close()
+	fc, err := gateway.ReadFileConfig(s.stateDir)
+	if err != nil {
 		return err
+	}
+	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, PeerListen: s.peerListen, Logger: log, Version: version}
+	var node *tailnet.Node
+	if len(fc.Peers) > 0 {
+		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
+	} else {
+		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
+			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANAddrs: s.lanAddrs, Allow: fc.Allow,
+			Logger: log, Version: version}); err != nil {
+			return err
+		}
+		if err := node.Start(); err != nil {
+			return err
+		}
+		node.Attach(&gcfg)
+	}
+	g, err := gateway.New(gcfg)
+	if err == nil {
+		err = g.Start()
+	}
+	if err != nil {
+		if node != nil {
+			node.Close()
+		}
+		return err
+	}
+	if node != nil {
+		node.SetGateway(g)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	log.Info("stopping: listeners close first, calls in flight are recorded")
-	return g.Close()
+	err = g.Close()
+	if node != nil {
+		if cerr := node.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 func env(name, def string) string {

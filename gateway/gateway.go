@@ -49,6 +49,11 @@ var DefaultBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 5 * time.
 type Config struct {
 	// StateDir is the state folder (DESIGN §7). Required.
 	StateDir string
+	// StateLock, if not nil, is the state folder's lock taken already
+	// with LockStateDir; the caller releases it after Close (and after
+	// anything else it runs on the folder). If nil, Start takes the lock
+	// and Close releases it.
+	StateLock *os.File
 	// Listen is the local API's address; it must be a loopback address.
 	// Port 0 takes a free port (see LocalURL). If empty, DefaultListen.
 	Listen string
@@ -201,10 +206,14 @@ func (g *Gateway) Start() (err error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("gateway: state folder: %w", err)
 	}
-	if g.lock, err = lockState(dir); err != nil {
-		return err
+	if g.lock = g.cfg.StateLock; g.lock == nil {
+		if g.lock, err = lockState(dir); err != nil {
+			return err
+		}
 	}
-	undo = append(undo, func() { g.lock.Close() })
+	if g.cfg.StateLock == nil {
+		undo = append(undo, func() { g.lock.Close() })
+	}
 
 	fc, err := ReadFileConfig(dir)
 	if err != nil {
@@ -349,7 +358,9 @@ func (g *Gateway) Close() error {
 	g.transport.closeAll()
 	os.Remove(filepath.Join(g.cfg.StateDir, "local.json"))
 	err := g.db.Close()
-	g.lock.Close()
+	if g.cfg.StateLock == nil {
+		g.lock.Close()
+	}
 	g.cancel = nil
 	return err
 }

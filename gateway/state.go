@@ -108,6 +108,17 @@ func (fc *FileConfig) key(dir string) (ticket.Key, error) {
 	return k, nil
 }
 
+// LockStateDir takes the state folder's exclusive lock (<dir>/lock), or
+// says which Delta holds it. Take it before anything else uses the folder
+// and hand it to Config.StateLock; the lock is released when the file is
+// closed.
+func LockStateDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("gateway: make state folder: %w", err)
+	}
+	return lockState(dir)
+}
+
 // lockState takes the state folder's exclusive lock, or says which Delta
 // holds it.
 func lockState(dir string) (*os.File, error) {

@@ -6,44 +6,34 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"tailscale.com/net/netns"
-	"tailscale.com/tailcfg"
-	"tailscale.com/tstest/integration"
 	"tailscale.com/tstest/integration/testcontrol"
-	"tailscale.com/types/logger"
 
 	"delta/gateway"
 	"delta/gateway/gatewaytest"
 	"delta/gateway/tailnet"
+	"delta/gateway/tailnet/tailnettest"
 )
 
-// lab is a real tailnet on loopback: Tailscale's test control server and a
-// DERP+STUN server, in-process.
+// lab is a real tailnet on loopback.
 type lab struct {
-	t          *testing.T
+	t *testing.T
+	*tailnettest.Control
 	controlURL string
 	control    *testcontrol.Server
-	owner      tailcfg.UserID // the user whose computers these are
 }
 
-func newLab(t *testing.T) *lab {
+func newLab(t *testing.T) *lab { return newLabWith(t, tailnettest.Options{}) }
+
+func newLabWith(t *testing.T, opt tailnettest.Options) *lab {
 	t.Helper()
-	netns.SetEnabled(false)
-	t.Cleanup(func() { netns.SetEnabled(true) })
-	derpMap := integration.RunDERPAndSTUN(t, logger.Discard, "127.0.0.1")
-	control := &testcontrol.Server{DERPMap: derpMap, AllOnline: true, Logf: logger.Discard,
-		DNSConfig: &tailcfg.DNSConfig{Proxied: true}, MagicDNSDomain: "tail-scale.ts.net"}
-	control.HTTPTestServer = httptest.NewUnstartedServer(control)
-	control.HTTPTestServer.Start()
-	t.Cleanup(control.HTTPTestServer.Close)
-	return &lab{t: t, controlURL: control.HTTPTestServer.URL, control: control}
+	c := tailnettest.Start(t, opt)
+	return &lab{t: t, Control: c, controlURL: c.URL, control: c.Server}
 }
 
 // tnode is one Delta joined to the lab's tailnet, with its gateway.
@@ -83,6 +73,13 @@ func (l *lab) start(name, lanIP string, opt nodeOpt) *tnode {
 // up starts (or restarts) the node and its gateway and waits until it runs.
 func (nd *tnode) up(t *testing.T) {
 	t.Helper()
+	nd.startOnly(t)
+	gatewaytest.WaitFor(t, 30*time.Second, nd.name+" logged in to the tailnet", func() bool { return nd.n.Status().State == "Running" })
+}
+
+// startOnly starts the node and its gateway without waiting for login.
+func (nd *tnode) startOnly(t *testing.T) {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(nd.log, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", nd.name)
 	nd.tcfg.Logger = log
 	n, err := tailnet.New(nd.tcfg)
@@ -109,7 +106,6 @@ func (nd *tnode) up(t *testing.T) {
 	nd.n, nd.g = n, g
 	nd.c = &gatewaytest.Client{URL: g.LocalURL(), Token: g.Token()}
 	t.Cleanup(nd.down)
-	gatewaytest.WaitFor(t, 30*time.Second, nd.name+" logged in to the tailnet", func() bool { return n.Status().State == "Running" })
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s's log:\n%s", nd.name, nd.log)
@@ -126,24 +122,15 @@ func (nd *tnode) down() {
 	}
 }
 
-// sameUser makes every node a computer of one tailnet user, as the person's
-// own computers are (the test control server gives each node its own).
+// sameUser makes the nodes computers of one tailnet user.
 func (l *lab) sameUser(nodes ...*tnode) {
-	t := l.t
-	t.Helper()
+	l.t.Helper()
 	for _, nd := range nodes {
 		st, err := nd.n.LocalClient().Status(context.Background())
 		if err != nil {
-			t.Fatal(err)
+			l.t.Fatal(err)
 		}
-		if l.owner == 0 {
-			l.owner = st.Self.UserID
-		}
-		node := l.control.Node(st.Self.PublicKey)
-		if node.User != l.owner {
-			node.User = l.owner
-			l.control.UpdateNode(node)
-		}
+		l.SameUser(st.Self.PublicKey)
 	}
 }
 

@@ -1,10 +1,15 @@
 package tailnet_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"delta/gateway"
 	"delta/gateway/gatewaytest"
+	"delta/gateway/tailnet"
+	"delta/gateway/tailnet/tailnettest"
 )
 
 // TestRoads: a read and a call over the tailnet road and over the lan road
@@ -52,5 +57,22 @@ func TestRoads(t *testing.T) {
 		if !strings.Contains(string(st.Body), want) {
 			t.Errorf("status lacks %s: %s", want, st.Body)
 		}
+	}
+}
+
+// TestNotLoggedIn: Delta serves its local API before it is logged in to
+// the tailnet, and says why there are no peers, with the login URL.
+func TestNotLoggedIn(t *testing.T) {
+	l := newLabWith(t, tailnettest.Options{RequireAuth: true})
+	nd := &tnode{name: "laptop", dir: filepath.Join(t.TempDir(), "laptop"), log: &syncBuffer{}, edit: func(*gateway.Config) {}}
+	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: "laptop", ControlURL: l.controlURL, LANAddrs: []string{"127.0.0.2"}}
+	nd.startOnly(t)
+	gatewaytest.WaitFor(t, 30*time.Second, "a login URL", func() bool { return nd.n.Status().LoginURL != "" })
+	r := nd.c.Must(t, "GET", "/v1/status", nil)
+	if r.Status != 200 || !strings.Contains(string(r.Body), "not logged in to the tailnet: open http") || !strings.Contains(string(r.Body), `"state": "NeedsLogin"`) {
+		t.Errorf("status before login: %d %s", r.Status, r.Body)
+	}
+	if r := nd.c.Must(t, "GET", "/v1/peers/studio/notes/x", nil); r.Status != 404 || !strings.Contains(r.Err.Detail, "not one of this computer's peers") {
+		t.Errorf("read before login: %d %s", r.Status, r.Body)
 	}
 }

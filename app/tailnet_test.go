@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"delta/gateway/gatewaytest"
+	"delta/gateway/tailnet/tailnettest"
+)
+
+type statusView struct {
+	Self struct {
+		Name   string
+		NodeID string `json:"node_id"`
+	}
+	Tailnet struct {
+		State   string
+		Message string
+	}
+	Peers []struct {
+		Name  string
+		Roads []struct{ Road, State string }
+	}
+}
+
+func (p *proc) status(t *testing.T) statusView {
+	t.Helper()
+	var st statusView
+	r := p.c.Must(t, "GET", "/v1/status", nil)
+	if err := json.Unmarshal(r.Body, &st); err != nil {
+		t.Fatalf("status: %v: %s", err, r.Body)
+	}
+	return st
+}
+
+// TestTailnetMode runs the delta binary without static peers: it joins the
+// tailnet at --control-url, finds the other computer, and carries calls on
+// the tailnet road and on the lan road (pinned TLS).
+func TestTailnetMode(t *testing.T) {
+	c := tailnettest.Start(t, tailnettest.Options{})
+	root := t.TempDir()
+	var procs []*proc
+	for i, name := range []string{"laptop", "studio"} {
+		ip := []string{"127.0.0.2", "127.0.0.3"}[i]
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		ln.Close()
+		p := &proc{name: name, dir: filepath.Join(root, name),
+			args: []string{"--control-url", c.URL, "--hostname", name, "--lan-addrs", ip, "--lan-port", port}}
+		p.start(t)
+		procs = append(procs, p)
+	}
+	laptop, studio := procs[0], procs[1]
+	for _, p := range procs {
+		gatewaytest.WaitFor(t, 60*time.Second, p.name+" logged in", func() bool { return p.status(t).Tailnet.State == "Running" })
+	}
+	c.SameUserAll()
+	gatewaytest.WaitFor(t, 60*time.Second, "laptop to find studio", func() bool {
+		for _, p := range laptop.status(t).Peers {
+			if p.Name == "studio" {
+				return true
+			}
+		}
+		return false
+	})
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/t", []byte("over the tailnet"), "X-Delta-Route", "tailnet")
+	if r.Status != 201 || r.Header.Get("X-Delta-Route") != "tailnet" || string(r.Body) != "over the tailnet" {
+		t.Fatalf("call over the tailnet: %d %q %s", r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+	}
+	gatewaytest.WaitFor(t, 60*time.Second, "the lan road up", func() bool {
+		for _, p := range laptop.status(t).Peers {
+			for _, rd := range p.Roads {
+				if p.Name == "studio" && rd.Road == "lan" && rd.State == "up" {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/l", []byte("over the lan"), "X-Delta-Route", "lan")
+	if r.Status != 201 || r.Header.Get("X-Delta-Route") != "lan" {
+		t.Fatalf("call over the lan: %d %q %s", r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+	}
+	if st := laptop.status(t); !strings.HasPrefix(st.Self.NodeID, "TESTCTRL") {
+		t.Errorf("laptop's node id %q is not its tailnet stable node ID", st.Self.NodeID)
+	}
+}
