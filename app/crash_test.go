@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,7 +41,7 @@ type proc struct {
 	dir      string
 	peerAddr string
 	cmd      *exec.Cmd
-	log      *syncBuffer
+	log      *gatewaytest.LogBuffer
 	c        *gatewaytest.Client
 	args     []string // extra flags
 }
@@ -81,7 +79,7 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 // start runs the process and waits until its local API is up.
 func (p *proc) start(t *testing.T) {
 	t.Helper()
-	p.log = &syncBuffer{}
+	p.log = &gatewaytest.LogBuffer{}
 	p.cmd = exec.Command(bin, append([]string{"--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless"}, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
@@ -252,23 +250,4 @@ func TestBadFlags(t *testing.T) {
 			t.Errorf("%v: %v %s", args, err, out)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe to write from the process's output
-// copier while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

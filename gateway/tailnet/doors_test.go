@@ -80,13 +80,7 @@ func TestOtherUsers(t *testing.T) {
 // TestPinMismatch: another server on the peer's lan address, with another
 // certificate: forbidden, nothing sent, the log names both fingerprints.
 func TestPinMismatch(t *testing.T) {
-	l := newLab(t)
-	laptop := l.start("laptop", "127.0.0.2", nodeOpt{})
-	studio := l.start("studio", "127.0.0.3", nodeOpt{})
-	l.sameUser(laptop, studio)
-	waitPeer(t, laptop, studio)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	_, laptop, studio, app := labPair(t)
 	waitRoadUp(t, laptop, studio, "lan")
 	lanAddr := ""
 	for _, p := range laptop.n.Peers() {
@@ -132,13 +126,7 @@ func TestPinMismatch(t *testing.T) {
 // TestCertificateReplaced: a peer that made a new certificate is reached
 // again after one more hello over the tailnet.
 func TestCertificateReplaced(t *testing.T) {
-	l := newLab(t)
-	laptop := l.start("laptop", "127.0.0.2", nodeOpt{})
-	studio := l.start("studio", "127.0.0.3", nodeOpt{})
-	l.sameUser(laptop, studio)
-	waitPeer(t, laptop, studio)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	_, laptop, studio, _ := labPair(t)
 	waitRoadUp(t, laptop, studio, "lan")
 	old := studio.n.Pin()
 	studio.down()

@@ -1,14 +1,11 @@
 package tailnet_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,15 +19,15 @@ import (
 
 // lab is a real tailnet on loopback.
 type lab struct {
-	t *testing.T
+	t testing.TB
 	*tailnettest.Control
 	controlURL string
 	control    *testcontrol.Server
 }
 
-func newLab(t *testing.T) *lab { return newLabWith(t, tailnettest.Options{}) }
+func newLab(t testing.TB) *lab { return newLabWith(t, tailnettest.Options{}) }
 
-func newLabWith(t *testing.T, opt tailnettest.Options) *lab {
+func newLabWith(t testing.TB, opt tailnettest.Options) *lab {
 	t.Helper()
 	c := tailnettest.Start(t, opt)
 	return &lab{t: t, Control: c, controlURL: c.URL, control: c.Server}
@@ -44,7 +41,7 @@ type tnode struct {
 	n     *tailnet.Node
 	g     *gateway.Gateway
 	c     *gatewaytest.Client
-	log   *syncBuffer
+	log   *gatewaytest.LogBuffer
 	tcfg  tailnet.Config
 	gcfg  gateway.Config
 	edit  func(*gateway.Config)
@@ -59,7 +56,7 @@ type nodeOpt struct {
 func (l *lab) start(name, lanIP string, opt nodeOpt) *tnode {
 	t := l.t
 	t.Helper()
-	nd := &tnode{name: name, dir: filepath.Join(t.TempDir(), name), lanIP: lanIP, log: &syncBuffer{}}
+	nd := &tnode{name: name, dir: filepath.Join(t.TempDir(), name), lanIP: lanIP, log: &gatewaytest.LogBuffer{}}
 	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: name, ControlURL: l.controlURL, LANAddrs: []string{lanIP}, Allow: opt.allow}
 	nd.edit = func(c *gateway.Config) {
 		if opt.tickets != nil {
@@ -71,14 +68,14 @@ func (l *lab) start(name, lanIP string, opt nodeOpt) *tnode {
 }
 
 // up starts (or restarts) the node and its gateway and waits until it runs.
-func (nd *tnode) up(t *testing.T) {
+func (nd *tnode) up(t testing.TB) {
 	t.Helper()
 	nd.startOnly(t)
 	gatewaytest.WaitFor(t, 30*time.Second, nd.name+" logged in to the tailnet", func() bool { return nd.n.Status().State == "Running" })
 }
 
 // startOnly starts the node and its gateway without waiting for login.
-func (nd *tnode) startOnly(t *testing.T) {
+func (nd *tnode) startOnly(t testing.TB) {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(nd.log, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", nd.name)
 	nd.tcfg.Logger = log
@@ -135,13 +132,13 @@ func (l *lab) sameUser(nodes ...*tnode) {
 }
 
 // waitPeer waits until a knows b as a peer (b answered hello).
-func waitPeer(t *testing.T, a, b *tnode) {
+func waitPeer(t testing.TB, a, b *tnode) {
 	t.Helper()
 	gatewaytest.WaitFor(t, 30*time.Second, a.name+" to find "+b.name, func() bool { return a.n.Known(b.name) })
 }
 
 // waitRoadUp waits until a believes its road to b is up.
-func waitRoadUp(t *testing.T, a, b *tnode, road string) {
+func waitRoadUp(t testing.TB, a, b *tnode, road string) {
 	t.Helper()
 	gatewaytest.WaitFor(t, 30*time.Second, fmt.Sprintf("%s's %s road to %s", a.name, road, b.name), func() bool {
 		r := a.c.Must(t, "GET", "/v1/status", nil)
@@ -163,28 +160,24 @@ func waitRoadUp(t *testing.T, a, b *tnode, road string) {
 	})
 }
 
-func (nd *tnode) register(t *testing.T, app, url string) {
+func (nd *tnode) register(t testing.TB, app, url string) {
 	t.Helper()
 	if r := nd.c.Must(t, "PUT", "/v1/apps/"+app, []byte(`{"url":"`+url+`"}`)); r.Status != 200 {
 		t.Fatalf("register: %d %s", r.Status, r.Body)
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+// labPair starts laptop (lan 127.0.0.2) and studio (lan 127.0.0.3), one
+// user's computers, with an owner app "notes" on studio, and waits until
+// laptop knows studio.
+func labPair(t testing.TB) (l *lab, laptop, studio *tnode, app *gatewaytest.OwnerApp) {
+	t.Helper()
+	l = newLab(t)
+	laptop = l.start("laptop", "127.0.0.2", nodeOpt{})
+	studio = l.start("studio", "127.0.0.3", nodeOpt{})
+	l.sameUser(laptop, studio)
+	waitPeer(t, laptop, studio)
+	app = gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	return l, laptop, studio, app
 }
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) Contains(sub string) bool { return strings.Contains(s.String(), sub) }

@@ -15,13 +15,7 @@ import (
 // TestRoads: a read and a call over the tailnet road and over the lan road
 // (pinned TLS with tickets); X-Delta-Route says which carried them.
 func TestRoads(t *testing.T) {
-	l := newLab(t)
-	laptop := l.start("laptop", "127.0.0.2", nodeOpt{})
-	studio := l.start("studio", "127.0.0.3", nodeOpt{})
-	l.sameUser(laptop, studio)
-	waitPeer(t, laptop, studio)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	_, laptop, studio, app := labPair(t)
 
 	for _, road := range []string{"tailnet", "lan"} {
 		if road == "lan" {
@@ -64,7 +58,7 @@ func TestRoads(t *testing.T) {
 // the tailnet, and says why there are no peers, with the login URL.
 func TestNotLoggedIn(t *testing.T) {
 	l := newLabWith(t, tailnettest.Options{RequireAuth: true})
-	nd := &tnode{name: "laptop", dir: filepath.Join(t.TempDir(), "laptop"), log: &syncBuffer{}, edit: func(*gateway.Config) {}}
+	nd := &tnode{name: "laptop", dir: filepath.Join(t.TempDir(), "laptop"), log: &gatewaytest.LogBuffer{}, edit: func(*gateway.Config) {}}
 	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: "laptop", ControlURL: l.controlURL, LANAddrs: []string{"127.0.0.2"}}
 	nd.startOnly(t)
 	gatewaytest.WaitFor(t, 30*time.Second, "a login URL", func() bool { return nd.n.Status().LoginURL != "" })
