@@ -1,10 +1,10 @@
-// Package netwatch knows this computer's network interfaces and classifies
+// Package netwatch knows this computer's network interfaces, classifies
 // each as a thunderbolt road, a lan road, or neither (loopback, tunnels,
-// interfaces that are never roads), with the addresses a road can use.
-//
-// Today it reads the interfaces once (Current), which the tailnet's TLS
-// listener uses to choose its addresses. Watching them (netlink on Linux,
-// the routing socket on macOS) arrives with the route-book issue.
+// interfaces that are never roads), and watches them: a Monitor turns the
+// OS's events (netlink on Linux, the routing socket on macOS, polling
+// elsewhere) into a Change computed from the old and new State (Diff, pure),
+// so that roads over a dead interface are dropped at once and roads over
+// one that came back are probed.
 package netwatch
 
 import (
@@ -28,27 +28,18 @@ type Interface struct {
 	// Addrs are the usable addresses: private or link-local IPv4, and IPv6
 	// link-local (with "%Name") or unique-local.
 	Addrs []string
+	// Running reports whether the interface is up with a carrier (a pulled
+	// cable clears it while the interface stays up).
+	Running bool
 	// Why says why Road is empty.
 	Why string
 }
 
-// Current reads and classifies this computer's interfaces.
+// Current reads and classifies this computer's interfaces, sorted by name.
 func Current() []Interface {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return nil
-	}
 	var out []Interface
-	for _, ifc := range ifs {
-		var addrs []netip.Prefix
-		if as, err := ifc.Addrs(); err == nil {
-			for _, a := range as {
-				if p, err := netip.ParsePrefix(a.String()); err == nil {
-					addrs = append(addrs, p)
-				}
-			}
-		}
-		out = append(out, Classify(ifc.Name, ifc.Flags, driver(ifc.Name), addrs))
+	for _, ifc := range Read(nil) {
+		out = append(out, ifc)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -61,7 +52,7 @@ var tunnelPrefixes = []string{"utun", "tailscale", "wg", "tun", "tap", "ipsec", 
 // Classify decides what an interface is from its name, flags, driver (Linux;
 // "" elsewhere) and addresses. It is pure, for table tests.
 func Classify(name string, flags net.Flags, driver string, prefixes []netip.Prefix) Interface {
-	ifc := Interface{Name: name}
+	ifc := Interface{Name: name, Running: flags&net.FlagUp != 0 && flags&net.FlagRunning != 0}
 	switch {
 	case flags&net.FlagLoopback != 0:
 		ifc.Why = "loopback"
