@@ -1,0 +1,411 @@
+// Package routes is Delta's route book: for each peer, a candidate per road
+// (address, interface, when it was learned) with what is believed of it
+// (last probe or use, RTT, last error, a hold-down), and the choice of road
+// that follows from those beliefs (DESIGN §5).
+//
+// Beliefs expire: a road believed up is probed again after 30 s; one that
+// failed is not chosen again until its road's hold-down has passed. Only a
+// connect timeout arms a hold-down that fails later callers at once (with
+// the original cause and the time left): a refusal fails fast by itself.
+// Unpinned choices come with the next roads to race after a stagger
+// (Race), so that a silent road costs the stagger, not its timeout.
+package routes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"delta/gateway/roads"
+)
+
+// Timing (DESIGN §8).
+const (
+	BeliefLifetime = 30 * time.Second
+	BurstEvery     = 100 * time.Millisecond // probes after an interface comes up …
+	BurstFor       = 3 * time.Second        // … for this long
+	// Stagger is how long the best road may take to connect before the
+	// next one is started as well.
+	Stagger = 150 * time.Millisecond
+)
+
+// HeldDownError refuses a road during its hold-down, naming the connect
+// timeout that armed it. Nothing was sent.
+type HeldDownError struct {
+	Cand  roads.Candidate
+	Cause string        // the failure that armed the hold-down
+	At    time.Time     // when it happened
+	Left  time.Duration // time left
+}
+
+func (e *HeldDownError) Error() string {
+	return fmt.Sprintf("%s did not answer %.0f s ago (%s); not dialing it again for another %.0f s",
+		e.Cand.Peer, time.Since(e.At).Seconds(), e.Cause, max(e.Left.Seconds(), 1))
+}
+
+type entry struct {
+	cand       roads.Candidate
+	learnedAt  time.Time
+	upAt       time.Time // last success (probe or use)
+	downAt     time.Time // last failure
+	lastErr    string
+	rtt        time.Duration
+	checkedAt  time.Time
+	heldUntil  time.Time
+	heldCause  string
+	heldAt     time.Time
+	burstUntil time.Time
+}
+
+func (e *entry) same(c roads.Candidate) bool {
+	return e.cand.Road == c.Road && e.cand.Address == c.Address && e.cand.Interface == c.Interface
+}
+
+// believedUp: it answered within the belief's lifetime, after its last
+// failure.
+func (e *entry) believedUp(now time.Time) bool {
+	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && now.Sub(e.upAt) < BeliefLifetime
+}
+
+// believedDown: it failed, and its road's hold-down time has not passed.
+func (e *entry) believedDown(now time.Time) bool {
+	return !e.downAt.IsZero() && e.downAt.After(e.upAt) && now.Sub(e.downAt) < e.cand.Road.HoldDown()
+}
+
+func (e *entry) held(now time.Time) bool { return now.Before(e.heldUntil) }
+
+// Counters are the route book's counts, for status and metrics.
+type Counters struct {
+	HoldDownRefusals uint64                `json:"hold_down_refusals"`
+	RacesWon         map[roads.Road]uint64 `json:"races_won"`
+	Invalidations    map[string]uint64     `json:"invalidations"` // by cause
+}
+
+// Book is safe for concurrent use.
+type Book struct {
+	now func() time.Time
+	log *slog.Logger
+
+	mu    sync.Mutex
+	peers map[string][]*entry // by peer, in road order
+	c     Counters
+}
+
+// New returns an empty book. now and log may be nil.
+func New(now func() time.Time, log *slog.Logger) *Book {
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Book{now: now, log: log, peers: map[string][]*entry{},
+		c: Counters{RacesWon: map[roads.Road]uint64{}, Invalidations: map[string]uint64{}}}
+}
+
+// Set replaces a peer's candidates; what is known of an unchanged
+// candidate (same road, address and interface) is kept.
+func (b *Book) Set(peer string, cands []roads.Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	old := b.peers[peer]
+	var es []*entry
+	for _, c := range cands {
+		var e *entry
+		for _, o := range old {
+			if o.same(c) {
+				e = o
+				e.cand = c
+			}
+		}
+		if e == nil {
+			e = &entry{cand: c, learnedAt: b.now()}
+		}
+		es = append(es, e)
+	}
+	slices.SortStableFunc(es, func(x, y *entry) int { return x.cand.Road.Rank() - y.cand.Road.Rank() })
+	b.peers[peer] = es
+}
+
+// Remove forgets a peer.
+func (b *Book) Remove(peer string) {
+	b.mu.Lock()
+	delete(b.peers, peer)
+	b.mu.Unlock()
+}
+
+// Known reports whether the book has the peer.
+func (b *Book) Known(peer string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, ok := b.peers[peer]
+	return ok
+}
+
+// Choice is the road to try first and, unpinned, the roads to race after
+// the stagger, best first.
+type Choice struct {
+	First roads.Candidate
+	Next  []roads.Candidate
+}
+
+// Choose picks roads for peer: a pinned road as it is (unless held down);
+// otherwise the usable roads in order of preference, skipping excluded
+// ones, held-down ones and ones that failed within their hold-down time.
+func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choice, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	es, ok := b.peers[peer]
+	if !ok {
+		return Choice{}, fmt.Errorf("%w %q", roads.ErrUnknownPeer, peer)
+	}
+	now := b.now()
+	if pin != "" {
+		for _, e := range es {
+			if e.cand.Road != pin {
+				continue
+			}
+			if slices.Contains(exclude, pin) {
+				break
+			}
+			if e.held(now) {
+				b.c.HoldDownRefusals++
+				return Choice{}, &HeldDownError{Cand: e.cand, Cause: e.heldCause, At: e.heldAt, Left: e.heldUntil.Sub(now)}
+			}
+			return Choice{First: e.cand}, nil
+		}
+		return Choice{}, fmt.Errorf("%w: %s has no %s road", roads.ErrNoRoad, peer, pin)
+	}
+	var usable []roads.Candidate
+	var held *entry
+	for _, e := range es {
+		switch {
+		case slices.Contains(exclude, e.cand.Road):
+		case e.held(now):
+			if held == nil {
+				held = e
+			}
+		case e.believedDown(now):
+		default:
+			usable = append(usable, e.cand)
+		}
+	}
+	if len(usable) == 0 {
+		if held != nil {
+			b.c.HoldDownRefusals++
+			return Choice{}, &HeldDownError{Cand: held.cand, Cause: held.heldCause, At: held.heldAt, Left: held.heldUntil.Sub(now)}
+		}
+		return Choice{}, fmt.Errorf("%w: no road to %s is usable now", roads.ErrNoRoad, peer)
+	}
+	return Choice{First: usable[0], Next: usable[1:]}, nil
+}
+
+func (b *Book) find(c roads.Candidate) *entry {
+	for _, e := range b.peers[c.Peer] {
+		if e.same(c) {
+			return e
+		}
+	}
+	return nil
+}
+
+// Report records how a use of c went. A connect timeout arms the road's
+// hold-down.
+func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.find(c)
+	if e == nil {
+		return
+	}
+	now := b.now()
+	e.checkedAt = now
+	if err == nil {
+		e.upAt, e.rtt, e.lastErr, e.heldUntil = now, rtt, "", time.Time{}
+		return
+	}
+	e.downAt, e.lastErr = now, err.Error()
+	if IsConnectTimeout(err) {
+		e.heldUntil, e.heldCause, e.heldAt = now.Add(c.Road.HoldDown()), fmt.Sprintf("connect to %s timed out after %.1f s", c, c.Road.ConnectTimeout().Seconds()), now
+	}
+}
+
+// IsConnectTimeout reports whether err is a connect that timed out.
+func IsConnectTimeout(err error) bool {
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Cause names the kind of a road failure, for the log and the counters.
+func Cause(err error) string {
+	var hd *HeldDownError
+	switch {
+	case err == nil:
+		return "none"
+	case errors.As(err, &hd):
+		return "HeldDown"
+	case IsConnectTimeout(err):
+		return "Timeout"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "Refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "Reset"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "Unreachable"
+	case strings.Contains(err.Error(), "interface"):
+		return "InterfaceDown"
+	case strings.Contains(err.Error(), "certificate"), strings.Contains(err.Error(), "door"):
+		return "Forbidden"
+	}
+	return "Other"
+}
+
+// Invalidate drops the belief in a road: it is not chosen again until its
+// hold-down time has passed or a probe finds it up.
+func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
+	cause := Cause(reason)
+	b.log.Info(fmt.Sprintf("route to %s via %s dropped: %s: %v", peer, road, cause, reason))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.c.Invalidations[cause]++
+	for _, e := range b.peers[peer] {
+		if e.cand.Road == road {
+			e.upAt, e.downAt, e.lastErr = time.Time{}, b.now(), reason.Error()
+		}
+	}
+}
+
+// InterfaceLost drops at once every road over a local interface that went
+// down, lost its address or vanished, and returns them (their pooled
+// connections are to be closed).
+func (b *Book) InterfaceLost(iface string) []roads.Candidate {
+	b.mu.Lock()
+	var lost []roads.Candidate
+	for _, es := range b.peers {
+		for _, e := range es {
+			if e.cand.Interface == iface && e.cand.Road.Local() {
+				lost = append(lost, e.cand)
+			}
+		}
+	}
+	b.mu.Unlock()
+	for _, c := range lost {
+		b.Invalidate(c.Peer, c.Road, fmt.Errorf("interface %s went down or lost its address", iface))
+	}
+	return lost
+}
+
+// InterfaceGained starts a burst of probes of every road over iface (or,
+// if iface is "", every road): every 100 ms for 3 s, until one answers.
+func (b *Book) InterfaceGained(iface string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	until := b.now().Add(BurstFor)
+	for _, es := range b.peers {
+		for _, e := range es {
+			if iface == "" || e.cand.Interface == iface {
+				e.burstUntil, e.heldUntil = until, time.Time{}
+			}
+		}
+	}
+}
+
+// Due returns the candidates to probe now: never checked, believed up for
+// longer than the belief lifetime, failed longer than their hold-down ago,
+// or in a burst. bursting reports whether a burst is under way (probe again
+// in 100 ms).
+func (b *Book) Due() (due []roads.Candidate, bursting bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	for _, es := range b.peers {
+		for _, e := range es {
+			inBurst := now.Before(e.burstUntil)
+			bursting = bursting || inBurst
+			switch {
+			case inBurst,
+				e.checkedAt.IsZero(),
+				e.believedUp(now) && now.Sub(e.checkedAt) >= BeliefLifetime,
+				!e.believedUp(now) && !e.believedDown(now) && !e.held(now) && now.Sub(e.checkedAt) >= e.cand.Road.HoldDown():
+				due = append(due, e.cand)
+			}
+		}
+	}
+	return due, bursting
+}
+
+// EndBurst ends the burst of c's road once it answered.
+func (b *Book) EndBurst(c roads.Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.find(c); e != nil {
+		e.burstUntil = time.Time{}
+	}
+}
+
+// Won counts a race won by road.
+func (b *Book) Won(road roads.Road) {
+	b.mu.Lock()
+	b.c.RacesWon[road]++
+	b.mu.Unlock()
+}
+
+// Counters returns a copy of the counts.
+func (b *Book) Counters() Counters {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	c := Counters{HoldDownRefusals: b.c.HoldDownRefusals, RacesWon: map[roads.Road]uint64{}, Invalidations: map[string]uint64{}}
+	for k, v := range b.c.RacesWon {
+		c.RacesWon[k] = v
+	}
+	for k, v := range b.c.Invalidations {
+		c.Invalidations[k] = v
+	}
+	return c
+}
+
+// Peers describes every peer's roads, for status.
+func (b *Book) Peers() []roads.PeerStatus {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	names := make([]string, 0, len(b.peers))
+	for n := range b.peers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var out []roads.PeerStatus
+	for _, n := range names {
+		ps := roads.PeerStatus{Name: n}
+		for _, e := range b.peers[n] {
+			st := roads.RoadStatus{Road: e.cand.Road, Address: e.cand.Address, Interface: e.cand.Interface, State: "unknown",
+				RTTMillis: float64(e.rtt.Microseconds()) / 1000, LastError: e.lastErr, CheckedAt: e.checkedAt}
+			switch {
+			case e.believedUp(now):
+				st.State = "up"
+				if ps.Road == "" {
+					ps.Road = e.cand.Road
+				}
+			case !e.downAt.IsZero() && e.downAt.After(e.upAt):
+				st.State = "down"
+			}
+			if e.held(now) {
+				st.HeldDownUntil = e.heldUntil
+			}
+			ps.Roads = append(ps.Roads, st)
+		}
+		out = append(out, ps)
+	}
+	return out
+}
