@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,7 +87,10 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 	for {
 		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
 		if err != nil {
-			o, detail, road := proto.Unavailable, fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer), ""
+			o, detail, road := proto.Unavailable, noRoadDetail(t.peer, err), ""
+			if heldDown(err) {
+				g.stats.inc("hold_down_refusals")
+			}
 			if firstFailure != "" {
 				o, detail, road = firstOutcome, firstFailure, firstRoad
 			}
@@ -115,11 +119,19 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		}
 		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.timeout+callGrace)
 		started := g.now()
-		res, err := oneshot.Do(actx, cand.Dial, req, proto.MaxAnswerBody)
+		used := cand // the road the call went on (a race may pick another)
+		res, err := oneshot.Do(actx, func(ctx context.Context) (net.Conn, error) {
+			rc, err := g.dial(ctx, cand)
+			if err != nil {
+				return nil, err
+			}
+			used = rc.Cand
+			return rc, nil
+		}, req, proto.MaxAnswerBody)
 		acancel()
 		var oe *oneshot.Error
 		sent := err == nil || errors.As(err, &oe) && oe.Sent
-		at := journal.Attempt{Road: string(cand.Road), Address: cand.Address, StartedAt: started, FirstByte: sent}
+		at := journal.Attempt{Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
 		if err != nil {
 			at.Error = err.Error()
 		} else if pe := proto.PeerError(res.Header.Get(proto.HeaderOutcome)); pe != proto.PeerAnswered {
@@ -130,7 +142,6 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		attempts = append(attempts, at)
 		if err != nil {
 			if !sent {
-				g.router.Report(cand, 0, err)
 				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer)
 				var mm *pintls.MismatchError
 				if errors.As(err, &mm) {
@@ -138,26 +149,29 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 					g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 				}
 				if cand.Road.Local() && t.pin == "" && !recovered {
-					// One recovery before the first byte: drop this road,
-					// choose one afresh.
+					// One recovery before the first byte: drop the road(s)
+					// that failed, choose afresh.
 					recovered = true
 					firstFailure, firstRoad, firstOutcome = detail, string(cand.Road), o
 					g.stats.fallback()
-					g.router.Invalidate(t.peer, cand.Road, err)
-					exclude = append(exclude, cand.Road)
+					for _, road := range racedRoads(cand) {
+						if road.Local() {
+							g.router.Invalidate(t.peer, road, err)
+						}
+					}
+					exclude = append(exclude, racedRoads(cand)...)
 					continue
 				}
 				g.finishCall(w, c, attempts, journal.Unavailable, o, detail, string(cand.Road), nil, false, nil)
 				return
 			}
 			g.finishCall(w, c, attempts, journal.Unknown, proto.Unknown,
-				fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", cand, oe.Op, oe.Err, t.peer),
-				string(cand.Road), nil, false, nil)
+				fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.peer),
+				string(used.Road), nil, false, nil)
 			return
 		}
-		g.router.Report(cand, g.now().Sub(started), nil)
 		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
-		if peerErr == proto.PeerUnauthorized && cand.NeedsTicket && !renewed {
+		if peerErr == proto.PeerUnauthorized && used.NeedsTicket && !renewed {
 			renewed = true // renew the ticket, new connection, send once more
 			continue
 		}
@@ -169,7 +183,7 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			h.Del("Content-Length")
 			ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
 		}
-		g.finishCall(w, c, attempts, state, o, detail, string(cand.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
+		g.finishCall(w, c, attempts, state, o, detail, string(used.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
 		return
 	}
 }

@@ -15,12 +15,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,6 +115,7 @@ type Gateway struct {
 	lock      *os.File
 	localLn   net.Listener
 	localSrv  *http.Server
+	peerMu    sync.Mutex
 	peerSrvs  []*http.Server
 	peerLns   []net.Listener
 	transport *transports
@@ -265,7 +268,7 @@ func (g *Gateway) Start() (err error) {
 
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.stats = newStats()
-	g.transport = newTransports()
+	g.transport = newTransports(g)
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	undo = append(undo, g.cancel)
 
@@ -308,21 +311,41 @@ func (g *Gateway) Start() (err error) {
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	var peerAddrs []string
 	for _, pl := range pls {
-		door := pl.Door
-		if door == nil {
-			door = g.door
-		}
-		srv := &http.Server{Handler: g.peerHandler(door, pl.Routes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-		g.peerSrvs = append(g.peerSrvs, srv)
-		ln := pl.Listener
-		g.goBackground(func() { srv.Serve(ln) })
-		peerAddrs = append(peerAddrs, pl.Name+"="+ln.Addr().String())
+		g.servePeer(pl, errLog)
+		peerAddrs = append(peerAddrs, pl.Name+"="+pl.Listener.Addr().String())
 	}
 	g.goBackground(g.recon.run)
 	g.goBackground(g.sweepLoop)
 	self := g.Self()
 	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
 	return nil
+}
+
+// servePeer serves the peer API on pl until Close or the returned stop.
+func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) (stop func()) {
+	door := pl.Door
+	if door == nil {
+		door = g.door
+	}
+	srv := &http.Server{Handler: g.peerHandler(door, pl.Routes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	g.peerMu.Lock()
+	g.peerSrvs = append(g.peerSrvs, srv)
+	g.peerMu.Unlock()
+	ln := pl.Listener
+	g.goBackground(func() { srv.Serve(ln) })
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+	}
+}
+
+// ServePeer serves the peer API on another listener while the gateway runs
+// (a TLS listener on an address that appeared); stop closes it.
+func (g *Gateway) ServePeer(pl PeerListener) (stop func()) {
+	return g.servePeer(pl, slog.NewLogLogger(g.log.Handler(), slog.LevelDebug))
 }
 
 func (g *Gateway) goBackground(f func()) {
@@ -345,7 +368,10 @@ func (g *Gateway) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, s := range append(g.peerSrvs, g.localSrv) {
+	g.peerMu.Lock()
+	srvs := append(slices.Clone(g.peerSrvs), g.localSrv)
+	g.peerMu.Unlock()
+	for _, s := range srvs {
 		wg.Go(func() {
 			if s.Shutdown(ctx) != nil {
 				s.Close()

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +19,7 @@ import (
 	"delta/gateway/proto"
 	"delta/gateway/readcache"
 	"delta/gateway/roads"
+	"delta/gateway/routes"
 )
 
 // readGrace is how long past the connect timeout and X-Delta-Timeout a read
@@ -50,14 +51,17 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 	}
-	var exclude []roads.Road
+	var exclude, tried []roads.Road
 	renewed, fellBack := false, false
 	var fail readFailure
 	for {
 		cand, err := g.router.Choose(r.Context(), t.peer, t.pin, exclude...)
 		if err != nil {
 			if !fellBack { // after a fallback, the first failure is the answer
-				fail = readFailure{o: proto.Unavailable, detail: fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", t.peer, err, t.peer)}
+				fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.peer, err)}
+				if heldDown(err) {
+					g.stats.inc("hold_down_refusals")
+				}
 			}
 			break
 		}
@@ -81,13 +85,25 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 		if app := r.Header.Get(proto.HeaderApp); app != "" {
 			req.Header.Set(proto.HeaderApp, app)
 		}
+		st := &dialState{cand: cand, used: cand}
+		req = req.WithContext(httptrace.WithClientTrace(context.WithValue(ctx, dialKey{}, st), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				if rc, ok := info.Conn.(*routes.RoadConn); ok {
+					st.setUsed(rc.Cand)
+				}
+			},
+		}))
 		started := g.now()
-		resp, err := g.transport.forCandidate(cand).RoundTrip(req)
+		resp, err := g.transport.forPeer(t.peer).RoundTrip(req)
+		used, dialErr := st.get()
 		if err != nil {
 			cancel()
-			g.router.Report(cand, 0, err)
-			fail = readFailure{o: proto.Unavailable, road: string(cand.Road), roadFault: true,
-				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.peer, cand, err)}
+			if dialErr == nil {
+				g.router.Report(used, 0, err) // the connection broke or timed out after connecting
+			}
+			tried = triedRoads(used, cand, dialErr)
+			fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
+				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.peer, used, err)}
 			var mm *pintls.MismatchError
 			switch {
 			case errors.As(err, &mm):
@@ -96,31 +112,38 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 				g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 			case oneshot.IsTimeout(err):
 				fail.o = proto.Timeout
-				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.peer, cand, cand.Road.ConnectTimeout()+t.timeout, err)
+				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.peer, used, used.Road.ConnectTimeout()+t.timeout, err)
 			}
 		} else if pe := proto.PeerError(resp.Header.Get(proto.HeaderOutcome)); pe == proto.PeerAnswered {
-			g.router.Report(cand, g.now().Sub(started), nil)
-			g.relayRead(w, resp, cand, key, r.Header, isGet)
+			g.router.Report(used, g.now().Sub(started), nil)
+			g.relayRead(w, resp, used, key, r.Header, isGet)
 			cancel()
 			return
 		} else {
-			g.router.Report(cand, g.now().Sub(started), nil)
+			tried = []roads.Road{used.Road}
+			g.router.Report(used, g.now().Sub(started), nil)
 			var eb proto.ErrorBody
 			json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
 			resp.Body.Close()
 			cancel()
-			if pe == proto.PeerUnauthorized && cand.NeedsTicket && !renewed {
+			if pe == proto.PeerUnauthorized && used.NeedsTicket && !renewed {
 				renewed = true
 				continue
 			}
-			fail = mapOwnerReadReply(t.peer, cand, pe, resp.StatusCode, eb.Detail)
+			fail = mapOwnerReadReply(t.peer, used, pe, resp.StatusCode, eb.Detail)
 		}
-		if fail.roadFault && cand.Road.Local() && t.pin == "" && !fellBack {
+		if fail.roadFault && used.Road.Local() && t.pin == "" && !fellBack {
+			// One retry on a freshly chosen road: drop the failed road(s),
+			// close their idle connections, choose again.
 			fellBack = true
 			g.stats.fallback()
-			g.router.Invalidate(t.peer, cand.Road, errors.New(fail.detail))
-			g.transport.closeIdle(cand)
-			exclude = append(exclude, cand.Road)
+			for _, road := range tried {
+				if road.Local() {
+					g.router.Invalidate(t.peer, road, errors.New(fail.detail))
+				}
+			}
+			g.transport.closeIdle(t.peer)
+			exclude = append(exclude, tried...)
 			continue
 		}
 		break
@@ -236,52 +259,20 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// transports holds one pooled HTTP transport per candidate (peer, road,
-// address): reads reuse connections, calls never touch them.
-type transports struct {
-	mu sync.Mutex
-	m  map[string]*http.Transport
+// triedRoads are the roads a failed read may blame: the one its connection
+// was on, or, when its own dial failed, every road the dial raced.
+func triedRoads(used, cand roads.Candidate, dialErr error) []roads.Road {
+	if dialErr != nil {
+		return racedRoads(cand)
+	}
+	return []roads.Road{used.Road}
 }
 
-func newTransports() *transports { return &transports{m: map[string]*http.Transport{}} }
-
-func candKey(c roads.Candidate) string {
-	return c.Peer + "|" + string(c.Road) + "|" + c.Address + "|" + c.Interface
-}
-
-func (t *transports) forCandidate(c roads.Candidate) *http.Transport {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	k := candKey(c)
-	if tr, ok := t.m[k]; ok {
-		return tr
+// noRoadDetail says why no road was chosen; a hold-down says so in the
+// words of DESIGN §3.
+func noRoadDetail(peer string, err error) string {
+	if heldDown(err) {
+		return fmt.Sprintf("%v; nothing was sent to %s", err, peer)
 	}
-	dial := c.Dial
-	tr := &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
-	}
-	t.m[k] = tr
-	return tr
-}
-
-// closeIdle closes the idle pooled connections of a candidate's road.
-func (t *transports) closeIdle(c roads.Candidate) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k, tr := range t.m {
-		if strings.HasPrefix(k, c.Peer+"|"+string(c.Road)+"|") {
-			tr.CloseIdleConnections()
-		}
-	}
-}
-
-func (t *transports) closeAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, tr := range t.m {
-		tr.CloseIdleConnections()
-	}
+	return fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", peer, err, peer)
 }

@@ -211,21 +211,23 @@ func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, 
 			return nil, fmt.Errorf("no ticket for %s: %w", c.Peer, err)
 		}
 		q := url.Values{"digest": {c.Digest}, "created_at": {rfc3339(c.CreatedAt)}}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+cand.Address+"/delta/v1/calls/"+url.PathEscape(c.RequestID)+"?"+q.Encode(), nil)
+		st := &dialState{cand: cand, used: cand}
+		req, err := http.NewRequestWithContext(context.WithValue(ctx, dialKey{}, st), http.MethodGet,
+			"http://"+cand.Address+"/delta/v1/calls/"+url.PathEscape(c.RequestID)+"?"+q.Encode(), nil)
 		if err != nil {
 			return nil, err
 		}
 		if tk != "" {
 			req.Header.Set("Authorization", "Delta "+tk)
 		}
-		resp, err := g.transport.forCandidate(cand).RoundTrip(req)
+		resp, err := g.transport.forPeer(c.Peer).RoundTrip(req)
 		if err != nil {
-			g.router.Report(cand, 0, err)
-			lastErr = fmt.Errorf("%s: %w", cand, err)
+			used, dialErr := st.get()
+			lastErr = fmt.Errorf("%s: %w", used, err)
 			if oneshot.IsTimeout(err) && ctx.Err() != nil {
 				return nil, lastErr
 			}
-			exclude = append(exclude, cand.Road)
+			exclude = append(exclude, triedRoads(used, cand, dialErr)...)
 			continue
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxAnswerBody))

@@ -28,6 +28,8 @@ type Interface struct {
 	// Addrs are the usable addresses: private or link-local IPv4, and IPv6
 	// link-local (with "%Name") or unique-local.
 	Addrs []string
+	// Nets are the networks of Addrs, in the same order.
+	Nets []netip.Prefix
 	// Running reports whether the interface is up with a carrier (a pulled
 	// cable clears it while the interface stays up).
 	Running bool
@@ -75,11 +77,11 @@ func Classify(name string, flags net.Flags, driver string, prefixes []netip.Pref
 		a := p.Addr()
 		switch {
 		case a.Is4() && (a.IsPrivate() || a.IsLinkLocalUnicast()):
-			ifc.Addrs = append(ifc.Addrs, a.String())
+			ifc.Addrs, ifc.Nets = append(ifc.Addrs, a.String()), append(ifc.Nets, p.Masked())
 		case a.Is6() && a.IsLinkLocalUnicast():
-			ifc.Addrs = append(ifc.Addrs, a.WithZone(name).String())
+			ifc.Addrs, ifc.Nets = append(ifc.Addrs, a.WithZone(name).String()), append(ifc.Nets, p.Masked())
 		case a.Is6() && a.IsPrivate():
-			ifc.Addrs = append(ifc.Addrs, a.String())
+			ifc.Addrs, ifc.Nets = append(ifc.Addrs, a.String()), append(ifc.Nets, p.Masked())
 		}
 	}
 	if len(ifc.Addrs) == 0 {
@@ -103,4 +105,23 @@ func driver(name string) string {
 		return ""
 	}
 	return filepath.Base(p)
+}
+
+// InterfaceFor returns the running interface of st, of the given road,
+// whose network holds ip: the interface a road's connections to ip must be
+// bound to. It returns "" if there is none (loopback, or a routed address).
+func (st State) InterfaceFor(road roads.Road, ip netip.Addr) string {
+	ip = ip.WithZone("")
+	best, bits := "", -1
+	for name, ifc := range st {
+		if ifc.Road != road || !ifc.Running {
+			continue
+		}
+		for _, n := range ifc.Nets {
+			if n.Contains(ip) && n.Bits() > bits {
+				best, bits = name, n.Bits()
+			}
+		}
+	}
+	return best
 }

@@ -54,3 +54,30 @@ func TestCurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestInterfaceFor(t *testing.T) {
+	st := State{}
+	add := func(name string, flags net.Flags, p string) {
+		st[name] = Classify(name, flags, "", []netip.Prefix{netip.MustParsePrefix(p)})
+	}
+	run := net.FlagUp | net.FlagRunning
+	add("en0", run, "169.254.10.2/16")
+	add("bridge0", run, "169.254.3.1/16")
+	add("en1", run, "192.168.1.5/24")
+	add("en2", net.FlagUp, "10.0.0.5/24") // no carrier
+	for _, tc := range []struct {
+		road roads.Road
+		ip   string
+		want string
+	}{
+		{roads.Thunderbolt, "169.254.3.2", "bridge0"},
+		{roads.LAN, "169.254.3.2", "en0"}, // same link-local range: the road decides
+		{roads.LAN, "192.168.1.20", "en1"},
+		{roads.LAN, "10.0.0.6", ""},
+		{roads.LAN, "127.0.0.3", ""},
+	} {
+		if got := st.InterfaceFor(tc.road, netip.MustParseAddr(tc.ip)); got != tc.want {
+			t.Errorf("%s %s: %q, want %q", tc.road, tc.ip, got, tc.want)
+		}
+	}
+}

@@ -89,6 +89,10 @@ type Candidate struct {
 	// `Authorization: Delta <ticket>` (the peer cannot see who calls:
 	// lan and thunderbolt). On the tailnet the peer asks WhoIs instead.
 	NeedsTicket bool
+	// Next are the roads to race after a stagger if this one has not
+	// connected by then, best first (unpinned choices only). Empty: dial
+	// this road alone.
+	Next []Candidate
 }
 
 // String names the candidate the way details do: "studio via lan (192.168.1.20:7422 on en0)".

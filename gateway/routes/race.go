@@ -25,14 +25,18 @@ type Failure struct {
 
 // Race connects to ch.First and, if it has not connected within stagger
 // (or failed sooner), to each of ch.Next in turn as well: the first
-// connection wins and the others are closed as they arrive (RFC 8305,
-// across roads instead of address families). A connect carries nothing,
-// so racing is safe for calls too. It returns the winner, how long it
-// took, and every candidate that failed.
-func Race(ctx context.Context, ch Choice, stagger time.Duration) (*RoadConn, time.Duration, []Failure, error) {
+// connection wins (RFC 8305, across roads instead of address families). A
+// connect carries nothing, so racing is safe for calls too.
+//
+// Losers are not cancelled: each runs to its own connect timeout, so that a
+// silent road is seen to time out (and held down) rather than cost every
+// caller the stagger again; late is reported and closes what connects. The
+// dials therefore must bound themselves (roads.Candidate.Dial does). Race
+// returns the winner, how long it took, and the candidates that failed
+// before it won.
+func Race(ctx context.Context, ch Choice, stagger time.Duration, late func(Failure, net.Conn)) (*RoadConn, time.Duration, []Failure, error) {
 	cands := append([]roads.Candidate{ch.First}, ch.Next...)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	dialCtx := context.WithoutCancel(ctx)
 	type result struct {
 		i    int
 		conn net.Conn
@@ -41,46 +45,54 @@ func Race(ctx context.Context, ch Choice, stagger time.Duration) (*RoadConn, tim
 	}
 	results := make(chan result, len(cands))
 	start := time.Now()
-	started := 0
+	started, pending := 0, 0
 	launch := func() {
 		i := started
 		started++
+		pending++
 		go func() {
 			t := time.Now()
-			c, err := cands[i].Dial(ctx)
+			c, err := cands[i].Dial(dialCtx)
 			results <- result{i: i, conn: c, err: err, took: time.Since(t)}
 		}()
+	}
+	// drain hands the dials still under way to late.
+	drain := func() {
+		go func(n int) {
+			for ; n > 0; n-- {
+				r := <-results
+				if r.conn != nil {
+					r.conn.Close()
+				}
+				if late != nil {
+					late(Failure{Cand: cands[r.i], Err: r.err, Took: r.took}, r.conn)
+				}
+			}
+		}(pending)
 	}
 	launch()
 	timer := time.NewTimer(stagger)
 	defer timer.Stop()
 	var fails []Failure
-	pending := 1
 	for {
 		select {
+		case <-ctx.Done():
+			drain()
+			return nil, time.Since(start), fails, fmt.Errorf("connect abandoned: %w", ctx.Err())
 		case <-timer.C:
 			if started < len(cands) {
 				launch()
-				pending++
 				timer.Reset(stagger)
 			}
 		case r := <-results:
 			pending--
 			if r.err == nil {
-				// Close the losers that connect later.
-				go func(n int) {
-					for ; n > 0; n-- {
-						if l := <-results; l.conn != nil {
-							l.conn.Close()
-						}
-					}
-				}(pending)
+				drain()
 				return &RoadConn{Conn: r.conn, Cand: cands[r.i]}, time.Since(start), fails, nil
 			}
 			fails = append(fails, Failure{Cand: cands[r.i], Err: r.err, Took: r.took})
 			if started < len(cands) {
 				launch() // a failure starts the next at once
-				pending++
 				if !timer.Stop() {
 					select {
 					case <-timer.C:

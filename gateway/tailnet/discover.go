@@ -7,8 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"tailscale.com/ipn"
@@ -16,6 +16,7 @@ import (
 
 	"delta/gateway/proto"
 	"delta/gateway/roads"
+	"delta/gateway/routes"
 )
 
 // Discovery timing.
@@ -45,6 +46,7 @@ type HelloRoad struct {
 }
 
 // peer is an allowed node of the tailnet, named once it answered hello.
+// What is known of its roads is in the route book.
 type peer struct {
 	node     tailcfg.StableNodeID
 	host     string // its tailnet host name, for logs until it has a name
@@ -58,22 +60,6 @@ type peer struct {
 	refetchAt time.Time
 	fails     int // hello failures in a row
 	fetching  bool
-	tailnet   roadState
-	local     map[roads.Road]*roadState
-}
-
-type roadState struct {
-	addr      string
-	iface     string
-	upAt      time.Time // last time it carried something or answered a ping
-	downAt    time.Time
-	lastErr   string
-	rtt       time.Duration
-	checkedAt time.Time
-}
-
-func (r *roadState) believedUp(now time.Time) bool {
-	return !r.upAt.IsZero() && r.upAt.After(r.downAt) && now.Sub(r.upAt) < beliefLifetime
 }
 
 // watch turns IPN bus notifications into rescans.
@@ -134,7 +120,6 @@ func (n *Node) discover() {
 			return
 		case <-n.kick:
 		case <-t.C:
-			n.probeAll()
 		}
 	}
 }
@@ -174,7 +159,7 @@ func (n *Node) refresh() {
 		seen[ps.ID] = true
 		p := n.byNode[ps.ID]
 		if p == nil {
-			p = &peer{node: ps.ID, local: map[roads.Road]*roadState{}}
+			p = &peer{node: ps.ID}
 			n.byNode[ps.ID] = p
 		}
 		p.host, p.online = ps.HostName, ps.Online
@@ -185,7 +170,6 @@ func (n *Node) refresh() {
 			}
 		}
 		p.tsAddr = net.JoinHostPort(ip.String(), strconv.Itoa(n.cfg.TailnetPort))
-		p.tailnet.addr = p.tsAddr
 		due := p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) >= helloRetry(p.fails)) ||
 			p.hello != nil && now.Sub(p.helloAt) > helloMaxAge
 		if p.online && due && !p.fetching {
@@ -202,6 +186,7 @@ func (n *Node) refresh() {
 			delete(n.byNode, id)
 			if p.name != "" && n.peers[p.name] == p {
 				delete(n.peers, p.name)
+				n.book.Remove(p.name)
 				n.log.Info("peer left the tailnet's network map", "peer", p.name)
 			}
 		}
@@ -225,7 +210,6 @@ func (n *Node) fetchHello(p *peer) {
 	p.helloAt = time.Now()
 	if err != nil {
 		p.helloErr = err.Error()
-		p.tailnet.lastErr, p.tailnet.downAt = err.Error(), time.Now()
 		p.fails++
 		retry := helloRetry(p.fails)
 		n.mu.Unlock()
@@ -241,8 +225,8 @@ func (n *Node) fetchHello(p *peer) {
 	n.mu.Unlock()
 	if first {
 		n.log.Info("found a peer on the tailnet", "peer", h.Name, "node", p.node, "roads", len(h.Roads))
+		n.wakeProber()
 	}
-	n.probe(p)
 }
 
 func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
@@ -252,7 +236,6 @@ func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
 	addr := p.tsAddr
 	n.mu.Unlock()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/delta/v1/hello", nil)
-	start := time.Now()
 	resp, err := n.httc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("hello from %s: %w", addr, err)
@@ -272,9 +255,6 @@ func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
 	if len(h.Pin) != 64 {
 		return nil, fmt.Errorf("hello from %s has no certificate pin", addr)
 	}
-	n.mu.Lock()
-	p.tailnet.upAt, p.tailnet.rtt, p.tailnet.checkedAt = time.Now(), time.Since(start), time.Now()
-	n.mu.Unlock()
 	return &h, nil
 }
 
@@ -285,90 +265,89 @@ func (n *Node) applyHelloLocked(p *peer, h *Hello) {
 	}
 	if p.name != "" && p.name != h.Name {
 		delete(n.peers, p.name)
+		n.book.Remove(p.name)
 	}
 	p.name, p.hello, p.helloErr = h.Name, h, ""
 	n.peers[h.Name] = p
-	keep := map[roads.Road]bool{}
-	for _, hr := range h.Roads {
-		if hr.Road != roads.LAN && hr.Road != roads.Thunderbolt {
-			continue
-		}
-		keep[hr.Road] = true
-		rs := p.local[hr.Road]
-		if rs == nil || rs.addr != hr.Address {
-			rs = &roadState{addr: hr.Address, iface: hr.Interface}
-			p.local[hr.Road] = rs
-		}
-	}
-	for r := range p.local {
-		if !keep[r] {
-			delete(p.local, r)
-		}
-	}
+	n.book.Set(h.Name, n.candidatesLocked(p))
 }
 
-// probeAll pings every named peer's lan and thunderbolt roads.
-func (n *Node) probeAll() {
-	n.mu.Lock()
-	var ps []*peer
+// rebindLocked recomputes every peer's candidates after this computer's
+// interfaces changed (a road's local interface may be another now).
+func (n *Node) rebindLocked() {
 	for _, p := range n.peers {
-		ps = append(ps, p)
-	}
-	n.mu.Unlock()
-	for _, p := range ps {
-		n.wg.Add(1)
-		go func() {
-			defer n.wg.Done()
-			n.probe(p)
-		}()
-	}
-}
-
-// probe pings p's lan and thunderbolt roads (GET /delta/v1/ping over pinned
-// TLS with a ticket). A road that answers is believed up for 30 s.
-func (n *Node) probe(p *peer) {
-	n.mu.Lock()
-	name := p.name
-	var rs []roads.Road
-	for r := range p.local {
-		rs = append(rs, r)
-	}
-	wasUp := false
-	for _, r := range p.local {
-		wasUp = wasUp || r.believedUp(time.Now())
-	}
-	n.mu.Unlock()
-	slices.Sort(rs)
-	up := false
-	for _, road := range rs {
-		cand, err := n.candidate(name, road)
-		if err != nil {
-			continue
+		if p.hello != nil {
+			n.book.Set(p.name, n.candidatesLocked(p))
 		}
-		err = n.ping(cand)
-		up = up || err == nil
-	}
-	n.mu.Lock()
-	g := n.g
-	n.mu.Unlock()
-	if up && !wasUp && g != nil {
-		g.PeerUp(name)
 	}
 }
 
-func (n *Node) ping(c roads.Candidate) error {
+func (n *Node) wakeProber() {
+	select {
+	case n.probeKick <- struct{}{}:
+	default:
+	}
+}
+
+// prober probes the roads the route book says are due: every road once,
+// roads believed up after 30 s, failed ones after their hold-down, and
+// every 100 ms during a burst after an interface came up.
+func (n *Node) prober() {
+	defer n.wg.Done()
+	inflight := map[string]bool{}
+	var mu sync.Mutex
+	for {
+		due, bursting := n.book.Due()
+		for _, c := range due {
+			k := string(c.Road) + "|" + c.Peer + "|" + c.Address
+			mu.Lock()
+			busy := inflight[k]
+			inflight[k] = true
+			mu.Unlock()
+			if busy {
+				continue
+			}
+			n.wg.Add(1)
+			go func() {
+				defer n.wg.Done()
+				n.ping(c)
+				mu.Lock()
+				delete(inflight, k)
+				mu.Unlock()
+			}()
+		}
+		wait := time.Second
+		if bursting {
+			wait = routes.BurstEvery
+		}
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-n.probeKick:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// ping probes one road with GET /delta/v1/ping (with a ticket on lan and
+// thunderbolt) and reports the result to the route book. A road that
+// answers during a burst ends the burst, and its peer's idle connections
+// are closed so that the next read takes the road that came back.
+func (n *Node) ping(c roads.Candidate) {
 	ctx, cancel := context.WithTimeout(n.ctx, c.Road.ConnectTimeout()+2*time.Second)
 	defer cancel()
 	start := time.Now()
 	err := func() error {
-		tk, err := n.Ticket(ctx, c.Peer, false)
-		if err != nil {
-			return err
-		}
 		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return c.Dial(ctx) }, DisableKeepAlives: true}
 		defer tr.CloseIdleConnections()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Address+"/delta/v1/ping", nil)
-		req.Header.Set("Authorization", "Delta "+tk)
+		if c.NeedsTicket {
+			tk, err := n.Ticket(ctx, c.Peer, false)
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Authorization", "Delta "+tk)
+		}
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
 			return err
@@ -382,6 +361,31 @@ func (n *Node) ping(c roads.Candidate) error {
 		}
 		return nil
 	}()
-	n.Report(c, time.Since(start), err)
-	return err
+	if n.ctx.Err() != nil {
+		return
+	}
+	wasRoad := n.bestRoad(c.Peer)
+	n.book.Report(c, time.Since(start), err)
+	if err != nil {
+		return
+	}
+	n.book.EndBurst(c)
+	if now := n.bestRoad(c.Peer); now != wasRoad {
+		n.mu.Lock()
+		g := n.g
+		n.mu.Unlock()
+		if g != nil {
+			g.CloseIdle(c.Peer)
+			g.PeerUp(c.Peer)
+		}
+	}
+}
+
+// bestRoad is the road the book would choose for peer now.
+func (n *Node) bestRoad(peer string) roads.Road {
+	ch, err := n.book.Choose(peer, "")
+	if err != nil {
+		return ""
+	}
+	return ch.First.Road
 }

@@ -107,6 +107,8 @@ func (n *Node) routes(mux *http.ServeMux) {
 
 func (n *Node) hello() Hello {
 	h := Hello{Name: n.cfg.Hostname, Version: n.cfg.Version, NodeID: n.Self().Node, Pin: n.pin, Roads: []HelloRoad{}}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	for _, l := range n.lanLns {
 		h.Roads = append(h.Roads, HelloRoad{Road: l.road, Address: l.ln.Addr().String(), Interface: l.iface})
 	}

@@ -5,106 +5,101 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
+	"net/netip"
 	"time"
 
 	"delta/gateway/pintls"
 	"delta/gateway/roads"
+	"delta/gateway/routes"
 )
 
 // Known implements roads.Router: a peer is known once it answered hello.
-func (n *Node) Known(peer string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	_, ok := n.peers[peer]
-	return ok
+func (n *Node) Known(peer string) bool { return n.book.Known(peer) }
+
+// Choose implements roads.Router through the route book: a pinned road as
+// it is; otherwise the best usable road, with the others to race after the
+// stagger.
+func (n *Node) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
+	ch, err := n.book.Choose(peer, pin, exclude...)
+	if err != nil {
+		return roads.Candidate{}, err
+	}
+	c := ch.First
+	c.Next = ch.Next
+	return c, nil
 }
 
-// Choose implements roads.Router: thunderbolt or lan if it answered in the
-// last 30 s, else the tailnet. A pinned road is given as it is.
-func (n *Node) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
-	n.mu.Lock()
-	p, ok := n.peers[peer]
-	if !ok {
-		n.mu.Unlock()
-		return roads.Candidate{}, fmt.Errorf("%w %q", roads.ErrUnknownPeer, peer)
-	}
-	now := time.Now()
-	order := []roads.Road{pin}
-	if pin == "" {
-		order = nil
-		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
-			if rs, ok := p.local[r]; ok && rs.believedUp(now) {
-				order = append(order, r)
-			}
+// Report implements roads.Router.
+func (n *Node) Report(c roads.Candidate, rtt time.Duration, err error) { n.book.Report(c, rtt, err) }
+
+// Invalidate implements roads.Router.
+func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
+	n.book.Invalidate(peer, road, reason)
+}
+
+// Peers implements roads.Router.
+func (n *Node) Peers() []roads.PeerStatus { return n.book.Peers() }
+
+// RouteCounters are the route book's counts (for status).
+func (n *Node) RouteCounters() routes.Counters { return n.book.Counters() }
+
+// candidatesLocked are a named peer's roads: the tailnet, and each lan or
+// thunderbolt address of its hello that a running local interface of the
+// same road reaches, bound to that interface (loopback addresses, in
+// tests, need none).
+func (n *Node) candidatesLocked(p *peer) []roads.Candidate {
+	name, tsAddr := p.name, p.tsAddr
+	tailnet := roads.Tailnet
+	cands := []roads.Candidate{{Peer: name, Road: tailnet, Address: tsAddr, Dial: func(ctx context.Context) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, tailnet.ConnectTimeout())
+		defer cancel()
+		c, err := n.srv.Dial(ctx, "tcp", tsAddr)
+		if err != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("connect to %s via the tailnet (%s) timed out after %.0f s: %w", name, tsAddr, tailnet.ConnectTimeout().Seconds(), ctx.Err())
 		}
-		order = append(order, roads.Tailnet)
-	}
-	n.mu.Unlock()
-	for _, r := range order {
-		if slices.Contains(exclude, r) {
+		return c, err
+	}}}
+	for _, hr := range p.hello.Roads {
+		if hr.Road != roads.LAN && hr.Road != roads.Thunderbolt {
 			continue
 		}
-		if c, err := n.candidate(peer, r); err == nil {
-			return c, nil
-		} else if pin != "" {
-			return roads.Candidate{}, err
+		ap, err := netip.ParseAddrPort(hr.Address)
+		if err != nil {
+			continue
 		}
+		iface := n.ifaces.InterfaceFor(hr.Road, ap.Addr())
+		if iface == "" && !ap.Addr().IsLoopback() {
+			// No running interface of this road reaches it now (a cable
+			// pulled): no such road until one does.
+			continue
+		}
+		road, addr := hr.Road, hr.Address
+		cands = append(cands, roads.Candidate{Peer: name, Road: road, Address: addr, Interface: iface, NeedsTicket: true,
+			Dial: func(ctx context.Context) (net.Conn, error) { return n.dialLocal(ctx, p, road, addr, iface) }})
 	}
-	if pin != "" {
-		return roads.Candidate{}, fmt.Errorf("%w: the %s road to %s was tried already", roads.ErrNoRoad, pin, peer)
-	}
-	return roads.Candidate{}, fmt.Errorf("%w: every road to %s has been tried", roads.ErrNoRoad, peer)
+	return cands
 }
 
-// candidate builds the candidate for one road to a named peer.
-func (n *Node) candidate(peer string, road roads.Road) (roads.Candidate, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	p, ok := n.peers[peer]
-	if !ok {
-		return roads.Candidate{}, fmt.Errorf("%w %q", roads.ErrUnknownPeer, peer)
-	}
-	if road == roads.Tailnet {
-		addr := p.tsAddr
-		return roads.Candidate{Peer: peer, Road: road, Address: addr, Dial: func(ctx context.Context) (net.Conn, error) {
-			ctx, cancel := context.WithTimeout(ctx, road.ConnectTimeout())
-			defer cancel()
-			c, err := n.srv.Dial(ctx, "tcp", addr)
-			if err != nil && ctx.Err() != nil {
-				return nil, fmt.Errorf("connect to %s via the tailnet (%s) timed out after %.0f s: %w", peer, addr, road.ConnectTimeout().Seconds(), err)
-			}
-			return c, err
-		}}, nil
-	}
-	rs, ok := p.local[road]
-	if !ok {
-		return roads.Candidate{}, fmt.Errorf("%w: %s has no %s road (its hello names none)", roads.ErrNoRoad, peer, road)
-	}
-	return roads.Candidate{Peer: peer, Road: road, Address: rs.addr, Interface: rs.iface, NeedsTicket: true,
-		Dial: func(ctx context.Context) (net.Conn, error) { return n.dialLocal(ctx, p, road) }}, nil
-}
-
-// dialLocal connects to a peer's lan or thunderbolt address and completes a
-// TLS handshake that accepts only the certificate pinned in its hello. On a
-// mismatch it fetches hello once more over the tailnet: if the pin (or the
-// address) changed, it dials again with the new one; otherwise the
-// mismatch is the answer. Nothing is written to the connection it returns.
-func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road) (net.Conn, error) {
+// dialLocal connects to a peer's lan or thunderbolt address, bound to the
+// local interface that reaches it, and completes a TLS handshake that
+// accepts only the certificate pinned in its hello. On a mismatch it
+// fetches hello once more over the tailnet (at most every 10 s): if the
+// pin changed, it dials again with the new one; otherwise the mismatch is
+// the answer. Nothing is written to the connection it returns.
+func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, iface string) (net.Conn, error) {
 	for try := 0; ; try++ {
 		n.mu.Lock()
-		rs, ok := p.local[road]
-		var addr, pin string
-		if ok && p.hello != nil {
-			addr, pin = rs.addr, p.hello.Pin
+		pin := ""
+		if p.hello != nil {
+			pin = p.hello.Pin
 		}
 		n.mu.Unlock()
-		if !ok {
-			return nil, fmt.Errorf("%s has no %s road any more", p.name, road)
-		}
-		d := net.Dialer{Timeout: road.ConnectTimeout()}
+		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: controlFor(iface, road)}
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
+			if iface != "" {
+				return nil, fmt.Errorf("connect to %s via %s (%s on %s): %w", p.name, road, addr, iface, err)
+			}
 			return nil, err
 		}
 		c, err := pintls.Handshake(ctx, raw, pin, &n.cert)
@@ -133,96 +128,11 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road) (net.Con
 		n.mu.Lock()
 		n.applyHelloLocked(p, h)
 		p.helloAt = time.Now()
-		same := h.Pin == pin && p.local[road] != nil && p.local[road].addr == addr
 		n.mu.Unlock()
-		if same {
+		if h.Pin == pin {
 			n.log.Warn("certificate pin mismatch: the certificate at the peer's address is not the one it publishes over the tailnet", "peer", p.name, "address", addr, "pinned", mm.Want, "presented", mm.Got)
 			return nil, mm
 		}
-		n.log.Info("peer's certificate or address changed; dialling again with its new hello", "peer", p.name, "road", road)
+		n.log.Info("peer's certificate changed; dialling again with its new hello", "peer", p.name, "road", road)
 	}
-}
-
-// Report implements roads.Router.
-func (n *Node) Report(c roads.Candidate, rtt time.Duration, err error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	p, ok := n.peers[c.Peer]
-	if !ok {
-		return
-	}
-	rs := &p.tailnet
-	if c.Road != roads.Tailnet {
-		if rs, ok = p.local[c.Road]; !ok {
-			return
-		}
-	}
-	rs.checkedAt = time.Now()
-	if err != nil {
-		rs.lastErr, rs.downAt = err.Error(), time.Now()
-		return
-	}
-	rs.upAt, rs.rtt = time.Now(), rtt
-}
-
-// Invalidate implements roads.Router.
-func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
-	n.log.Info(fmt.Sprintf("route to %s via %s dropped: %v", peer, road, reason))
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if p, ok := n.peers[peer]; ok {
-		if rs, ok := p.local[road]; ok {
-			rs.upAt, rs.downAt, rs.lastErr = time.Time{}, time.Now(), reason.Error()
-		}
-	}
-}
-
-// Peers implements roads.Router.
-func (n *Node) Peers() []roads.PeerStatus {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	now := time.Now()
-	names := make([]string, 0, len(n.peers))
-	for name := range n.peers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var out []roads.PeerStatus
-	for _, name := range names {
-		p := n.peers[name]
-		ps := roads.PeerStatus{Name: name}
-		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
-			if rs, ok := p.local[r]; ok {
-				st := rs.status(r, now)
-				if ps.Road == "" && st.State == "up" {
-					ps.Road = r
-				}
-				ps.Roads = append(ps.Roads, st)
-			}
-		}
-		st := p.tailnet.status(roads.Tailnet, now)
-		if !p.online {
-			st.State, st.LastError = "down", "offline according to the tailnet's control server"
-		} else if st.State == "unknown" && p.hello != nil {
-			st.State = "up"
-		}
-		if ps.Road == "" && st.State == "up" {
-			ps.Road = roads.Tailnet
-		}
-		ps.Roads = append(ps.Roads, st)
-		out = append(out, ps)
-	}
-	return out
-}
-
-func (r *roadState) status(road roads.Road, now time.Time) roads.RoadStatus {
-	st := roads.RoadStatus{Road: road, Address: r.addr, Interface: r.iface, State: "unknown", LastError: r.lastErr,
-		CheckedAt: r.checkedAt, RTTMillis: float64(r.rtt.Microseconds()) / 1000}
-	switch {
-	case r.believedUp(now):
-		st.State = "up"
-	case r.downAt.After(r.upAt):
-		st.State = "down"
-	}
-	return st
 }

@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ import (
 	"delta/gateway"
 	"delta/gateway/pintls"
 	"delta/gateway/roads"
+	"delta/gateway/routes"
 	"delta/gateway/ticket"
 	"delta/netwatch"
 )
@@ -96,14 +98,18 @@ type Node struct {
 	httc *http.Client // over the tailnet, for hello, tickets and pings
 
 	tailLn net.Listener
-	lanLns []lanListener
+	book   *routes.Book
+	mon    *netwatch.Monitor
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{}
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	kick      chan struct{}
+	probeKick chan struct{}
 
 	mu       sync.Mutex
+	lanLns   []lanListener
+	ifaces   netwatch.State
 	self     gateway.Self
 	selfUser tailcfg.UserID
 	backend  string // BackendState
@@ -118,7 +124,9 @@ type Node struct {
 type lanListener struct {
 	road  roads.Road
 	iface string
+	spec  string // "road=ip" it was opened for
 	ln    net.Listener
+	stop  func() // stops the gateway serving it (listeners opened after Attach)
 }
 
 type heldTicket struct {
@@ -145,7 +153,8 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1),
+	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), probeKick: make(chan struct{}, 1),
+		book: routes.New(nil, cfg.Logger), ifaces: netwatch.Read(nil),
 		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}}, nil
 }
 
@@ -212,50 +221,143 @@ func (n *Node) Start() (err error) {
 		IdleConnTimeout:     30 * time.Second,
 	}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.wg.Add(2)
+	if n.mon, err = netwatch.Start(netwatch.Options{OnChange: n.onNetChange, Logger: n.log}); err != nil {
+		return fmt.Errorf("tailnet: %w", err)
+	}
+	n.wg.Add(3)
 	go n.watch()
 	go n.discover()
+	go n.prober()
 	return nil
+}
+
+// lanSpecs are the addresses the TLS listener should be on: the
+// configured ones, or every lan and thunderbolt address of st.
+func (n *Node) lanSpecs(st netwatch.State) []string {
+	if n.cfg.LANAddrs != nil {
+		return n.cfg.LANAddrs
+	}
+	var specs []string
+	for _, ifc := range st {
+		if (ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt) || !ifc.Running {
+			continue
+		}
+		for _, a := range ifc.Addrs {
+			specs = append(specs, string(ifc.Road)+"="+a)
+		}
+	}
+	slices.Sort(specs)
+	return specs
+}
+
+// openLAN opens the TLS listener for one "road=ip[%zone]" spec.
+func (n *Node) openLAN(spec string) (lanListener, error) {
+	road, addr := roads.LAN, spec
+	if r, rest, ok := strings.Cut(spec, "="); ok {
+		var err error
+		if road, err = roads.Parse(r); err != nil || road == roads.Tailnet {
+			return lanListener{}, fmt.Errorf("tailnet: lan address %q: the road must be lan or thunderbolt", spec)
+		}
+		addr = rest
+	}
+	ip, iface, _ := strings.Cut(addr, "%")
+	if net.ParseIP(ip) == nil {
+		return lanListener{}, fmt.Errorf("tailnet: lan address %q is not an IP address", spec)
+	}
+	hostport := net.JoinHostPort(addr, strconv.Itoa(n.cfg.LANPort))
+	ln, err := net.Listen("tcp", hostport)
+	if err != nil {
+		return lanListener{}, fmt.Errorf("tailnet: TLS listener on %s: %w", hostport, err)
+	}
+	return lanListener{road: road, iface: iface, spec: spec, ln: tls.NewListener(ln, pintls.ServerConfig(n.cert))}, nil
 }
 
 // listenLAN opens the TLS listener on each lan and thunderbolt address.
 func (n *Node) listenLAN() error {
-	addrs := n.cfg.LANAddrs
-	if addrs == nil {
-		for _, ifc := range netwatch.Current() {
-			if ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt {
-				continue
-			}
-			for _, a := range ifc.Addrs {
-				addrs = append(addrs, string(ifc.Road)+"="+a)
-			}
-		}
-	}
-	tcfg := pintls.ServerConfig(n.cert)
-	for _, spec := range addrs {
-		road := roads.LAN
-		if r, rest, ok := strings.Cut(spec, "="); ok {
-			var err error
-			if road, err = roads.Parse(r); err != nil || road == roads.Tailnet {
-				return fmt.Errorf("tailnet: lan address %q: the road must be lan or thunderbolt", spec)
-			}
-			spec = rest
-		}
-		ip, iface, _ := strings.Cut(spec, "%")
-		if net.ParseIP(ip) == nil {
-			return fmt.Errorf("tailnet: lan address %q is not an IP address", spec)
-		}
-		hostport := net.JoinHostPort(spec, strconv.Itoa(n.cfg.LANPort))
-		ln, err := net.Listen("tcp", hostport)
+	for _, spec := range n.lanSpecs(n.ifaces) {
+		l, err := n.openLAN(spec)
 		if err != nil {
 			for _, l := range n.lanLns {
 				l.ln.Close()
 			}
-			return fmt.Errorf("tailnet: TLS listener on %s: %w", hostport, err)
+			n.lanLns = nil
+			return err
 		}
-		n.lanLns = append(n.lanLns, lanListener{road: road, iface: iface, ln: tls.NewListener(ln, tcfg)})
+		n.lanLns = append(n.lanLns, l)
 	}
 	return nil
+}
+
+// followLAN opens and closes TLS listeners as this computer's lan and
+// thunderbolt addresses come and go (when they are not configured).
+func (n *Node) followLAN(st netwatch.State) {
+	if n.cfg.LANAddrs != nil {
+		return
+	}
+	want := n.lanSpecs(st)
+	n.mu.Lock()
+	g := n.g
+	var keep []lanListener
+	have := map[string]bool{}
+	for _, l := range n.lanLns {
+		if slices.Contains(want, l.spec) {
+			keep = append(keep, l)
+			have[l.spec] = true
+			continue
+		}
+		n.log.Info("TLS listener closed: its address went away", "address", l.ln.Addr())
+		if l.stop != nil {
+			go l.stop()
+		} else {
+			l.ln.Close()
+		}
+	}
+	n.lanLns = keep
+	n.mu.Unlock()
+	for _, spec := range want {
+		if have[spec] || g == nil {
+			continue
+		}
+		l, err := n.openLAN(spec)
+		if err != nil {
+			n.log.Warn("could not follow a new address", "err", err)
+			continue
+		}
+		l.stop = g.ServePeer(gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}})
+		n.log.Info("TLS listener opened on a new address", "address", l.ln.Addr())
+		n.mu.Lock()
+		n.lanLns = append(n.lanLns, l)
+		n.mu.Unlock()
+	}
+}
+
+// onNetChange reacts to netwatch: roads over an interface that went down or
+// lost its address are dropped at once and their idle connections closed;
+// roads over one that came up are probed every 100 ms for 3 s; after sleep,
+// every road is probed; the TLS listeners follow the addresses.
+func (n *Node) onNetChange(st netwatch.State, c netwatch.Change) {
+	n.mu.Lock()
+	g := n.g
+	n.mu.Unlock()
+	for _, iface := range c.Lost {
+		for _, cand := range n.book.InterfaceLost(iface) {
+			if g != nil {
+				g.CloseIdle(cand.Peer)
+			}
+		}
+	}
+	n.mu.Lock()
+	n.ifaces = st
+	n.rebindLocked()
+	n.mu.Unlock()
+	for _, iface := range c.Gained {
+		n.book.InterfaceGained(iface)
+	}
+	if c.Woke {
+		n.book.InterfaceGained("")
+	}
+	n.followLAN(st)
+	n.wakeProber()
 }
 
 // Attach wires the node into a gateway's config: its router, tickets,
@@ -266,9 +368,11 @@ func (n *Node) Attach(cfg *gateway.Config) {
 	cfg.SelfFunc = n.Self
 	cfg.TailnetStatus = func() any { return n.Status() }
 	cfg.PeerListeners = []gateway.PeerListener{{Name: "tailnet", Listener: n.tailLn, Door: whoisDoor{n}, Routes: n.routes}}
+	n.mu.Lock()
 	for _, l := range n.lanLns {
 		cfg.PeerListeners = append(cfg.PeerListeners, gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}})
 	}
+	n.mu.Unlock()
 }
 
 // SetGateway tells the node the gateway it serves, so that a road coming
@@ -285,12 +389,15 @@ func (n *Node) Close() error {
 	if n.cancel == nil {
 		return nil
 	}
+	n.mon.Close()
 	n.cancel()
 	n.wg.Wait()
 	n.tailLn.Close()
+	n.mu.Lock()
 	for _, l := range n.lanLns {
 		l.ln.Close()
 	}
+	n.mu.Unlock()
 	n.httc.CloseIdleConnections()
 	err := n.srv.Close()
 	n.cancel = nil
@@ -319,13 +426,16 @@ type TailnetStatus struct {
 	Message  string   `json:"message"`             // why peers are missing, if they are
 	Pin      string   `json:"tls_pin"`
 	LAN      []string `json:"lan_listeners"`
+	// Routes are the route book's counts: hold-down refusals, races won per
+	// road, invalidations by cause.
+	Routes routes.Counters `json:"routes"`
 }
 
 // Status reports the login state and, when peers are missing, why.
 func (n *Node) Status() TailnetStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}}
+	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}, Routes: n.book.Counters()}
 	for _, l := range n.lanLns {
 		st.LAN = append(st.LAN, string(l.road)+" "+l.ln.Addr().String())
 	}
