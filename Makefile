@@ -24,22 +24,30 @@ build: deps
 	$(GO) build -o bin/delta ./app
 
 # deps installs what the build and tests need when it is missing: a C
-# compiler for SQLite (cgo). As root it uses apt-get; otherwise it says
-# what to install.
+# compiler for SQLite (cgo), and, as root, iproute2 and nftables for the
+# network-namespace lab. As root it uses apt-get; otherwise it says what to
+# install (the lab's tests skip without root).
 deps:
-	@if ! command -v gcc >/dev/null 2>&1 || ! [ -e /usr/include/stdio.h ]; then \
+	@missing=""; \
+	command -v gcc >/dev/null 2>&1 && [ -e /usr/include/stdio.h ] || missing="gcc libc6-dev"; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
+	  command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
+	fi; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "make: installing$$missing"; \
 	    apt-get update -o DPkg::Lock::Timeout=600 -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 gcc libc6-dev; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 $$missing; \
 	  else \
-	    echo "make: Delta needs gcc and the C library headers for SQLite (Debian: apt-get install gcc libc6-dev)" >&2; exit 1; \
+	    echo "make: Delta's build needs: $$missing (Debian: apt-get install $$missing)" >&2; exit 1; \
 	  fi; \
 	fi
 
 vet: deps
 	$(GO) vet ./...
 
-vet-darwin:
+vet-darwin: deps
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)
 
 unit: deps

@@ -44,6 +44,8 @@ type proc struct {
 	log      *gatewaytest.LogBuffer
 	c        *gatewaytest.Client
 	args     []string // extra flags
+	wrap     []string // runs the binary under this command (ip netns exec NS)
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func freeAddr(t *testing.T) string {
@@ -80,7 +82,8 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	p.log = &gatewaytest.LogBuffer{}
-	p.cmd = exec.Command(bin, append([]string{"--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless"}, p.args...)...)
+	argv := append(append(append([]string{}, p.wrap...), bin, "--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless"), p.args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -107,7 +110,7 @@ func (p *proc) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.c = &gatewaytest.Client{URL: lj.URL, Token: strings.TrimSpace(string(tok))}
+	p.c = &gatewaytest.Client{URL: lj.URL, Token: strings.TrimSpace(string(tok)), Dial: p.dial}
 }
 
 // kill ends the process with SIGKILL, as a crash would.

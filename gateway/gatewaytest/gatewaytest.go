@@ -6,6 +6,7 @@ package gatewaytest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,6 +52,13 @@ func StartOwnerApp(t testing.TB) *OwnerApp {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return StartOwnerAppOn(t, ln)
+}
+
+// StartOwnerAppOn starts an owner app on ln (a listener made inside a
+// network namespace, say).
+func StartOwnerAppOn(t testing.TB, ln net.Listener) *OwnerApp {
+	t.Helper()
 	a := &OwnerApp{URL: "http://" + ln.Addr().String(), ln: ln, release: map[string]chan struct{}{},
 		effects: map[string]int{}, arrived: make(chan string, 1024)}
 	a.srv = &http.Server{Handler: http.HandlerFunc(a.serve)}
@@ -237,6 +245,9 @@ func DeadAddr(t testing.TB) string {
 type Client struct {
 	URL   string
 	Token string
+	// Dial, if not nil, makes the connections (a lab dials from inside a
+	// network namespace).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Response is an answer of the local API.
@@ -274,7 +285,7 @@ func (c *Client) Do(method, path string, body []byte, hdr ...string) (*Response,
 		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	tr := &http.Transport{DisableKeepAlives: true}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: c.Dial}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr, Timeout: 2 * time.Minute}).Do(req)
 	if err != nil {

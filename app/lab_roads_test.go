@@ -1,0 +1,246 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"delta/gateway/gatewaytest"
+)
+
+// roadState reads what p believes of its road to peer.
+func (p *proc) roadState(t *testing.T, peer, road string) string {
+	for _, ps := range p.status(t).Peers {
+		if ps.Name == peer {
+			for _, r := range ps.Roads {
+				if r.Road == road {
+					return r.State
+				}
+			}
+			return "absent"
+		}
+	}
+	return "no peer"
+}
+
+func (p *proc) waitRoad(t *testing.T, peer, road, state string) {
+	t.Helper()
+	gatewaytest.WaitFor(t, 60*time.Second, fmt.Sprintf("%s's %s road to %s %s", p.name, road, peer, state), func() bool {
+		s := p.roadState(t, peer, road)
+		return s == state || state == "down" && s == "absent"
+	})
+}
+
+// read sends one read and returns the answer and how long it took.
+func read(t *testing.T, p *proc, path string) (*gatewaytest.Response, time.Duration) {
+	start := time.Now()
+	r, err := p.c.Do("GET", "/v1/peers/studio/notes"+path, nil, "Cache-Control", "no-cache")
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return r, took
+}
+
+func median(ds []time.Duration) time.Duration {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// TestLab pulls cables between two computers running Delta as real
+// processes. Timings are logged (and written up in docs/benchmarks.md), not
+// asserted: the assertions are about which road carried what, and that
+// nothing was lost.
+func TestLab(t *testing.T) {
+	l := newLab(t)
+	laptop := l.start("a", "laptop")
+	studio := l.start("b", "studio")
+	var ln net.Listener
+	if err := nsDo(l.ns("b"), func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	app := gatewaytest.StartOwnerAppOn(t, ln)
+	studio.register(t, "notes", app.URL)
+	laptop.waitRoad(t, "studio", "thunderbolt", "up")
+	laptop.waitRoad(t, "studio", "lan", "up")
+
+	baseline := func() time.Duration {
+		var ds []time.Duration
+		for range 10 {
+			r, took := read(t, laptop, "/base")
+			if r.Status != 200 {
+				t.Fatalf("baseline read: %d %s", r.Status, r.Body)
+			}
+			ds = append(ds, took)
+		}
+		return median(ds)
+	}
+
+	t.Run("all roads up: thunderbolt", func(t *testing.T) {
+		r, _ := read(t, laptop, "/x")
+		if r.Status != 200 || r.Header.Get("X-Delta-Route") != "thunderbolt" {
+			t.Fatalf("read: %d via %q", r.Status, r.Header.Get("X-Delta-Route"))
+		}
+		c := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/lab", []byte("x"))
+		if c.Status != 201 || c.Header.Get("X-Delta-Route") != "thunderbolt" {
+			t.Fatalf("call: %d via %q", c.Status, c.Header.Get("X-Delta-Route"))
+		}
+	})
+
+	t.Run("cable pulled while idle", func(t *testing.T) {
+		base := baseline()
+		l.cable(false)
+		laptop.waitRoad(t, "studio", "thunderbolt", "down") // the interface shows it
+		r, took := read(t, laptop, "/after-pull")
+		if r.Status != 200 || r.Header.Get("X-Delta-Route") != "lan" {
+			t.Fatalf("first read after the pull: %d via %q", r.Status, r.Header.Get("X-Delta-Route"))
+		}
+		t.Logf("LAB first read after a pull the interface shows: %v (baseline %v, extra %v)", took, base, took-base)
+		l.cable(true)
+		t0 := time.Now()
+		gatewaytest.WaitFor(t, 30*time.Second, "reads back on thunderbolt", func() bool {
+			r, _ := read(t, laptop, "/back")
+			return r.Header.Get("X-Delta-Route") == "thunderbolt"
+		})
+		t.Logf("LAB reads back on thunderbolt %v after the cable was plugged back", time.Since(t0))
+	})
+
+	t.Run("cable pulled during 50 reads a second", func(t *testing.T) {
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+		var failed, lanReads atomic.Int32
+		var firstLAN atomic.Int64
+		var pulledAt atomic.Int64
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			tick := time.NewTicker(20 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				r, err := laptop.c.Do("GET", "/v1/peers/studio/notes/stream", nil, "Cache-Control", "no-cache")
+				if err != nil || r.Status != 200 {
+					failed.Add(1)
+					continue
+				}
+				if r.Header.Get("X-Delta-Route") == "lan" && pulledAt.Load() != 0 {
+					lanReads.Add(1)
+					firstLAN.CompareAndSwap(0, time.Now().UnixNano())
+				}
+			}
+		})
+		time.Sleep(time.Second) // reads flow on thunderbolt first
+		pulledAt.Store(time.Now().UnixNano())
+		l.cable(false)
+		gatewaytest.WaitFor(t, 30*time.Second, "reads flowing on lan", func() bool { return lanReads.Load() >= 10 })
+		close(stop)
+		wg.Wait()
+		if failed.Load() != 0 {
+			t.Errorf("%d reads failed during the pull", failed.Load())
+		}
+		t.Logf("LAB reads lost during a pull: %d; reads on lan %v after the pull", failed.Load(), time.Duration(firstLAN.Load()-pulledAt.Load()))
+		l.cable(true)
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+	})
+
+	t.Run("cable pulled and the peer silent on lan", func(t *testing.T) {
+		base := baseline()
+		l.silence("b", "lan0", true)
+		l.cable(false)
+		laptop.waitRoad(t, "studio", "thunderbolt", "down")
+		r, first := read(t, laptop, "/silent")
+		if r.Status != 200 || r.Header.Get("X-Delta-Route") != "tailnet" {
+			t.Fatalf("first read: %d via %q: %s", r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+		}
+		// The lan connect runs to its timeout in the background and arms
+		// the hold-down: later callers go straight to the tailnet.
+		laptop.waitRoad(t, "studio", "lan", "down")
+		var later []time.Duration
+		for range 5 {
+			r, took := read(t, laptop, "/later")
+			if r.Header.Get("X-Delta-Route") != "tailnet" {
+				t.Errorf("later read via %q", r.Header.Get("X-Delta-Route"))
+			}
+			later = append(later, took)
+		}
+		t.Logf("LAB silent lan: first caller %v (baseline %v on thunderbolt, extra %v); later callers median %v", first, base, first-base, median(later))
+		l.silence("b", "lan0", false)
+		l.cable(true)
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+	})
+
+	t.Run("a call in flight when its road dies", func(t *testing.T) {
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+		const id = "lab-inflight"
+		done := make(chan *gatewaytest.Response, 1)
+		go func() {
+			r, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/inflight", []byte("x"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "2")
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		<-app.Arrived()
+		l.cable(false)
+		r := <-done
+		if r == nil || r.Outcome() != "outcome_unknown" || r.Header.Get("X-Delta-Route") != "thunderbolt" {
+			t.Fatalf("call whose road died: %+v", r)
+		}
+		app.Release("/hold/inflight")
+		call := laptop.c.GetCall(t, id, 60)
+		if call.State != "carried_out" || app.RequestsFor(id) != 1 {
+			t.Fatalf("settled %s (%s); the owner app saw %d", call.State, call.Detail, app.RequestsFor(id))
+		}
+		l.cable(true)
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+	})
+
+	t.Run("16 callers at once to a silent peer", func(t *testing.T) {
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+		for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
+			nft(t, l.ns("b"), fmt.Sprintf(`add table netdev silent%s
+add chain netdev silent%s in { type filter hook ingress device %q priority 0; }
+add rule netdev silent%s in drop`, ifc, ifc, ifc, ifc))
+		}
+		var wg sync.WaitGroup
+		waits := make([]time.Duration, 16)
+		outcomes := make([]string, 16)
+		for i := range 16 {
+			wg.Go(func() {
+				start := time.Now()
+				r, err := laptop.c.Do("GET", "/v1/peers/studio/notes/silent16", nil, "Cache-Control", "no-store", "X-Delta-Timeout", "1")
+				waits[i] = time.Since(start)
+				if err == nil {
+					outcomes[i] = r.Outcome()
+				}
+			})
+		}
+		wg.Wait()
+		var later []time.Duration
+		for range 5 {
+			start := time.Now()
+			r, _ := laptop.c.Do("GET", "/v1/peers/studio/notes/silent-later", nil, "Cache-Control", "no-store")
+			later = append(later, time.Since(start))
+			if r == nil || r.Status == 200 {
+				t.Errorf("a read reached a silent peer")
+			}
+		}
+		var ws []string
+		for i, w := range waits {
+			ws = append(ws, fmt.Sprintf("%v(%s)", w.Round(time.Millisecond), outcomes[i]))
+		}
+		t.Logf("LAB 16 callers at once to a silent peer waited: %s", strings.Join(ws, " "))
+		t.Logf("LAB later callers (hold-downs armed): median %v", median(later))
+		for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
+			nft(t, l.ns("b"), "delete table netdev silent"+ifc)
+		}
+	})
+}
