@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -92,7 +93,19 @@ func TestLab(t *testing.T) {
 		}
 	})
 
+	// Each scenario restores the lab when it ends, failed or not.
+	restore := func(t *testing.T) {
+		t.Cleanup(func() {
+			exec.Command("ip", "netns", "exec", l.ns("b"), "nft", "delete", "table", "netdev", "silence").Run()
+			for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
+				exec.Command("ip", "netns", "exec", l.ns("b"), "nft", "delete", "table", "netdev", "silent"+ifc).Run()
+			}
+			l.cable(true)
+		})
+	}
+
 	t.Run("cable pulled while idle", func(t *testing.T) {
+		restore(t)
 		base := baseline()
 		l.cable(false)
 		laptop.waitRoad(t, "studio", "thunderbolt", "down") // the interface shows it
@@ -111,6 +124,7 @@ func TestLab(t *testing.T) {
 	})
 
 	t.Run("cable pulled during 50 reads a second", func(t *testing.T) {
+		restore(t)
 		laptop.waitRoad(t, "studio", "thunderbolt", "up")
 		var failed, lanReads atomic.Int32
 		var firstLAN atomic.Int64
@@ -152,6 +166,7 @@ func TestLab(t *testing.T) {
 	})
 
 	t.Run("cable pulled and the peer silent on lan", func(t *testing.T) {
+		restore(t)
 		base := baseline()
 		l.silence("b", "lan0", true)
 		l.cable(false)
@@ -178,6 +193,7 @@ func TestLab(t *testing.T) {
 	})
 
 	t.Run("a call in flight when its road dies", func(t *testing.T) {
+		restore(t)
 		laptop.waitRoad(t, "studio", "thunderbolt", "up")
 		const id = "lab-inflight"
 		done := make(chan *gatewaytest.Response, 1)
@@ -204,6 +220,7 @@ func TestLab(t *testing.T) {
 	})
 
 	t.Run("16 callers at once to a silent peer", func(t *testing.T) {
+		restore(t)
 		laptop.waitRoad(t, "studio", "thunderbolt", "up")
 		for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
 			nft(t, l.ns("b"), fmt.Sprintf(`add table netdev silent%s

@@ -16,6 +16,45 @@ import (
 // stagger. Every outcome is reported to the router, late losers included
 // (a loser that times out arms its hold-down).
 func (g *Gateway) dial(ctx context.Context, cand roads.Candidate) (*routes.RoadConn, error) {
+	rc, err := g.dialRoad(ctx, cand)
+	if err != nil {
+		return nil, err
+	}
+	if rc.Cand.Interface != "" {
+		g.liveMu.Lock()
+		g.live[rc] = struct{}{}
+		g.liveMu.Unlock()
+		rc.OnClose = func() {
+			g.liveMu.Lock()
+			delete(g.live, rc)
+			g.liveMu.Unlock()
+		}
+	}
+	return rc, nil
+}
+
+// DropInterface closes every connection bound to a local interface that
+// went down, lost its address or vanished, idle or busy: a read on it is
+// retried on another road at once, a call on it is outcome_unknown at once,
+// instead of either waiting for a timeout to learn the road is gone.
+func (g *Gateway) DropInterface(iface string) {
+	g.liveMu.Lock()
+	var drop []*routes.RoadConn
+	for rc := range g.live {
+		if rc.Cand.Interface == iface {
+			drop = append(drop, rc)
+		}
+	}
+	g.liveMu.Unlock()
+	for _, rc := range drop {
+		rc.Conn.Close()
+	}
+	if len(drop) > 0 {
+		g.log.Info("closed the connections over a lost interface", "interface", iface, "connections", len(drop))
+	}
+}
+
+func (g *Gateway) dialRoad(ctx context.Context, cand roads.Candidate) (*routes.RoadConn, error) {
 	if len(cand.Next) == 0 {
 		start := time.Now()
 		c, err := cand.Dial(ctx)

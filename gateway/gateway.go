@@ -31,6 +31,7 @@ import (
 	"delta/gateway/journal"
 	"delta/gateway/readcache"
 	"delta/gateway/roads"
+	"delta/gateway/routes"
 )
 
 // Default addresses (DESIGN §3, §8).
@@ -119,6 +120,8 @@ type Gateway struct {
 	peerSrvs  []*http.Server
 	peerLns   []net.Listener
 	transport *transports
+	liveMu    sync.Mutex
+	live      map[*routes.RoadConn]struct{} // connections bound to an interface
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
 	recon     *reconciler
@@ -187,7 +190,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now}, nil
+	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now, live: map[*routes.RoadConn]struct{}{}}, nil
 }
 
 // Start takes the state folder's lock, opens the journal, applies the

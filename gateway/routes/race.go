@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"delta/gateway/roads"
@@ -14,6 +15,19 @@ import (
 type RoadConn struct {
 	net.Conn
 	Cand roads.Candidate
+	// OnClose, if not nil, is called once when the connection is closed.
+	OnClose func()
+	once    sync.Once
+}
+
+// Close closes the connection and calls OnClose once.
+func (c *RoadConn) Close() error {
+	c.once.Do(func() {
+		if c.OnClose != nil {
+			c.OnClose()
+		}
+	})
+	return c.Conn.Close()
 }
 
 // Failure is one candidate that did not connect in a race.

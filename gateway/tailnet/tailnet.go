@@ -332,7 +332,8 @@ func (n *Node) followLAN(st netwatch.State) {
 }
 
 // onNetChange reacts to netwatch: roads over an interface that went down or
-// lost its address are dropped at once and their idle connections closed;
+// lost its address are dropped at once and their connections closed, busy
+// ones too;
 // roads over one that came up are probed every 100 ms for 3 s; after sleep,
 // every road is probed; the TLS listeners follow the addresses.
 func (n *Node) onNetChange(st netwatch.State, c netwatch.Change) {
@@ -340,8 +341,10 @@ func (n *Node) onNetChange(st netwatch.State, c netwatch.Change) {
 	g := n.g
 	n.mu.Unlock()
 	for _, iface := range c.Lost {
-		for _, cand := range n.book.InterfaceLost(iface) {
-			if g != nil {
+		lost := n.book.InterfaceLost(iface)
+		if g != nil {
+			g.DropInterface(iface)
+			for _, cand := range lost {
 				g.CloseIdle(cand.Peer)
 			}
 		}
