@@ -161,6 +161,9 @@ func TestLab(t *testing.T) {
 			t.Errorf("%d reads failed during the pull", failed.Load())
 		}
 		t.Logf("LAB reads lost during a pull: %d; reads on lan %v after the pull", failed.Load(), time.Duration(firstLAN.Load()-pulledAt.Load()))
+		if m := laptop.c.Must(t, "GET", "/metrics", nil); !strings.Contains(string(m.Body), `delta_route_invalidations_total{cause="InterfaceDown"}`) {
+			t.Errorf("metrics do not count the invalidation by its cause:\n%s", m.Body)
+		}
 		l.cable(true)
 		laptop.waitRoad(t, "studio", "thunderbolt", "up")
 	})
@@ -204,7 +207,7 @@ func TestLab(t *testing.T) {
 			}
 			done <- r
 		}()
-		<-app.Arrived()
+		app.WaitArrived(t, id)
 		l.cable(false)
 		r := <-done
 		if r == nil || r.Outcome() != "outcome_unknown" || r.Header.Get("X-Delta-Route") != "thunderbolt" {
@@ -256,6 +259,9 @@ add rule netdev silent%s in drop`, ifc, ifc, ifc, ifc))
 		}
 		t.Logf("LAB 16 callers at once to a silent peer waited: %s", strings.Join(ws, " "))
 		t.Logf("LAB later callers (hold-downs armed): median %v", median(later))
+		if m := laptop.c.Must(t, "GET", "/metrics", nil); !strings.Contains(string(m.Body), "delta_route_hold_down_refusals_total") || strings.Contains(string(m.Body), "delta_route_hold_down_refusals_total 0\n") {
+			t.Errorf("metrics count no hold-down refusals:\n%s", m.Body)
+		}
 		for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
 			nft(t, l.ns("b"), "delete table netdev silent"+ifc)
 		}

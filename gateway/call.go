@@ -88,9 +88,6 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
 		if err != nil {
 			o, detail, road := proto.Unavailable, noRoadDetail(t.peer, err), ""
-			if heldDown(err) {
-				g.stats.inc("hold_down_refusals")
-			}
 			if firstFailure != "" {
 				o, detail, road = firstOutcome, firstFailure, firstRoad
 			}

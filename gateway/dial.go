@@ -76,7 +76,9 @@ func (g *Gateway) dialRoad(ctx context.Context, cand roads.Candidate) (*routes.R
 		return nil, err
 	}
 	g.router.Report(rc.Cand, took, nil)
-	g.stats.inc("races_won_" + string(rc.Cand.Road))
+	if w, ok := g.router.(interface{ Won(roads.Road) }); ok {
+		w.Won(rc.Cand.Road)
+	}
 	return rc, nil
 }
 

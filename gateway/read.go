@@ -59,9 +59,6 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 		if err != nil {
 			if !fellBack { // after a fallback, the first failure is the answer
 				fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.peer, err)}
-				if heldDown(err) {
-					g.stats.inc("hold_down_refusals")
-				}
 			}
 			break
 		}

@@ -9,6 +9,7 @@ import (
 
 	"delta/gateway/journal"
 	"delta/gateway/proto"
+	"delta/gateway/routes"
 )
 
 // stats are the gateway's counters, for /v1/status and /metrics.
@@ -118,6 +119,12 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	sort.Strings(names)
 	for _, k := range names {
 		fmt.Fprintf(w, "# TYPE delta_%s_total counter\ndelta_%s_total %d\n", k, k, s.Counters.Counters[k])
+	}
+	if rc, ok := g.router.(interface{ RouteCounters() routes.Counters }); ok {
+		c := rc.RouteCounters()
+		writeFamily(w, "delta_route_invalidations_total", "Roads dropped, by cause.", "cause", c.Invalidations)
+		writeFamily(w, "delta_route_races_won_total", "Connects won in a race across roads, by road.", "road", c.RacesWon)
+		fmt.Fprintf(w, "# HELP delta_route_hold_down_refusals_total Callers refused at once because a road is held down.\n# TYPE delta_route_hold_down_refusals_total counter\ndelta_route_hold_down_refusals_total %d\n", c.HoldDownRefusals)
 	}
 	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)
 	fmt.Fprintf(w, "# TYPE delta_cache_bytes gauge\ndelta_cache_bytes %d\n", s.Cache.Bytes)

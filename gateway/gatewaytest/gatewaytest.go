@@ -145,6 +145,22 @@ func (a *OwnerApp) Seen() []*http.Request {
 // Arrived yields the request id of each request as it arrives.
 func (a *OwnerApp) Arrived() <-chan string { return a.arrived }
 
+// WaitArrived waits until a request with X-Delta-Request-Id id has arrived.
+func (a *OwnerApp) WaitArrived(t testing.TB, id string) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		if a.RequestsFor(id) > 0 {
+			return
+		}
+		select {
+		case <-a.arrived:
+		case <-timeout:
+			t.Fatalf("request %s did not arrive at the owner app", id)
+		}
+	}
+}
+
 func (a *OwnerApp) apply(path string) {
 	a.mu.Lock()
 	a.effects[path]++

@@ -40,6 +40,9 @@ func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
 // Peers implements roads.Router.
 func (n *Node) Peers() []roads.PeerStatus { return n.book.Peers() }
 
+// Won counts a race won by road.
+func (n *Node) Won(road roads.Road) { n.book.Won(road) }
+
 // RouteCounters are the route book's counts (for status).
 func (n *Node) RouteCounters() routes.Counters { return n.book.Counters() }
 
