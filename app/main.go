@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"delta/gateway"
+	"delta/gateway/roads"
 	"delta/gateway/tailnet"
 )
 
@@ -115,9 +116,13 @@ func run(args []string, stderr io.Writer) error {
 	if len(fc.Peers) > 0 {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
 	} else {
+		override, err := parseRoads(os.Getenv("DELTA_NETWATCH_ROADS"))
+		if err != nil {
+			return err
+		}
 		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
 			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANAddrs: s.lanAddrs, Allow: fc.Allow,
-			Logger: log, Version: version}); err != nil {
+			Roads: override, Logger: log, Version: version}); err != nil {
 			return err
 		}
 		if err := node.Start(); err != nil {
@@ -190,4 +195,22 @@ func openLog(stateDir string, stderr io.Writer) (io.Writer, func(), error) {
 		return nil, nil, fmt.Errorf("open log: %w", err)
 	}
 	return io.MultiWriter(stderr, f), func() { f.Close() }, nil
+}
+
+// parseRoads reads DELTA_NETWATCH_ROADS, "eth1=thunderbolt,eth2=lan": the
+// road of interfaces netwatch would classify otherwise.
+func parseRoads(v string) (map[string]roads.Road, error) {
+	if v == "" {
+		return nil, nil
+	}
+	m := map[string]roads.Road{}
+	for item := range strings.SplitSeq(v, ",") {
+		name, road, ok := strings.Cut(strings.TrimSpace(item), "=")
+		r, err := roads.Parse(road)
+		if !ok || name == "" || err != nil || r == roads.Tailnet {
+			return nil, fmt.Errorf("DELTA_NETWATCH_ROADS: %q is not interface=thunderbolt or interface=lan", item)
+		}
+		m[name] = r
+	}
+	return m, nil
 }

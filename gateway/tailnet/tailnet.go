@@ -74,6 +74,9 @@ type Config struct {
 	// Allow lets nodes other than this tailnet user's own in: login names,
 	// tags ("tag:x") or stable node IDs.
 	Allow []string
+	// Roads fixes the road of named interfaces (tests; hardware netwatch
+	// does not recognise). If nil, netwatch classifies them.
+	Roads map[string]roads.Road
 	// Ephemeral registers the node as ephemeral (tests).
 	Ephemeral bool
 	// Logger receives the log. If nil, nothing is logged.
@@ -154,7 +157,7 @@ func New(cfg Config) (*Node, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), probeKick: make(chan struct{}, 1),
-		book: routes.New(nil, cfg.Logger), ifaces: netwatch.Read(nil),
+		book: routes.New(nil, cfg.Logger), ifaces: netwatch.Read(cfg.Roads),
 		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}}, nil
 }
 
@@ -221,7 +224,7 @@ func (n *Node) Start() (err error) {
 		IdleConnTimeout:     30 * time.Second,
 	}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	if n.mon, err = netwatch.Start(netwatch.Options{OnChange: n.onNetChange, Logger: n.log}); err != nil {
+	if n.mon, err = netwatch.Start(netwatch.Options{OnChange: n.onNetChange, Roads: n.cfg.Roads, Logger: n.log}); err != nil {
 		return fmt.Errorf("tailnet: %w", err)
 	}
 	n.wg.Add(3)
