@@ -9,6 +9,7 @@ import (
 
 	"delta/gateway/journal"
 	"delta/gateway/proto"
+	"delta/gateway/roads"
 	"delta/gateway/routes"
 )
 
@@ -83,7 +84,11 @@ type Status struct {
 }
 
 func (g *Gateway) status(r *http.Request) (Status, error) {
-	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot()}
+	peers := g.router.Peers()
+	if peers == nil {
+		peers = []roads.PeerStatus{}
+	}
+	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: peers, Counters: g.stats.snapshot()}
 	if g.cfg.TailnetStatus != nil {
 		s.Tailnet = g.cfg.TailnetStatus()
 	}
