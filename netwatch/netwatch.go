@@ -26,7 +26,9 @@ type Interface struct {
 	// road (loopback, a tunnel, down, or without a usable address).
 	Road roads.Road
 	// Addrs are the usable addresses: private or link-local IPv4, and IPv6
-	// link-local (with "%Name") or unique-local.
+	// unique-local. IPv6 link-local addresses are not: every interface has
+	// one, and fe80::/64 cannot tell which interface reaches a peer's (a
+	// wrong guess would carry a "lan" request over another link).
 	Addrs []string
 	// Nets are the networks of Addrs, in the same order.
 	Nets []netip.Prefix
@@ -78,8 +80,6 @@ func Classify(name string, flags net.Flags, driver string, prefixes []netip.Pref
 		switch {
 		case a.Is4() && (a.IsPrivate() || a.IsLinkLocalUnicast()):
 			ifc.Addrs, ifc.Nets = append(ifc.Addrs, a.String()), append(ifc.Nets, p.Masked())
-		case a.Is6() && a.IsLinkLocalUnicast():
-			ifc.Addrs, ifc.Nets = append(ifc.Addrs, a.WithZone(name).String()), append(ifc.Nets, p.Masked())
 		case a.Is6() && a.IsPrivate():
 			ifc.Addrs, ifc.Nets = append(ifc.Addrs, a.String()), append(ifc.Nets, p.Masked())
 		}
