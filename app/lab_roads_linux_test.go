@@ -104,6 +104,19 @@ func TestLab(t *testing.T) {
 		})
 	}
 
+	t.Run("the tailnet taken away", func(t *testing.T) {
+		restore(t)
+		l.wan("a", false)
+		t.Cleanup(func() { l.wan("a", true) })
+		// The lan and thunderbolt roads need no tailnet while the ticket
+		// laptop holds is valid (10 min).
+		r, _ := read(t, laptop, "/no-tailnet")
+		c := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/no-tailnet", []byte("x"))
+		if r.Status != 200 || r.Header.Get("X-Delta-Route") != "thunderbolt" || c.Status != 201 || c.Header.Get("X-Delta-Route") != "thunderbolt" {
+			t.Fatalf("without the tailnet: read %d via %q, call %d via %q", r.Status, r.Header.Get("X-Delta-Route"), c.Status, c.Header.Get("X-Delta-Route"))
+		}
+	})
+
 	t.Run("cable pulled while idle", func(t *testing.T) {
 		restore(t)
 		base := baseline()

@@ -114,16 +114,6 @@ func (n *node) register(t testing.TB, app, url string) string {
 	return v.Secret
 }
 
-// receipt reads the node's receipt of a call from caller.
-func (n *node) receipt(t testing.TB, caller, id string) *journal.Receipt {
-	t.Helper()
-	r, err := n.g.Journal().Receipt(context.Background(), caller, id)
-	if err != nil {
-		t.Fatalf("receipt %s: %v", id, err)
-	}
-	return r
-}
-
 // waitReceiptDone waits until the receipt of id has left "running": only
 // then are the owner app's effects counted (DESIGN §4, "For tests").
 func (n *node) waitReceiptDone(t testing.TB, caller, id string) *journal.Receipt {

@@ -182,7 +182,7 @@ func TestRace(t *testing.T) {
 	rc.Close()
 	<-closed
 	// A refusal starts the next road at once.
-	rc, took, fails, err = Race(context.Background(), Choice{First: dialer(roads.Thunderbolt, 0, syscall.ECONNREFUSED, closed), Next: []roads.Candidate{dialer(roads.Tailnet, 0, nil, closed)}}, time.Hour, late)
+	rc, _, fails, err = Race(context.Background(), Choice{First: dialer(roads.Thunderbolt, 0, syscall.ECONNREFUSED, closed), Next: []roads.Candidate{dialer(roads.Tailnet, 0, nil, closed)}}, time.Hour, late)
 	if err != nil || rc.Cand.Road != roads.Tailnet || len(fails) != 1 || !errors.Is(fails[0].Err, syscall.ECONNREFUSED) {
 		t.Fatalf("refused first: %v %v %v", rc, fails, err)
 	}
