@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -276,5 +275,4 @@ func TestListDismissAsk(t *testing.T) {
 	if id := r.Header.Get("X-Delta-Request-Id"); len(id) != 36 {
 		t.Errorf("minted request id %q is not a UUID", id)
 	}
-	_ = fmt.Sprint()
 }

@@ -151,7 +151,7 @@ func (t *transports) forPeer(peer string) *http.Transport {
 	return tr
 }
 
-var errNoCandidate = &net.OpError{Op: "dial", Err: net.UnknownNetworkError("no candidate in the request's context")}
+var errNoCandidate = errors.New("gateway: a peer transport was asked to dial without a candidate in the request's context")
 
 // closeIdle closes a peer's idle pooled connections (all roads: a road went
 // away, or a better one came back and should be taken at once).

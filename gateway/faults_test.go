@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -138,5 +137,4 @@ func TestOwnerForwardsOnce(t *testing.T) {
 	if fmt.Sprint(r.Header.Values("X-Delta-Outcome")) != "[answered]" {
 		t.Errorf("X-Delta-Outcome %v", r.Header.Values("X-Delta-Outcome"))
 	}
-	_ = http.StatusOK
 }

@@ -63,12 +63,9 @@ type Config struct {
 	// PeerListen is the peer API's plain-TCP address in static mode. If
 	// empty, the config file's peer_listen, else DefaultPeerListen.
 	PeerListen string
-	// PeerListener, if not nil, is the peer API's listener, and PeerListen
-	// is ignored. Start takes it over; Close closes it.
-	PeerListener net.Listener
-	// PeerListeners, if not empty, replace PeerListen and PeerListener:
-	// each serves the peer API behind its own door (the tailnet listener
-	// with WhoIs, the TLS listener with tickets).
+	// PeerListeners, if not empty, replace PeerListen: each serves the
+	// peer API behind its own door (the tailnet listener with WhoIs, the
+	// TLS listener with tickets). Start takes them over; Close closes them.
 	PeerListeners []PeerListener
 	// SelfFunc, if not nil, names this computer (it may change, e.g. once
 	// logged in to the tailnet). If nil, the config file's name and node.
@@ -277,18 +274,16 @@ func (g *Gateway) Start() (err error) {
 
 	pls := g.cfg.PeerListeners
 	if len(pls) == 0 {
-		ln := g.cfg.PeerListener
-		if ln == nil {
-			addr := g.cfg.PeerListen
-			if addr == "" {
-				addr = fc.PeerListen
-			}
-			if addr == "" {
-				addr = DefaultPeerListen
-			}
-			if ln, err = net.Listen("tcp", addr); err != nil {
-				return fmt.Errorf("gateway: peer API: %w", err)
-			}
+		addr := g.cfg.PeerListen
+		if addr == "" {
+			addr = fc.PeerListen
+		}
+		if addr == "" {
+			addr = DefaultPeerListen
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("gateway: peer API: %w", err)
 		}
 		pls = []PeerListener{{Name: "peer", Listener: ln}}
 	}

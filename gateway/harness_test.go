@@ -71,7 +71,7 @@ func newNode(t testing.TB, name string) *node {
 		t.Fatal(err)
 	}
 	n := &node{name: name, dir: dir, ln: ln}
-	n.cfg = gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", PeerListener: ln, Logger: testLogger(t, name),
+	n.cfg = gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", PeerListeners: []gateway.PeerListener{{Name: "peer", Listener: ln}}, Logger: testLogger(t, name),
 		Backoff: []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond}}
 	return n
 }

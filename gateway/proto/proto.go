@@ -95,8 +95,6 @@ const (
 	HeaderCaller        = "X-Delta-Caller"
 	HeaderSecret        = "X-Delta-Forward-Secret"
 	HeaderDigest        = "X-Delta-Digest"
-	HeaderCallerApp     = "X-Delta-Caller-App"
-	HeaderCreatedAt     = "X-Delta-Created-At"
 	HeaderAnswerOmitted = "X-Delta-Answer-Omitted"
 )
 
