@@ -141,6 +141,7 @@ type RoadStatus struct {
 	Interface     string    `json:"interface,omitempty"`
 	State         string    `json:"state"` // unknown | up | down
 	RTTMillis     float64   `json:"rtt_ms,omitempty"`
+	RecentRTTs    []float64 `json:"recent_rtt_ms,omitempty"` // oldest first, for a chart
 	LastError     string    `json:"last_error,omitempty"`
 	CheckedAt     time.Time `json:"checked_at,omitzero"`
 	HeldDownUntil time.Time `json:"held_down_until,omitzero"`

@@ -23,10 +23,14 @@ type StaticPeer struct {
 type Static struct {
 	log *slog.Logger
 
-	mu    sync.Mutex
-	peers map[string]*staticPeer
-	order []string
+	mu      sync.Mutex
+	peers   map[string]*staticPeer
+	order   []string
+	changed Signal
 }
+
+// Changed implements Watchable.
+func (s *Static) Changed() <-chan struct{} { return s.changed.C() }
 
 type staticPeer struct {
 	cands map[Road]Candidate
@@ -100,6 +104,7 @@ func (s *Static) Choose(_ context.Context, peer string, pin Road, exclude ...Roa
 func (s *Static) Report(c Candidate, rtt time.Duration, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.changed.Notify()
 	p, ok := s.peers[c.Peer]
 	if !ok || p.stat[c.Road] == nil {
 		return
@@ -111,6 +116,7 @@ func (s *Static) Report(c Candidate, rtt time.Duration, err error) {
 		return
 	}
 	st.State, st.RTTMillis = "up", float64(rtt.Microseconds())/1000
+	st.RecentRTTs = AppendRTT(st.RecentRTTs, st.RTTMillis)
 }
 
 // Invalidate implements Router.
@@ -118,6 +124,7 @@ func (s *Static) Invalidate(peer string, road Road, reason error) {
 	s.log.Info(fmt.Sprintf("route to %s via %s dropped: %v", peer, road, reason))
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.changed.Notify()
 	if p, ok := s.peers[peer]; ok && p.stat[road] != nil {
 		p.stat[road].State, p.stat[road].LastError = "down", reason.Error()
 	}
@@ -133,7 +140,9 @@ func (s *Static) Peers() []PeerStatus {
 		ps := PeerStatus{Name: name}
 		for _, r := range All {
 			if st, ok := p.stat[r]; ok {
-				ps.Roads = append(ps.Roads, *st)
+				rs := *st
+				rs.RecentRTTs = slices.Clone(st.RecentRTTs)
+				ps.Roads = append(ps.Roads, rs)
 				if ps.Road == "" && st.State != "down" {
 					ps.Road = r
 				}

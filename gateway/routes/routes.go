@@ -58,6 +58,7 @@ type entry struct {
 	downAt     time.Time // last failure
 	lastErr    string
 	rtt        time.Duration
+	rtts       []float64 // recent RTTs in ms, oldest first
 	checkedAt  time.Time
 	heldUntil  time.Time
 	heldCause  string
@@ -94,10 +95,15 @@ type Book struct {
 	now func() time.Time
 	log *slog.Logger
 
-	mu    sync.Mutex
-	peers map[string][]*entry // by peer, in road order
-	c     Counters
+	mu      sync.Mutex
+	peers   map[string][]*entry // by peer, in road order
+	c       Counters
+	changed roads.Signal
 }
+
+// Changed implements roads.Watchable: it closes at the next change to a
+// road's state, a peer's roads or a hold-down.
+func (b *Book) Changed() <-chan struct{} { return b.changed.C() }
 
 // New returns an empty book. now and log may be nil.
 func New(now func() time.Time, log *slog.Logger) *Book {
@@ -116,6 +122,7 @@ func New(now func() time.Time, log *slog.Logger) *Book {
 func (b *Book) Set(peer string, cands []roads.Candidate) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.changed.Notify()
 	old := b.peers[peer]
 	var es []*entry
 	for _, c := range cands {
@@ -137,6 +144,7 @@ func (b *Book) Set(peer string, cands []roads.Candidate) {
 
 // Remove forgets a peer.
 func (b *Book) Remove(peer string) {
+	defer b.changed.Notify()
 	b.mu.Lock()
 	delete(b.peers, peer)
 	b.mu.Unlock()
@@ -222,6 +230,7 @@ func (b *Book) find(c roads.Candidate) *entry {
 func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.changed.Notify()
 	e := b.find(c)
 	if e == nil {
 		return
@@ -230,6 +239,7 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 	e.checkedAt = now
 	if err == nil {
 		e.upAt, e.rtt, e.lastErr, e.heldUntil = now, rtt, "", time.Time{}
+		e.rtts = roads.AppendRTT(e.rtts, float64(rtt.Microseconds())/1000)
 		return
 	}
 	e.downAt, e.lastErr = now, err.Error()
@@ -278,6 +288,7 @@ func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 	b.log.Info(fmt.Sprintf("route to %s via %s dropped: %s: %v", peer, road, cause, reason))
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.changed.Notify()
 	b.c.Invalidations[cause]++
 	for _, e := range b.peers[peer] {
 		if e.cand.Road == road {
@@ -390,7 +401,7 @@ func (b *Book) Peers() []roads.PeerStatus {
 		ps := roads.PeerStatus{Name: n}
 		for _, e := range b.peers[n] {
 			st := roads.RoadStatus{Road: e.cand.Road, Address: e.cand.Address, Interface: e.cand.Interface, State: "unknown",
-				RTTMillis: float64(e.rtt.Microseconds()) / 1000, LastError: e.lastErr, CheckedAt: e.checkedAt}
+				RTTMillis: float64(e.rtt.Microseconds()) / 1000, RecentRTTs: slices.Clone(e.rtts), LastError: e.lastErr, CheckedAt: e.checkedAt}
 			switch {
 			case e.believedUp(now):
 				st.State = "up"
