@@ -122,6 +122,7 @@ type Gateway struct {
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
 	recon     *reconciler
+	page      pageAuth // the status page's login codes and sessions
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc

@@ -34,15 +34,22 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("DELETE /v1/apps/{app}", g.handleDeleteApp)
 	mux.HandleFunc("GET /v1/status", g.handleStatus)
 	mux.HandleFunc("GET /metrics", g.handleMetrics)
+	mux.HandleFunc("POST /v1/login-link", g.handleLoginLink)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
 	})
 	return g.guardLocal(mux)
 }
 
+// handleLoginLink mints a one-time link to the status page (`delta open`).
+func (g *Gateway) handleLoginLink(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"url": g.LoginLink(), "expires_in_s": LoginLinkLifetime.Seconds()})
+}
+
 // guardLocal refuses foreign Host headers (DNS rebinding) and requests
 // without the local token.
 func (g *Gateway) guardLocal(next http.Handler) http.Handler {
+	page := g.pageHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
@@ -51,6 +58,10 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if !isLoopbackHost(host) {
 			localError(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard); nothing was sent", r.Host))
+			return
+		}
+		if isPagePath(r.URL.Path) {
+			page.ServeHTTP(w, r) // its own login: a cookie, never the token
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -276,43 +287,27 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) handleAsk(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	c, err := g.db.Call(r.Context(), id)
-	if errors.Is(err, journal.ErrNotFound) {
-		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
-		return
-	}
-	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
-		return
-	}
-	if !c.State.Unsettled() {
-		localError(w, proto.Conflict, fmt.Sprintf("call %s is %s, not unknown or needs_person; there is nothing to ask", id, c.State))
-		return
-	}
-	g.recon.ask(r.Context(), c, true)
-	if c, err = g.db.Call(r.Context(), id); err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, viewCall(c))
+	c, err := g.Ask(r.Context(), r.PathValue("id"))
+	g.writeCallResult(w, r.PathValue("id"), c, err)
 }
 
 func (g *Gateway) handleDismiss(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if err := g.db.Dismiss(r.Context(), id); errors.Is(err, journal.ErrNotFound) {
+	c, err := g.Dismiss(r.Context(), r.PathValue("id"))
+	g.writeCallResult(w, r.PathValue("id"), c, err)
+}
+
+// writeCallResult answers an Ask or a Dismiss.
+func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *journal.Call, err error) {
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
 		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
-		return
-	} else if err != nil {
-		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
-		return
+	case errors.Is(err, ErrNotUnsettled):
+		localError(w, proto.Conflict, err.Error())
+	case err != nil:
+		localError(w, proto.Unavailable, "could not use the journal: "+err.Error())
+	default:
+		writeJSON(w, http.StatusOK, viewCall(c))
 	}
-	c, err := g.db.Call(r.Context(), id)
-	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
-		return
-	}
-	writeJSON(w, http.StatusOK, viewCall(c))
 }
 
 type appView struct {

@@ -352,3 +352,25 @@ func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }
+
+// Words says what state s means to a person, for the menu, notifications
+// and the status page.
+func (s CallState) Words() string {
+	switch s {
+	case Sending:
+		return "being sent"
+	case Answered:
+		return "answered"
+	case Unavailable:
+		return "not sent"
+	case Unknown:
+		return "outcome unknown"
+	case CarriedOut:
+		return "carried out"
+	case NotCarriedOut:
+		return "not carried out"
+	case NeedsPerson:
+		return "needs you"
+	}
+	return string(s)
+}

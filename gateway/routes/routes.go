@@ -105,6 +105,10 @@ type Book struct {
 // road's state, a peer's roads or a hold-down.
 func (b *Book) Changed() <-chan struct{} { return b.changed.C() }
 
+// Touch wakes the book's followers for a change next to it that they show
+// with it (the tailnet's login state).
+func (b *Book) Touch() { b.changed.Notify() }
+
 // New returns an empty book. now and log may be nil.
 func New(now func() time.Time, log *slog.Logger) *Book {
 	if now == nil {

@@ -85,6 +85,7 @@ func (n *Node) watch() {
 				n.mu.Lock()
 				n.authURL = *note.BrowseToURL
 				n.mu.Unlock()
+				n.book.Touch()
 				n.log.Warn("log in to the tailnet: open " + *note.BrowseToURL)
 			}
 			n.rescan()
@@ -134,6 +135,9 @@ func (n *Node) refresh() {
 	now := time.Now()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.backend != st.BackendState || st.AuthURL != "" && st.AuthURL != n.authURL {
+		defer n.book.Touch() // the menu's "Log in to tailnet…" follows
+	}
 	n.backend = st.BackendState
 	if st.AuthURL != "" {
 		n.authURL = st.AuthURL

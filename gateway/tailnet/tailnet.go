@@ -475,3 +475,10 @@ func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Certificate is this computer's TLS certificate (for tests).
 func (n *Node) Certificate() tls.Certificate { return n.cert }
+
+// Summary is what the menu needs of the tailnet: whether a person must log
+// in, and where.
+func (s TailnetStatus) Summary() gateway.TailnetSummary {
+	return gateway.TailnetSummary{State: s.State, LoginURL: s.LoginURL, Message: s.Message,
+		NeedsLogin: s.State == "NeedsLogin" || s.State == "NeedsMachineAuth"}
+}

@@ -1,0 +1,116 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"delta/gateway/journal"
+	"delta/gateway/roads"
+)
+
+// TailnetSummary is what the menu and the status page show of the tailnet.
+type TailnetSummary struct {
+	State      string // tsnet's backend state
+	LoginURL   string // open it to log in, when NeedsLogin
+	Message    string // why peers are missing, if they are
+	NeedsLogin bool   // a person has to log in or be approved
+}
+
+// Snapshot is everything the menu and the status page show, read at once.
+type Snapshot struct {
+	Self    Self
+	Version string
+	// Tailnet is nil in static mode.
+	Tailnet *TailnetSummary
+	Peers   []roads.PeerStatus
+	// Unsettled are the calls waiting for reconciliation or a person that
+	// nobody dismissed, newest first.
+	Unsettled []*journal.Call
+	// Dismissed are unsettled calls a person set aside (still reconciled).
+	Dismissed []*journal.Call
+	// Recent are the newest calls in any state, newest first.
+	Recent []*journal.Call
+}
+
+// recentCalls is how many calls a snapshot lists in Recent.
+const recentCalls = 20
+
+// Snapshot reads what the menu and the status page show.
+func (g *Gateway) Snapshot(ctx context.Context) (Snapshot, error) {
+	s := Snapshot{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
+	if g.cfg.TailnetStatus != nil {
+		if t, ok := g.cfg.TailnetStatus().(interface{ Summary() TailnetSummary }); ok {
+			sum := t.Summary()
+			s.Tailnet = &sum
+		}
+	}
+	var err error
+	if s.Unsettled, err = g.db.Calls(ctx, journal.CallFilter{Unsettled: true}); err != nil {
+		return s, err
+	}
+	for _, st := range []journal.CallState{journal.Unknown, journal.NeedsPerson} {
+		cs, err := g.db.Calls(ctx, journal.CallFilter{State: st})
+		if err != nil {
+			return s, err
+		}
+		for _, c := range cs {
+			if c.Dismissed {
+				s.Dismissed = append(s.Dismissed, c)
+			}
+		}
+	}
+	s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls})
+	return s, err
+}
+
+// Changed returns a channel that closes at the next change to what Snapshot
+// shows: a call, a road, the tailnet's login state. Take a new one after
+// each wake-up; a burst of changes wakes once.
+func (g *Gateway) Changed() <-chan struct{} {
+	w, ok := g.router.(roads.Watchable)
+	if !ok {
+		return g.db.Changed()
+	}
+	out := make(chan struct{})
+	dbc, rc := g.db.Changed(), w.Changed()
+	go func() {
+		select {
+		case <-dbc:
+		case <-rc:
+		case <-g.ctx.Done():
+		}
+		close(out)
+	}()
+	return out
+}
+
+// Done closes when the gateway is closing.
+func (g *Gateway) Done() <-chan struct{} { return g.ctx.Done() }
+
+// ErrNotUnsettled is returned by Ask for a call that is settled already.
+var ErrNotUnsettled = errors.New("not unknown or needs_person")
+
+// Ask asks the owner about an unsettled call now (the menu's "Ask now",
+// POST /v1/calls/{id}/ask) and returns the call as it stands after. A call
+// that needs a person may be settled by it. Errors wrap journal.ErrNotFound
+// or ErrNotUnsettled.
+func (g *Gateway) Ask(ctx context.Context, id string) (*journal.Call, error) {
+	c, err := g.db.Call(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !c.State.Unsettled() {
+		return c, fmt.Errorf("call %s is %s, %w; there is nothing to ask", id, c.State, ErrNotUnsettled)
+	}
+	g.recon.ask(ctx, c, true)
+	return g.db.Call(ctx, id)
+}
+
+// Dismiss sets a call aside: hidden from the menu, still reconciled.
+func (g *Gateway) Dismiss(ctx context.Context, id string) (*journal.Call, error) {
+	if err := g.db.Dismiss(ctx, id); err != nil {
+		return nil, err
+	}
+	return g.db.Call(ctx, id)
+}

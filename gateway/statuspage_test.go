@@ -1,0 +1,145 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"delta/gateway/gatewaytest"
+)
+
+// pageGet fetches path from the status page with cookie (may be nil),
+// without following redirects.
+func pageDo(t *testing.T, method, u string, cookie *http.Cookie, form url.Values, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, u, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if cookie != nil {
+		req.AddCookie(cookie)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// The status page's guards, one by one: a login link works once; no cookie,
+// the API token, a foreign Origin or a missing CSRF token are each refused
+// with a page naming why; the page lists an unsettled call and its Ask
+// settles it.
+func TestStatusPageGuards(t *testing.T) {
+	checkNoLeaks(t)
+	// The reconciler waits an hour: only the page's Ask settles the call.
+	laptop, studio := pair(t, func(n *node) { n.cfg.Backoff = []time.Duration{time.Hour} })
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/sleep-then-apply/p", []byte("x"),
+		"X-Delta-Request-Id", "page-1", "X-Delta-App", "editor", "X-Delta-Timeout", "0.3")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("setting up an unsettled call: %d %s", r.Status, r.Body)
+	}
+	base := laptop.g.LocalURL()
+
+	if resp, body := pageDo(t, "GET", base+"/", nil, nil); resp.StatusCode != 401 || !strings.Contains(body, "no session cookie") {
+		t.Errorf("page without a cookie: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := pageDo(t, "GET", base+"/", nil, nil, "Authorization", "Bearer "+laptop.g.Token()); resp.StatusCode != 401 {
+		t.Errorf("the API token opened the page: %d %s", resp.StatusCode, body)
+	}
+
+	link := laptop.g.LoginLink()
+	resp, _ := pageDo(t, "GET", link, nil, nil)
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Fatalf("login link: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "delta_session" {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("session cookie %+v: want HttpOnly and SameSite=Strict", cookie)
+	}
+	if resp, body := pageDo(t, "GET", link, nil, nil); resp.StatusCode != 403 || !strings.Contains(body, "used already") {
+		t.Errorf("the login link worked twice: %d %s", resp.StatusCode, body)
+	}
+	if r := laptop.c.Must(t, "GET", "/v1/status", nil, "Authorization", "", "Cookie", "delta_session="+cookie.Value); r.Status != 401 {
+		t.Errorf("the session cookie opened the API: %d", r.Status)
+	}
+
+	resp, body := pageDo(t, "GET", base+"/", cookie, nil)
+	if resp.StatusCode != 200 || !strings.Contains(body, "page-1") || !strings.Contains(body, "1 unsettled write") {
+		t.Fatalf("page: %d, lacks the unsettled call:\n%s", resp.StatusCode, body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+	if strings.Contains(body, "<script") || strings.Contains(body, "http://"+"fonts") {
+		t.Errorf("the page loads scripts or fonts")
+	}
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("the page has no CSRF token in its forms")
+	}
+	csrf := url.Values{"csrf": {m[1]}}
+	ask := base + "/page/calls/page-1/ask"
+	for _, tc := range []struct {
+		name   string
+		cookie *http.Cookie
+		form   url.Values
+		origin string
+		want   string
+	}{
+		{"no cookie", nil, csrf, base, "no session cookie"},
+		{"another origin", cookie, csrf, "http://evil.example", "it came from http://evil.example"},
+		{"no origin", cookie, csrf, "", "it has no Origin header"},
+		{"no CSRF token", cookie, url.Values{}, base, "CSRF token does not match"},
+	} {
+		hdr := []string{}
+		if tc.origin != "" {
+			hdr = []string{"Origin", tc.origin}
+		}
+		resp, body := pageDo(t, "POST", ask, tc.cookie, tc.form, hdr...)
+		if resp.StatusCode < 400 || !strings.Contains(body, tc.want) {
+			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, body)
+		}
+	}
+	if n := app.Effects("/sleep-then-apply/p"); n != 0 {
+		t.Fatalf("the owner applied before its release: %d", n)
+	}
+	if c := laptop.c.GetCall(t, "page-1", 0); c.State != "unknown" || c.OwnerState != "" {
+		t.Fatalf("a refused action reached the call: %+v", c)
+	}
+
+	app.Release("/sleep-then-apply/p")
+	studio.waitReceiptDone(t, "node-laptop", "page-1")
+	resp, _ = pageDo(t, "POST", ask, cookie, csrf, "Origin", base)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("ask from the page: %d", resp.StatusCode)
+	}
+	if c := laptop.c.GetCall(t, "page-1", 0); c.State != "carried_out" {
+		t.Fatalf("after Ask on the page the call is %s, want carried_out", c.State)
+	}
+	_, body = pageDo(t, "GET", base+"/", cookie, nil)
+	if !strings.Contains(body, "Asked studio about call page-1: carried out") || !strings.Contains(body, "Unsettled writes (0)") {
+		t.Errorf("page after Ask lacks the result:\n%s", body)
+	}
+}
