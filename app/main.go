@@ -2,8 +2,12 @@
 // talk to each other over whatever road joins them (DESIGN.md).
 //
 // This package is wiring only: it reads the settings of DESIGN §7 from flags
-// and the environment, sets up logging, starts a gateway.Gateway and stops
-// it on SIGINT or SIGTERM.
+// and the environment, sets up logging, starts the tailnet node and the
+// gateway, runs the menu-bar app (ui) on the main thread unless headless,
+// and shuts everything down on Quit, SIGINT or SIGTERM.
+//
+// `delta open` prints a one-time login link to the running Delta's status
+// page and opens it in the browser.
 package main
 
 import (
@@ -19,17 +23,23 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"delta/gateway"
 	"delta/gateway/roads"
 	"delta/gateway/tailnet"
+	"delta/ui"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	run := run
+	if len(os.Args) > 1 && os.Args[1] == "open" {
+		run = func(args []string, stderr io.Writer) error { return runOpen(args[1:], os.Stdout, stderr) }
+	}
 	if err := run(os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "delta:", err)
 		os.Exit(1)
@@ -65,7 +75,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return s, err
 	}
 	if fs.NArg() > 0 {
-		return s, fmt.Errorf("unexpected argument %q (delta takes flags only; see delta -h)", fs.Arg(0))
+		return s, fmt.Errorf("unexpected argument %q (delta takes flags, or the subcommand open; see delta -h)", fs.Arg(0))
 	}
 	if s.stateDir == "" {
 		return s, errors.New("no state folder: set --state-dir or DELTA_STATE_DIR (HOME is not set either)")
@@ -97,8 +107,21 @@ func run(args []string, stderr io.Writer) error {
 	}
 	defer closeLog()
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	if !s.headless {
-		log.Info("running headless: the tray is not part of this build yet")
+	withTray := !s.headless
+	switch {
+	case s.headless:
+		log.Info("running headless (--headless or DELTA_HEADLESS=1): everything but the tray and notifications")
+	case !ui.TrayAvailable:
+		withTray = false
+		log.Info("running headless: this build has no tray (macOS's menu bar needs a build with cgo); everything but the tray and notifications")
+	default:
+		warning, err := ui.DesktopProblem()
+		if err != nil {
+			withTray = false
+			log.Info("running headless: " + err.Error() + "; everything but the tray and notifications runs")
+		} else if warning != "" {
+			log.Warn(warning)
+		}
 	}
 
 	// The state folder's lock comes before anything else uses the folder.
@@ -145,7 +168,11 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	<-ctx.Done()
+	if withTray {
+		runTray(ctx, g, log)
+	} else {
+		<-ctx.Done()
+	}
 	log.Info("stopping: listeners close first, calls in flight are recorded")
 	err = g.Close()
 	if node != nil {
@@ -154,6 +181,30 @@ func run(args []string, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// runTray runs the menu and notifications on the main goroutine until Quit
+// or ctx ends (a signal), and waits for them to stop.
+func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	go func() {
+		<-ctx.Done()
+		ui.QuitSystray()
+	}()
+	ui.RunSystray(log, func(t *ui.Systray) {
+		log.Info("tray is up")
+		app := &ui.App{Gateway: g, Tray: t, Log: log, Quit: ui.QuitSystray}
+		wg.Go(func() { app.Run(ctx) })
+		n := &ui.Notifier{DB: g.Journal(), Sender: ui.SystemSender(), Log: log}
+		wg.Go(func() {
+			if err := n.Run(ctx); err != nil {
+				log.Error("notifications stopped: " + err.Error())
+			}
+		})
+	})
+	cancel()
+	wg.Wait()
 }
 
 func env(name, def string) string {

@@ -1,0 +1,33 @@
+package assets
+
+import (
+	"embed"
+	"fmt"
+)
+
+//go:embed *.png
+var files embed.FS
+
+// States are the tray icon's states, as ui.Level names them.
+var States = []string{"ok", "degraded", "unsettled"}
+
+// TrayIcon returns the tray icon for state: template is for the macOS menu
+// bar (black, alpha only: the system tints it for light and dark bars),
+// regular is the colour PNG Linux panels show. An unknown state is an
+// error naming it.
+func TrayIcon(state string) (template, regular []byte, err error) {
+	if template, err = files.ReadFile("tray-" + state + "-template.png"); err != nil {
+		return nil, nil, fmt.Errorf("assets: no tray icon for state %q (known: ok, degraded, unsettled)", state)
+	}
+	regular, err = files.ReadFile("tray-" + state + ".png")
+	return template, regular, err
+}
+
+// AppIcon is Delta's app icon, 512×512 PNG.
+func AppIcon() []byte {
+	b, err := files.ReadFile("app-icon.png")
+	if err != nil {
+		panic("assets: app-icon.png is not embedded: " + err.Error())
+	}
+	return b
+}

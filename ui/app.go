@@ -1,0 +1,166 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/atotto/clipboard"
+
+	"delta/gateway"
+	"delta/gateway/journal"
+)
+
+// Tray shows a Menu and reports clicks. The real one is the system tray
+// (Systray); tests may use their own.
+type Tray interface {
+	// Show replaces what the tray shows with m.
+	Show(m Menu)
+	// Clicks delivers the actions of clicked items.
+	Clicks() <-chan Action
+}
+
+// Settle is how long the app waits after a change for more before it
+// redraws the menu: a burst of changes is one redraw.
+const Settle = 150 * time.Millisecond
+
+// App is the menu-bar app's event loop: gateway changes in, menu out;
+// clicks in, gateway actions out.
+type App struct {
+	Gateway *gateway.Gateway
+	Tray    Tray
+	Log     *slog.Logger
+	// Open opens a URL in the browser. If nil, OpenURL.
+	Open func(url string) error
+	// Copy puts text on the clipboard. If nil, the system clipboard.
+	Copy func(text string) error
+	// Quit is called for "Quit Delta".
+	Quit func()
+	// Now is the clock for ages. If nil, time.Now.
+	Now func() time.Time
+
+	wg sync.WaitGroup
+}
+
+// Run draws the menu and follows the gateway until ctx ends.
+func (a *App) Run(ctx context.Context) {
+	if a.Open == nil {
+		a.Open = OpenURL
+	}
+	if a.Copy == nil {
+		a.Copy = clipboard.WriteAll
+	}
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	defer a.wg.Wait()
+	redraw := time.NewTimer(0)
+	defer redraw.Stop()
+	var changed <-chan struct{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.Gateway.Done():
+			return
+		case <-changed:
+			changed = nil
+			redraw.Reset(Settle)
+		case <-redraw.C:
+			changed = a.Gateway.Changed()
+			next := a.draw(ctx)
+			redraw.Reset(next)
+		case act := <-a.Tray.Clicks():
+			a.do(ctx, act)
+		}
+	}
+}
+
+// draw shows the menu as it is now and returns when to draw again even if
+// nothing changes: ages tick, hold-downs end.
+func (a *App) draw(ctx context.Context) time.Duration {
+	snap, err := a.Gateway.Snapshot(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.Log.Error("menu: could not read the gateway's state", "err", err)
+		}
+		return 5 * time.Second
+	}
+	now := a.Now()
+	a.Tray.Show(Build(snap, now))
+	next := time.Minute - time.Duration(now.Second())*time.Second // ages are in minutes beyond the first
+	if len(snap.Unsettled) > 0 {
+		next = min(next, 10*time.Second)
+	}
+	for _, p := range snap.Peers {
+		for _, r := range p.Roads {
+			if d := r.HeldDownUntil.Sub(now); d > 0 {
+				next = min(next, d+10*time.Millisecond)
+			}
+		}
+	}
+	return max(next, Settle)
+}
+
+func (a *App) do(ctx context.Context, act Action) {
+	switch act.Kind {
+	case ActQuit:
+		a.Log.Info("Quit Delta chosen in the menu")
+		if a.Quit != nil {
+			a.Quit()
+		}
+	case ActOpen:
+		url := a.Gateway.LoginLink()
+		if err := a.Open(url); err != nil {
+			a.Log.Warn("could not open the status page in a browser: "+err.Error(), "hint", "run `delta open` to print a login link")
+		}
+	case ActLogin:
+		if err := a.Open(act.URL); err != nil {
+			a.Log.Warn("could not open the tailnet's login page: "+err.Error(), "url", act.URL)
+		}
+	case ActCopyID:
+		if err := a.Copy(act.CallID); err != nil {
+			a.Log.Warn("could not copy the request id to the clipboard: "+err.Error(), "request_id", act.CallID)
+		}
+	case ActAsk, ActDismiss:
+		// Asking may wait on the network: never block the menu on it.
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			var c *journal.Call
+			var err error
+			if act.Kind == ActAsk {
+				c, err = a.Gateway.Ask(ctx, act.CallID)
+			} else {
+				c, err = a.Gateway.Dismiss(ctx, act.CallID)
+			}
+			switch {
+			case errors.Is(err, journal.ErrNotFound):
+				a.Log.Warn(fmt.Sprintf("menu: %s: there is no call %s on this computer", act.Kind, act.CallID))
+			case err != nil:
+				a.Log.Warn(fmt.Sprintf("menu: %s call %s: %v", act.Kind, act.CallID, err))
+			default:
+				a.Log.Info(fmt.Sprintf("menu: %s call %s: it is %s", act.Kind, act.CallID, c.State.Words()))
+			}
+		}()
+	}
+}
+
+// OpenURL opens url in the default browser.
+func OpenURL(url string) error {
+	name := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		name = "open"
+	}
+	cmd := exec.Command(name, url)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	go cmd.Wait()
+	return nil
+}

@@ -1,0 +1,252 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"delta/gateway"
+	"delta/gateway/journal"
+	"delta/gateway/roads"
+)
+
+// Level is the overall state the icon shows.
+type Level string
+
+// The icon's three states.
+const (
+	OK        Level = "ok"        // every peer reachable, nothing unsettled
+	Degraded  Level = "degraded"  // a peer unreachable, or the tailnet needs a login
+	Unsettled Level = "unsettled" // a write waits to be settled
+)
+
+// ActionKind is what clicking a menu item does.
+type ActionKind string
+
+// The menu's actions.
+const (
+	ActAsk     ActionKind = "ask"     // ask the owner about a call now
+	ActCopyID  ActionKind = "copy-id" // copy a call's request id
+	ActDismiss ActionKind = "dismiss" // set a call aside (confirmed in a submenu)
+	ActOpen    ActionKind = "open"    // open the status page
+	ActLogin   ActionKind = "login"   // open the tailnet's login URL
+	ActQuit    ActionKind = "quit"
+)
+
+// Action is a click's meaning.
+type Action struct {
+	Kind   ActionKind
+	CallID string // ask, copy-id, dismiss
+	URL    string // login
+}
+
+// Item is one menu entry. An item without an Action and without Children
+// is an information line, shown disabled.
+type Item struct {
+	// Key names the item across rebuilds ("peer/studio/lan",
+	// "call/ID/ask"): an item with the same key is the same item.
+	Key       string
+	Title     string
+	Tooltip   string
+	Action    *Action
+	Children  []Item
+	Separator bool
+}
+
+// Enabled reports whether the item can be clicked or opened.
+func (it Item) Enabled() bool { return it.Action != nil || len(it.Children) > 0 }
+
+// Menu is the whole tray: the icon's state, its tooltip and the items.
+type Menu struct {
+	Level   Level
+	Tooltip string
+	Items   []Item
+}
+
+// MaxCallsInMenu is how many unsettled calls the menu lists; the rest are
+// on the status page.
+const MaxCallsInMenu = 10
+
+// Build turns a gateway snapshot into the menu (DESIGN §6). It is a pure
+// function of its arguments: now is only used for ages.
+func Build(s gateway.Snapshot, now time.Time) Menu {
+	level, headline := gateway.Overall(s)
+	m := Menu{Level: Level(level), Tooltip: "Delta: " + headline}
+	add := func(it Item) { m.Items = append(m.Items, it) }
+	sep := func(key string) { add(Item{Key: "sep/" + key, Separator: true}) }
+
+	add(Item{Key: "headline", Title: headline})
+	if t := s.Tailnet; t != nil && t.Message != "" && t.State != "Running" && !t.NeedsLogin {
+		add(Item{Key: "tailnet", Title: clip(s.Tailnet.Message, 70)})
+	}
+	sep("peers")
+	if len(s.Peers) == 0 {
+		add(Item{Key: "peers/none", Title: "No peers yet"})
+	}
+	for _, p := range s.Peers {
+		add(peerItem(p, now))
+	}
+	sep("calls")
+	add(callsItem(s, now))
+	sep("actions")
+	add(Item{Key: "open", Title: "Open status page", Action: &Action{Kind: ActOpen}})
+	if t := s.Tailnet; t != nil && t.NeedsLogin {
+		it := Item{Key: "login", Title: "Log in to tailnet…"}
+		if t.LoginURL != "" {
+			it.Action = &Action{Kind: ActLogin, URL: t.LoginURL}
+		} else {
+			it.Title = "Log in to tailnet… (waiting for a login address)"
+		}
+		add(it)
+	}
+	sep("quit")
+	add(Item{Key: "quit", Title: "Quit Delta", Action: &Action{Kind: ActQuit}})
+	return m
+}
+
+func peerItem(p roads.PeerStatus, now time.Time) Item {
+	key := "peer/" + p.Name
+	it := Item{Key: key}
+	switch cur := currentRoad(p); {
+	case cur != nil && cur.RTTMillis > 0:
+		it.Title = fmt.Sprintf("%s — %s, %s", p.Name, cur.Road, gateway.FormatMillis(cur.RTTMillis))
+	case cur != nil:
+		it.Title = fmt.Sprintf("%s — %s", p.Name, cur.Road)
+	case !gateway.PeerReachable(p):
+		it.Title = p.Name + " — unreachable"
+	default:
+		it.Title = p.Name + " — not checked yet"
+	}
+	for _, r := range p.Roads {
+		rk := key + "/" + string(r.Road)
+		where := r.Address
+		if r.Interface != "" {
+			where += " on " + r.Interface
+		}
+		line := fmt.Sprintf("%s  %s — %s", r.Road, where, r.State)
+		if r.RTTMillis > 0 && r.State == "up" {
+			line += ", " + gateway.FormatMillis(r.RTTMillis)
+		}
+		it.Children = append(it.Children, Item{Key: rk, Title: line})
+		if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
+			it.Children = append(it.Children, Item{Key: rk + "/held", Title: "    held down until " + r.HeldDownUntil.Local().Format("15:04:05")})
+		}
+		if r.LastError != "" && r.State != "up" {
+			it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + clip(r.LastError, 90), Tooltip: r.LastError})
+		}
+	}
+	return it
+}
+
+// currentRoad is the road the peer is reached by now, if any is up.
+func currentRoad(p roads.PeerStatus) *roads.RoadStatus {
+	for i := range p.Roads {
+		if p.Roads[i].Road == p.Road && p.Roads[i].State == "up" {
+			return &p.Roads[i]
+		}
+	}
+	return nil
+}
+
+func callsItem(s gateway.Snapshot, now time.Time) Item {
+	n := len(s.Unsettled)
+	if n == 0 {
+		return Item{Key: "calls", Title: "No unsettled writes"}
+	}
+	it := Item{Key: "calls", Title: fmt.Sprintf("Unsettled writes (%d)", n)}
+	for i, c := range s.Unsettled {
+		if i == MaxCallsInMenu {
+			it.Children = append(it.Children, Item{Key: "calls/more", Title: fmt.Sprintf("%d more on the status page…", n-i), Action: &Action{Kind: ActOpen}})
+			break
+		}
+		it.Children = append(it.Children, callItem(c, now))
+	}
+	return it
+}
+
+// CallLine names a call for people: "editor → notes on studio: POST /a".
+func CallLine(c *journal.Call) string {
+	from := c.CallerApp
+	if from == "" {
+		from = "an app"
+	}
+	return fmt.Sprintf("%s → %s on %s: %s %s", from, c.App, c.Peer, c.Method, clip(c.Path, 40))
+}
+
+func callItem(c *journal.Call, now time.Time) Item {
+	key := "call/" + c.RequestID
+	it := Item{Key: key, Title: CallLine(c) + " — " + gateway.Ago(now.Sub(c.CreatedAt))}
+	said := "not asked yet"
+	if c.OwnerState != "" {
+		said = "the owner last said: " + c.OwnerState
+	}
+	it.Children = []Item{
+		{Key: key + "/state", Title: fmt.Sprintf("%s, sent %s ago; %s", capitalize(c.State.Words()), gateway.Ago(now.Sub(c.CreatedAt)), said)},
+	}
+	if c.Detail != "" {
+		it.Children = append(it.Children, Item{Key: key + "/detail", Title: clip(c.Detail, 90), Tooltip: c.Detail})
+	}
+	it.Children = append(it.Children,
+		Item{Key: key + "/sep", Separator: true},
+		Item{Key: key + "/ask", Title: "Ask now", Action: &Action{Kind: ActAsk, CallID: c.RequestID}},
+		Item{Key: key + "/copy", Title: "Copy request id", Tooltip: c.RequestID, Action: &Action{Kind: ActCopyID, CallID: c.RequestID}},
+		Item{Key: key + "/dismiss", Title: "Dismiss…", Children: []Item{
+			{Key: key + "/dismiss/why", Title: "Hide it from this menu; Delta keeps asking the owner"},
+			{Key: key + "/dismiss/yes", Title: "Dismiss", Action: &Action{Kind: ActDismiss, CallID: c.RequestID}},
+		}},
+	)
+	return it
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// clip shortens s to n runes with an ellipsis.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// Find returns the item with key in m, if any (for tests and clicks).
+func (m Menu) Find(key string) (Item, bool) {
+	var walk func([]Item) (Item, bool)
+	walk = func(items []Item) (Item, bool) {
+		for _, it := range items {
+			if it.Key == key {
+				return it, true
+			}
+			if f, ok := walk(it.Children); ok {
+				return f, true
+			}
+		}
+		return Item{}, false
+	}
+	return walk(m.Items)
+}
+
+// Shape lists every key in menu order, nesting marked: two menus with the
+// same shape differ only in titles, so a tray can update them in place.
+func (m Menu) Shape() string {
+	var b strings.Builder
+	var walk func([]Item)
+	walk = func(items []Item) {
+		for _, it := range items {
+			b.WriteString(it.Key)
+			if len(it.Children) > 0 {
+				b.WriteString("{")
+				walk(it.Children)
+				b.WriteString("}")
+			}
+			b.WriteString(";")
+		}
+	}
+	walk(m.Items)
+	return b.String()
+}

@@ -1,0 +1,184 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"delta/gateway"
+	"delta/gateway/journal"
+	"delta/gateway/roads"
+)
+
+var now = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
+
+func studio(state string, held time.Time) roads.PeerStatus {
+	p := roads.PeerStatus{Name: "studio", Roads: []roads.RoadStatus{
+		{Road: roads.Thunderbolt, Address: "169.254.3.2:7422", Interface: "bridge0", State: state, RTTMillis: 0.4, LastError: "", HeldDownUntil: held},
+		{Road: roads.LAN, Address: "192.168.1.20:7422", Interface: "en0", State: "up", RTTMillis: 2.1},
+		{Road: roads.Tailnet, Address: "studio:7421", State: "unknown"},
+	}}
+	if state == "up" {
+		p.Road = roads.Thunderbolt
+	} else {
+		p.Road = roads.LAN
+		p.Roads[0].LastError = "connect to studio via thunderbolt (169.254.3.2:7422 on bridge0) timed out after 2.0 s"
+	}
+	return p
+}
+
+func unknownCall(id string, age time.Duration) *journal.Call {
+	return &journal.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/notes/42",
+		State: journal.Unknown, OwnerState: "running", CreatedAt: now.Add(-age),
+		Detail: "studio did not answer; it will not be sent again, and Delta is asking studio what happened"}
+}
+
+// titles lists the menu as lines, children indented, separators as "--".
+func titles(items []Item, indent string) []string {
+	var out []string
+	for _, it := range items {
+		switch {
+		case it.Separator:
+			out = append(out, indent+"--")
+		case it.Enabled():
+			out = append(out, indent+it.Title)
+		default:
+			out = append(out, indent+"("+it.Title+")")
+		}
+		out = append(out, titles(it.Children, indent+"  ")...)
+	}
+	return out
+}
+
+func TestBuild(t *testing.T) {
+	unreachable := roads.PeerStatus{Name: "attic", Roads: []roads.RoadStatus{{Road: roads.LAN, Address: "192.168.1.30:7422", State: "down", LastError: "connection refused"}}}
+	calls := make([]*journal.Call, 12)
+	for i := range calls {
+		calls[i] = unknownCall(fmt.Sprintf("req-%02d", i), time.Duration(i+1)*time.Minute)
+	}
+	for _, tc := range []struct {
+		name  string
+		snap  gateway.Snapshot
+		level Level
+		want  []string // lines that must appear, in this order
+		not   []string // lines that must not appear
+	}{
+		{
+			name:  "all well",
+			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}},
+			level: OK,
+			want: []string{"(All well: 1 peer reachable)", "--", "studio — thunderbolt, 0.4 ms",
+				"  (thunderbolt  169.254.3.2:7422 on bridge0 — up, 0.4 ms)", "  (lan  192.168.1.20:7422 on en0 — up, 2.1 ms)", "  (tailnet  studio:7421 — unknown)",
+				"--", "(No unsettled writes)", "--", "Open status page", "--", "Quit Delta"},
+			not: []string{"Log in to tailnet…"},
+		},
+		{
+			name:  "thunderbolt held down, lan carries",
+			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("down", now.Add(3*time.Second))}},
+			level: OK,
+			want: []string{"studio — lan, 2.1 ms", "  (thunderbolt  169.254.3.2:7422 on bridge0 — down)",
+				"  (    held down until " + now.Add(3*time.Second).Local().Format("15:04:05") + ")",
+				"  (    connect to studio via thunderbolt (169.254.3.2:7422 on bridge0) timed out after 2.0 s)"},
+		},
+		{
+			name:  "a peer unreachable",
+			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{}), unreachable}},
+			level: Degraded,
+			want:  []string{"(attic is unreachable)", "attic — unreachable", "  (lan  192.168.1.30:7422 — down)", "  (    connection refused)"},
+		},
+		{
+			name:  "an unsettled write",
+			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", 3*time.Minute)}},
+			level: Unsettled,
+			want: []string{"(1 unsettled write)", "Unsettled writes (1)", "  editor → notes on studio: POST /notes/42 — 3 min",
+				"    (Outcome unknown, sent 3 min ago; the owner last said: running)",
+				"    (studio did not answer; it will not be sent again, and Delta is asking studio what happened)",
+				"    --", "    Ask now", "    Copy request id", "    Dismiss…",
+				"      (Hide it from this menu; Delta keeps asking the owner)", "      Dismiss"},
+		},
+		{
+			name:  "more unsettled writes than the menu lists",
+			snap:  gateway.Snapshot{Unsettled: calls},
+			level: Unsettled,
+			want:  []string{"(12 unsettled writes)", "(No peers yet)", "Unsettled writes (12)", "  editor → notes on studio: POST /notes/42 — 10 min", "  2 more on the status page…"},
+			not:   []string{"  editor → notes on studio: POST /notes/42 — 11 min"},
+		},
+		{
+			name:  "not logged in to the tailnet, login address known",
+			snap:  gateway.Snapshot{Tailnet: &gateway.TailnetSummary{State: "NeedsLogin", NeedsLogin: true, LoginURL: "https://login.example/a", Message: "not logged in to the tailnet: open https://login.example/a to log in; until then there are no peers"}},
+			level: Degraded,
+			want:  []string{"(Not logged in to the tailnet)", "--", "Open status page", "Log in to tailnet…", "Quit Delta"},
+		},
+		{
+			name:  "connecting to the tailnet",
+			snap:  gateway.Snapshot{Tailnet: &gateway.TailnetSummary{State: "Starting", Message: "connecting to the tailnet (Starting)"}},
+			level: OK,
+			want:  []string{"(Delta is running; no peers yet)", "(connecting to the tailnet (Starting))"},
+			not:   []string{"Log in to tailnet…"},
+		},
+		{
+			name:  "not logged in, no address yet",
+			snap:  gateway.Snapshot{Tailnet: &gateway.TailnetSummary{State: "NeedsLogin", NeedsLogin: true}},
+			level: Degraded,
+			want:  []string{"(Log in to tailnet… (waiting for a login address))"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := Build(tc.snap, now)
+			if m.Level != tc.level {
+				t.Errorf("level %s, want %s", m.Level, tc.level)
+			}
+			lines := titles(m.Items, "")
+			at := 0
+			for _, w := range tc.want {
+				i := indexFrom(lines, w, at)
+				if i < 0 {
+					t.Fatalf("menu lacks %q after line %d:\n%s", w, at, strings.Join(lines, "\n"))
+				}
+				at = i + 1
+			}
+			for _, n := range tc.not {
+				if indexFrom(lines, n, 0) >= 0 {
+					t.Errorf("menu has %q:\n%s", n, strings.Join(lines, "\n"))
+				}
+			}
+		})
+	}
+}
+
+func indexFrom(lines []string, s string, from int) int {
+	for i := from; i < len(lines); i++ {
+		if lines[i] == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// Actions carry what they act on, and keys stay put when only the numbers
+// change, so a tray can update titles in place instead of rebuilding.
+func TestBuildActionsAndShape(t *testing.T) {
+	s := gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", time.Minute)}}
+	m := Build(s, now)
+	for key, want := range map[string]Action{
+		"call/req-1/ask":         {Kind: ActAsk, CallID: "req-1"},
+		"call/req-1/copy":        {Kind: ActCopyID, CallID: "req-1"},
+		"call/req-1/dismiss/yes": {Kind: ActDismiss, CallID: "req-1"},
+		"open":                   {Kind: ActOpen},
+		"quit":                   {Kind: ActQuit},
+	} {
+		it, ok := m.Find(key)
+		if !ok || it.Action == nil || *it.Action != want {
+			t.Errorf("%s: %+v, want %+v", key, it.Action, want)
+		}
+	}
+	later := Build(s, now.Add(5*time.Minute))
+	if later.Shape() != m.Shape() {
+		t.Errorf("the shape changed with time alone:\n%s\n%s", m.Shape(), later.Shape())
+	}
+	s.Unsettled = nil
+	if Build(s, now).Shape() == m.Shape() {
+		t.Error("settling the call did not change the shape")
+	}
+}

@@ -1,0 +1,204 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"delta/gateway/journal"
+)
+
+// Note is one notification: what happened, where, and what to do.
+type Note struct {
+	Title string
+	Body  string
+}
+
+// Sender shows notifications: the system's notification center on macOS,
+// org.freedesktop.Notifications on Linux.
+type Sender interface {
+	Send(n Note) error
+}
+
+// SenderFunc adapts a function to Sender.
+type SenderFunc func(Note) error
+
+// Send implements Sender.
+func (f SenderFunc) Send(n Note) error { return f(n) }
+
+// noteKind is what a call event means to a person.
+type noteKind int
+
+const (
+	noteNone      noteKind = iota
+	noteUnsettled          // sent, and no answer came: outcome unknown
+	noteCarried            // settled: carried out
+	noteNotCarried         // settled: provably not carried out
+	noteNeedsYou           // the owner cannot tell; a person must look
+)
+
+// kindOf classifies one journal event.
+func kindOf(e journal.Event) noteKind {
+	if e.State == e.From {
+		return noteNone // the owner said something new, or a dismissal
+	}
+	switch e.State {
+	case journal.Unknown:
+		return noteUnsettled
+	case journal.CarriedOut:
+		return noteCarried
+	case journal.NotCarriedOut:
+		return noteNotCarried
+	case journal.NeedsPerson:
+		return noteNeedsYou
+	}
+	return noteNone
+}
+
+// Coalesce is how long the notifier gathers events before it shows them:
+// a burst of calls becoming unsettled (a cable pulled under ten writes) is
+// one notification, not ten.
+const Coalesce = 750 * time.Millisecond
+
+// Notifier follows the journal's call events and turns them into
+// notifications (DESIGN §6).
+type Notifier struct {
+	DB     *journal.DB
+	Sender Sender
+	Log    *slog.Logger
+	// Window is the coalescing window; if 0, Coalesce.
+	Window time.Duration
+}
+
+// Run notifies about events after the journal's newest one at the time of
+// the call, until ctx ends.
+func (n *Notifier) Run(ctx context.Context) error {
+	cursor, err := n.DB.LastEventSeq(ctx)
+	if err != nil {
+		return err
+	}
+	window := n.Window
+	if window == 0 {
+		window = Coalesce
+	}
+	for {
+		changed := n.DB.Changed()
+		evs, err := n.DB.EventsAfter(ctx, cursor, 1000)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			n.Log.Error("notifications: read the journal's call events", "err", err)
+		}
+		if len(evs) > 0 {
+			cursor = evs[len(evs)-1].Seq
+			var notable []journal.Event
+			for _, e := range evs {
+				if kindOf(e) != noteNone {
+					notable = append(notable, e)
+				}
+			}
+			if len(notable) > 0 {
+				// Gather what else happens within the window, then show it all.
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(window):
+				}
+				more, _ := n.DB.EventsAfter(ctx, cursor, 1000)
+				if len(more) > 0 {
+					cursor = more[len(more)-1].Seq
+				}
+				for _, e := range more {
+					if kindOf(e) != noteNone {
+						notable = append(notable, e)
+					}
+				}
+				for _, note := range n.compose(ctx, notable) {
+					if err := n.Sender.Send(note); err != nil {
+						n.Log.Warn("could not show a notification: "+err.Error(), "title", note.Title)
+					}
+				}
+				continue
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// compose turns a batch of events into notifications: per kind, one about
+// the call if there is one, else one that counts them. A call that became
+// unsettled and settled within the batch is told once, by how it settled.
+func (n *Notifier) compose(ctx context.Context, evs []journal.Event) []Note {
+	last := map[string]noteKind{}
+	var order []string
+	for _, e := range evs {
+		if _, seen := last[e.RequestID]; !seen {
+			order = append(order, e.RequestID)
+		}
+		last[e.RequestID] = kindOf(e)
+	}
+	byKind := map[noteKind][]*journal.Call{}
+	for _, id := range order {
+		c, err := n.DB.Call(ctx, id)
+		if err != nil {
+			continue // swept meanwhile
+		}
+		byKind[last[id]] = append(byKind[last[id]], c)
+	}
+	var out []Note
+	for _, k := range []noteKind{noteNeedsYou, noteUnsettled, noteNotCarried, noteCarried} {
+		if cs := byKind[k]; len(cs) > 0 {
+			out = append(out, noteFor(k, cs))
+		}
+	}
+	return out
+}
+
+// noteFor writes the notification for calls that all reached kind k.
+func noteFor(k noteKind, cs []*journal.Call) Note {
+	if len(cs) == 1 {
+		c := cs[0]
+		line := CallLine(c)
+		switch k {
+		case noteUnsettled:
+			return Note{Title: "A write's outcome is unknown",
+				Body: fmt.Sprintf("%s left this computer and no answer came. Delta will not send it again; it is asking %s whether it was carried out.", line, c.Peer)}
+		case noteCarried:
+			return Note{Title: "Write carried out",
+				Body: fmt.Sprintf("%s: %s says it was carried out. Nothing more to do.", line, c.Peer)}
+		case noteNotCarried:
+			return Note{Title: "Write not carried out",
+				Body: fmt.Sprintf("%s: %s says it never arrived, so it was not carried out. It is safe to send it again.", line, c.Peer)}
+		default:
+			return Note{Title: "A write needs you",
+				Body: fmt.Sprintf("%s: %s cannot tell whether its app carried it out. Check %s on %s, then dismiss it in Delta's menu.", line, c.Peer, c.App, c.Peer)}
+		}
+	}
+	var lines []string
+	for i, c := range cs {
+		if i == 3 {
+			lines = append(lines, fmt.Sprintf("and %d more", len(cs)-3))
+			break
+		}
+		lines = append(lines, CallLine(c))
+	}
+	list := strings.Join(lines, "; ")
+	switch k {
+	case noteUnsettled:
+		return Note{Title: fmt.Sprintf("%d writes' outcomes are unknown", len(cs)),
+			Body: list + ". Delta will not send them again; it is asking their owners whether they were carried out."}
+	case noteCarried:
+		return Note{Title: fmt.Sprintf("%d writes carried out", len(cs)), Body: list + ". Nothing more to do."}
+	case noteNotCarried:
+		return Note{Title: fmt.Sprintf("%d writes not carried out", len(cs)), Body: list + ". They never arrived; it is safe to send them again."}
+	}
+	return Note{Title: fmt.Sprintf("%d writes need you", len(cs)),
+		Body: list + ". Their owners cannot tell whether they were carried out: check each, then dismiss it in Delta's menu."}
+}

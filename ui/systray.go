@@ -1,0 +1,154 @@
+//go:build !darwin || cgo
+
+package ui
+
+import (
+	"log/slog"
+	"sync"
+
+	"fyne.io/systray"
+
+	"delta/assets"
+)
+
+// TrayAvailable reports whether this build has a system tray: on macOS it
+// needs cgo.
+const TrayAvailable = true
+
+// Systray is the Tray on the system's menu bar or panel (fyne.io/systray:
+// AppKit on macOS, StatusNotifierItem and dbusmenu over the session bus on
+// Linux).
+type Systray struct {
+	log    *slog.Logger
+	clicks chan Action
+
+	mu    sync.Mutex
+	menu  Menu
+	shape string
+	level Level
+	items map[string]*systray.MenuItem
+}
+
+// RunSystray runs the system tray on the calling goroutine, which must be
+// the main one (macOS needs it), until QuitSystray. ready runs once the tray
+// is up, on its own goroutine; after RunSystray returns, clean up (on
+// macOS systray's exit callback is not called).
+func RunSystray(log *slog.Logger, ready func(t *Systray)) {
+	t := &Systray{log: log, clicks: make(chan Action, 16), items: map[string]*systray.MenuItem{}}
+	systray.Run(func() {
+		t.setIcon(OK)
+		systray.SetTooltip("Delta")
+		ready(t)
+	}, nil)
+}
+
+// QuitSystray makes RunSystray return. It may be called from any goroutine,
+// more than once.
+func QuitSystray() { systray.Quit() }
+
+// Clicks implements Tray.
+func (t *Systray) Clicks() <-chan Action { return t.clicks }
+
+func (t *Systray) setIcon(l Level) {
+	tmpl, reg, err := assets.TrayIcon(string(l))
+	if err != nil {
+		t.log.Error("tray icon: " + err.Error())
+		return
+	}
+	systray.SetTemplateIcon(tmpl, reg)
+	t.level = l
+}
+
+// Show implements Tray: items whose keys did not move are updated in place
+// (an open menu stays open); otherwise the menu is rebuilt.
+func (t *Systray) Show(m Menu) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if m.Level != t.level {
+		t.setIcon(m.Level)
+	}
+	if m.Tooltip != t.menu.Tooltip {
+		systray.SetTooltip(m.Tooltip)
+	}
+	if shape := m.Shape(); shape != t.shape {
+		systray.ResetMenu()
+		t.items = map[string]*systray.MenuItem{}
+		t.add(m.Items, nil)
+		t.shape = shape
+	} else {
+		t.update(t.menu.Items, m.Items)
+	}
+	t.menu = m
+}
+
+func (t *Systray) add(items []Item, parent *systray.MenuItem) {
+	for _, it := range items {
+		if it.Separator {
+			if parent == nil {
+				systray.AddSeparator()
+			} else {
+				parent.AddSeparator()
+			}
+			continue
+		}
+		var mi *systray.MenuItem
+		if parent == nil {
+			mi = systray.AddMenuItem(it.Title, it.Tooltip)
+		} else {
+			mi = parent.AddSubMenuItem(it.Title, it.Tooltip)
+		}
+		if !it.Enabled() {
+			mi.Disable()
+		}
+		t.items[it.Key] = mi
+		if it.Action != nil {
+			go t.drain(it.Key, mi.ClickedCh)
+		}
+		t.add(it.Children, mi)
+	}
+}
+
+// update changes titles, tooltips and enabled states of a menu with the
+// same shape.
+func (t *Systray) update(old, cur []Item) {
+	for i, it := range cur {
+		o := old[i]
+		mi := t.items[it.Key]
+		if mi == nil {
+			continue
+		}
+		if o.Title != it.Title {
+			mi.SetTitle(it.Title)
+		}
+		if o.Tooltip != it.Tooltip {
+			mi.SetTooltip(it.Tooltip)
+		}
+		if o.Enabled() != it.Enabled() {
+			if it.Enabled() {
+				mi.Enable()
+			} else {
+				mi.Disable()
+			}
+		}
+		t.update(o.Children, it.Children)
+	}
+}
+
+// drain receives an item's clicks (systray drops a click nobody receives
+// at that instant) until the item is removed, and hands on the item's
+// current action.
+func (t *Systray) drain(key string, ch <-chan struct{}) {
+	for range ch {
+		t.mu.Lock()
+		it, ok := t.menu.Find(key)
+		t.mu.Unlock()
+		if !ok || it.Action == nil {
+			continue
+		}
+		select {
+		case t.clicks <- *it.Action:
+		default:
+			t.log.Warn("menu: a click was dropped: too many clicks waiting", "item", it.Title)
+		}
+	}
+}
