@@ -44,6 +44,8 @@ type proc struct {
 	log      *gatewaytest.LogBuffer
 	c        *gatewaytest.Client
 	args     []string // extra flags
+	env      []string // extra environment
+	tray     bool     // run with the tray (no --headless)
 	wrap     []string // runs the binary under this command (ip netns exec NS)
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 }
@@ -82,8 +84,13 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	p.log = &gatewaytest.LogBuffer{}
-	argv := append(append(append([]string{}, p.wrap...), bin, "--state-dir", p.dir, "--listen", "127.0.0.1:0", "--headless"), p.args...)
+	argv := append(append([]string{}, p.wrap...), bin, "--state-dir", p.dir, "--listen", "127.0.0.1:0")
+	if !p.tray {
+		argv = append(argv, "--headless")
+	}
+	argv = append(argv, p.args...)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"delta/gateway/gatewaytest"
+	"delta/ui/uitest"
+)
+
+// TestTray runs the delta binary with its real tray on a private session
+// bus and uses it the way a panel and a person do: the menu, read with
+// dbusmenu's GetLayout, shows the peer, its road and an unsettled call;
+// clicking "Ask now" makes the gateway ask the owner; the menu follows the
+// call as it settles; a notification is shown when it becomes unsettled and
+// one when it settles; "Quit Delta" stops the process cleanly.
+func TestTray(t *testing.T) {
+	bus := uitest.StartBus(t)
+	notes := bus.ServeNotifications(t)
+	watcher := bus.ServeWatcher(t)
+	laptop, studio := twoProcs(t)
+	laptop.tray = true
+	laptop.env = []string{"DBUS_SESSION_BUS_ADDRESS=" + bus.Addr}
+	studio.start(t)
+	laptop.start(t)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+
+	tray := bus.WaitTray(t, laptop.cmd.Process.Pid, 30*time.Second)
+	gatewaytest.WaitFor(t, 10*time.Second, "the tray to register with the StatusNotifierWatcher", func() bool {
+		return slices.ContainsFunc(watcher.Items(), func(s string) bool { return strings.HasSuffix(s, "/StatusNotifierItem") })
+	})
+	if tip, err := tray.Property("ToolTip"); err != nil || !strings.Contains(tip.String(), "Delta") {
+		t.Errorf("tray tooltip %v %v", tip, err)
+	}
+
+	// A read puts the lan road up; the menu shows studio by it.
+	if r := laptop.c.Must(t, "GET", "/v1/peers/studio/notes/answer/r", nil); r.Status >= 300 {
+		t.Fatalf("read: %d %s", r.Status, r.Body)
+	}
+	tray.WaitMenu(t, 10*time.Second, "studio by lan with its roads", func(m []uitest.MenuItem) bool {
+		p, ok := uitest.Find(m, "studio — lan, ")
+		return ok && len(p.Children) == 1 && strings.HasPrefix(p.Children[0].Label, "lan  "+laptopPeerOf(studio)+" — up, ")
+	})
+
+	// A call whose owner's app is slow: the caller is told outcome_unknown.
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/sleep-then-apply/t", []byte("x"),
+		"X-Delta-Request-Id", "tray-1", "X-Delta-App", "editor", "X-Delta-Timeout", "0.5")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	n := notes.WaitFor(t, "outcome is unknown", 15*time.Second)
+	if n.AppName != "Delta" || !strings.Contains(n.Body, "editor → notes on studio: POST /sleep-then-apply/t") || !n.HasImage {
+		t.Errorf("unsettled notification: %+v", n)
+	}
+	const line = "editor → notes on studio: POST /sleep-then-apply/t"
+	menu := tray.WaitMenu(t, 10*time.Second, "the unsettled call", func(m []uitest.MenuItem) bool {
+		c, ok := uitest.Find(m, line)
+		_, head := uitest.Find(m, "1 unsettled write")
+		_, ask := uitest.Find(c.Children, "Ask now")
+		return ok && head && ask
+	})
+	calls, _ := uitest.Find(menu, "Unsettled writes (1)")
+	call, _ := uitest.Find(calls.Children, line)
+	for _, want := range []string{"Outcome unknown, sent ", "Ask now", "Copy request id", "Dismiss…"} {
+		if _, ok := uitest.Find(call.Children, want); !ok {
+			t.Errorf("the call's submenu lacks %q:\n%s", want, uitest.Lines(menu))
+		}
+	}
+
+	// "Ask now" asks the owner: its app is still working, so the call
+	// stays unknown and the owner's word shows in the menu.
+	ask, _ := uitest.Find(call.Children, "Ask now")
+	if err := tray.Click(ask.ID); err != nil {
+		t.Fatal(err)
+	}
+	gatewaytest.WaitFor(t, 10*time.Second, "the menu's Ask to reach the owner", func() bool {
+		return laptop.log.Contains("menu: ask call tray-1: it is outcome unknown")
+	})
+	tray.WaitMenu(t, 10*time.Second, "what the owner said", func(m []uitest.MenuItem) bool {
+		_, ok := uitest.Find(m, "Outcome unknown, sent ")
+		s, _ := uitest.Find(m, "Outcome unknown, sent ")
+		return ok && strings.Contains(s.Label, "the owner last said: running")
+	})
+
+	// The owner's app finishes; the call settles and leaves the menu.
+	app.Release("/sleep-then-apply/t")
+	gatewaytest.WaitFor(t, 10*time.Second, "the owner's app to carry the call out", func() bool { return app.Effects("/sleep-then-apply/t") == 1 })
+	if m, err := tray.Layout(); err == nil {
+		if a, ok := uitest.Find(m, "Ask now"); ok {
+			tray.Click(a.ID) // settle it now rather than at the next backoff step
+		}
+	}
+	tray.WaitMenu(t, 30*time.Second, "no unsettled writes", func(m []uitest.MenuItem) bool {
+		_, none := uitest.Find(m, "No unsettled writes")
+		_, call := uitest.Find(m, line)
+		return none && !call
+	})
+	settled := notes.WaitFor(t, "carried out", 15*time.Second)
+	if !strings.Contains(settled.Body, "studio says it was carried out") {
+		t.Errorf("settled notification: %+v", settled)
+	}
+	if c := laptop.c.GetCall(t, "tray-1", 0); c.State != "carried_out" {
+		t.Errorf("call is %s, want carried_out", c.State)
+	}
+	if got := len(notes.All()); got != 2 {
+		t.Errorf("%d notifications, want 2 (unsettled, carried out): %+v", got, notes.All())
+	}
+
+	// Quit Delta: the process stops cleanly.
+	m, err := tray.Layout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	quit, ok := uitest.Find(m, "Quit Delta")
+	if !ok {
+		t.Fatalf("no Quit Delta:\n%s", uitest.Lines(m))
+	}
+	if err := tray.Click(quit.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := laptop.cmd.Wait(); err != nil {
+		t.Fatalf("after Quit Delta: %v\n%s", err, laptop.log)
+	}
+	if _, err := os.Stat(filepath.Join(laptop.dir, "local.json")); !os.IsNotExist(err) {
+		t.Errorf("local.json is still there after Quit: %v", err)
+	}
+	for _, want := range []string{"tray is up", "Quit Delta chosen in the menu", "stopping: listeners close first"} {
+		if !laptop.log.Contains(want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+}
+
+// laptopPeerOf is the address laptop knows studio by.
+func laptopPeerOf(studio *proc) string { return studio.peerAddr }
+
+// Without a session bus, Delta runs headless and says why.
+func TestHeadlessWithoutSessionBus(t *testing.T) {
+	laptop, _ := twoProcs(t)
+	laptop.tray = true
+	laptop.env = []string{"DBUS_SESSION_BUS_ADDRESS=", "XDG_RUNTIME_DIR=" + t.TempDir()}
+	laptop.start(t)
+	if r := laptop.c.Must(t, "GET", "/v1/status", nil); r.Status != 200 {
+		t.Fatalf("status: %d", r.Status)
+	}
+	if !laptop.log.Contains("running headless: no DBus session bus") {
+		t.Errorf("the log does not say why Delta runs headless:\n%s", laptop.log)
+	}
+}
