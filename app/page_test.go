@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"delta/gateway/gatewaytest"
+)
+
+// browser starts headless Chromium (Debian's chromium) for the test, or
+// skips it naming what to install.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian package chromium; `make test` installs it when root): the status page cannot be tested in a browser")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.WindowSize(1100, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc() // waits for Chromium to exit
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// bodyText navigates to u and returns the page's text.
+func bodyText(t *testing.T, ctx context.Context, u string) string {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(u)); err != nil {
+		t.Fatalf("load %s: %v", u, err)
+	}
+	text, err := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("body")))
+	if err != nil {
+		t.Fatalf("read %s: %v", u, err)
+	}
+	return text
+}
+
+// TestStatusPageInBrowser uses the status page in headless Chromium: the
+// login link from `delta open` works once, the page without its cookie is
+// refused, a cross-origin form POST is refused, the unsettled call is
+// listed and its Ask button asks the owner.
+func TestStatusPageInBrowser(t *testing.T) {
+	ctx := browser(t)
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	laptop.c.Must(t, "GET", "/v1/peers/studio/notes/answer/r", nil)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/sleep-then-apply/p", []byte("x"),
+		"X-Delta-Request-Id", "page-1", "X-Delta-App", "editor", "X-Delta-Timeout", "0.5")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	base := laptop.c.URL
+
+	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "not logged in") {
+		t.Errorf("the page opened without a login:\n%s", text)
+	}
+
+	var out, errb bytes.Buffer
+	open := exec.Command(bin, "open", "--print", "--state-dir", laptop.dir)
+	open.Stdout, open.Stderr = &out, &errb
+	if err := open.Run(); err != nil {
+		t.Fatalf("delta open: %v: %s", err, errb.String())
+	}
+	link := strings.TrimSpace(out.String())
+	if !strings.HasPrefix(link, base+"/login?code=") {
+		t.Fatalf("delta open printed %q", link)
+	}
+	text := bodyText(t, ctx, link)
+	var err error
+	for _, want := range []string{"1 unsettled write", "editor → notes on studio: POST /sleep-then-apply/p", "request id page-1", "Ask now", "Dismiss", "studio", "lan"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page lacks %q:\n%s", want, text)
+		}
+	}
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	if strings.Contains(loc, "code=") {
+		t.Errorf("the page's address still holds the login code: %s", loc)
+	}
+	if text := bodyText(t, ctx, link); !strings.Contains(text, "used already") {
+		t.Errorf("the login link worked twice:\n%s", text)
+	}
+
+	// Another origin posts to the page's Ask: the browser sends the
+	// cookie (same site), Delta refuses on Origin, and nothing is asked.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%s/page/calls/page-1/ask"><input name="csrf" value="guess"></form>
+<script>document.forms[0].submit()</script>`, base)
+	}))
+	defer evil.Close()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.Navigate(evil.URL), chromedp.WaitVisible(chromedp.Search(`//*[contains(text(), "Refused")]`))); err != nil {
+		t.Fatalf("cross-origin post: %v", err)
+	}
+	text, _ = chromedp.Run(tctx, chromedp.Text(chromedp.CSS("body")))
+	if !strings.Contains(text, "it came from "+evil.URL) {
+		t.Errorf("cross-origin post: %s", text)
+	}
+	if laptop.log.Contains("menu: ask") || laptop.c.GetCall(t, "page-1", 0).OwnerState != "" && laptop.log.Contains("page-1: it is") {
+		t.Errorf("the cross-origin post reached the call")
+	}
+
+	// Ask from the page: the owner's app is still working, so it says
+	// "running" and the page shows it.
+	bodyText(t, ctx, base+"/")
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.CSS(`#call-page-1 form[action$="/ask"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
+		t.Fatalf("click Ask now: %v", err)
+	}
+	text, _ = chromedp.Run(tctx, chromedp.Text(chromedp.CSS(".flash")))
+	if !strings.Contains(text, "Asked studio about call page-1: outcome unknown") {
+		t.Errorf("after Ask: %q", text)
+	}
+	if text, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS("body"))); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "the owner last said: running") {
+		t.Errorf("the page does not show what the owner said:\n%s", text)
+	}
+	if dir := os.Getenv("DELTA_SCREENSHOT_DIR"); dir != "" {
+		png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "status-page.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The owner's app finishes; once settled the call leaves the list.
+	app.Release("/sleep-then-apply/p")
+	if c := laptop.c.GetCall(t, "page-1", 30); c.State != "carried_out" {
+		t.Fatalf("call is %s, want carried_out", c.State)
+	}
+	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "Unsettled writes (0)") || !strings.Contains(text, "carried out") {
+		t.Errorf("after settling:\n%s", text)
+	}
+}
