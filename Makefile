@@ -9,7 +9,9 @@ export CGO_ENABLED := 1
 TSNET_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '/ tailscale.com\// {print $$1}')
 ALL_PKGS = $(shell $(GO) list ./...)
 RACE_PKGS = $(filter-out $(TSNET_PKGS),$(ALL_PKGS))
-# Packages that need cgo on macOS (the tray) are left out of the darwin vet.
+# Packages that need cgo on macOS are left out of the darwin vet. None: the
+# tray's cgo-only file is behind a build tag (ui/systray.go builds on darwin
+# only with cgo; ui/systray_nocgo.go stands in), so every package vets.
 DARWIN_CGO_PKGS =
 DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 
@@ -25,14 +27,22 @@ build: deps
 
 # deps installs what the build and tests need when it is missing: a C
 # compiler for SQLite (cgo), and, as root, iproute2 and nftables for the
-# network-namespace lab. As root it uses apt-get; otherwise it says what to
-# install (the lab's tests skip without root).
+# network-namespace lab, dbus (dbus-daemon, a private session bus for the
+# tray's tests) and chromium (the status page's browser tests). As root it
+# uses apt-get; otherwise it says what to install (the tests that need them
+# skip, naming the package).
 deps:
 	@missing=""; \
 	command -v gcc >/dev/null 2>&1 && [ -e /usr/include/stdio.h ] || missing="gcc libc6-dev"; \
 	if [ "$$(id -u)" = 0 ]; then \
 	  command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	  command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
+	  command -v dbus-daemon >/dev/null 2>&1 || missing="$$missing dbus"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	else \
+	  for p in dbus-daemon:dbus chromium:chromium; do \
+	    command -v $${p%%:*} >/dev/null 2>&1 || echo "make: $${p##*:} is not installed: the tests that need it will skip (Debian: apt-get install $${p##*:})" >&2; \
+	  done; \
 	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \

@@ -79,6 +79,11 @@ func (n *Notifier) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return n.RunFrom(ctx, cursor)
+}
+
+// RunFrom notifies about events after cursor until ctx ends.
+func (n *Notifier) RunFrom(ctx context.Context, cursor int64) error {
 	window := n.Window
 	if window == 0 {
 		window = Coalesce
