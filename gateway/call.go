@@ -75,6 +75,11 @@ func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
 func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *journal.Call, body []byte) {
 	// The call goes on if the app hangs up: its outcome must be recorded.
 	// It ends early only when the gateway stops.
+	if !g.beginSend() {
+		g.finishCall(w, c, nil, journal.Unavailable, proto.Unavailable, fmt.Sprintf("Delta is stopping; nothing was sent to %s", t.peer), "", nil, false, nil)
+		return
+	}
+	defer g.calls.Done()
 	base, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	defer context.AfterFunc(g.ctx, cancel)()
@@ -162,9 +167,11 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 				g.finishCall(w, c, attempts, journal.Unavailable, o, detail, string(cand.Road), nil, false, nil)
 				return
 			}
-			g.finishCall(w, c, attempts, journal.Unknown, proto.Unknown,
-				fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.peer),
-				string(used.Road), nil, false, nil)
+			detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.peer)
+			if g.ctx.Err() != nil {
+				detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.peer, t.peer)
+			}
+			g.finishCall(w, c, attempts, journal.Unknown, proto.Unknown, detail, string(used.Road), nil, false, nil)
 			return
 		}
 		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
@@ -237,7 +244,9 @@ func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 	if state == journal.Unknown {
 		t.NextAsk = g.now().Add(g.cfg.Backoff[0])
 	}
-	if moved, _, err := g.db.Move(g.ctx, c.RequestID, t); err != nil || !moved {
+	// Not g.ctx: an outcome is recorded even while the gateway closes (Close
+	// waits for it before it closes the journal).
+	if moved, _, err := g.db.Move(context.WithoutCancel(g.ctx), c.RequestID, t); err != nil || !moved {
 		g.log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", o, "err", err)
 	}
 	g.stats.call(o)

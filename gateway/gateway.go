@@ -127,6 +127,22 @@ type Gateway struct {
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines
+
+	callsMu sync.Mutex
+	calls   sync.WaitGroup // calls being sent: Close waits for their outcome to be recorded
+	closing bool
+}
+
+// beginSend registers a call about to be sent; false if the gateway is
+// closing (then nothing may be sent).
+func (g *Gateway) beginSend() bool {
+	g.callsMu.Lock()
+	defer g.callsMu.Unlock()
+	if g.closing {
+		return false
+	}
+	g.calls.Add(1)
+	return true
 }
 
 // PeerListener is one listener of the peer API.
@@ -356,10 +372,12 @@ func (g *Gateway) goBackground(f func()) {
 }
 
 // Close stops the gateway: listeners first (so peers are refused at once),
-// then the requests in flight are given a few seconds to finish and be
-// recorded, then background work stops and the journal is closed. A
-// received call whose app has not answered stays "running" and becomes
-// "interrupted" at the next start.
+// then requests in flight are given a few seconds to finish. Calls still
+// waiting for an owner after that are ended: each is recorded (outcome
+// unknown if it left, to be reconciled after the next start) and its app is
+// told so, before the connections are closed. Then background work stops
+// and the journal is closed. A received call whose app has not answered
+// stays "running" and becomes "interrupted" at the next start.
 func (g *Gateway) Close() error {
 	if g.cancel == nil {
 		return nil
@@ -370,15 +388,21 @@ func (g *Gateway) Close() error {
 	g.peerMu.Lock()
 	srvs := append(slices.Clone(g.peerSrvs), g.localSrv)
 	g.peerMu.Unlock()
-	for _, s := range srvs {
-		wg.Go(func() {
-			if s.Shutdown(ctx) != nil {
-				s.Close()
-			}
-		})
+	done := make([]bool, len(srvs))
+	for i, s := range srvs {
+		wg.Go(func() { done[i] = s.Shutdown(ctx) == nil })
 	}
 	wg.Wait()
-	g.cancel()
+	g.callsMu.Lock()
+	g.closing = true
+	g.callsMu.Unlock()
+	g.cancel()     // calls still waiting end now, and background work stops
+	g.calls.Wait() // each call's outcome is recorded and its app answered
+	for i, s := range srvs {
+		if !done[i] {
+			s.Close()
+		}
+	}
 	g.wg.Wait()
 	g.transport.closeAll()
 	os.Remove(filepath.Join(g.cfg.StateDir, "local.json"))

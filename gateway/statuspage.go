@@ -36,14 +36,14 @@ const (
 var statusPageHTML string
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":      func(now, t time.Time) string { return Ago(now.Sub(t)) },
-	"until":    func(now, t time.Time) string { return Ago(t.Sub(now)) },
-	"spark":    sparkline,
-	"ms":       func(v float64) string { return FormatMillis(v) },
-	"words":    func(s journal.CallState) string { return s.Words() },
+	"ago":       func(now, t time.Time) string { return Ago(now.Sub(t)) },
+	"until":     func(now, t time.Time) string { return Ago(t.Sub(now)) },
+	"spark":     sparkline,
+	"ms":        func(v float64) string { return FormatMillis(v) },
+	"words":     func(s journal.CallState) string { return s.Words() },
 	"unsettled": func(s journal.CallState) bool { return s.Unsettled() },
-	"stamp":    func(t time.Time) string { return t.Local().Format("15:04:05") },
-	"fullTime": func(t time.Time) string { return t.Local().Format(time.RFC1123) },
+	"stamp":     func(t time.Time) string { return t.Local().Format("15:04:05") },
+	"fullTime":  func(t time.Time) string { return t.Local().Format(time.RFC1123) },
 	"wrap": func(p pageData, c pageCall) callBox {
 		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
 	},
@@ -51,7 +51,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 
 type pageAuth struct {
 	mu       sync.Mutex
-	codes    map[string]time.Time   // unused login codes → expiry
+	codes    map[string]time.Time    // unused login codes → expiry
 	sessions map[string]*pageSession // cookie value → session
 }
 

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+
+	"delta/gateway/gatewaytest"
+)
+
+// TestStopWithCallInFlight: SIGTERM while a call waits for its owner. The
+// listeners close first; the call is ended, recorded as outcome unknown and
+// the app told so before Delta exits (cleanly, status 0); after a restart
+// it is reconciled, never resent.
+func TestStopWithCallInFlight(t *testing.T) {
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+
+	const id = "stop-1"
+	got := make(chan *gatewaytest.Response, 1)
+	go func() {
+		r, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/s", []byte("x"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "60")
+		if err != nil {
+			r = &gatewaytest.Response{Status: -1, Body: []byte(err.Error())}
+		}
+		got <- r
+	}()
+	app.WaitArrived(t, id)
+	laptop.cmd.Process.Signal(syscall.SIGTERM)
+	r := <-got
+	if r.Outcome() != "outcome_unknown" || !strings.Contains(r.Err.Detail, "Delta was stopping while the call waited for studio's answer") {
+		t.Errorf("the app was told %d %q: %s", r.Status, r.Outcome(), r.Body)
+	}
+	if err := laptop.cmd.Wait(); err != nil {
+		t.Fatalf("after SIGTERM: %v", err)
+	}
+	if !laptop.log.Contains("stopping: listeners close first") {
+		t.Errorf("the log does not say how it stopped")
+	}
+
+	laptop.start(t)
+	if c := laptop.c.GetCall(t, id, 0); c.State != "unknown" {
+		t.Fatalf("after the restart the call is %s, want unknown", c.State)
+	}
+	app.Release("/hold/s")
+	if c := laptop.c.GetCall(t, id, 60); c.State != "carried_out" {
+		t.Fatalf("the call settled %s, want carried_out", c.State)
+	}
+	if n := app.RequestsFor(id); n != 1 {
+		t.Errorf("the owner's app saw the call %d times, want 1", n)
+	}
+}
