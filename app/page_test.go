@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -149,16 +147,6 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if !strings.Contains(text, "the owner last said: running") {
 		t.Errorf("the page does not show what the owner said:\n%s", text)
 	}
-	if dir := os.Getenv("DELTA_SCREENSHOT_DIR"); dir != "" {
-		png, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot: %v", err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "status-page.png"), png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-
 	// The owner's app finishes; once settled the call leaves the list.
 	app.Release("/sleep-then-apply/p")
 	if c := laptop.c.GetCall(t, "page-1", 30); c.State != "carried_out" {

@@ -59,22 +59,22 @@ func TestTray(t *testing.T) {
 	}
 	const line = "editor → notes on studio: POST /sleep-then-apply/t"
 	menu := tray.WaitMenu(t, 10*time.Second, "the unsettled call", func(m []uitest.MenuItem) bool {
-		c, ok := uitest.Find(m, line)
+		calls, ok := uitest.Find(m, "Unsettled writes (1)")
 		_, head := uitest.Find(m, "1 unsettled write")
-		_, ask := uitest.Find(c.Children, "Ask now")
-		return ok && head && ask
+		_, call := uitest.Find(calls.Children, line)
+		return ok && head && call
 	})
 	calls, _ := uitest.Find(menu, "Unsettled writes (1)")
-	call, _ := uitest.Find(calls.Children, line)
-	for _, want := range []string{"Outcome unknown, sent ", "Ask now", "Copy request id", "Dismiss…"} {
-		if _, ok := uitest.Find(call.Children, want); !ok {
-			t.Errorf("the call's submenu lacks %q:\n%s", want, uitest.Lines(menu))
+	for _, want := range []string{line, "    Outcome unknown, sent ", "    Ask now", "    Copy request id", "    Dismiss…"} {
+		if _, ok := uitest.Find(calls.Children, want); !ok {
+			t.Errorf("the unsettled writes' submenu lacks %q:\n%s", want, uitest.Lines(menu))
 		}
 	}
+	call := calls
 
 	// "Ask now" asks the owner: its app is still working, so the call
 	// stays unknown and the owner's word shows in the menu.
-	ask, _ := uitest.Find(call.Children, "Ask now")
+	ask, _ := uitest.Find(call.Children, "    Ask now")
 	if err := tray.Click(ask.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +82,7 @@ func TestTray(t *testing.T) {
 		return laptop.log.Contains("menu: ask call tray-1: it is outcome unknown")
 	})
 	tray.WaitMenu(t, 10*time.Second, "what the owner said", func(m []uitest.MenuItem) bool {
-		_, ok := uitest.Find(m, "Outcome unknown, sent ")
-		s, _ := uitest.Find(m, "Outcome unknown, sent ")
+		s, ok := uitest.Find(m, "    Outcome unknown, sent ")
 		return ok && strings.Contains(s.Label, "the owner last said: running")
 	})
 
@@ -91,7 +90,7 @@ func TestTray(t *testing.T) {
 	app.Release("/sleep-then-apply/t")
 	gatewaytest.WaitFor(t, 10*time.Second, "the owner's app to carry the call out", func() bool { return app.Effects("/sleep-then-apply/t") == 1 })
 	if m, err := tray.Layout(); err == nil {
-		if a, ok := uitest.Find(m, "Ask now"); ok {
+		if a, ok := uitest.Find(m, "    Ask now"); ok {
 			tray.Click(a.ID) // settle it now rather than at the next backoff step
 		}
 	}

@@ -144,7 +144,7 @@ func write(name string, img image.Image) {
 
 func main() {
 	colors := map[string]color.NRGBA{
-		"ok":        {0x3a, 0x3a, 0x3c, 0xff}, // a quiet dark grey, like other tray icons
+		"ok":        {0x2f, 0xa0, 0x5a, 0xff}, // green: seen on light and dark panels alike
 		"degraded":  {0xd9, 0x8a, 0x00, 0xff}, // amber
 		"unsettled": {0xd7, 0x2c, 0x2c, 0xff}, // red
 	}

@@ -114,8 +114,13 @@ func (a *App) do(ctx context.Context, act Action) {
 		if a.Quit != nil {
 			a.Quit()
 		}
-	case ActOpen:
+	case ActOpen, ActDismiss:
+		// "Dismiss…" opens the page at the call, where a person confirms
+		// with its Dismiss button (the login keeps the #fragment).
 		url := a.Gateway.LoginLink()
+		if act.Kind == ActDismiss {
+			url += "#call-" + act.CallID
+		}
 		if err := a.Open(url); err != nil {
 			a.Log.Warn("could not open the status page in a browser: "+err.Error(), "hint", "run `delta open` to print a login link")
 		}
@@ -127,18 +132,12 @@ func (a *App) do(ctx context.Context, act Action) {
 		if err := a.Copy(act.CallID); err != nil {
 			a.Log.Warn("could not copy the request id to the clipboard: "+err.Error(), "request_id", act.CallID)
 		}
-	case ActAsk, ActDismiss:
+	case ActAsk:
 		// Asking may wait on the network: never block the menu on it.
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			var c *journal.Call
-			var err error
-			if act.Kind == ActAsk {
-				c, err = a.Gateway.Ask(ctx, act.CallID)
-			} else {
-				c, err = a.Gateway.Dismiss(ctx, act.CallID)
-			}
+			c, err := a.Gateway.Ask(ctx, act.CallID)
 			switch {
 			case errors.Is(err, journal.ErrNotFound):
 				a.Log.Warn(fmt.Sprintf("menu: %s: there is no call %s on this computer", act.Kind, act.CallID))

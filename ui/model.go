@@ -27,7 +27,7 @@ type ActionKind string
 const (
 	ActAsk     ActionKind = "ask"     // ask the owner about a call now
 	ActCopyID  ActionKind = "copy-id" // copy a call's request id
-	ActDismiss ActionKind = "dismiss" // set a call aside (confirmed in a submenu)
+	ActDismiss ActionKind = "dismiss" // set a call aside: confirmed on the status page
 	ActOpen    ActionKind = "open"    // open the status page
 	ActLogin   ActionKind = "login"   // open the tailnet's login URL
 	ActQuit    ActionKind = "quit"
@@ -148,6 +148,9 @@ func currentRoad(p roads.PeerStatus) *roads.RoadStatus {
 	return nil
 }
 
+// callsItem is "Unsettled writes (N)" with each call's lines and actions in
+// its submenu. Two levels, not three: libdbusmenu-gtk (Xfce, Cinnamon,
+// GNOME's extensions) shows a third level's submenus empty.
 func callsItem(s gateway.Snapshot, now time.Time) Item {
 	n := len(s.Unsettled)
 	if n == 0 {
@@ -159,7 +162,10 @@ func callsItem(s gateway.Snapshot, now time.Time) Item {
 			it.Children = append(it.Children, Item{Key: "calls/more", Title: fmt.Sprintf("%d more on the status page…", n-i), Action: &Action{Kind: ActOpen}})
 			break
 		}
-		it.Children = append(it.Children, callItem(c, now))
+		if i > 0 {
+			it.Children = append(it.Children, Item{Key: "call/" + c.RequestID + "/sep", Separator: true})
+		}
+		it.Children = append(it.Children, callItems(c, now)...)
 	}
 	return it
 }
@@ -173,29 +179,27 @@ func CallLine(c *journal.Call) string {
 	return fmt.Sprintf("%s → %s on %s: %s %s", from, c.App, c.Peer, c.Method, clip(c.Path, 40))
 }
 
-func callItem(c *journal.Call, now time.Time) Item {
+// callItems are one unsettled call's lines: what it is, how it stands,
+// and its three actions.
+func callItems(c *journal.Call, now time.Time) []Item {
 	key := "call/" + c.RequestID
-	it := Item{Key: key, Title: CallLine(c) + " — " + gateway.Ago(now.Sub(c.CreatedAt))}
 	said := "not asked yet"
 	if c.OwnerState != "" {
 		said = "the owner last said: " + c.OwnerState
 	}
-	it.Children = []Item{
-		{Key: key + "/state", Title: fmt.Sprintf("%s, sent %s ago; %s", capitalize(c.State.Words()), gateway.Ago(now.Sub(c.CreatedAt)), said)},
+	items := []Item{
+		{Key: key, Title: CallLine(c) + " — " + gateway.Ago(now.Sub(c.CreatedAt)), Tooltip: "request id " + c.RequestID},
+		{Key: key + "/state", Title: fmt.Sprintf("    %s, sent %s ago; %s", capitalize(c.State.Words()), gateway.Ago(now.Sub(c.CreatedAt)), said)},
 	}
 	if c.Detail != "" {
-		it.Children = append(it.Children, Item{Key: key + "/detail", Title: clip(c.Detail, 90), Tooltip: c.Detail})
+		items = append(items, Item{Key: key + "/detail", Title: "    " + clip(c.Detail, 90), Tooltip: c.Detail})
 	}
-	it.Children = append(it.Children,
-		Item{Key: key + "/sep", Separator: true},
-		Item{Key: key + "/ask", Title: "Ask now", Action: &Action{Kind: ActAsk, CallID: c.RequestID}},
-		Item{Key: key + "/copy", Title: "Copy request id", Tooltip: c.RequestID, Action: &Action{Kind: ActCopyID, CallID: c.RequestID}},
-		Item{Key: key + "/dismiss", Title: "Dismiss…", Children: []Item{
-			{Key: key + "/dismiss/why", Title: "Hide it from this menu; Delta keeps asking the owner"},
-			{Key: key + "/dismiss/yes", Title: "Dismiss", Action: &Action{Kind: ActDismiss, CallID: c.RequestID}},
-		}},
+	return append(items,
+		Item{Key: key + "/ask", Title: "    Ask now", Action: &Action{Kind: ActAsk, CallID: c.RequestID}},
+		Item{Key: key + "/copy", Title: "    Copy request id", Tooltip: c.RequestID, Action: &Action{Kind: ActCopyID, CallID: c.RequestID}},
+		Item{Key: key + "/dismiss", Title: "    Dismiss…", Tooltip: "opens the status page at this call: dismissing hides it from the menu, and Delta keeps asking the owner",
+			Action: &Action{Kind: ActDismiss, CallID: c.RequestID}},
 	)
-	return it
 }
 
 func capitalize(s string) string {

@@ -91,18 +91,17 @@ func TestBuild(t *testing.T) {
 			name:  "an unsettled write",
 			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", 3*time.Minute)}},
 			level: Unsettled,
-			want: []string{"(1 unsettled write)", "Unsettled writes (1)", "  editor → notes on studio: POST /notes/42 — 3 min",
-				"    (Outcome unknown, sent 3 min ago; the owner last said: running)",
-				"    (studio did not answer; it will not be sent again, and Delta is asking studio what happened)",
-				"    --", "    Ask now", "    Copy request id", "    Dismiss…",
-				"      (Hide it from this menu; Delta keeps asking the owner)", "      Dismiss"},
+			want: []string{"(1 unsettled write)", "Unsettled writes (1)", "  (editor → notes on studio: POST /notes/42 — 3 min)",
+				"  (    Outcome unknown, sent 3 min ago; the owner last said: running)",
+				"  (    studio did not answer; it will not be sent again, and Delta is asking studio what happened)",
+				"      Ask now", "      Copy request id", "      Dismiss…"},
 		},
 		{
 			name:  "more unsettled writes than the menu lists",
 			snap:  gateway.Snapshot{Unsettled: calls},
 			level: Unsettled,
-			want:  []string{"(12 unsettled writes)", "(No peers yet)", "Unsettled writes (12)", "  editor → notes on studio: POST /notes/42 — 10 min", "  2 more on the status page…"},
-			not:   []string{"  editor → notes on studio: POST /notes/42 — 11 min"},
+			want:  []string{"(12 unsettled writes)", "(No peers yet)", "Unsettled writes (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
+			not:   []string{"  (editor → notes on studio: POST /notes/42 — 11 min)"},
 		},
 		{
 			name:  "not logged in to the tailnet, login address known",
@@ -164,7 +163,7 @@ func TestBuildActionsAndShape(t *testing.T) {
 	for key, want := range map[string]Action{
 		"call/req-1/ask":         {Kind: ActAsk, CallID: "req-1"},
 		"call/req-1/copy":        {Kind: ActCopyID, CallID: "req-1"},
-		"call/req-1/dismiss/yes": {Kind: ActDismiss, CallID: "req-1"},
+		"call/req-1/dismiss":     {Kind: ActDismiss, CallID: "req-1"},
 		"open":                   {Kind: ActOpen},
 		"quit":                   {Kind: ActQuit},
 	} {
