@@ -1,6 +1,19 @@
-// Package ui will hold the menu-bar app: a pure function from a gateway
-// snapshot to a menu model, and the event loop that turns clicks into
-// gateway actions (DESIGN §6).
+// Package ui is Delta's menu-bar app (DESIGN §6): the tray, its menu and
+// the notifications.
 //
-// It is empty until the menu issue lands: today Delta runs headless.
+// Build turns a gateway.Snapshot into a Menu with a pure function: the
+// icon's state (all well, degraded, unsettled writes), the first line, each
+// peer with its current road and RTT and a submenu of its roads, the
+// unsettled writes with Ask now, Copy request id and Dismiss…, Open status
+// page, Log in to tailnet… when needed, and Quit Delta.
+//
+// App is the one event loop: it redraws the menu when the gateway says
+// something changed (coalesced over Settle), and turns clicks into gateway
+// actions. Systray shows the menu with fyne.io/systray (AppKit on macOS,
+// which needs cgo; StatusNotifierItem and dbusmenu over the session bus on
+// Linux), updating items in place while the menu keeps its shape. Notifier
+// follows the journal's call events and shows a notification when a call
+// becomes unsettled, settles, or needs a person, a burst coalesced into one.
+//
+// Package uitest reads the tray over DBus the way a panel does, for tests.
 package ui
