@@ -2,12 +2,17 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"delta/gateway/journal"
+	"delta/ui"
 )
 
 // BenchmarkRead1KiB and BenchmarkCall1KiB measure a 1 KiB request through
@@ -95,4 +100,58 @@ func do(b *testing.B, c *http.Client, req *http.Request) {
 	if resp.StatusCode != 200 || n != 1024 {
 		b.Fatalf("%s: %d with %d bytes", req.URL, resp.StatusCode, n)
 	}
+}
+
+// BenchmarkMenu measures what one redraw of the menu costs (a snapshot of
+// the gateway and ui.Build) and one status page, with 10 unsettled writes
+// and 20 recent calls, next to GET /v1/status in the same run.
+func BenchmarkMenu(b *testing.B) {
+	laptop, _ := pair(b, func(n *node) { n.cfg.Backoff = []time.Duration{time.Hour} })
+	db := laptop.g.Journal()
+	ctx := context.Background()
+	for i := range 20 {
+		id := fmt.Sprintf("bench-%02d", i)
+		db.BeginCall(ctx, &journal.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/notes/" + id, Digest: id})
+		to := journal.Answered
+		if i%2 == 0 {
+			to = journal.Unknown
+		}
+		db.Move(ctx, id, journal.Transition{From: []journal.CallState{journal.Sending}, To: to, OwnerState: "running", NextAsk: time.Now().Add(time.Hour)})
+	}
+	pooled := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	fetch := func(b *testing.B, path string, auth func(*http.Request)) {
+		req, _ := http.NewRequest("GET", laptop.c.URL+path, nil)
+		auth(req)
+		r, err := pooled.Do(req)
+		if err != nil || r.StatusCode != 200 {
+			b.Fatalf("GET %s: %v %v", path, r, err)
+		}
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	b.Run("status-json", func(b *testing.B) {
+		for b.Loop() {
+			fetch(b, "/v1/status", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+laptop.c.Token) })
+		}
+	})
+	b.Run("menu", func(b *testing.B) {
+		for b.Loop() {
+			s, err := laptop.g.Snapshot(ctx)
+			if err != nil || len(s.Unsettled) != 10 {
+				b.Fatalf("snapshot: %d unsettled, %v", len(s.Unsettled), err)
+			}
+			ui.Build(s, time.Now())
+		}
+	})
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(laptop.g.LoginLink())
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	cookie := resp.Cookies()[0]
+	b.Run("status-page", func(b *testing.B) {
+		for b.Loop() {
+			fetch(b, "/", func(r *http.Request) { r.AddCookie(cookie) })
+		}
+	})
 }

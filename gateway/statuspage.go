@@ -61,13 +61,11 @@ type pageSession struct {
 	flash   string // shown once on the next page view
 }
 
-func randomText() string { return rand.Text() }
-
 // LoginLink mints a one-time link to the status page, valid for
 // LoginLinkLifetime (the menu's "Open status page", `delta open`).
 func (g *Gateway) LoginLink() string {
 	now := g.now()
-	code := randomText()
+	code := rand.Text()
 	a := &g.page
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -126,8 +124,8 @@ func (g *Gateway) handleLogin(w http.ResponseWriter, r *http.Request) {
 	delete(a.codes, code) // one use, whatever happens
 	var sid string
 	if ok && !now.After(exp) {
-		sid = randomText()
-		a.sessions[sid] = &pageSession{csrf: randomText(), expires: now.Add(sessionLifetime)}
+		sid = rand.Text()
+		a.sessions[sid] = &pageSession{csrf: rand.Text(), expires: now.Add(sessionLifetime)}
 	}
 	a.mu.Unlock()
 	switch {

@@ -5,7 +5,6 @@ package ui
 import (
 	"log/slog"
 	"sync"
-	"time"
 
 	"fyne.io/systray"
 
@@ -76,7 +75,6 @@ func (t *Systray) Show(m Menu) {
 		t.items = map[string]*systray.MenuItem{}
 		t.add(m.Items, nil)
 		t.shape = shape
-		t.relayout(shape)
 	} else {
 		t.update(t.menu.Items, m.Items)
 	}
@@ -108,28 +106,6 @@ func (t *Systray) add(items []Item, parent *systray.MenuItem) {
 		}
 		t.add(it.Children, mi)
 	}
-}
-
-// relayout makes the panel read the new menu once more after it has read
-// it twice. libdbusmenu-gtk (Xfce, Cinnamon, GNOME's extensions) drops items
-// whose parent's submenu it has not made yet: systray answers the first read
-// after a reset one level deep and then asks for another read, which fills
-// two levels; the third level (a call's Ask now, Copy request id,
-// Dismiss…) appears blank until one more read.
-func (t *Systray) relayout(shape string) {
-	time.AfterFunc(400*time.Millisecond, func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.shape != shape {
-			return // rebuilt meanwhile; that rebuild schedules its own
-		}
-		for _, it := range t.menu.Items {
-			if mi := t.items[it.Key]; mi != nil && !it.Separator {
-				mi.SetTitle(it.Title) // unchanged; it makes systray say LayoutUpdated
-				return
-			}
-		}
-	})
 }
 
 // update changes titles, tooltips and enabled states of a menu with the
