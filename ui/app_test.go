@@ -1,0 +1,111 @@
+package ui
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"delta/gateway"
+	"delta/gateway/journal"
+)
+
+// fakeTray records what it is shown and lets the test click.
+type fakeTray struct {
+	mu     sync.Mutex
+	menus  []Menu
+	wake   chan struct{}
+	clicks chan Action
+}
+
+func (f *fakeTray) Show(m Menu) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.menus = append(f.menus, m)
+	close(f.wake)
+	f.wake = make(chan struct{})
+}
+
+func (f *fakeTray) Clicks() <-chan Action { return f.clicks }
+
+// waitMenu waits until the tray shows a menu for which cond holds.
+func (f *fakeTray) waitMenu(t *testing.T, what string, cond func(Menu) bool) Menu {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		f.mu.Lock()
+		var last Menu
+		if n := len(f.menus); n > 0 {
+			last = f.menus[n-1]
+		}
+		wake := f.wake
+		f.mu.Unlock()
+		if cond(last) {
+			return last
+		}
+		select {
+		case <-wake:
+		case <-deadline:
+			t.Fatalf("the menu never showed %s; last: %+v", what, last)
+		}
+	}
+}
+
+// The event loop against a real gateway (static mode, journal on disk):
+// a journal change redraws the menu; Copy request id, Open status page,
+// Dismiss… and Quit do what they say.
+func TestAppLoop(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"name": "laptop", "network_key": "00112233445566778899aabbccddeeff",
+		"peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`), 0o600)
+	g, err := gateway.New(gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Backoff: []time.Duration{time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+
+	tray := &fakeTray{wake: make(chan struct{}), clicks: make(chan Action)}
+	var mu sync.Mutex
+	var opened, copied []string
+	quit := make(chan struct{})
+	app := &App{Gateway: g, Tray: tray, Log: slog.New(slog.DiscardHandler),
+		Open: func(u string) error { mu.Lock(); opened = append(opened, u); mu.Unlock(); return nil },
+		Copy: func(s string) error { mu.Lock(); copied = append(copied, s); mu.Unlock(); return nil },
+		Quit: func() { close(quit) }}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { app.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	tray.waitMenu(t, "studio", func(m Menu) bool { _, ok := m.Find("peer/studio"); return ok })
+
+	db := g.Journal()
+	db.BeginCall(ctx, &journal.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
+	db.Move(ctx, "r1", journal.Transition{From: []journal.CallState{journal.Sending}, To: journal.Unknown, NextAsk: time.Now().Add(time.Hour)})
+	m := tray.waitMenu(t, "the unsettled call", func(m Menu) bool { _, ok := m.Find("call/r1/ask"); return ok })
+	if m.Level != Unsettled {
+		t.Errorf("level %s, want unsettled", m.Level)
+	}
+
+	for _, key := range []string{"call/r1/copy", "open", "call/r1/dismiss"} {
+		it, _ := m.Find(key)
+		tray.clicks <- *it.Action
+	}
+	tray.clicks <- Action{Kind: ActQuit} // processed after the others: one loop
+	<-quit
+	mu.Lock()
+	defer mu.Unlock()
+	if len(copied) != 1 || copied[0] != "r1" {
+		t.Errorf("copied %q, want the request id", copied)
+	}
+	if len(opened) != 2 || !strings.HasPrefix(opened[0], g.LocalURL()+"/login?code=") || !strings.HasSuffix(opened[1], "#call-r1") {
+		t.Errorf("opened %q: want a login link, then one to the call", opened)
+	}
+}
