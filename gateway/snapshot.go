@@ -45,19 +45,15 @@ func (g *Gateway) Snapshot(ctx context.Context) (Snapshot, error) {
 			s.Tailnet = &sum
 		}
 	}
-	var err error
-	if s.Unsettled, err = g.db.Calls(ctx, journal.CallFilter{Unsettled: true}); err != nil {
+	all, err := g.db.Calls(ctx, journal.CallFilter{Unsettled: true, WithDismissed: true})
+	if err != nil {
 		return s, err
 	}
-	for _, st := range []journal.CallState{journal.Unknown, journal.NeedsPerson} {
-		cs, err := g.db.Calls(ctx, journal.CallFilter{State: st})
-		if err != nil {
-			return s, err
-		}
-		for _, c := range cs {
-			if c.Dismissed {
-				s.Dismissed = append(s.Dismissed, c)
-			}
+	for _, c := range all {
+		if c.Dismissed {
+			s.Dismissed = append(s.Dismissed, c)
+		} else {
+			s.Unsettled = append(s.Unsettled, c)
 		}
 	}
 	s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls})

@@ -129,6 +129,15 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Fatalf("a refused action reached the call: %+v", c)
 	}
 
+	// Dismiss sets it aside: off the unsettled list, still listed and asked.
+	if resp, _ := pageDo(t, "POST", base+"/page/calls/page-1/dismiss", cookie, csrf, "Origin", base); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("dismiss from the page: %d", resp.StatusCode)
+	}
+	_, body = pageDo(t, "GET", base+"/", cookie, nil)
+	if !strings.Contains(body, "Unsettled writes (0)") || !strings.Contains(body, "Set aside (1)") || !strings.Contains(body, "Delta keeps asking its owner") {
+		t.Errorf("page after Dismiss:\n%s", body)
+	}
+
 	app.Release("/sleep-then-apply/p")
 	studio.waitReceiptDone(t, "node-laptop", "page-1")
 	resp, _ = pageDo(t, "POST", ask, cookie, csrf, "Origin", base)

@@ -247,6 +247,8 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 type CallFilter struct {
 	// Unsettled keeps only unknown and needs_person calls not dismissed.
 	Unsettled bool
+	// WithDismissed, with Unsettled, keeps the dismissed ones too.
+	WithDismissed bool
 	// State, if not empty, keeps only calls in that state.
 	State CallState
 	// Limit caps the number returned. If 0, 500.
@@ -258,6 +260,8 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
 	q := `SELECT ` + callCols + ` FROM calls`
 	var args []any
 	switch {
+	case f.Unsettled && f.WithDismissed:
+		q += ` WHERE state IN ('unknown', 'needs_person')`
 	case f.Unsettled:
 		q += ` WHERE state IN ('unknown', 'needs_person') AND dismissed = 0`
 	case f.State != "":
