@@ -55,6 +55,7 @@ deps:
 	fi
 
 vet: deps
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "make: not gofmt-formatted (run gofmt -w):" $$unformatted >&2; exit 1; fi
 	$(GO) vet ./...
 
 vet-darwin: deps

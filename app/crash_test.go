@@ -120,6 +120,32 @@ func (p *proc) start(t *testing.T) {
 	p.c = &gatewaytest.Client{URL: lj.URL, Token: strings.TrimSpace(string(tok)), Dial: p.dial}
 }
 
+// startPair starts studio and then laptop, each knowing the other, with an
+// owner app registered as "notes" on studio.
+func startPair(t *testing.T) (laptop, studio *proc, app *gatewaytest.OwnerApp) {
+	t.Helper()
+	laptop, studio = twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app = gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	return laptop, studio, app
+}
+
+// callAsync sends a call from p's local API in the background; the answer,
+// or Status -1 with the error as Body, arrives on the channel.
+func (p *proc) callAsync(path, id, timeout string) <-chan *gatewaytest.Response {
+	got := make(chan *gatewaytest.Response, 1)
+	go func() {
+		r, err := p.c.Do("POST", path, []byte("write me"), "X-Delta-Request-Id", id, "X-Delta-Timeout", timeout)
+		if err != nil {
+			r = &gatewaytest.Response{Status: -1, Body: []byte(err.Error())}
+		}
+		got <- r
+	}()
+	return got
+}
+
 // kill ends the process with SIGKILL, as a crash would.
 func (p *proc) kill(t *testing.T) {
 	t.Helper()
@@ -138,11 +164,7 @@ func (p *proc) register(t *testing.T, app, url string) {
 // after a restart the call is unknown (it may have left), never resent, and
 // settles to what the owner did.
 func TestCallerCrash(t *testing.T) {
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	laptop, _, app := startPair(t)
 
 	const id = "crash-caller-1"
 	gone := make(chan error, 1)
@@ -179,21 +201,10 @@ func TestCallerCrash(t *testing.T) {
 // TestOwnerCrash: the owner's Delta is killed while its app works; after a
 // restart its receipt is interrupted and the caller's call needs a person.
 func TestOwnerCrash(t *testing.T) {
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	laptop, studio, app := startPair(t)
 
 	const id = "crash-owner-1"
-	result := make(chan *gatewaytest.Response, 1)
-	go func() {
-		r, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/o1", []byte("write me"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "60")
-		if err != nil {
-			t.Error(err)
-		}
-		result <- r
-	}()
+	result := laptop.callAsync("/v1/peers/studio/notes/hold/o1", id, "60")
 	<-app.Arrived()
 	studio.kill(t)
 	r := <-result

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"delta/gateway/gatewaytest"
 )
 
 // browser starts headless Chromium (Debian's chromium) for the test, or
@@ -67,11 +65,7 @@ func bodyText(t *testing.T, ctx context.Context, u string) string {
 // listed and its Ask button asks the owner.
 func TestStatusPageInBrowser(t *testing.T) {
 	ctx := browser(t)
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	laptop, _, app := startPair(t)
 	laptop.c.Must(t, "GET", "/v1/peers/studio/notes/answer/r", nil)
 	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/sleep-then-apply/p", []byte("x"),
 		"X-Delta-Request-Id", "page-1", "X-Delta-App", "editor", "X-Delta-Timeout", "0.5")

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"delta/gateway/gatewaytest"
 )
 
 // TestStopWithCallInFlight: SIGTERM while a call waits for its owner. The
@@ -13,21 +11,10 @@ import (
 // the app told so before Delta exits (cleanly, status 0); after a restart
 // it is reconciled, never resent.
 func TestStopWithCallInFlight(t *testing.T) {
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	app := gatewaytest.StartOwnerApp(t)
-	studio.register(t, "notes", app.URL)
+	laptop, _, app := startPair(t)
 
 	const id = "stop-1"
-	got := make(chan *gatewaytest.Response, 1)
-	go func() {
-		r, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/s", []byte("x"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "60")
-		if err != nil {
-			r = &gatewaytest.Response{Status: -1, Body: []byte(err.Error())}
-		}
-		got <- r
-	}()
+	got := laptop.callAsync("/v1/peers/studio/notes/hold/s", id, "60")
 	app.WaitArrived(t, id)
 	laptop.cmd.Process.Signal(syscall.SIGTERM)
 	r := <-got

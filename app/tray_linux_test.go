@@ -44,7 +44,7 @@ func TestTray(t *testing.T) {
 	}
 	tray.WaitMenu(t, 10*time.Second, "studio by lan with its roads", func(m []uitest.MenuItem) bool {
 		p, ok := uitest.Find(m, "studio — lan, ")
-		return ok && len(p.Children) == 1 && strings.HasPrefix(p.Children[0].Label, "lan  "+laptopPeerOf(studio)+" — up, ")
+		return ok && len(p.Children) == 1 && strings.HasPrefix(p.Children[0].Label, "lan  "+studio.peerAddr+" — up, ")
 	})
 
 	// A call whose owner's app is slow: the caller is told outcome_unknown.
@@ -70,11 +70,10 @@ func TestTray(t *testing.T) {
 			t.Errorf("the unsettled writes' submenu lacks %q:\n%s", want, uitest.Lines(menu))
 		}
 	}
-	call := calls
 
 	// "Ask now" asks the owner: its app is still working, so the call
 	// stays unknown and the owner's word shows in the menu.
-	ask, _ := uitest.Find(call.Children, "    Ask now")
+	ask, _ := uitest.Find(calls.Children, "    Ask now")
 	if err := tray.Click(ask.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +133,6 @@ func TestTray(t *testing.T) {
 		}
 	}
 }
-
-// laptopPeerOf is the address laptop knows studio by.
-func laptopPeerOf(studio *proc) string { return studio.peerAddr }
 
 // Without a session bus, Delta runs headless and says why.
 func TestHeadlessWithoutSessionBus(t *testing.T) {

@@ -36,14 +36,13 @@ const (
 var statusPageHTML string
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":       func(now, t time.Time) string { return Ago(now.Sub(t)) },
-	"until":     func(now, t time.Time) string { return Ago(t.Sub(now)) },
-	"spark":     sparkline,
-	"ms":        func(v float64) string { return FormatMillis(v) },
-	"words":     func(s journal.CallState) string { return s.Words() },
-	"unsettled": func(s journal.CallState) bool { return s.Unsettled() },
-	"stamp":     func(t time.Time) string { return t.Local().Format("15:04:05") },
-	"fullTime":  func(t time.Time) string { return t.Local().Format(time.RFC1123) },
+	"ago":      func(now, t time.Time) string { return Ago(now.Sub(t)) },
+	"spark":    sparkline,
+	"ms":       func(v float64) string { return FormatMillis(v) },
+	"words":    func(s journal.CallState) string { return s.Words() },
+	"stamp":    func(t time.Time) string { return t.Local().Format("15:04:05") },
+	"fullTime": func(t time.Time) string { return t.Local().Format(time.RFC1123) },
+	"history":  func(open bool, steps []journal.Event) historyBox { return historyBox{Open: open, Steps: steps} },
 	"wrap": func(p pageData, c pageCall) callBox {
 		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
 	},
@@ -234,6 +233,13 @@ type callBox struct {
 	Call    *journal.Call
 	History []journal.Event
 	CSRF    string
+}
+
+// historyBox is what the page's "history" template draws: a call's steps,
+// shown open or folded.
+type historyBox struct {
+	Open  bool
+	Steps []journal.Event
 }
 
 type pageData struct {

@@ -12,8 +12,8 @@ import (
 	"delta/gateway/gatewaytest"
 )
 
-// pageGet fetches path from the status page with cookie (may be nil),
-// without following redirects.
+// pageDo sends method u to the status page with cookie (may be nil), the
+// form (may be nil) and header pairs, without following redirects.
 func pageDo(t *testing.T, method, u string, cookie *http.Cookie, form url.Values, hdr ...string) (*http.Response, string) {
 	t.Helper()
 	var body io.Reader

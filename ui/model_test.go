@@ -161,11 +161,11 @@ func TestBuildActionsAndShape(t *testing.T) {
 	s := gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", time.Minute)}}
 	m := Build(s, now)
 	for key, want := range map[string]Action{
-		"call/req-1/ask":         {Kind: ActAsk, CallID: "req-1"},
-		"call/req-1/copy":        {Kind: ActCopyID, CallID: "req-1"},
-		"call/req-1/dismiss":     {Kind: ActDismiss, CallID: "req-1"},
-		"open":                   {Kind: ActOpen},
-		"quit":                   {Kind: ActQuit},
+		"call/req-1/ask":     {Kind: ActAsk, CallID: "req-1"},
+		"call/req-1/copy":    {Kind: ActCopyID, CallID: "req-1"},
+		"call/req-1/dismiss": {Kind: ActDismiss, CallID: "req-1"},
+		"open":               {Kind: ActOpen},
+		"quit":               {Kind: ActQuit},
 	} {
 		it, ok := m.Find(key)
 		if !ok || it.Action == nil || *it.Action != want {

@@ -32,11 +32,11 @@ func (f SenderFunc) Send(n Note) error { return f(n) }
 type noteKind int
 
 const (
-	noteNone      noteKind = iota
-	noteUnsettled          // sent, and no answer came: outcome unknown
-	noteCarried            // settled: carried out
-	noteNotCarried         // settled: provably not carried out
-	noteNeedsYou           // the owner cannot tell; a person must look
+	noteNone       noteKind = iota
+	noteUnsettled           // sent, and no answer came: outcome unknown
+	noteCarried             // settled: carried out
+	noteNotCarried          // settled: provably not carried out
+	noteNeedsYou            // the owner cannot tell; a person must look
 )
 
 // kindOf classifies one journal event.
