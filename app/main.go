@@ -25,6 +25,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
+
+	"tailscale.com/ipn"
 
 	"delta/gateway"
 	"delta/gateway/roads"
@@ -56,6 +59,8 @@ type settings struct {
 	controlURL string
 	hostname   string
 	lanAddrs   []string
+	// uploadLogs opts in to tsnet's log upload to Tailscale.
+	uploadLogs bool
 }
 
 func parse(args []string, stderr io.Writer) (settings, error) {
@@ -70,6 +75,8 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
 	fs.StringVar(&s.controlURL, "control-url", env("DELTA_CONTROL_URL", ""), "the tailnet's control server (DELTA_CONTROL_URL)")
 	fs.StringVar(&s.hostname, "hostname", env("DELTA_HOSTNAME", ""), "this computer's name on the tailnet (DELTA_HOSTNAME)")
+	fs.BoolVar(&s.uploadLogs, "tailscale-log-upload", os.Getenv("DELTA_TAILSCALE_LOG_UPLOAD") == "1",
+		"let the tailnet's software upload its log to Tailscale, for Tailscale's support (DELTA_TAILSCALE_LOG_UPLOAD=1); off by default")
 	lanAddrs := fs.String("lan-addrs", env("DELTA_LAN_ADDRS", ""), "comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
 	if err := fs.Parse(args); err != nil {
 		return s, err
@@ -79,6 +86,11 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	}
 	if s.stateDir == "" {
 		return s, errors.New("no state folder: set --state-dir or DELTA_STATE_DIR (HOME is not set either)")
+	}
+	// Checked here, before anything starts: a bad flag must not cost a
+	// login to the tailnet's control server first.
+	if err := gateway.CheckListen(s.listen); err != nil {
+		return s, err
 	}
 	if s.lanPort < 1 || s.lanPort > 65535 {
 		return s, fmt.Errorf("--lan-port %d is not a port number from 1 to 65535", s.lanPort)
@@ -101,11 +113,16 @@ func run(args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return fmt.Errorf("make state folder: %w", err)
 	}
-	logw, closeLog, err := openLog(s.stateDir, stderr)
+	logDir, err := logFolder(s.stateDir)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
+	deltaLog, err := openLogFile(filepath.Join(logDir, "delta.log"), maxLogBytes)
+	if err != nil {
+		return err
+	}
+	defer deltaLog.Close()
+	logw := io.MultiWriter(stderr, deltaLog)
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	withTray := !s.headless
 	switch {
@@ -143,9 +160,22 @@ func run(args []string, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		tsLog, err := openLogFile(filepath.Join(logDir, "tailscale.log"), maxLogBytes)
+		if err != nil {
+			return err
+		}
+		defer tsLog.Close()
+		log.Info("tailnet mode: Delta contacts the tailnet's control server and the DERP relays it names, and nothing else",
+			"control_server", controlServer(s.controlURL), "log_upload", logUploadWords(s.uploadLogs), "tailscale_log", filepath.Join(logDir, "tailscale.log"))
 		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
 			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANAddrs: s.lanAddrs, Allow: fc.Allow,
-			Roads: override, Logger: log, Version: version}); err != nil {
+			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs,
+			TSLogf: func(format string, args ...any) {
+				line := fmt.Sprintf(format, args...)
+				// The file is best effort: tsnet's own lines are for
+				// debugging, and Delta's log says what matters.
+				_, _ = io.WriteString(tsLog, time.Now().Format(time.RFC3339Nano)+" "+strings.TrimSuffix(line, "\n")+"\n")
+			}}); err != nil {
 			return err
 		}
 		if err := node.Start(); err != nil {
@@ -229,9 +259,13 @@ func defaultStateDir() string {
 	return filepath.Join(home, ".local", "state", "delta")
 }
 
-// openLog opens the log file (macOS: ~/Library/Logs/Delta; elsewhere the
-// state folder) and returns a writer to it and to stderr.
-func openLog(stateDir string, stderr io.Writer) (io.Writer, func(), error) {
+// maxLogBytes bounds each log file (delta.log, tailscale.log); the one
+// before is kept as .1.
+const maxLogBytes = 10 << 20
+
+// logFolder makes and returns the folder for Delta's logs (DESIGN §7:
+// macOS ~/Library/Logs/Delta; elsewhere the state folder).
+func logFolder(stateDir string) (string, error) {
 	dir := stateDir
 	if runtime.GOOS == "darwin" {
 		if home, err := os.UserHomeDir(); err == nil {
@@ -239,13 +273,25 @@ func openLog(stateDir string, stderr io.Writer) (io.Writer, func(), error) {
 		}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("make log folder: %w", err)
+		return "", fmt.Errorf("make log folder: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "delta.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open log: %w", err)
+	return dir, nil
+}
+
+// controlServer names the control server tailnet mode contacts.
+func controlServer(flagURL string) string {
+	if flagURL != "" {
+		return flagURL
 	}
-	return io.MultiWriter(stderr, f), func() { f.Close() }, nil
+	return ipn.DefaultControlURL + " (Tailscale's; --control-url names another, such as Headscale)"
+}
+
+// logUploadWords says whether tsnet uploads its log to Tailscale.
+func logUploadWords(on bool) string {
+	if on {
+		return "on (--tailscale-log-upload): the tailnet's software also sends its log to Tailscale's log server"
+	}
+	return "off: nothing is sent to Tailscale's log server (--tailscale-log-upload turns it on)"
 }
 
 // parseRoads reads DELTA_NETWATCH_ROADS, "eth1=thunderbolt,eth2=lan": the

@@ -18,8 +18,9 @@ type statusView struct {
 		NodeID string `json:"node_id"`
 	}
 	Tailnet struct {
-		State   string
-		Message string
+		State     string
+		Message   string
+		LogUpload bool `json:"log_upload"`
 	}
 	Peers []struct {
 		Name  string

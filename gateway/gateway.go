@@ -179,12 +179,8 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Listen == "" {
 		cfg.Listen = DefaultListen
 	}
-	host, _, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: --listen %q is not host:port: %w", cfg.Listen, err)
-	}
-	if !isLoopbackHost(host) {
-		return nil, fmt.Errorf("gateway: --listen %q is not a loopback address; the local API listens on loopback only", cfg.Listen)
+	if err := CheckListen(cfg.Listen); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -205,6 +201,18 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Version = "dev"
 	}
 	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now, live: map[*routes.RoadConn]struct{}{}}, nil
+}
+
+// CheckListen checks a local API address: host:port on loopback.
+func CheckListen(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("gateway: --listen %q is not host:port: %w", addr, err)
+	}
+	if !isLoopbackHost(host) {
+		return fmt.Errorf("gateway: --listen %q is not a loopback address; the local API listens on loopback only", addr)
+	}
+	return nil
 }
 
 // Start takes the state folder's lock, opens the journal, applies the

@@ -31,8 +31,10 @@ import (
 	"time"
 
 	"tailscale.com/client/local"
+	"tailscale.com/envknob"
 	"tailscale.com/tailcfg"
 	"tailscale.com/tsnet"
+	"tailscale.com/util/testenv"
 
 	"delta/gateway"
 	"delta/gateway/pintls"
@@ -81,8 +83,15 @@ type Config struct {
 	Ephemeral bool
 	// Logger receives the log. If nil, nothing is logged.
 	Logger *slog.Logger
-	// TSLogf, if not nil, receives tsnet's own (verbose) log.
+	// TSLogf, if not nil, receives tsnet's own (verbose) log. If nil, it
+	// is dropped.
 	TSLogf func(format string, args ...any)
+	// UploadLogs lets tsnet upload its log to Tailscale's log server, for a
+	// person who wants Tailscale's support to see it. If false (the
+	// default), the upload is turned off before tsnet starts
+	// (TS_NO_LOGS_NO_SUPPORT), and the node talks only to the control
+	// server and the DERP relays it names.
+	UploadLogs bool
 	// Version is reported in hello.
 	Version string
 }
@@ -181,6 +190,12 @@ func (n *Node) Start() (err error) {
 	}
 	if n.cert, n.pin, err = pintls.LoadOrCreate(n.cfg.StateDir, n.cfg.Hostname); err != nil {
 		return fmt.Errorf("tailnet: %w", err)
+	}
+	if !n.cfg.UploadLogs {
+		// tsnet uploads its log to log.tailscale.com unless this is set
+		// (tsnet.Server.startLogger, logpolicy.TransportOptions.New); it
+		// is read when tsnet starts, so it is set before.
+		envknob.SetNoLogsNoSupport()
 	}
 	logf := n.cfg.TSLogf
 	if logf == nil {
@@ -432,6 +447,9 @@ type TailnetStatus struct {
 	Message  string   `json:"message"`             // why peers are missing, if they are
 	Pin      string   `json:"tls_pin"`
 	LAN      []string `json:"lan_listeners"`
+	// LogUpload reports whether tsnet uploads its log to Tailscale (only
+	// when a person opted in).
+	LogUpload bool `json:"log_upload"`
 	// Routes are the route book's counts: hold-down refusals, races won per
 	// road, invalidations by cause.
 	Routes routes.Counters `json:"routes"`
@@ -441,7 +459,8 @@ type TailnetStatus struct {
 func (n *Node) Status() TailnetStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}, Routes: n.book.Counters()}
+	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}, Routes: n.book.Counters(),
+		LogUpload: LogUploadOn()}
 	for _, l := range n.lanLns {
 		st.LAN = append(st.LAN, string(l.road)+" "+l.ln.Addr().String())
 	}
@@ -475,6 +494,11 @@ func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Certificate is this computer's TLS certificate (for tests).
 func (n *Node) Certificate() tls.Certificate { return n.cert }
+
+// LogUploadOn reports whether tsnet would upload its log to Tailscale in
+// this process: not once TS_NO_LOGS_NO_SUPPORT is set (a Node started
+// without UploadLogs sets it), nor in a test binary.
+func LogUploadOn() bool { return !envknob.NoLogsNoSupport() && !testenv.InTest() }
 
 // Summary is what the menu needs of the tailnet: whether a person must log
 // in, and where.
