@@ -38,7 +38,7 @@ deps:
 	  command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
 	  command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
 	  command -v dbus-daemon >/dev/null 2>&1 || missing="$$missing dbus"; \
-	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium fonts-liberation"; \
 	else \
 	  for p in dbus-daemon:dbus chromium:chromium; do \
 	    command -v $${p%%:*} >/dev/null 2>&1 || echo "make: $${p##*:} is not installed: the tests that need it will skip (Debian: apt-get install $${p##*:})" >&2; \
@@ -46,9 +46,10 @@ deps:
 	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "make: installing$$missing"; \
-	    apt-get update -o DPkg::Lock::Timeout=600 -qq && \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 $$missing; \
+	    echo "make: installing$$missing with apt-get (its output: /tmp/delta-apt.log)"; \
+	    { apt-get update -o DPkg::Lock::Timeout=600 -qq && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade -o DPkg::Lock::Timeout=600 $$missing; \
+	    } >/tmp/delta-apt.log 2>&1 || { tail -20 /tmp/delta-apt.log >&2; echo "make: apt-get could not install$$missing (see /tmp/delta-apt.log)" >&2; exit 1; }; \
 	  else \
 	    echo "make: Delta's build needs: $$missing (Debian: apt-get install $$missing)" >&2; exit 1; \
 	  fi; \
@@ -61,9 +62,28 @@ vet: deps
 vet-darwin: deps
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)
 
+# unit runs every test. As root, each test binary runs inside a network
+# namespace with loopback only (tools/offline-ns), so that nothing a test
+# starts (delta processes, tsnet nodes, Chromium) can leave the machine, and
+# the run fails if anything tried. Without root the guard is skipped (it
+# says so) and TS_NO_LOGS_NO_SUPPORT=true is set for every process.
+OFFLINE_NS = delta-offline-$(shell echo $$PPID)
 unit: deps
-	$(GO) test -race -timeout 15m $(RACE_PKGS)
-	$(if $(TSNET_PKGS),$(GO) test -timeout 15m $(TSNET_PKGS))
+	@if [ "$$(id -u)" = 0 ]; then \
+	  tools/offline-ns down $(OFFLINE_NS); tools/offline-ns up $(OFFLINE_NS) || exit 1; \
+	  trap 'tools/offline-ns down $(OFFLINE_NS)' EXIT; \
+	  x="$(CURDIR)/tools/offline-ns exec $(OFFLINE_NS)"; status=0; \
+	  echo "$(GO) test -exec '$$x' -race -timeout 15m $(RACE_PKGS)"; \
+	  $(GO) test -exec "$$x" -race -timeout 15m $(RACE_PKGS) || status=1; \
+	  echo "$(GO) test -exec '$$x' -timeout 15m $(TSNET_PKGS)"; \
+	  $(GO) test -exec "$$x" -timeout 15m $(TSNET_PKGS) || status=1; \
+	  tools/offline-ns check $(OFFLINE_NS) || status=1; \
+	  exit $$status; \
+	else \
+	  echo "make: not root: the tests run without the offline namespace guard (it needs root); TS_NO_LOGS_NO_SUPPORT=true is set for every process they start"; \
+	  export TS_NO_LOGS_NO_SUPPORT=true; \
+	  $(GO) test -race -timeout 15m $(RACE_PKGS) && $(GO) test -timeout 15m $(TSNET_PKGS); \
+	fi
 
 test: vet vet-darwin unit
 

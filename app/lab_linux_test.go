@@ -41,7 +41,6 @@ type lab struct {
 	t      *testing.T
 	prefix string // namespace names: prefix + "a", "b", "cable", "switch", "wan"
 	url    string // control server
-	ctl    *exec.Cmd
 }
 
 func (l *lab) ns(s string) string { return l.prefix + s }
@@ -121,31 +120,35 @@ func nft(t testing.TB, ns, rules string) {
 }
 
 // startControl runs the control server and DERP relay in the wan
-// namespace: this test binary again, as TestLabControl.
-func (l *lab) startControl() {
-	t := l.t
-	cmd := exec.Command("ip", "netns", "exec", l.ns("wan"), os.Args[0], "-test.run", "^TestLabControl$", "-test.timeout", "30m")
-	cmd.Env = append(os.Environ(), "DELTA_LAB_CONTROL_IP="+labControlIP)
+// namespace.
+func (l *lab) startControl() { l.url = runControl(l.t, l.ns("wan"), labControlIP) }
+
+// runControl runs a control server and DERP relay on ip inside namespace
+// ns: this test binary again, as TestLabControl, until the test ends. It
+// returns the control server's URL.
+func runControl(t *testing.T, ns, ip string) string {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run", "^TestLabControl$", "-test.timeout", "30m")
+	cmd.Env = append(os.Environ(), "DELTA_LAB_CONTROL_IP="+ip)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l.ctl = cmd
 	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
 		if u, ok := strings.CutPrefix(sc.Text(), "CONTROL "); ok {
-			l.url = u
 			go func() {
 				for sc.Scan() {
 				}
 			}()
-			return
+			return u
 		}
 	}
-	t.Fatal("the lab's control server did not start")
+	t.Fatal("the control server did not start in " + ns)
+	return ""
 }
 
 // TestLabControl is the lab's control server and DERP relay, run inside the
