@@ -188,6 +188,12 @@ func TestCallerCrash(t *testing.T) {
 	if call.State != "unknown" || (call.OwnerState != "" && call.OwnerState != "running") {
 		t.Fatalf("after the restart the call is %s (owner: %q, %s), want unknown", call.State, call.OwnerState, call.Detail)
 	}
+	// The attempt was recorded before its first byte, so the crash did not
+	// lose it.
+	if len(call.Attempts) != 1 || call.Attempts[0].Road != "lan" || !call.Attempts[0].FirstByte ||
+		!strings.Contains(call.Attempts[0].Error, "Delta stopped during this attempt") {
+		t.Errorf("after the restart the attempts are %+v; want one on lan, first byte written, stopped during it", call.Attempts)
+	}
 	app.Release("/hold/c1")
 	call = laptop.c.GetCall(t, id, 60)
 	if call.State != "carried_out" || call.Answer == nil || call.Answer.Status != 201 {

@@ -24,7 +24,8 @@ type statusView struct {
 	}
 	Peers []struct {
 		Name  string
-		Roads []struct{ Road, State string }
+		Road  string
+		Roads []struct{ Road, State, LastError string }
 	}
 }
 
@@ -43,34 +44,7 @@ func (p *proc) status(t *testing.T) statusView {
 // the tailnet road and on the lan road (pinned TLS).
 func TestTailnetMode(t *testing.T) {
 	c := tailnettest.Start(t, tailnettest.Options{})
-	root := t.TempDir()
-	var procs []*proc
-	for i, name := range []string{"laptop", "studio"} {
-		ip := []string{"127.0.0.2", "127.0.0.3"}[i]
-		ln, err := net.Listen("tcp", ip+":0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		ln.Close()
-		p := &proc{name: name, dir: filepath.Join(root, name),
-			args: []string{"--control-url", c.URL, "--hostname", name, "--lan-addrs", ip, "--lan-port", port}}
-		p.start(t)
-		procs = append(procs, p)
-	}
-	laptop, studio := procs[0], procs[1]
-	for _, p := range procs {
-		gatewaytest.WaitFor(t, 60*time.Second, p.name+" logged in", func() bool { return p.status(t).Tailnet.State == "Running" })
-	}
-	c.SameUserAll()
-	gatewaytest.WaitFor(t, 60*time.Second, "laptop to find studio", func() bool {
-		for _, p := range laptop.status(t).Peers {
-			if p.Name == "studio" {
-				return true
-			}
-		}
-		return false
-	})
+	laptop, studio := tailnetPair(t, c)
 	app := gatewaytest.StartOwnerApp(t)
 	studio.register(t, "notes", app.URL)
 	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/t", []byte("over the tailnet"), "X-Delta-Route", "tailnet")
@@ -94,4 +68,46 @@ func TestTailnetMode(t *testing.T) {
 	if st := laptop.status(t); !strings.HasPrefix(st.Self.NodeID, "TESTCTRL") {
 		t.Errorf("laptop's node id %q is not its tailnet stable node ID", st.Self.NodeID)
 	}
+}
+
+// tailnetPair starts "laptop" and "studio" as delta processes in tailnet
+// mode on control server c, each with its lan road on a loopback address,
+// and waits until laptop has found studio.
+func tailnetPair(t *testing.T, c *tailnettest.Control) (laptop, studio *proc) {
+	t.Helper()
+	root := t.TempDir()
+	var procs []*proc
+	for i, name := range []string{"laptop", "studio"} {
+		ip := []string{"127.0.0.2", "127.0.0.3"}[i]
+		ln, err := net.Listen("tcp", ip+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		ln.Close()
+		p := &proc{name: name, dir: filepath.Join(root, name),
+			args: []string{"--control-url", c.URL, "--hostname", name, "--lan-addrs", ip, "--lan-port", port}}
+		p.start(t)
+		procs = append(procs, p)
+	}
+	laptop, studio = procs[0], procs[1]
+	for _, p := range procs {
+		gatewaytest.WaitFor(t, 60*time.Second, p.name+" logged in", func() bool { return p.status(t).Tailnet.State == "Running" })
+	}
+	c.SameUserAll()
+	laptop.waitPeer(t, "studio")
+	return laptop, studio
+}
+
+// waitPeer waits until p has found peer on the tailnet (it has a road).
+func (p *proc) waitPeer(t *testing.T, peer string) {
+	t.Helper()
+	gatewaytest.WaitFor(t, 60*time.Second, p.name+" to find "+peer, func() bool {
+		for _, ps := range p.status(t).Peers {
+			if ps.Name == peer && ps.Road != "" {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,30 +54,46 @@ func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	c := &journal.Call{RequestID: rid, Peer: t.peer, App: t.app, CallerApp: callerApp,
 		Method: r.Method, Path: t.pathQuery, Digest: proto.Digest(r.Method, t.app, t.pathQuery, body)}
-	existing, err := g.db.BeginCall(r.Context(), c)
-	if err != nil {
-		g.refuseCall(w, proto.Unavailable, "could not record the call in the journal ("+err.Error()+"); nothing was sent", rid, t.peer)
+	// The journal answers before anything that depends on the roads: a
+	// Delta that just started may not know its peer's roads yet, and an id
+	// it holds must still get its recorded outcome (or 409).
+	existing, err := g.db.Call(r.Context(), rid)
+	switch {
+	case err == nil:
+		g.answerExisting(w, r, c, existing, t.timeout)
+		return
+	case !errors.Is(err, journal.ErrNotFound):
+		g.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, t.peer)
 		return
 	}
-	if existing != nil {
-		if existing.Digest != c.Digest {
-			g.refuseCall(w, proto.Conflict, fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s); nothing was sent",
-				rid, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), rid, t.peer)
-			return
-		}
-		g.replyExisting(w, r, rid, t.timeout)
+	if !g.router.Known(t.peer) {
+		g.refuseCall(w, proto.NotFound, fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.peer), rid, t.peer)
 		return
 	}
 	g.sendCall(w, r, t, c, body)
 }
 
-// sendCall makes the attempts of a call recorded as sending, records its
-// outcome, and only then tells the app.
+// answerExisting answers a call whose request id is in the journal: the
+// same request gets that call's outcome, another one 409.
+func (g *Gateway) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
+	if existing.Digest != c.Digest {
+		g.refuseCall(w, proto.Conflict, fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s); nothing was sent",
+			c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), c.RequestID, c.Peer)
+		return
+	}
+	g.replyExisting(w, r, c.RequestID, timeout)
+}
+
+// sendCall makes the attempts of a call, records its outcome, and only then
+// tells the app. Each attempt connects first (a connect carries nothing),
+// then is recorded, then writes: the first in the same transaction that
+// records the call as sending, so a crash after its first byte leaves the
+// attempt in the record and no attempt costs a wait of its own.
 func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *journal.Call, body []byte) {
 	// The call goes on if the app hangs up: its outcome must be recorded.
 	// It ends early only when the gateway stops.
 	if !g.beginSend() {
-		g.finishCall(w, c, nil, journal.Unavailable, proto.Unavailable, fmt.Sprintf("Delta is stopping; nothing was sent to %s", t.peer), "", nil, false, nil)
+		g.recordUnsent(w, r, c, nil, proto.Unavailable, fmt.Sprintf("Delta is stopping; nothing was sent to %s", t.peer), "", t.timeout)
 		return
 	}
 	defer g.calls.Done()
@@ -86,9 +103,19 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 
 	var exclude []roads.Road
 	var attempts []journal.Attempt // written with the outcome, in one transaction
+	recorded := false              // the call is in the journal as sending
 	recovered, renewed := false, false
 	var firstFailure, firstRoad string // the failure that led to the recovery
 	firstOutcome := proto.Unavailable
+	// finish records the outcome and tells the app; a call never recorded
+	// as sending (nothing was sent) is recorded in its final state.
+	finish := func(state journal.CallState, o proto.Outcome, detail, road string, ans *journal.Answer, replayed bool, body []byte) {
+		if !recorded {
+			g.recordUnsent(w, r, c, attempts, o, detail, road, t.timeout)
+			return
+		}
+		g.finishCall(w, c, attempts, state, o, detail, road, ans, replayed, body)
+	}
 	for {
 		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
 		if err != nil {
@@ -96,17 +123,17 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			if firstFailure != "" {
 				o, detail, road = firstOutcome, firstFailure, firstRoad
 			}
-			g.finishCall(w, c, attempts, journal.Unavailable, o, detail, road, nil, false, nil)
+			finish(journal.Unavailable, o, detail, road, nil, false, nil)
 			return
 		}
 		tk, err := g.ticketFor(base, cand, renewed)
 		if err != nil {
-			g.finishCall(w, c, attempts, journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
+			finish(journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
 			return
 		}
 		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, bytes.NewReader(body))
 		if err != nil {
-			g.finishCall(w, c, attempts, journal.Unavailable, proto.BadRequest, fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err), "", nil, false, nil)
+			finish(journal.Unavailable, proto.BadRequest, fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err), "", nil, false, nil)
 			return
 		}
 		req.Header = forwardHeaders(r.Header)
@@ -122,23 +149,43 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.timeout+callGrace)
 		started := g.now()
 		used := cand // the road the call went on (a race may pick another)
-		res, err := oneshot.Do(actx, func(ctx context.Context) (net.Conn, error) {
-			rc, err := g.dial(ctx, cand)
-			if err != nil {
-				return nil, err
-			}
+		var res *oneshot.Response
+		rc, err := g.dial(actx, cand)
+		if err != nil {
+			err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
+		} else {
 			used = rc.Cand
-			return rc, nil
-		}, req, proto.MaxAnswerBody)
+			at := journal.Attempt{N: len(attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
+			var existing *journal.Call
+			var jerr error
+			if !recorded {
+				c.Attempts = append(slices.Clone(attempts), at)
+				existing, jerr = g.db.BeginCall(actx, c)
+			} else {
+				jerr = g.db.AddAttempt(actx, c.RequestID, at)
+			}
+			if jerr != nil || existing != nil {
+				rc.Close() // nothing was written to it
+				acancel()
+				if existing != nil { // the same id, sent by another request meanwhile
+					g.answerExisting(w, r, c, existing, t.timeout)
+					return
+				}
+				finish(journal.Unavailable, proto.Unavailable, "could not record the call in the journal ("+jerr.Error()+"); nothing was sent", string(used.Road), nil, false, nil)
+				return
+			}
+			recorded = true
+			res, err = oneshot.Do(actx, func(context.Context) (net.Conn, error) { return rc, nil }, req, proto.MaxAnswerBody)
+		}
 		acancel()
 		var oe *oneshot.Error
 		sent := err == nil || errors.As(err, &oe) && oe.Sent
-		at := journal.Attempt{Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
+		at := journal.Attempt{N: len(attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
 		if err != nil {
 			at.Error = err.Error()
 		} else if pe := proto.PeerError(res.Header.Get(proto.HeaderOutcome)); pe != proto.PeerAnswered {
 			var eb proto.ErrorBody
-			json.Unmarshal(res.Bytes, &eb)
+			_ = json.Unmarshal(res.Bytes, &eb) // a reply that is not Delta's JSON has no detail to quote
 			at.Error = fmt.Sprintf("%s replied %d %s: %s", t.peer, res.StatusCode, pe, eb.Detail)
 		}
 		attempts = append(attempts, at)
@@ -164,14 +211,14 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 					exclude = append(exclude, racedRoads(cand)...)
 					continue
 				}
-				g.finishCall(w, c, attempts, journal.Unavailable, o, detail, string(cand.Road), nil, false, nil)
+				finish(journal.Unavailable, o, detail, string(cand.Road), nil, false, nil)
 				return
 			}
 			detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.peer)
 			if g.ctx.Err() != nil {
 				detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.peer, t.peer)
 			}
-			g.finishCall(w, c, attempts, journal.Unknown, proto.Unknown, detail, string(used.Road), nil, false, nil)
+			finish(journal.Unknown, proto.Unknown, detail, string(used.Road), nil, false, nil)
 			return
 		}
 		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
@@ -187,9 +234,30 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			h.Del("Content-Length")
 			ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
 		}
-		g.finishCall(w, c, attempts, state, o, detail, string(used.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
+		finish(state, o, detail, string(used.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
 		return
 	}
+}
+
+// recordUnsent records a call that never left as unavailable, with its
+// attempts (none wrote a byte), and only then tells the app. If the same
+// request id was recorded meanwhile by another request, that one's outcome
+// is the answer.
+func (g *Gateway) recordUnsent(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, o proto.Outcome, detail, road string, timeout time.Duration) {
+	c.State, c.Outcome, c.Detail, c.Attempts = journal.Unavailable, string(o), detail, attempts
+	// Not g.ctx: the outcome is recorded even while the gateway closes.
+	existing, err := g.db.BeginCall(context.WithoutCancel(g.ctx), c)
+	if existing != nil {
+		g.answerExisting(w, r, c, existing, timeout)
+		return
+	}
+	if err != nil {
+		// Nothing was sent either way; the app is told so, and a repeat
+		// will be tried afresh.
+		g.log.Error("could not record a call that was not sent", "request_id", c.RequestID, "outcome", o, "err", err)
+	}
+	g.stats.call(o)
+	g.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
 }
 
 func describe(cand roads.Candidate, oe *oneshot.Error) string {

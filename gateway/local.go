@@ -110,10 +110,15 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if isCall {
-		g.handleCall(w, r, t)
-	} else {
-		g.handleRead(w, r, t)
+		g.handleCall(w, r, t) // the journal first: it checks the peer after
+		return
 	}
+	if !g.router.Known(t.peer) {
+		g.stats.read(proto.NotFound)
+		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.peer), Peer: t.peer})
+		return
+	}
+	g.handleRead(w, r, t)
 }
 
 func (g *Gateway) parseTarget(r *http.Request) (target, proto.Outcome, string) {
@@ -133,9 +138,6 @@ func (g *Gateway) parseTarget(r *http.Request) (target, proto.Outcome, string) {
 		if t.pin, err = roads.Parse(v); err != nil {
 			return t, proto.BadRequest, err.Error() + nothing
 		}
-	}
-	if !g.router.Known(t.peer) {
-		return t, proto.NotFound, fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.peer)
 	}
 	prefix := "/v1/peers/" + t.peer + "/" + t.app
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), prefix)

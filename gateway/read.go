@@ -266,9 +266,11 @@ func triedRoads(used, cand roads.Candidate, dialErr error) []roads.Road {
 }
 
 // noRoadDetail says why no road was chosen; a hold-down says so in the
-// words of DESIGN §3.
+// words of DESIGN §3, a peer not found again yet since the start in its
+// own.
 func noRoadDetail(peer string, err error) string {
-	if heldDown(err) {
+	var notYet *roads.NotYetError
+	if heldDown(err) || errors.As(err, &notYet) {
 		return fmt.Sprintf("%v; nothing was sent to %s", err, peer)
 	}
 	return fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", peer, err, peer)

@@ -88,9 +88,14 @@ func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 	return &c, nil
 }
 
-// BeginCall records c as "sending", durably, unless its request id is in
-// the journal already; then nothing is written and the existing record is
-// returned. c.CreatedAt and c.UpdatedAt are set.
+// BeginCall records c, durably, unless its request id is in the journal
+// already; then nothing is written and the existing record is returned.
+// c.State is "sending" if empty; a call refused before anything was sent is
+// recorded at once in its final state (unavailable, with c.Outcome and
+// c.Detail). c.Attempts are recorded in the same transaction: an attempt
+// about to write its first byte is in the journal before it does, at no
+// cost beyond the transaction the call needs anyway. c.CreatedAt and
+// c.UpdatedAt are set.
 func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error) {
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		old, err := scanCall(tx.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, c.RequestID))
@@ -102,12 +107,20 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 			return fmt.Errorf("journal: look up call %s: %w", c.RequestID, err)
 		}
 		now := d.now()
-		c.State, c.CreatedAt, c.UpdatedAt = Sending, now, now
-		_, err = tx.ExecContext(ctx, `INSERT INTO calls (request_id, peer, app, caller_app, method, path, digest, state, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.RequestID, c.Peer, c.App, c.CallerApp, c.Method, c.Path, c.Digest, Sending, nanos(now), nanos(now))
+		if c.State == "" {
+			c.State = Sending
+		}
+		c.CreatedAt, c.UpdatedAt = now, now
+		_, err = tx.ExecContext(ctx, `INSERT INTO calls (request_id, peer, app, caller_app, method, path, digest, state, outcome, detail, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.RequestID, c.Peer, c.App, c.CallerApp, c.Method, c.Path, c.Digest, c.State, c.Outcome, c.Detail, nanos(now), nanos(now))
 		if err != nil {
-			return fmt.Errorf("journal: record call %s as sending: %w", c.RequestID, err)
+			return fmt.Errorf("journal: record call %s as %s: %w", c.RequestID, c.State, err)
+		}
+		for _, a := range c.Attempts {
+			if err := putAttempt(ctx, tx, c.RequestID, a); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -117,10 +130,26 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 	return existing, err
 }
 
-func addAttempt(ctx context.Context, tx *sql.Tx, id string, a Attempt) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error)
-		VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE request_id = ?), ?, ?, ?, ?, ?)`,
-		id, id, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
+// AddAttempt records one more attempt of call id, durably: a later attempt
+// (after a door asked for a new ticket) is in the journal before its first
+// byte is written, like the first.
+func (d *DB) AddAttempt(ctx context.Context, id string, a Attempt) error {
+	return d.tx(ctx, func(tx *sql.Tx) error { return putAttempt(ctx, tx, id, a) })
+}
+
+// putAttempt writes attempt a of call id: a.N names it (a second write of
+// the same N replaces the first: the attempt as it ended replaces the
+// attempt as it began); if 0, the next number.
+func putAttempt(ctx context.Context, tx *sql.Tx, id string, a Attempt) error {
+	var err error
+	if a.N > 0 {
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO attempts (request_id, n, road, address, started_at, first_byte, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, a.N, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
+	} else {
+		_, err = tx.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error)
+			VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE request_id = ?), ?, ?, ?, ?, ?)`,
+			id, id, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
+	}
 	if err != nil {
 		return fmt.Errorf("journal: record attempt of call %s: %w", id, err)
 	}
@@ -138,7 +167,8 @@ type Transition struct {
 	NextAsk    time.Time // when to ask the owner; zero: not scheduled
 	CountAsk   bool      // whether this transition followed asking the owner
 	// Attempts are recorded in the same transaction, whether or not the
-	// call moves (they happened either way).
+	// call moves (they happened either way); one with the N of a recorded
+	// attempt replaces it.
 	Attempts []Attempt
 }
 
@@ -150,7 +180,7 @@ func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur
 	}
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		for _, a := range t.Attempts {
-			if err := addAttempt(ctx, tx, id, a); err != nil {
+			if err := putAttempt(ctx, tx, id, a); err != nil {
 				return err
 			}
 		}
@@ -336,17 +366,29 @@ func (d *DB) Dismiss(ctx context.Context, id string) error {
 }
 
 // RecoverCalls turns every "sending" call into "unknown", due for asking at
-// once: after a restart nobody knows whether its bytes left. It returns how
-// many there were.
+// once: after a restart nobody knows whether its bytes left. Its attempt in
+// flight (recorded before its first byte, as written) says that Delta
+// stopped during it. It returns how many calls there were.
 func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
 	now := nanos(d.now())
-	res, err := d.db.ExecContext(ctx, `UPDATE calls SET state = 'unknown', outcome = 'outcome_unknown',
-		detail = 'Delta stopped while this call was being sent; it may have left, so it is not sent again and the owner will be asked',
-		next_ask_at = ?, updated_at = ? WHERE state = 'sending'`, now, now)
+	var n int64
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE attempts SET error = 'Delta stopped during this attempt; the request may have left'
+			WHERE first_byte = 1 AND error = '' AND request_id IN (SELECT request_id FROM calls WHERE state = 'sending')`); err != nil {
+			return fmt.Errorf("journal: recover attempts in flight: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE calls SET state = 'unknown', outcome = 'outcome_unknown',
+			detail = 'Delta stopped while this call was being sent; it may have left, so it is not sent again and the owner will be asked',
+			next_ask_at = ?, updated_at = ? WHERE state = 'sending'`, now, now)
+		if err != nil {
+			return fmt.Errorf("journal: recover sending calls: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
-		return 0, fmt.Errorf("journal: recover sending calls: %w", err)
+		return 0, err
 	}
-	n, _ := res.RowsAffected()
 	if n > 0 {
 		d.notify()
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -273,5 +274,56 @@ func TestChangedWakes(t *testing.T) {
 	case <-ch:
 	default:
 		t.Errorf("Changed did not fire on a new call")
+	}
+}
+
+// TestAttemptsAsTheyHappen: an attempt recorded with the call before its
+// first byte survives a crash (restart recovery says Delta stopped during
+// it), and the attempt as it ended replaces the attempt as it began.
+func TestAttemptsAsTheyHappen(t *testing.T) {
+	db, _, path := open(t)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	failed := Attempt{N: 1, Road: "lan", Address: "10.0.0.2:7422", StartedAt: t0, Error: "connect: refused"}
+	inFlight := Attempt{N: 2, Road: "tailnet", Address: "100.64.0.2:7421", StartedAt: t0, FirstByte: true}
+	c := &Call{RequestID: "crash", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []Attempt{failed, inFlight}}
+	if old, err := db.BeginCall(ctx, c); err != nil || old != nil {
+		t.Fatalf("BeginCall: %v %v", old, err)
+	}
+	done := &Call{RequestID: "done", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []Attempt{inFlight}}
+	db.BeginCall(ctx, done)
+	ended := inFlight
+	ended.Error = "studio replied 503 app_unavailable"
+	if moved, _, err := db.Move(ctx, "done", Transition{From: []CallState{Sending}, To: Unavailable, Attempts: []Attempt{ended}}); !moved || err != nil {
+		t.Fatalf("move: %v %v", moved, err)
+	}
+	if got, _ := db.Call(ctx, "done"); len(got.Attempts) != 1 || got.Attempts[0].Error != ended.Error {
+		t.Errorf("the ended attempt did not replace the one begun: %+v", got.Attempts)
+	}
+	// A crash: reopen the file, recover.
+	db.Close()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n, err := db.RecoverCalls(ctx); n != 1 || err != nil {
+		t.Fatalf("RecoverCalls: %d %v", n, err)
+	}
+	got, _ := db.Call(ctx, "crash")
+	if got.State != Unknown || len(got.Attempts) != 2 {
+		t.Fatalf("after recovery: %s with %+v", got.State, got.Attempts)
+	}
+	if a := got.Attempts[0]; a.FirstByte || a.Error != "connect: refused" {
+		t.Errorf("the failed attempt changed: %+v", a)
+	}
+	if a := got.Attempts[1]; !a.FirstByte || a.Road != "tailnet" || !strings.Contains(a.Error, "Delta stopped during this attempt") {
+		t.Errorf("the attempt in flight: %+v", a)
+	}
+	// A call refused before anything left is recorded in its final state.
+	un := &Call{RequestID: "unsent", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d",
+		State: Unavailable, Outcome: "unavailable", Detail: "no road; nothing was sent", Attempts: []Attempt{failed}}
+	db.BeginCall(ctx, un)
+	if got, _ := db.Call(ctx, "unsent"); got.State != Unavailable || got.Outcome != "unavailable" || got.Detail != un.Detail || len(got.Attempts) != 1 {
+		t.Errorf("a call recorded unsent: %+v", got)
 	}
 }

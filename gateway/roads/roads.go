@@ -146,3 +146,36 @@ type RoadStatus struct {
 	CheckedAt     time.Time `json:"checked_at,omitzero"`
 	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
 }
+
+// NotYetError refuses a peer that this computer knows (it was a peer when
+// Delta last ran) but has no road to yet: Delta started moments ago and is
+// finding its roads, or has not found the peer since. Nothing was sent. It
+// wraps ErrNoRoad.
+type NotYetError struct {
+	Peer    string
+	Started time.Time // when this Delta started
+	Now     time.Time
+}
+
+func (e *NotYetError) Error() string {
+	ago := e.Now.Sub(e.Started)
+	if ago < time.Minute {
+		return fmt.Sprintf("no road to %s yet (Delta started %s ago and is finding its roads)", e.Peer, FormatAgo(ago))
+	}
+	return fmt.Sprintf("no road to %s yet (Delta started %s ago and has not found it on the tailnet since; it may be off or asleep)", e.Peer, FormatAgo(ago))
+}
+
+func (e *NotYetError) Unwrap() error { return ErrNoRoad }
+
+// FormatAgo says a duration the way details do: "40 ms", "2.5 s", "3 min".
+func FormatAgo(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	}
+	return fmt.Sprintf("%.1f h", d.Hours())
+}

@@ -195,6 +195,20 @@ func (n *Node) refresh() {
 			}
 		}
 	}
+	if st.BackendState == "Running" && st.Self != nil {
+		// The network map is whole now: a remembered peer that is not in
+		// it (or no longer allowed) is gone.
+		inMap := map[string]bool{}
+		for id := range seen {
+			inMap[string(id)] = true
+		}
+		for _, name := range n.rememberedNamesLocked() {
+			if rp := n.remembered[name]; !inMap[rp.Node] {
+				n.log.Info("a peer found before is no longer on the tailnet", "peer", name, "node", rp.Node)
+				n.forgetLocked(name)
+			}
+		}
+	}
 }
 
 // helloRetry is how long after fails failed hellos to ask again.
@@ -270,10 +284,12 @@ func (n *Node) applyHelloLocked(p *peer, h *Hello) {
 	if p.name != "" && p.name != h.Name {
 		delete(n.peers, p.name)
 		n.book.Remove(p.name)
+		n.forgetLocked(p.name)
 	}
 	p.name, p.hello, p.helloErr = h.Name, h, ""
 	n.peers[h.Name] = p
 	n.book.Set(h.Name, n.candidatesLocked(p))
+	n.rememberLocked(p)
 }
 
 // rebindLocked recomputes every peer's candidates after this computer's

@@ -13,14 +13,27 @@ import (
 	"delta/gateway/routes"
 )
 
-// Known implements roads.Router: a peer is known once it answered hello.
-func (n *Node) Known(peer string) bool { return n.book.Known(peer) }
+// Known implements roads.Router: a peer is known once it answered hello,
+// and from the start when it had answered before (peers.json).
+func (n *Node) Known(peer string) bool {
+	if n.book.Known(peer) {
+		return true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.remembered[peer]
+	return ok
+}
 
 // Choose implements roads.Router through the route book: a pinned road as
 // it is; otherwise the best usable road, with the others to race after the
-// stagger.
+// stagger. A remembered peer not found again yet has no road yet
+// (roads.NotYetError).
 func (n *Node) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
 	ch, err := n.book.Choose(peer, pin, exclude...)
+	if errors.Is(err, roads.ErrUnknownPeer) && n.Known(peer) {
+		return roads.Candidate{}, &roads.NotYetError{Peer: peer, Started: n.started, Now: time.Now()}
+	}
 	if err != nil {
 		return roads.Candidate{}, err
 	}
@@ -37,8 +50,18 @@ func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
 	n.book.Invalidate(peer, road, reason)
 }
 
-// Peers implements roads.Router.
-func (n *Node) Peers() []roads.PeerStatus { return n.book.Peers() }
+// Peers implements roads.Router: the route book's peers, then the
+// remembered ones not found again yet.
+func (n *Node) Peers() []roads.PeerStatus {
+	ps := n.book.Peers()
+	found := map[string]bool{}
+	for _, p := range ps {
+		found[p.Name] = true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append(ps, n.rememberedStatusLocked(found)...)
+}
 
 // Won counts a race won by road.
 func (n *Node) Won(road roads.Road) { n.book.Won(road) }

@@ -118,6 +118,8 @@ type Node struct {
 	wg        sync.WaitGroup
 	kick      chan struct{}
 	probeKick chan struct{}
+	saveKick  chan struct{}
+	started   time.Time // when Start was called
 
 	mu       sync.Mutex
 	lanLns   []lanListener
@@ -130,7 +132,10 @@ type Node struct {
 	peers    map[string]*peer               // by name
 	byNode   map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
 	tickets  map[string]heldTicket          // by peer name
-	g        *gateway.Gateway
+	// remembered are the peers found before, kept in peers.json: known at
+	// once after a start, before discovery finds them again.
+	remembered map[string]rememberedPeer
+	g          *gateway.Gateway
 }
 
 type lanListener struct {
@@ -165,7 +170,7 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), probeKick: make(chan struct{}, 1),
+	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), probeKick: make(chan struct{}, 1), saveKick: make(chan struct{}, 1),
 		book: routes.New(nil, cfg.Logger), ifaces: netwatch.Read(cfg.Roads),
 		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}}, nil
 }
@@ -181,6 +186,12 @@ func (n *Node) Start() (err error) {
 			}
 		}
 	}()
+	n.started = time.Now()
+	if n.remembered, err = loadRemembered(n.cfg.StateDir); err != nil {
+		// Only a help for the moments after a start: say so, go on.
+		n.log.Warn("the peers found before are not known until discovery finds them again", "err", err)
+		n.remembered = map[string]rememberedPeer{}
+	}
 	dir := filepath.Join(n.cfg.StateDir, "tailnet")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("tailnet: make %s: %w", dir, err)
@@ -242,10 +253,11 @@ func (n *Node) Start() (err error) {
 	if n.mon, err = netwatch.Start(netwatch.Options{OnChange: n.onNetChange, Roads: n.cfg.Roads, Logger: n.log}); err != nil {
 		return fmt.Errorf("tailnet: %w", err)
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.watch()
 	go n.discover()
 	go n.prober()
+	go n.saver()
 	return nil
 }
 

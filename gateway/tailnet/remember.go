@@ -1,0 +1,171 @@
+package tailnet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"delta/gateway/roads"
+)
+
+// peersFile keeps the peers this computer has found, with their last roads,
+// so that a restarted Delta knows them at once: a call to one of them in
+// the moments before discovery finds it again is "no road yet", never
+// "not one of this computer's peers" (and a call it holds in its journal
+// gets its recorded outcome either way).
+const peersFile = "peers.json"
+
+// rememberedPeer is one entry of peers.json.
+type rememberedPeer struct {
+	Name   string      `json:"name"`
+	Node   string      `json:"node_id"`
+	Roads  []HelloRoad `json:"roads"`
+	SeenAt time.Time   `json:"seen_at"`
+}
+
+type peersJSON struct {
+	Peers []rememberedPeer `json:"peers"`
+}
+
+// loadRemembered reads peers.json; a missing file is no peers.
+func loadRemembered(dir string) (map[string]rememberedPeer, error) {
+	path := filepath.Join(dir, peersFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]rememberedPeer{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tailnet: read %s: %w", path, err)
+	}
+	var pj peersJSON
+	if err := json.Unmarshal(b, &pj); err != nil {
+		return nil, fmt.Errorf("tailnet: %s is not valid: %w", path, err)
+	}
+	m := map[string]rememberedPeer{}
+	for _, p := range pj.Peers {
+		if p.Name != "" {
+			m[p.Name] = p
+		}
+	}
+	return m, nil
+}
+
+// saveRemembered writes peers.json atomically (a temporary file renamed).
+func saveRemembered(dir string, m map[string]rememberedPeer) error {
+	pj := peersJSON{Peers: []rememberedPeer{}}
+	for _, p := range m {
+		pj.Peers = append(pj.Peers, p)
+	}
+	slices.SortFunc(pj.Peers, func(a, b rememberedPeer) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	b, err := json.MarshalIndent(pj, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, peersFile)
+	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("tailnet: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("tailnet: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// rememberLocked notes a peer found (or found again) by hello.
+func (n *Node) rememberLocked(p *peer) {
+	old, had := n.remembered[p.name]
+	now := rememberedPeer{Name: p.name, Node: string(p.node), Roads: p.hello.Roads, SeenAt: time.Now().UTC()}
+	n.remembered[p.name] = now
+	if !had || old.Node != now.Node || !slices.Equal(old.Roads, now.Roads) {
+		n.saveSoon()
+	}
+}
+
+// forgetLocked drops a peer the tailnet no longer has.
+func (n *Node) forgetLocked(name string) {
+	if _, ok := n.remembered[name]; ok {
+		delete(n.remembered, name)
+		n.saveSoon()
+	}
+}
+
+func (n *Node) saveSoon() {
+	select {
+	case n.saveKick <- struct{}{}:
+	default:
+	}
+}
+
+// saver writes peers.json after each change (coalesced), and once more at
+// Close.
+func (n *Node) saver() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.ctx.Done():
+			select {
+			case <-n.saveKick:
+				n.save()
+			default:
+			}
+			return
+		case <-n.saveKick:
+			n.save()
+		}
+	}
+}
+
+func (n *Node) save() {
+	n.mu.Lock()
+	m := make(map[string]rememberedPeer, len(n.remembered))
+	for k, v := range n.remembered {
+		m[k] = v
+	}
+	n.mu.Unlock()
+	if err := saveRemembered(n.cfg.StateDir, m); err != nil {
+		n.log.Warn("could not remember the peers for the next start", "err", err)
+	}
+}
+
+// rememberedStatusLocked describes the remembered peers discovery has not
+// found again, for status: their last roads, state unknown.
+func (n *Node) rememberedStatusLocked(found map[string]bool) []roads.PeerStatus {
+	var out []roads.PeerStatus
+	for _, name := range n.rememberedNamesLocked() {
+		if found[name] {
+			continue
+		}
+		rp := n.remembered[name]
+		ps := roads.PeerStatus{Name: name}
+		why := "not found on the tailnet again since Delta started (last seen " + rp.SeenAt.Format(time.RFC3339) + ")"
+		ps.Roads = append(ps.Roads, roads.RoadStatus{Road: roads.Tailnet, State: "unknown", LastError: why})
+		for _, r := range rp.Roads {
+			ps.Roads = append(ps.Roads, roads.RoadStatus{Road: r.Road, Address: r.Address, Interface: r.Interface, State: "unknown", LastError: why})
+		}
+		out = append(out, ps)
+	}
+	return out
+}
+
+func (n *Node) rememberedNamesLocked() []string {
+	names := make([]string, 0, len(n.remembered))
+	for name := range n.remembered {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
