@@ -58,6 +58,7 @@ deps:
 vet: deps
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "make: not gofmt-formatted (run gofmt -w):" $$unformatted >&2; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
 
 vet-darwin: deps
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)

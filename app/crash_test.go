@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
-	"delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/journal"
 )
 
 // bin is the delta binary, built once for these tests.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // roadState reads what p believes of its road to peer.

@@ -29,10 +29,10 @@ import (
 
 	"tailscale.com/ipn"
 
-	"delta/gateway"
-	"delta/gateway/roads"
-	"delta/gateway/tailnet"
-	"delta/ui"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/tailnet"
+	"github.com/delta-roads/delta/ui"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // offlineNS makes a network namespace from which nothing can leave the

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"delta/ui"
+	"github.com/delta-roads/delta/ui"
 )
 
 // runOpen is `delta open`: it asks the running Delta for a one-time login

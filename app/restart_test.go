@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"delta/gateway/gatewaytest"
-	"delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
 
 // TestRestartBeforePeerIsFound: a Delta that just restarted, whose peer is

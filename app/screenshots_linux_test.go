@@ -19,7 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/godbus/dbus/v5"
 
-	"delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // TestScreenshots draws the pictures in docs/screenshots: the tray's menu

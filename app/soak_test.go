@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
-	"delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
 
 // TestResendSoak: apps make calls through laptop, each with its own request
@@ -81,7 +81,6 @@ func TestResendSoak(t *testing.T) {
 	close(results)
 
 	counts := map[string]int{}
-	var unknown []result
 	var all []result
 	for r := range results {
 		all = append(all, r)
@@ -100,7 +99,7 @@ func TestResendSoak(t *testing.T) {
 				t.Errorf("FALSE NOTHING WAS SENT: %s was told %q but its effect happened %d times", r.id, r.detail, effects)
 			}
 		case "outcome_unknown":
-			unknown = append(unknown, r)
+			// settled below
 		default:
 			t.Errorf("%s got %q (%d): %s", r.id, r.outcome, r.status, r.detail)
 		}

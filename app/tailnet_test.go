@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
-	"delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
 
 type statusView struct {

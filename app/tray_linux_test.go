@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
-	"delta/ui/uitest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/ui/uitest"
 )
 
 // TestTray runs the delta binary with its real tray on a private session

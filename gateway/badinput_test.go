@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"delta/gateway/gatewaytest"
-	"delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/journal"
 )
 
 // TestBadInput: every malformed request gets a clear JSON error naming the

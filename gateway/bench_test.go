@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/ui"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/ui"
 )
 
 // BenchmarkRead1KiB and BenchmarkCall1KiB measure a 1 KiB request through

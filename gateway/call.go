@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/gateway/oneshot"
-	"delta/gateway/pintls"
-	"delta/gateway/proto"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // callGrace is how long past X-Delta-Timeout (and the connect) the caller

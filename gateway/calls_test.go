@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/gatewaytest"
-	"delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/ticket"
 )
 
 // TestConcurrentSameRequestID: 50 calls with one request id at once

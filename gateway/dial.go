@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/roads"
-	"delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // dial connects for cand: to its road alone, or racing cand.Next after the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // TestFaultTable runs DESIGN §2's fault table end to end through two

@@ -28,10 +28,10 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/gateway/readcache"
-	"delta/gateway/roads"
-	"delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // Default addresses (DESIGN §3, §8).

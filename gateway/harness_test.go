@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/gatewaytest"
-	"delta/gateway/journal"
-	"delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/ticket"
 )
 
 // node is one Delta started in-process on loopback, with its state folder
@@ -160,7 +160,7 @@ func checkNoLeaks(t *testing.T) {
 			stacks := string(buf[:runtime.Stack(buf, true)])
 			var leaked []string
 			for _, g := range strings.Split(stacks, "\n\n") {
-				if strings.Contains(g, "delta/gateway.") && !strings.Contains(g, "checkNoLeaks") && !strings.Contains(g, "_test.go") {
+				if strings.Contains(g, "github.com/delta-roads/delta/gateway.") && !strings.Contains(g, "checkNoLeaks") && !strings.Contains(g, "_test.go") {
 					leaked = append(leaked, g)
 				}
 			}

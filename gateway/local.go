@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/gateway/proto"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // localHandler is the local API (DESIGN §3).

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/gateway/oneshot"
-	"delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // appConnectTimeout bounds a connect to a local owner app.

@@ -14,12 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/oneshot"
-	"delta/gateway/pintls"
-	"delta/gateway/proto"
-	"delta/gateway/readcache"
-	"delta/gateway/roads"
-	"delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // readGrace is how long past the connect timeout and X-Delta-Timeout a read

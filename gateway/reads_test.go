@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // TestReadCache: fresh answers are served without asking; when the peer

@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/gateway/oneshot"
-	"delta/gateway/proto"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // neverNotCarriedOutAfter: a call this old is never settled

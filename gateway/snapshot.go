@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"delta/gateway/journal"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // TailnetSummary is what the menu and the status page show of the tailnet.

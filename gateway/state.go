@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"delta/gateway/proto"
-	"delta/gateway/roads"
-	"delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/ticket"
 )
 
 // configFile is the state folder's config, read at start.

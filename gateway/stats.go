@@ -7,10 +7,10 @@ import (
 	"sort"
 	"sync"
 
-	"delta/gateway/journal"
-	"delta/gateway/proto"
-	"delta/gateway/roads"
-	"delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // stats are the gateway's counters, for /v1/status and /metrics.

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/journal"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // The status page (DESIGN §3): reached through a one-time login link that

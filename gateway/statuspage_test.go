@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // pageDo sends method u to the status page with cookie (may be nil), the

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // State is every interface, by name, at one moment.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 func TestDiff(t *testing.T) {

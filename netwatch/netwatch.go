@@ -16,7 +16,7 @@ import (
 	"sort"
 	"strings"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // Interface is one network interface as a road.

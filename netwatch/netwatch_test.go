@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 func TestClassify(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/atotto/clipboard"
 
-	"delta/gateway"
-	"delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/journal"
 )
 
 // Tray shows a Menu and reports clicks. The real one is the system tray

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/journal"
 )
 
 // fakeTray records what it is shown and lets the test click.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/journal"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // Level is the overall state the icon shows.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/journal"
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 var now = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/journal"
 )
 
 // Note is one notification: what happened, where, and what to do.

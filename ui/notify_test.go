@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/journal"
 )
 
 type recorder struct {

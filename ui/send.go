@@ -3,7 +3,7 @@ package ui
 import (
 	"github.com/gen2brain/beeep"
 
-	"delta/assets"
+	"github.com/delta-roads/delta/assets"
 )
 
 // SystemSender shows notifications with Delta's icon: the notification

@@ -8,7 +8,7 @@ import (
 
 	"fyne.io/systray"
 
-	"delta/assets"
+	"github.com/delta-roads/delta/assets"
 )
 
 // TrayAvailable reports whether this build has a system tray: on macOS it

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // RoadConn is a connection that knows the candidate it was dialled for.

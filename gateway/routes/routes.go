@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // Timing (DESIGN §8).

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 type clock struct {
@@ -31,7 +31,7 @@ func cands() []roads.Candidate {
 	}
 }
 
-var timeoutErr = fmt.Errorf("dial tcp: %w", os.ErrDeadlineExceeded)
+var errTimeout = fmt.Errorf("dial tcp: %w", os.ErrDeadlineExceeded)
 
 func TestChoose(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
@@ -57,7 +57,7 @@ func TestChoose(t *testing.T) {
 		t.Errorf("after the hold-down time: first %s, want thunderbolt again", ch.First.Road)
 	}
 	// A connect timeout arms a hold-down: pinned callers fail at once.
-	b.Report(lan, 0, timeoutErr)
+	b.Report(lan, 0, errTimeout)
 	_, err = b.Choose("studio", roads.LAN)
 	var hd *HeldDownError
 	if !errors.As(err, &hd) || hd.Left != roads.LAN.HoldDown() || !strings.Contains(err.Error(), "connect to studio via lan (192.168.1.20:7422 on en0) timed out after 3.0 s") ||
@@ -189,7 +189,7 @@ func TestRace(t *testing.T) {
 	rc.Close()
 	<-closed
 	// Everything fails: the errors, joined.
-	_, _, fails, err = Race(context.Background(), Choice{First: dialer(roads.LAN, 0, syscall.ECONNREFUSED, closed), Next: []roads.Candidate{dialer(roads.Tailnet, 0, timeoutErr, closed)}}, time.Millisecond, late)
+	_, _, fails, err = Race(context.Background(), Choice{First: dialer(roads.LAN, 0, syscall.ECONNREFUSED, closed), Next: []roads.Candidate{dialer(roads.Tailnet, 0, errTimeout, closed)}}, time.Millisecond, late)
 	if err == nil || len(fails) != 2 || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("all fail: %v %v", fails, err)
 	}
@@ -200,7 +200,7 @@ func TestRace(t *testing.T) {
 func TestRaceReportsSilentLoser(t *testing.T) {
 	closed := make(chan roads.Road, 8)
 	lates := make(chan Failure, 8)
-	rc, _, _, err := Race(context.Background(), Choice{First: dialer(roads.LAN, 200*time.Millisecond, timeoutErr, closed), Next: []roads.Candidate{dialer(roads.Tailnet, 0, nil, closed)}},
+	rc, _, _, err := Race(context.Background(), Choice{First: dialer(roads.LAN, 200*time.Millisecond, errTimeout, closed), Next: []roads.Candidate{dialer(roads.Tailnet, 0, nil, closed)}},
 		20*time.Millisecond, func(f Failure, _ net.Conn) { lates <- f })
 	if err != nil || rc.Cand.Road != roads.Tailnet {
 		t.Fatalf("%v %v", rc, err)

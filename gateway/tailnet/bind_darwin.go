@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // controlFor binds a lan or thunderbolt connection to its interface

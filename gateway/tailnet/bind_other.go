@@ -5,7 +5,7 @@ package tailnet
 import (
 	"syscall"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // controlFor does not bind connections on this OS.

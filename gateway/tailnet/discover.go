@@ -14,9 +14,9 @@ import (
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
 
-	"delta/gateway/proto"
-	"delta/gateway/roads"
-	"delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // Discovery timing.

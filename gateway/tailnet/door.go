@@ -14,9 +14,9 @@ import (
 
 	"tailscale.com/tailcfg"
 
-	"delta/gateway"
-	"delta/gateway/pintls"
-	"delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/ticket"
 )
 
 // allowedLocked reports whether a tailnet node may use the peer API: the

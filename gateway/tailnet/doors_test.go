@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/gatewaytest"
-	"delta/gateway/pintls"
-	"delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/ticket"
 )
 
 // getOverTailnet sends GET path to nd's tailnet listener from another

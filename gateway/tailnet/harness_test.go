@@ -11,10 +11,10 @@ import (
 
 	"tailscale.com/tstest/integration/testcontrol"
 
-	"delta/gateway"
-	"delta/gateway/gatewaytest"
-	"delta/gateway/tailnet"
-	"delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/tailnet"
+	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
 
 // lab is a real tailnet on loopback.

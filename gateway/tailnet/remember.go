@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // peersFile keeps the peers this computer has found, with their last roads,

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"delta/gateway"
-	"delta/gateway/gatewaytest"
-	"delta/gateway/tailnet"
-	"delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/tailnet"
+	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
 
 // TestRoads: a read and a call over the tailnet road and over the lan road

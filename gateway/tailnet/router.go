@@ -8,9 +8,9 @@ import (
 	"net/netip"
 	"time"
 
-	"delta/gateway/pintls"
-	"delta/gateway/roads"
-	"delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // Known implements roads.Router: a peer is known once it answered hello,

@@ -36,12 +36,12 @@ import (
 	"tailscale.com/tsnet"
 	"tailscale.com/util/testenv"
 
-	"delta/gateway"
-	"delta/gateway/pintls"
-	"delta/gateway/roads"
-	"delta/gateway/routes"
-	"delta/gateway/ticket"
-	"delta/netwatch"
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/netwatch"
 )
 
 // Ports (DESIGN §8).
