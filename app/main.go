@@ -224,9 +224,9 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger) {
 	}()
 	ui.RunSystray(log, func(t *ui.Systray) {
 		log.Info("tray is up")
-		app := &ui.App{Gateway: g, Tray: t, Log: log, Quit: ui.QuitSystray}
+		app := &ui.App{Source: g, Tray: t, Log: log, Quit: ui.QuitSystray}
 		wg.Go(func() { app.Run(ctx) })
-		n := &ui.Notifier{DB: g.Journal(), Sender: ui.SystemSender(), Log: log}
+		n := &ui.Notifier{Events: g.CallEvents(), Sender: ui.SystemSender(), Log: log}
 		wg.Go(func() {
 			if err := n.Run(ctx); err != nil {
 				log.Error("notifications stopped: " + err.Error())

@@ -30,8 +30,11 @@ import (
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/statuspage"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // Default addresses (DESIGN §3, §8).
@@ -69,7 +72,7 @@ type Config struct {
 	PeerListeners []PeerListener
 	// SelfFunc, if not nil, names this computer (it may change, e.g. once
 	// logged in to the tailnet). If nil, the config file's name and node.
-	SelfFunc func() Self
+	SelfFunc func() view.Self
 	// Logger receives the gateway's log. If nil, nothing is logged.
 	Logger *slog.Logger
 	// Now is the clock. If nil, time.Now.
@@ -89,6 +92,10 @@ type Config struct {
 	CacheBytes int64
 	// SweepEvery is how often the retention sweep runs. If 0, hourly.
 	SweepEvery time.Duration
+	// Journal, if not nil, is the journal to use, opened already on
+	// <state>/delta.db (tests that also write to it); the caller closes it
+	// after Close. If nil, Start opens it and Close closes it.
+	Journal *journal.DB
 	// Version is reported in status. If empty, "dev".
 	Version string
 	// TailnetStatus, if not nil, is reported as "tailnet" in /v1/status
@@ -101,7 +108,7 @@ type Gateway struct {
 	cfg    Config
 	log    *slog.Logger
 	now    func() time.Time
-	self   Self
+	self   view.Self
 	db     *journal.DB
 	router roads.Router
 	door   Door
@@ -122,7 +129,7 @@ type Gateway struct {
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
 	recon     *reconciler
-	page      pageAuth // the status page's login codes and sessions
+	page      *statuspage.Page
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
@@ -156,12 +163,6 @@ type PeerListener struct {
 	// Routes, if not nil, registers extra handlers on this listener's mux
 	// (behind the door; see CallerFrom).
 	Routes func(mux *http.ServeMux)
-}
-
-// Self names this computer.
-type Self struct {
-	Name string `json:"name"`
-	Node string `json:"node_id"`
 }
 
 // Tickets supplies the ticket to present to a peer.
@@ -272,10 +273,12 @@ func (g *Gateway) Start() (err error) {
 		}
 	}
 
-	if g.db, err = journal.Open(filepath.Join(dir, "delta.db"), journal.Options{Now: g.now}); err != nil {
-		return fmt.Errorf("gateway: %w", err)
+	if g.db = g.cfg.Journal; g.db == nil {
+		if g.db, err = journal.Open(filepath.Join(dir, "delta.db"), journal.Options{Now: g.now}); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		undo = append(undo, func() { g.db.Close() })
 	}
-	undo = append(undo, func() { g.db.Close() })
 	ctx := context.Background()
 	if n, err := g.db.RecoverCalls(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -329,6 +332,7 @@ func (g *Gateway) Start() (err error) {
 	}
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
+	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
 	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	g.recon = newReconciler(g)
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
@@ -414,7 +418,10 @@ func (g *Gateway) Close() error {
 	g.wg.Wait()
 	g.transport.closeAll()
 	os.Remove(filepath.Join(g.cfg.StateDir, "local.json"))
-	err := g.db.Close()
+	var err error
+	if g.cfg.Journal == nil {
+		err = g.db.Close()
+	}
 	if g.cfg.StateLock == nil {
 		g.lock.Close()
 	}
@@ -432,15 +439,43 @@ func (g *Gateway) PeerAddr() string { return g.peerLns[0].Addr().String() }
 func (g *Gateway) Token() string { return g.token }
 
 // Self names this computer.
-func (g *Gateway) Self() Self {
+func (g *Gateway) Self() view.Self {
 	if g.cfg.SelfFunc != nil {
 		return g.cfg.SelfFunc()
 	}
 	return g.self
 }
 
-// Journal is the gateway's journal (for tests and the tray).
-func (g *Gateway) Journal() *journal.DB { return g.db }
+// LoginLink mints a one-time link to the status page, valid for
+// statuspage.LoginLinkLifetime (the menu's "Open status page", `delta open`).
+func (g *Gateway) LoginLink() string { return g.page.LoginLink() }
+
+// History returns call id's events, oldest first (for the status page).
+func (g *Gateway) History(ctx context.Context, id string) ([]record.Event, error) {
+	return g.db.History(ctx, id)
+}
+
+// CallEvents are the journal's call events, for the tray's notifications.
+type CallEvents struct{ db *journal.DB }
+
+// CallEvents serves the call events (ui.Events) while the gateway runs.
+func (g *Gateway) CallEvents() CallEvents { return CallEvents{g.db} }
+
+// LastEventSeq is the newest event's sequence number, 0 if none.
+func (e CallEvents) LastEventSeq(ctx context.Context) (int64, error) { return e.db.LastEventSeq(ctx) }
+
+// EventsAfter returns up to limit events after the cursor, oldest first.
+func (e CallEvents) EventsAfter(ctx context.Context, after int64, limit int) ([]record.Event, error) {
+	return e.db.EventsAfter(ctx, after, limit)
+}
+
+// Call returns a call's record.
+func (e CallEvents) Call(ctx context.Context, id string) (*record.Call, error) {
+	return e.db.Call(ctx, id)
+}
+
+// Changed closes at the next change to the journal.
+func (e CallEvents) Changed() <-chan struct{} { return e.db.Changed() }
 
 // PeerUp tells the gateway that a road to peer came up: its unknown calls
 // are asked about at once.

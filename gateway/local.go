@@ -18,6 +18,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/statuspage"
 )
 
 // localHandler is the local API (DESIGN §3).
@@ -43,13 +44,12 @@ func (g *Gateway) localHandler() http.Handler {
 
 // handleLoginLink mints a one-time link to the status page (`delta open`).
 func (g *Gateway) handleLoginLink(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"url": g.LoginLink(), "expires_in_s": LoginLinkLifetime.Seconds()})
+	writeJSON(w, http.StatusOK, map[string]any{"url": g.LoginLink(), "expires_in_s": statuspage.LoginLinkLifetime.Seconds()})
 }
 
 // guardLocal refuses foreign Host headers (DNS rebinding) and requests
 // without the local token.
 func (g *Gateway) guardLocal(next http.Handler) http.Handler {
-	page := g.pageHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
@@ -60,8 +60,8 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			localError(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard); nothing was sent", r.Host))
 			return
 		}
-		if isPagePath(r.URL.Path) {
-			page.ServeHTTP(w, r) // its own login: a cookie, never the token
+		if statuspage.IsPagePath(r.URL.Path) {
+			g.page.ServeHTTP(w, r) // its own login: a cookie, never the token
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

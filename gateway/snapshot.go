@@ -7,40 +7,17 @@ import (
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/view"
 )
-
-// TailnetSummary is what the menu and the status page show of the tailnet.
-type TailnetSummary struct {
-	State      string // tsnet's backend state
-	LoginURL   string // open it to log in, when NeedsLogin
-	Message    string // why peers are missing, if they are
-	NeedsLogin bool   // a person has to log in or be approved
-}
-
-// Snapshot is everything the menu and the status page show, read at once.
-type Snapshot struct {
-	Self    Self
-	Version string
-	// Tailnet is nil in static mode.
-	Tailnet *TailnetSummary
-	Peers   []roads.PeerStatus
-	// Unsettled are the calls waiting for reconciliation or a person that
-	// nobody dismissed, newest first.
-	Unsettled []*journal.Call
-	// Dismissed are unsettled calls a person set aside (still reconciled).
-	Dismissed []*journal.Call
-	// Recent are the newest calls in any state, newest first.
-	Recent []*journal.Call
-}
 
 // recentCalls is how many calls a snapshot lists in Recent.
 const recentCalls = 20
 
 // Snapshot reads what the menu and the status page show.
-func (g *Gateway) Snapshot(ctx context.Context) (Snapshot, error) {
-	s := Snapshot{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
+func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
+	s := view.Snapshot{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
 	if g.cfg.TailnetStatus != nil {
-		if t, ok := g.cfg.TailnetStatus().(interface{ Summary() TailnetSummary }); ok {
+		if t, ok := g.cfg.TailnetStatus().(interface{ Summary() view.TailnetSummary }); ok {
 			sum := t.Summary()
 			s.Tailnet = &sum
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // configFile is the state folder's config, read at start.
@@ -74,8 +75,8 @@ func ReadFileConfig(dir string) (*FileConfig, error) {
 	return &fc, nil
 }
 
-func (fc *FileConfig) self(dir string) (Self, error) {
-	s := Self{Name: fc.Name, Node: fc.NodeID}
+func (fc *FileConfig) self(dir string) (view.Self, error) {
+	s := view.Self{Name: fc.Name, Node: fc.NodeID}
 	if s.Name == "" {
 		h, err := os.Hostname()
 		if err != nil {
@@ -211,7 +212,7 @@ func (d TicketDoor) Identify(r *http.Request) (Caller, error) {
 // static network, renewing them ahead of expiry.
 type MintedTickets struct {
 	Key  ticket.Key
-	Self Self
+	Self view.Self
 	Now  func() time.Time
 }
 

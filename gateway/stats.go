@@ -11,6 +11,7 @@ import (
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // stats are the gateway's counters, for /v1/status and /metrics.
@@ -71,7 +72,7 @@ func (s *stats) snapshot() statsView {
 
 // Status is the JSON of GET /v1/status.
 type Status struct {
-	Self      Self      `json:"self"`
+	Self      view.Self `json:"self"`
 	Version   string    `json:"version"`
 	Tailnet   any       `json:"tailnet,omitempty"`
 	Peers     any       `json:"peers"`

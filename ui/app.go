@@ -12,8 +12,8 @@ import (
 
 	"github.com/atotto/clipboard"
 
-	"github.com/delta-roads/delta/gateway"
-	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // Tray shows a Menu and reports clicks. The real one is the system tray
@@ -29,12 +29,29 @@ type Tray interface {
 // redraws the menu: a burst of changes is one redraw.
 const Settle = 150 * time.Millisecond
 
+// Source is what the menu-bar app sees of the gateway (served by
+// *gateway.Gateway): what to show, when it changed, and the actions a click
+// asks for.
+type Source interface {
+	// Snapshot reads what the menu shows.
+	Snapshot(ctx context.Context) (view.Snapshot, error)
+	// Changed closes at the next change to what Snapshot shows.
+	Changed() <-chan struct{}
+	// Done closes when the gateway is closing.
+	Done() <-chan struct{}
+	// Ask asks the owner about an unsettled call now; errors wrap
+	// record.ErrNotFound for a call that is not there.
+	Ask(ctx context.Context, id string) (*record.Call, error)
+	// LoginLink mints a one-time link to the status page.
+	LoginLink() string
+}
+
 // App is the menu-bar app's event loop: gateway changes in, menu out;
 // clicks in, gateway actions out.
 type App struct {
-	Gateway *gateway.Gateway
-	Tray    Tray
-	Log     *slog.Logger
+	Source Source
+	Tray   Tray
+	Log    *slog.Logger
 	// Open opens a URL in the browser. If nil, OpenURL.
 	Open func(url string) error
 	// Copy puts text on the clipboard. If nil, the system clipboard.
@@ -66,13 +83,13 @@ func (a *App) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-a.Gateway.Done():
+		case <-a.Source.Done():
 			return
 		case <-changed:
 			changed = nil
 			redraw.Reset(Settle)
 		case <-redraw.C:
-			changed = a.Gateway.Changed()
+			changed = a.Source.Changed()
 			next := a.draw(ctx)
 			redraw.Reset(next)
 		case act := <-a.Tray.Clicks():
@@ -84,7 +101,7 @@ func (a *App) Run(ctx context.Context) {
 // draw shows the menu as it is now and returns when to draw again even if
 // nothing changes: ages tick, hold-downs end.
 func (a *App) draw(ctx context.Context) time.Duration {
-	snap, err := a.Gateway.Snapshot(ctx)
+	snap, err := a.Source.Snapshot(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.Log.Error("menu: could not read the gateway's state", "err", err)
@@ -117,7 +134,7 @@ func (a *App) do(ctx context.Context, act Action) {
 	case ActOpen, ActDismiss:
 		// "Dismiss…" opens the page at the call, where a person confirms
 		// with its Dismiss button (the login keeps the #fragment).
-		url := a.Gateway.LoginLink()
+		url := a.Source.LoginLink()
 		if act.Kind == ActDismiss {
 			url += "#call-" + act.CallID
 		}
@@ -137,14 +154,14 @@ func (a *App) do(ctx context.Context, act Action) {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
-			c, err := a.Gateway.Ask(ctx, act.CallID)
+			c, err := a.Source.Ask(ctx, act.CallID)
 			switch {
-			case errors.Is(err, journal.ErrNotFound):
+			case errors.Is(err, record.ErrNotFound):
 				a.Log.Warn(fmt.Sprintf("menu: %s: there is no call %s on this computer", act.Kind, act.CallID))
 			case err != nil:
 				a.Log.Warn(fmt.Sprintf("menu: %s call %s: %v", act.Kind, act.CallID, err))
 			default:
-				a.Log.Info(fmt.Sprintf("menu: %s call %s: it is %s", act.Kind, act.CallID, c.State.Words()))
+				a.Log.Info(fmt.Sprintf("menu: %s call %s: it is %s", act.Kind, act.CallID, view.Words(c.State)))
 			}
 		}()
 	}

@@ -62,7 +62,14 @@ func TestAppLoop(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"name": "laptop", "network_key": "00112233445566778899aabbccddeeff",
 		"peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`), 0o600)
-	g, err := gateway.New(gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Backoff: []time.Duration{time.Hour}})
+	// The test writes to the gateway's own journal, so that its changes
+	// reach the gateway's Changed.
+	db, err := journal.Open(filepath.Join(dir, "delta.db"), journal.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	g, err := gateway.New(gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Backoff: []time.Duration{time.Hour}, Journal: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +82,7 @@ func TestAppLoop(t *testing.T) {
 	var mu sync.Mutex
 	var opened, copied []string
 	quit := make(chan struct{})
-	app := &App{Gateway: g, Tray: tray, Log: slog.New(slog.DiscardHandler),
+	app := &App{Source: g, Tray: tray, Log: slog.New(slog.DiscardHandler),
 		Open: func(u string) error { mu.Lock(); opened = append(opened, u); mu.Unlock(); return nil },
 		Copy: func(s string) error { mu.Lock(); copied = append(copied, s); mu.Unlock(); return nil },
 		Quit: func() { close(quit) }}
@@ -86,7 +93,6 @@ func TestAppLoop(t *testing.T) {
 
 	tray.waitMenu(t, "studio", func(m Menu) bool { _, ok := m.Find("peer/studio"); return ok })
 
-	db := g.Journal()
 	db.BeginCall(ctx, &journal.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
 	db.Move(ctx, "r1", journal.Transition{From: []journal.CallState{journal.Sending}, To: journal.Unknown, NextAsk: time.Now().Add(time.Hour)})
 	m := tray.waitMenu(t, "the unsettled call", func(m Menu) bool { _, ok := m.Find("call/r1/ask"); return ok })

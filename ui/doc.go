@@ -1,7 +1,7 @@
 // Package ui is Delta's menu-bar app (DESIGN §6): the tray, its menu and
 // the notifications.
 //
-// Build turns a gateway.Snapshot into a Menu with a pure function: the
+// Build turns a view.Snapshot into a Menu with a pure function: the
 // icon's state (all well, degraded, unsettled writes), the first line, each
 // peer with its current road and RTT and a submenu of its roads, the
 // unsettled writes with Ask now, Copy request id and Dismiss…, Open status

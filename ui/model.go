@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway"
-	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // Level is the overall state the icon shows.
@@ -69,15 +69,15 @@ const MaxCallsInMenu = 10
 
 // Build turns a gateway snapshot into the menu (DESIGN §6). It is a pure
 // function of its arguments: now is only used for ages.
-func Build(s gateway.Snapshot, now time.Time) Menu {
-	level, headline := gateway.Overall(s)
+func Build(s view.Snapshot, now time.Time) Menu {
+	level, headline := view.Overall(s)
 	m := Menu{Level: Level(level), Tooltip: "Delta: " + headline}
 	add := func(it Item) { m.Items = append(m.Items, it) }
 	sep := func(key string) { add(Item{Key: "sep/" + key, Separator: true}) }
 
 	add(Item{Key: "headline", Title: headline})
 	if t := s.Tailnet; t != nil && t.Message != "" && t.State != "Running" && !t.NeedsLogin {
-		add(Item{Key: "tailnet", Title: clip(s.Tailnet.Message, 70)})
+		add(Item{Key: "tailnet", Title: view.Clip(s.Tailnet.Message, 70)})
 	}
 	sep("peers")
 	if len(s.Peers) == 0 {
@@ -109,10 +109,10 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 	it := Item{Key: key}
 	switch cur := currentRoad(p); {
 	case cur != nil && cur.RTTMillis > 0:
-		it.Title = fmt.Sprintf("%s — %s, %s", p.Name, cur.Road, gateway.FormatMillis(cur.RTTMillis))
+		it.Title = fmt.Sprintf("%s — %s, %s", p.Name, cur.Road, view.FormatMillis(cur.RTTMillis))
 	case cur != nil:
 		it.Title = fmt.Sprintf("%s — %s", p.Name, cur.Road)
-	case !gateway.PeerReachable(p):
+	case !view.PeerReachable(p):
 		it.Title = p.Name + " — unreachable"
 	default:
 		it.Title = p.Name + " — not checked yet"
@@ -125,14 +125,14 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 		}
 		line := fmt.Sprintf("%s  %s — %s", r.Road, where, r.State)
 		if r.RTTMillis > 0 && r.State == "up" {
-			line += ", " + gateway.FormatMillis(r.RTTMillis)
+			line += ", " + view.FormatMillis(r.RTTMillis)
 		}
 		it.Children = append(it.Children, Item{Key: rk, Title: line})
 		if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
 			it.Children = append(it.Children, Item{Key: rk + "/held", Title: "    held down until " + r.HeldDownUntil.Local().Format("15:04:05")})
 		}
 		if r.LastError != "" && r.State != "up" {
-			it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + clip(r.LastError, 90), Tooltip: r.LastError})
+			it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + view.Clip(r.LastError, 90), Tooltip: r.LastError})
 		}
 	}
 	return it
@@ -151,7 +151,7 @@ func currentRoad(p roads.PeerStatus) *roads.RoadStatus {
 // callsItem is "Unsettled writes (N)" with each call's lines and actions in
 // its submenu. Two levels, not three: libdbusmenu-gtk (Xfce, Cinnamon,
 // GNOME's extensions) shows a third level's submenus empty.
-func callsItem(s gateway.Snapshot, now time.Time) Item {
+func callsItem(s view.Snapshot, now time.Time) Item {
 	n := len(s.Unsettled)
 	if n == 0 {
 		return Item{Key: "calls", Title: "No unsettled writes"}
@@ -170,29 +170,20 @@ func callsItem(s gateway.Snapshot, now time.Time) Item {
 	return it
 }
 
-// CallLine names a call for people: "editor → notes on studio: POST /a".
-func CallLine(c *journal.Call) string {
-	from := c.CallerApp
-	if from == "" {
-		from = "an app"
-	}
-	return fmt.Sprintf("%s → %s on %s: %s %s", from, c.App, c.Peer, c.Method, clip(c.Path, 40))
-}
-
 // callItems are one unsettled call's lines: what it is, how it stands,
 // and its three actions.
-func callItems(c *journal.Call, now time.Time) []Item {
+func callItems(c *record.Call, now time.Time) []Item {
 	key := "call/" + c.RequestID
 	said := "not asked yet"
 	if c.OwnerState != "" {
 		said = "the owner last said: " + c.OwnerState
 	}
 	items := []Item{
-		{Key: key, Title: CallLine(c) + " — " + gateway.Ago(now.Sub(c.CreatedAt)), Tooltip: "request id " + c.RequestID},
-		{Key: key + "/state", Title: fmt.Sprintf("    %s, sent %s ago; %s", capitalize(c.State.Words()), gateway.Ago(now.Sub(c.CreatedAt)), said)},
+		{Key: key, Title: view.CallLine(c) + " — " + view.Ago(now.Sub(c.CreatedAt)), Tooltip: "request id " + c.RequestID},
+		{Key: key + "/state", Title: fmt.Sprintf("    %s, sent %s ago; %s", capitalize(view.Words(c.State)), view.Ago(now.Sub(c.CreatedAt)), said)},
 	}
 	if c.Detail != "" {
-		items = append(items, Item{Key: key + "/detail", Title: "    " + clip(c.Detail, 90), Tooltip: c.Detail})
+		items = append(items, Item{Key: key + "/detail", Title: "    " + view.Clip(c.Detail, 90), Tooltip: c.Detail})
 	}
 	return append(items,
 		Item{Key: key + "/ask", Title: "    Ask now", Action: &Action{Kind: ActAsk, CallID: c.RequestID}},
@@ -207,15 +198,6 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// clip shortens s to n runes with an ellipsis.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 // Find returns the item with key in m, if any (for tests and clicks).

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 var now = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
@@ -59,14 +59,14 @@ func TestBuild(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		snap  gateway.Snapshot
+		snap  view.Snapshot
 		level Level
 		want  []string // lines that must appear, in this order
 		not   []string // lines that must not appear
 	}{
 		{
 			name:  "all well",
-			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}},
+			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}},
 			level: OK,
 			want: []string{"(All well: 1 peer reachable)", "--", "studio — thunderbolt, 0.4 ms",
 				"  (thunderbolt  169.254.3.2:7422 on bridge0 — up, 0.4 ms)", "  (lan  192.168.1.20:7422 on en0 — up, 2.1 ms)", "  (tailnet  studio:7421 — unknown)",
@@ -75,7 +75,7 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name:  "thunderbolt held down, lan carries",
-			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("down", now.Add(3*time.Second))}},
+			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("down", now.Add(3*time.Second))}},
 			level: OK,
 			want: []string{"studio — lan, 2.1 ms", "  (thunderbolt  169.254.3.2:7422 on bridge0 — down)",
 				"  (    held down until " + now.Add(3*time.Second).Local().Format("15:04:05") + ")",
@@ -83,13 +83,13 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name:  "a peer unreachable",
-			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{}), unreachable}},
+			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{}), unreachable}},
 			level: Degraded,
 			want:  []string{"(attic is unreachable)", "attic — unreachable", "  (lan  192.168.1.30:7422 — down)", "  (    connection refused)"},
 		},
 		{
 			name:  "an unsettled write",
-			snap:  gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", 3*time.Minute)}},
+			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", 3*time.Minute)}},
 			level: Unsettled,
 			want: []string{"(1 unsettled write)", "Unsettled writes (1)", "  (editor → notes on studio: POST /notes/42 — 3 min)",
 				"  (    Outcome unknown, sent 3 min ago; the owner last said: running)",
@@ -98,27 +98,27 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name:  "more unsettled writes than the menu lists",
-			snap:  gateway.Snapshot{Unsettled: calls},
+			snap:  view.Snapshot{Unsettled: calls},
 			level: Unsettled,
 			want:  []string{"(12 unsettled writes)", "(No peers yet)", "Unsettled writes (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
 			not:   []string{"  (editor → notes on studio: POST /notes/42 — 11 min)"},
 		},
 		{
 			name:  "not logged in to the tailnet, login address known",
-			snap:  gateway.Snapshot{Tailnet: &gateway.TailnetSummary{State: "NeedsLogin", NeedsLogin: true, LoginURL: "https://login.example/a", Message: "not logged in to the tailnet: open https://login.example/a to log in; until then there are no peers"}},
+			snap:  view.Snapshot{Tailnet: &view.TailnetSummary{State: "NeedsLogin", NeedsLogin: true, LoginURL: "https://login.example/a", Message: "not logged in to the tailnet: open https://login.example/a to log in; until then there are no peers"}},
 			level: Degraded,
 			want:  []string{"(Not logged in to the tailnet)", "--", "Open status page", "Log in to tailnet…", "Quit Delta"},
 		},
 		{
 			name:  "connecting to the tailnet",
-			snap:  gateway.Snapshot{Tailnet: &gateway.TailnetSummary{State: "Starting", Message: "connecting to the tailnet (Starting)"}},
+			snap:  view.Snapshot{Tailnet: &view.TailnetSummary{State: "Starting", Message: "connecting to the tailnet (Starting)"}},
 			level: OK,
 			want:  []string{"(Delta is running; no peers yet)", "(connecting to the tailnet (Starting))"},
 			not:   []string{"Log in to tailnet…"},
 		},
 		{
 			name:  "not logged in, no address yet",
-			snap:  gateway.Snapshot{Tailnet: &gateway.TailnetSummary{State: "NeedsLogin", NeedsLogin: true}},
+			snap:  view.Snapshot{Tailnet: &view.TailnetSummary{State: "NeedsLogin", NeedsLogin: true}},
 			level: Degraded,
 			want:  []string{"(Log in to tailnet… (waiting for a login address))"},
 		},
@@ -158,7 +158,7 @@ func indexFrom(lines []string, s string, from int) int {
 // Actions carry what they act on, and keys stay put when only the numbers
 // change, so a tray can update titles in place instead of rebuilding.
 func TestBuildActionsAndShape(t *testing.T) {
-	s := gateway.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", time.Minute)}}
+	s := view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", time.Minute)}}
 	m := Build(s, now)
 	for key, want := range map[string]Action{
 		"call/req-1/ask":     {Kind: ActAsk, CallID: "req-1"},

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // Note is one notification: what happened, where, and what to do.
@@ -40,18 +41,18 @@ const (
 )
 
 // kindOf classifies one journal event.
-func kindOf(e journal.Event) noteKind {
+func kindOf(e record.Event) noteKind {
 	if e.State == e.From {
 		return noteNone // the owner said something new, or a dismissal
 	}
 	switch e.State {
-	case journal.Unknown:
+	case record.Unknown:
 		return noteUnsettled
-	case journal.CarriedOut:
+	case record.CarriedOut:
 		return noteCarried
-	case journal.NotCarriedOut:
+	case record.NotCarriedOut:
 		return noteNotCarried
-	case journal.NeedsPerson:
+	case record.NeedsPerson:
 		return noteNeedsYou
 	}
 	return noteNone
@@ -62,10 +63,23 @@ func kindOf(e journal.Event) noteKind {
 // one notification, not ten.
 const Coalesce = 750 * time.Millisecond
 
+// Events are the journal's call events, as the notifier follows them
+// (served by the gateway's CallEvents, or a journal in tests).
+type Events interface {
+	// LastEventSeq is the newest event's sequence number, 0 if none.
+	LastEventSeq(ctx context.Context) (int64, error)
+	// EventsAfter returns up to limit events after the cursor, oldest first.
+	EventsAfter(ctx context.Context, after int64, limit int) ([]record.Event, error)
+	// Call returns a call's record.
+	Call(ctx context.Context, id string) (*record.Call, error)
+	// Changed closes at the next change to the record.
+	Changed() <-chan struct{}
+}
+
 // Notifier follows the journal's call events and turns them into
 // notifications (DESIGN §6).
 type Notifier struct {
-	DB     *journal.DB
+	Events Events
 	Sender Sender
 	Log    *slog.Logger
 	// Window is the coalescing window; if 0, Coalesce.
@@ -75,7 +89,7 @@ type Notifier struct {
 // Run notifies about events after the journal's newest one at the time of
 // the call, until ctx ends.
 func (n *Notifier) Run(ctx context.Context) error {
-	cursor, err := n.DB.LastEventSeq(ctx)
+	cursor, err := n.Events.LastEventSeq(ctx)
 	if err != nil {
 		return err
 	}
@@ -89,8 +103,8 @@ func (n *Notifier) RunFrom(ctx context.Context, cursor int64) error {
 		window = Coalesce
 	}
 	for {
-		changed := n.DB.Changed()
-		evs, err := n.DB.EventsAfter(ctx, cursor, 1000)
+		changed := n.Events.Changed()
+		evs, err := n.Events.EventsAfter(ctx, cursor, 1000)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -99,7 +113,7 @@ func (n *Notifier) RunFrom(ctx context.Context, cursor int64) error {
 		}
 		if len(evs) > 0 {
 			cursor = evs[len(evs)-1].Seq
-			var notable []journal.Event
+			var notable []record.Event
 			for _, e := range evs {
 				if kindOf(e) != noteNone {
 					notable = append(notable, e)
@@ -112,7 +126,7 @@ func (n *Notifier) RunFrom(ctx context.Context, cursor int64) error {
 					return nil
 				case <-time.After(window):
 				}
-				more, _ := n.DB.EventsAfter(ctx, cursor, 1000)
+				more, _ := n.Events.EventsAfter(ctx, cursor, 1000)
 				if len(more) > 0 {
 					cursor = more[len(more)-1].Seq
 				}
@@ -140,7 +154,7 @@ func (n *Notifier) RunFrom(ctx context.Context, cursor int64) error {
 // compose turns a batch of events into notifications: per kind, one about
 // the call if there is one, else one that counts them. A call that became
 // unsettled and settled within the batch is told once, by how it settled.
-func (n *Notifier) compose(ctx context.Context, evs []journal.Event) []Note {
+func (n *Notifier) compose(ctx context.Context, evs []record.Event) []Note {
 	last := map[string]noteKind{}
 	var order []string
 	for _, e := range evs {
@@ -149,9 +163,9 @@ func (n *Notifier) compose(ctx context.Context, evs []journal.Event) []Note {
 		}
 		last[e.RequestID] = kindOf(e)
 	}
-	byKind := map[noteKind][]*journal.Call{}
+	byKind := map[noteKind][]*record.Call{}
 	for _, id := range order {
-		c, err := n.DB.Call(ctx, id)
+		c, err := n.Events.Call(ctx, id)
 		if err != nil {
 			continue // swept meanwhile
 		}
@@ -167,10 +181,10 @@ func (n *Notifier) compose(ctx context.Context, evs []journal.Event) []Note {
 }
 
 // noteFor writes the notification for calls that all reached kind k.
-func noteFor(k noteKind, cs []*journal.Call) Note {
+func noteFor(k noteKind, cs []*record.Call) Note {
 	if len(cs) == 1 {
 		c := cs[0]
-		line := CallLine(c)
+		line := view.CallLine(c)
 		switch k {
 		case noteUnsettled:
 			return Note{Title: "A write's outcome is unknown",
@@ -192,7 +206,7 @@ func noteFor(k noteKind, cs []*journal.Call) Note {
 			lines = append(lines, fmt.Sprintf("and %d more", len(cs)-3))
 			break
 		}
-		lines = append(lines, CallLine(c))
+		lines = append(lines, view.CallLine(c))
 	}
 	list := strings.Join(lines, "; ")
 	switch k {

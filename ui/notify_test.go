@@ -70,7 +70,7 @@ func TestNotifierCoalesces(t *testing.T) {
 	move("old", journal.Sending, journal.Unknown)
 
 	rec := &recorder{wake: make(chan struct{})}
-	n := &Notifier{DB: db, Sender: rec, Log: slog.New(slog.DiscardHandler), Window: time.Second}
+	n := &Notifier{Events: db, Sender: rec, Log: slog.New(slog.DiscardHandler), Window: time.Second}
 	cursor, err := db.LastEventSeq(ctx)
 	if err != nil {
 		t.Fatal(err)

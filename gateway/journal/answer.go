@@ -7,19 +7,6 @@ import (
 	"net/http"
 )
 
-// Answer is an owner app's answer to a call, as kept in a journal.
-type Answer struct {
-	Status  int
-	Headers http.Header
-	// Body is the answer's body. Empty with Omitted set when the body was
-	// larger than the journal keeps (it is then known by BodyDigest only).
-	Body []byte
-	// Omitted reports whether the body was too large to keep.
-	Omitted bool
-	// BodyDigest is the SHA-256 of the whole body, hex.
-	BodyDigest string
-}
-
 // NewAnswer builds the Answer to keep for a response: the body is kept
 // when it is at most maxBody bytes, otherwise only its digest.
 func NewAnswer(status int, h http.Header, body []byte, maxBody int) *Answer {

@@ -9,57 +9,6 @@ import (
 	"time"
 )
 
-// CallState is the state of a call in the caller's journal (DESIGN §4).
-type CallState string
-
-// The caller's call states: sending → answered | unavailable | unknown;
-// unknown → carried_out | not_carried_out | needs_person.
-const (
-	Sending       CallState = "sending"
-	Answered      CallState = "answered"
-	Unavailable   CallState = "unavailable"
-	Unknown       CallState = "unknown"
-	CarriedOut    CallState = "carried_out"
-	NotCarriedOut CallState = "not_carried_out"
-	NeedsPerson   CallState = "needs_person"
-)
-
-// Unsettled reports whether a call in state s waits for reconciliation or a
-// person.
-func (s CallState) Unsettled() bool { return s == Unknown || s == NeedsPerson }
-
-// Call is one call in the caller's journal.
-type Call struct {
-	RequestID  string
-	Peer       string
-	App        string
-	CallerApp  string
-	Method     string
-	Path       string
-	Digest     string
-	State      CallState
-	Outcome    string // the outcome the app was told
-	Dismissed  bool
-	Detail     string
-	OwnerState string // what the owner last said when asked
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Answer     *Answer // nil until there is one
-	Asks       int     // how many times the owner was asked
-	NextAskAt  time.Time
-	Attempts   []Attempt
-}
-
-// Attempt is one try at sending a call.
-type Attempt struct {
-	N         int
-	Road      string
-	Address   string
-	StartedAt time.Time
-	FirstByte bool // whether the request's first byte was written
-	Error     string
-}
-
 const callCols = `request_id, peer, app, caller_app, method, path, digest, state, outcome,
 	dismissed, detail, owner_state, created_at, updated_at, answer_status,
 	answer_headers, answer_body, answer_omitted, asks, next_ask_at`
@@ -397,26 +346,4 @@ func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
-}
-
-// Words says what state s means to a person, for the menu, notifications
-// and the status page.
-func (s CallState) Words() string {
-	switch s {
-	case Sending:
-		return "being sent"
-	case Answered:
-		return "answered"
-	case Unavailable:
-		return "not sent"
-	case Unknown:
-		return "outcome unknown"
-	case CarriedOut:
-		return "carried out"
-	case NotCarriedOut:
-		return "not carried out"
-	case NeedsPerson:
-		return "needs you"
-	}
-	return string(s)
 }

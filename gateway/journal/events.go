@@ -3,23 +3,7 @@ package journal
 import (
 	"context"
 	"fmt"
-	"time"
 )
-
-// Event is one step in a call's history: the call entered State, the owner
-// said OwnerState, or a person dismissed it. Seq orders events across calls
-// and never repeats, so a reader can follow the journal from a cursor.
-type Event struct {
-	Seq        int64
-	RequestID  string
-	At         time.Time
-	State      CallState
-	OwnerState string
-	Dismissed  bool
-	Detail     string
-	// From is the state before this event; empty for a call's first.
-	From CallState
-}
 
 // LastEventSeq returns the newest event's sequence number, 0 if none: where
 // a reader that cares only about what happens from now on starts.

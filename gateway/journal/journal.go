@@ -16,7 +16,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -27,13 +26,15 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
+
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
 // ErrNotFound is returned when a call, receipt or app does not exist.
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = record.ErrNotFound
 
 // DB is an open journal. It is safe for concurrent use.
 type DB struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/tailnet"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
@@ -180,4 +181,16 @@ func labPair(t testing.TB) (l *lab, laptop, studio *tnode, app *gatewaytest.Owne
 	app = gatewaytest.StartOwnerApp(t)
 	studio.register(t, "notes", app.URL)
 	return l, laptop, studio, app
+}
+
+// receipt reads a receipt from the node's journal on disk (a second handle
+// on the file the running gateway writes).
+func (nd *tnode) receipt(t *testing.T, caller, id string) (*journal.Receipt, error) {
+	t.Helper()
+	db, err := journal.Open(filepath.Join(nd.dir, "delta.db"), journal.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	return db.Receipt(t.Context(), caller, id)
 }

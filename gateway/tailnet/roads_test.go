@@ -36,7 +36,7 @@ func TestRoads(t *testing.T) {
 			t.Errorf("owner app got caller %q, request id %q", last.Header.Get("X-Delta-Caller"), last.Header.Get("X-Delta-Request-Id"))
 		}
 		// The receipt is keyed by laptop's stable node ID on both roads.
-		rec, err := studio.g.Journal().Receipt(t.Context(), laptop.n.Self().Node, id)
+		rec, err := studio.receipt(t, laptop.n.Self().Node, id)
 		if err != nil || rec.CallerName != "laptop" {
 			t.Errorf("studio's receipt for %s: %+v %v", id, rec, err)
 		}

@@ -41,6 +41,7 @@ import (
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/netwatch"
 )
 
@@ -124,7 +125,7 @@ type Node struct {
 	mu       sync.Mutex
 	lanLns   []lanListener
 	ifaces   netwatch.State
-	self     gateway.Self
+	self     view.Self
 	selfUser tailcfg.UserID
 	backend  string // BackendState
 	authURL  string
@@ -439,7 +440,7 @@ func (n *Node) Close() error {
 
 // Self names this computer: its tailnet host name and stable node ID
 // (empty until logged in).
-func (n *Node) Self() gateway.Self {
+func (n *Node) Self() view.Self {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s := n.self
@@ -514,7 +515,7 @@ func LogUploadOn() bool { return !envknob.NoLogsNoSupport() && !testenv.InTest()
 
 // Summary is what the menu needs of the tailnet: whether a person must log
 // in, and where.
-func (s TailnetStatus) Summary() gateway.TailnetSummary {
-	return gateway.TailnetSummary{State: s.State, LoginURL: s.LoginURL, Message: s.Message,
+func (s TailnetStatus) Summary() view.TailnetSummary {
+	return view.TailnetSummary{State: s.State, LoginURL: s.LoginURL, Message: s.Message,
 		NeedsLogin: s.State == "NeedsLogin" || s.State == "NeedsMachineAuth"}
 }

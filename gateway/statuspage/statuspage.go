@@ -1,28 +1,32 @@
-package gateway
+// Package statuspage is Delta's status page (DESIGN §3): an http.Handler
+// over a narrow Source (the snapshot, a call's history, Ask and Dismiss),
+// reached through a one-time login link that sets an HttpOnly,
+// SameSite=Strict cookie. The cookie is honoured only by the page and its
+// own Ask and Dismiss actions, which also need Origin equal to Delta's own
+// origin and the session's CSRF token. The API's bearer token is never
+// accepted here, and the cookie never on /v1. Sessions and CSRF tokens live
+// in the Page, in memory.
+package statuspage
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	_ "embed"
 	"errors"
 	"fmt"
 	"html/template"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/view"
 )
-
-// The status page (DESIGN §3): reached through a one-time login link that
-// sets an HttpOnly, SameSite=Strict cookie. The cookie is honoured only by
-// the page and its own Ask and Dismiss actions, which also need Origin equal
-// to Delta's own origin and the session's CSRF token. The API's bearer
-// token is never accepted here, and the cookie never on /v1.
 
 // Page constants.
 const (
@@ -36,22 +40,61 @@ const (
 var statusPageHTML string
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":      func(now, t time.Time) string { return Ago(now.Sub(t)) },
+	"ago":      func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
 	"spark":    sparkline,
-	"ms":       func(v float64) string { return FormatMillis(v) },
-	"words":    func(s journal.CallState) string { return s.Words() },
+	"ms":       func(v float64) string { return view.FormatMillis(v) },
+	"words":    func(s record.CallState) string { return view.Words(s) },
 	"stamp":    func(t time.Time) string { return t.Local().Format("15:04:05") },
 	"fullTime": func(t time.Time) string { return t.Local().Format(time.RFC1123) },
-	"history":  func(open bool, steps []journal.Event) historyBox { return historyBox{Open: open, Steps: steps} },
+	"history":  func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
 	"wrap": func(p pageData, c pageCall) callBox {
 		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
 	},
 }).Parse(statusPageHTML))
 
-type pageAuth struct {
+// Source is what the page shows and does (served by the gateway).
+type Source interface {
+	// Snapshot reads what the page shows.
+	Snapshot(ctx context.Context) (view.Snapshot, error)
+	// History returns a call's events, oldest first.
+	History(ctx context.Context, id string) ([]record.Event, error)
+	// Ask asks the owner about an unsettled call now; Dismiss sets it
+	// aside. Errors wrap record.ErrNotFound for a call that is not there.
+	Ask(ctx context.Context, id string) (*record.Call, error)
+	Dismiss(ctx context.Context, id string) (*record.Call, error)
+}
+
+// Page is the status page. Its fields are set before it serves.
+type Page struct {
+	// Source is what it shows. Required.
+	Source Source
+	// Origin is Delta's own origin ("http://127.0.0.1:7420"): links are
+	// made on it, and actions must come from it. Required.
+	Origin func() string
+	// Log receives refusals. If nil, nothing is logged.
+	Log *slog.Logger
+	// Now is the clock. If nil, time.Now.
+	Now func() time.Time
+
+	once     sync.Once
+	handler  http.Handler
 	mu       sync.Mutex
 	codes    map[string]time.Time    // unused login codes → expiry
 	sessions map[string]*pageSession // cookie value → session
+}
+
+func (p *Page) now() time.Time {
+	if p.Now == nil {
+		return time.Now()
+	}
+	return p.Now()
+}
+
+func (p *Page) log() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
 }
 
 type pageSession struct {
@@ -62,10 +105,10 @@ type pageSession struct {
 
 // LoginLink mints a one-time link to the status page, valid for
 // LoginLinkLifetime (the menu's "Open status page", `delta open`).
-func (g *Gateway) LoginLink() string {
-	now := g.now()
+func (p *Page) LoginLink() string {
+	now := p.now()
 	code := rand.Text()
-	a := &g.page
+	a := p
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.codes == nil {
@@ -77,19 +120,31 @@ func (g *Gateway) LoginLink() string {
 		}
 	}
 	a.codes[code] = now.Add(LoginLinkLifetime)
-	return g.LocalURL() + "/login?code=" + code
+	return p.Origin() + "/login?code=" + code
 }
 
-// isPagePath reports whether the status page (not the API) serves path.
-func isPagePath(path string) bool {
+// IsPagePath reports whether the status page (not the API) serves path.
+func IsPagePath(path string) bool {
 	return path == "/" || path == "/login" || strings.HasPrefix(path, pagePrefix)
 }
 
-func (g *Gateway) pageHandler() http.Handler {
+// ServeHTTP serves the page, its login and its actions (paths for which
+// IsPagePath is true).
+func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.once.Do(func() { p.handler = p.newHandler() })
+	p.handler.ServeHTTP(w, r)
+}
+
+func (p *Page) newHandler() http.Handler {
+	p.mu.Lock()
+	if p.codes == nil {
+		p.codes, p.sessions = map[string]time.Time{}, map[string]*pageSession{}
+	}
+	p.mu.Unlock()
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login", g.handleLogin)
-	mux.HandleFunc("GET /{$}", g.withSession(g.handlePage))
-	mux.HandleFunc("POST "+pagePrefix+"calls/{id}/{action}", g.withSession(g.handlePageAction))
+	mux.HandleFunc("GET /login", p.handleLogin)
+	mux.HandleFunc("GET /{$}", p.withSession(p.handlePage))
+	mux.HandleFunc("POST "+pagePrefix+"calls/{id}/{action}", p.withSession(p.handlePageAction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not part of Delta's status page.", r.Method, r.URL.Path))
 	})
@@ -114,10 +169,10 @@ func pageError(w http.ResponseWriter, status int, msg string) {
 <body><h1>Delta</h1><p>%s</p></body></html>`, template.HTMLEscapeString(msg))
 }
 
-func (g *Gateway) handleLogin(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handleLogin(w http.ResponseWriter, r *http.Request) {
 	code := r.URL.Query().Get("code")
-	now := g.now()
-	a := &g.page
+	now := p.now()
+	a := p
 	a.mu.Lock()
 	exp, ok := a.codes[code]
 	delete(a.codes, code) // one use, whatever happens
@@ -132,7 +187,7 @@ func (g *Gateway) handleLogin(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusForbidden, "This address has no login code. Open the status page from Delta's menu or with `delta open`.")
 		return
 	case !ok:
-		g.log.Warn("status page: a login link was refused: it was used already or never issued")
+		p.log().Warn("status page: a login link was refused: it was used already or never issued")
 		pageError(w, http.StatusForbidden, "This login link was used already or was not issued by this Delta (links work once). Open a new one from Delta's menu or with `delta open`.")
 		return
 	case sid == "":
@@ -147,17 +202,17 @@ func (g *Gateway) handleLogin(w http.ResponseWriter, r *http.Request) {
 type sessionKey struct{}
 
 // withSession refuses requests without a live session cookie.
-func (g *Gateway) withSession(next http.HandlerFunc) http.HandlerFunc {
+func (p *Page) withSession(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(sessionCookie)
 		if err != nil {
 			pageError(w, http.StatusUnauthorized, "You are not logged in to this Delta's status page (no session cookie). Open it from Delta's menu or with `delta open`: the link logs you in.")
 			return
 		}
-		a := &g.page
+		a := p
 		a.mu.Lock()
 		s := a.sessions[c.Value]
-		if s != nil && g.now().After(s.expires) {
+		if s != nil && p.now().After(s.expires) {
 			delete(a.sessions, c.Value)
 			s = nil
 		}
@@ -170,14 +225,14 @@ func (g *Gateway) withSession(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (g *Gateway) handlePageAction(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
 	s := r.Context().Value(sessionKey{}).(*pageSession)
-	if o := r.Header.Get("Origin"); o != g.LocalURL() {
+	if o := r.Header.Get("Origin"); o != p.Origin() {
 		why := "it has no Origin header"
 		if o != "" {
-			why = fmt.Sprintf("it came from %s, not from %s", o, g.LocalURL())
+			why = fmt.Sprintf("it came from %s, not from %s", o, p.Origin())
 		}
-		g.log.Warn("status page: a cross-origin action was refused", "origin", o, "path", r.URL.Path)
+		p.log().Warn("status page: a cross-origin action was refused", "origin", o, "path", r.URL.Path)
 		pageError(w, http.StatusForbidden, "Refused: "+why+". Delta's status page accepts actions only from its own page; nothing was done.")
 		return
 	}
@@ -186,52 +241,52 @@ func (g *Gateway) handlePageAction(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusBadRequest, "The form could not be read: "+err.Error()+"; nothing was done.")
 		return
 	}
-	if !checkToken(r.PostForm.Get("csrf"), s.csrf) {
+	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
 		pageError(w, http.StatusForbidden, "Refused: the form's CSRF token does not match this session (reload the page and try again); nothing was done.")
 		return
 	}
 	id := r.PathValue("id")
-	var c *journal.Call
+	var c *record.Call
 	var err error
 	switch r.PathValue("action") {
 	case "ask":
-		c, err = g.Ask(r.Context(), id)
+		c, err = p.Source.Ask(r.Context(), id)
 	case "dismiss":
-		c, err = g.Dismiss(r.Context(), id)
+		c, err = p.Source.Dismiss(r.Context(), id)
 	default:
 		pageError(w, http.StatusNotFound, fmt.Sprintf("%q is not an action of the status page (ask, dismiss).", r.PathValue("action")))
 		return
 	}
 	var flash string
 	switch {
-	case errors.Is(err, journal.ErrNotFound):
+	case errors.Is(err, record.ErrNotFound):
 		flash = fmt.Sprintf("There is no call %s on this computer.", id)
 	case err != nil:
 		flash = err.Error()
 	case r.PathValue("action") == "dismiss":
 		flash = fmt.Sprintf("Call %s is set aside; Delta keeps asking its owner and will tell you when it settles.", id)
 	default:
-		flash = fmt.Sprintf("Asked %s about call %s: %s.", c.Peer, id, c.State.Words())
+		flash = fmt.Sprintf("Asked %s about call %s: %s.", c.Peer, id, view.Words(c.State))
 		if c.Detail != "" {
-			flash = fmt.Sprintf("Asked %s about call %s: %s (%s).", c.Peer, id, c.State.Words(), c.Detail)
+			flash = fmt.Sprintf("Asked %s about call %s: %s (%s).", c.Peer, id, view.Words(c.State), c.Detail)
 		}
 	}
-	g.page.mu.Lock()
+	p.mu.Lock()
 	s.flash = flash
-	g.page.mu.Unlock()
+	p.mu.Unlock()
 	http.Redirect(w, r, "/#call-"+url.PathEscape(id), http.StatusSeeOther)
 }
 
 type pageCall struct {
-	*journal.Call
-	History []journal.Event
+	*record.Call
+	History []record.Event
 }
 
 // callBox is what the page's "call" template draws.
 type callBox struct {
 	Page    pageData
-	Call    *journal.Call
-	History []journal.Event
+	Call    *record.Call
+	History []record.Event
 	CSRF    string
 }
 
@@ -239,12 +294,12 @@ type callBox struct {
 // shown open or folded.
 type historyBox struct {
 	Open  bool
-	Steps []journal.Event
+	Steps []record.Event
 }
 
 type pageData struct {
 	Now       time.Time
-	Snap      Snapshot
+	Snap      view.Snapshot
 	Headline  string
 	Level     string // ok | degraded | unsettled
 	CSRF      string
@@ -254,22 +309,23 @@ type pageData struct {
 	Recent    []pageCall
 }
 
-func (g *Gateway) handlePage(w http.ResponseWriter, r *http.Request) {
+func (p *Page) handlePage(w http.ResponseWriter, r *http.Request) {
 	s := r.Context().Value(sessionKey{}).(*pageSession)
-	snap, err := g.Snapshot(r.Context())
+	snap, err := p.Source.Snapshot(r.Context())
 	if err != nil {
 		pageError(w, http.StatusServiceUnavailable, "Delta could not read its journal: "+err.Error())
 		return
 	}
-	d := pageData{Now: g.now(), Snap: snap, CSRF: s.csrf}
-	d.Level, d.Headline = Overall(snap)
-	g.page.mu.Lock()
+	d := pageData{Now: p.now(), Snap: snap, CSRF: s.csrf}
+	d.Level, d.Headline = view.Overall(snap)
+	p.mu.Lock()
 	d.Flash, s.flash = s.flash, ""
-	g.page.mu.Unlock()
-	withHistory := func(cs []*journal.Call) []pageCall {
+	p.mu.Unlock()
+	withHistory := func(cs []*record.Call) []pageCall {
 		var out []pageCall
 		for _, c := range cs {
-			h, _ := g.db.History(r.Context(), c.RequestID)
+			// A call swept meanwhile has no history: it is drawn without.
+			h, _ := p.Source.History(r.Context(), c.RequestID)
 			out = append(out, pageCall{Call: c, History: h})
 		}
 		return out
@@ -282,71 +338,6 @@ func (g *Gateway) handlePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Write(buf.Bytes())
-}
-
-// Overall sums a snapshot up for the icon, the menu's first line and the
-// page's headline: level is "unsettled" when a write waits to be settled,
-// "degraded" when a peer has no road up, else "ok".
-func Overall(s Snapshot) (level, headline string) {
-	if n := len(s.Unsettled); n > 0 {
-		return "unsettled", fmt.Sprintf("%d unsettled write%s", n, plural(n))
-	}
-	var down []string
-	for _, p := range s.Peers {
-		if !PeerReachable(p) {
-			down = append(down, p.Name)
-		}
-	}
-	switch {
-	case s.Tailnet != nil && s.Tailnet.NeedsLogin:
-		return "degraded", "Not logged in to the tailnet"
-	case len(down) == 1:
-		return "degraded", down[0] + " is unreachable"
-	case len(down) > 1:
-		return "degraded", fmt.Sprintf("%d peers are unreachable", len(down))
-	case len(s.Peers) == 0:
-		return "ok", "Delta is running; no peers yet"
-	}
-	return "ok", fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers)))
-}
-
-// PeerReachable reports whether any road to p is not known to be down.
-func PeerReachable(p roads.PeerStatus) bool {
-	for _, r := range p.Roads {
-		if r.State != "down" {
-			return true
-		}
-	}
-	return false
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-// Ago says how long d is, the way the menu does: "12 s", "4 min", "3 h",
-// "2 days".
-func Ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%d s", max(int(d.Seconds()), 0))
-	case d < time.Hour:
-		return fmt.Sprintf("%d min", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h", int(d.Hours()))
-	}
-	return fmt.Sprintf("%d days", int(d.Hours()/24))
-}
-
-// FormatMillis formats a round-trip time: "0.4 ms", "12 ms".
-func FormatMillis(v float64) string {
-	if v < 10 {
-		return fmt.Sprintf("%.1f ms", v)
-	}
-	return fmt.Sprintf("%.0f ms", v)
 }
 
 // sparkline draws recent RTTs as a small inline SVG (no script, no fetch).
@@ -368,5 +359,5 @@ func sparkline(v []float64) template.HTML {
 		fmt.Fprintf(&pts, "%.1f,%.1f ", float64(i)*step, h-1-(x/hi)*(h-2))
 	}
 	return template.HTML(fmt.Sprintf(`<svg class="spark" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" role="img" aria-label="last %d round trips, highest %s"><polyline fill="none" stroke="currentColor" stroke-width="1.5" points="%s"/></svg>`,
-		w, h, w, h, len(v), FormatMillis(hi), strings.TrimSpace(pts.String())))
+		w, h, w, h, len(v), view.FormatMillis(hi), strings.TrimSpace(pts.String())))
 }

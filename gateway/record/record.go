@@ -1,0 +1,94 @@
+// Package record is the vocabulary of a call's record in the caller's
+// journal (DESIGN §4): its states, the call, its attempts, its answer and
+// the events of its history. The journal stores and reads them; the view,
+// the status page and the tray show them, without the database.
+package record
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// ErrNotFound is returned (wrapped) for a call, receipt or app that is not
+// in the journal.
+var ErrNotFound = errors.New("not found")
+
+// CallState is the state of a call in the caller's journal (DESIGN §4).
+type CallState string
+
+// The caller's call states: sending → answered | unavailable | unknown;
+// unknown → carried_out | not_carried_out | needs_person.
+const (
+	Sending       CallState = "sending"
+	Answered      CallState = "answered"
+	Unavailable   CallState = "unavailable"
+	Unknown       CallState = "unknown"
+	CarriedOut    CallState = "carried_out"
+	NotCarriedOut CallState = "not_carried_out"
+	NeedsPerson   CallState = "needs_person"
+)
+
+// Unsettled reports whether a call in state s waits for reconciliation or a
+// person.
+func (s CallState) Unsettled() bool { return s == Unknown || s == NeedsPerson }
+
+// Call is one call in the caller's journal.
+type Call struct {
+	RequestID  string
+	Peer       string
+	App        string
+	CallerApp  string
+	Method     string
+	Path       string
+	Digest     string
+	State      CallState
+	Outcome    string // the outcome the app was told
+	Dismissed  bool
+	Detail     string
+	OwnerState string // what the owner last said when asked
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	Answer     *Answer // nil until there is one
+	Asks       int     // how many times the owner was asked
+	NextAskAt  time.Time
+	Attempts   []Attempt
+}
+
+// Attempt is one try at sending a call.
+type Attempt struct {
+	N         int
+	Road      string
+	Address   string
+	StartedAt time.Time
+	FirstByte bool // whether the request's first byte was written
+	Error     string
+}
+
+// Answer is an owner app's answer to a call, as kept in a journal.
+type Answer struct {
+	Status  int
+	Headers http.Header
+	// Body is the answer's body. Empty with Omitted set when the body was
+	// larger than the journal keeps (it is then known by BodyDigest only).
+	Body []byte
+	// Omitted reports whether the body was too large to keep.
+	Omitted bool
+	// BodyDigest is the SHA-256 of the whole body, hex.
+	BodyDigest string
+}
+
+// Event is one step in a call's history: the call entered State, the owner
+// said OwnerState, or a person dismissed it. Seq orders events across calls
+// and never repeats, so a reader can follow the journal from a cursor.
+type Event struct {
+	Seq        int64
+	RequestID  string
+	At         time.Time
+	State      CallState
+	OwnerState string
+	Dismissed  bool
+	Detail     string
+	// From is the state before this event; empty for a call's first.
+	From CallState
+}

@@ -1,0 +1,148 @@
+// Package view is what people see of a Delta, as values and words: the
+// Snapshot the menu and the status page are drawn from, and the words they
+// use (the overall state, ages, round-trip times, what a call's state
+// means, a call's one-line name). It is pure: no network, no database.
+package view
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+// Self names this computer.
+type Self struct {
+	Name string `json:"name"`
+	Node string `json:"node_id"`
+}
+
+// TailnetSummary is what the menu and the status page show of the tailnet.
+type TailnetSummary struct {
+	State      string // tsnet's backend state
+	LoginURL   string // open it to log in, when NeedsLogin
+	Message    string // why peers are missing, if they are
+	NeedsLogin bool   // a person has to log in or be approved
+}
+
+// Snapshot is everything the menu and the status page show, read at once.
+type Snapshot struct {
+	Self    Self
+	Version string
+	// Tailnet is nil in static mode.
+	Tailnet *TailnetSummary
+	Peers   []roads.PeerStatus
+	// Unsettled are the calls waiting for reconciliation or a person that
+	// nobody dismissed, newest first.
+	Unsettled []*record.Call
+	// Dismissed are unsettled calls a person set aside (still reconciled).
+	Dismissed []*record.Call
+	// Recent are the newest calls in any state, newest first.
+	Recent []*record.Call
+}
+
+// Overall sums a snapshot up for the icon, the menu's first line and the
+// page's headline: level is "unsettled" when a write waits to be settled,
+// "degraded" when a peer has no road up, else "ok".
+func Overall(s Snapshot) (level, headline string) {
+	if n := len(s.Unsettled); n > 0 {
+		return "unsettled", fmt.Sprintf("%d unsettled write%s", n, plural(n))
+	}
+	var down []string
+	for _, p := range s.Peers {
+		if !PeerReachable(p) {
+			down = append(down, p.Name)
+		}
+	}
+	switch {
+	case s.Tailnet != nil && s.Tailnet.NeedsLogin:
+		return "degraded", "Not logged in to the tailnet"
+	case len(down) == 1:
+		return "degraded", down[0] + " is unreachable"
+	case len(down) > 1:
+		return "degraded", fmt.Sprintf("%d peers are unreachable", len(down))
+	case len(s.Peers) == 0:
+		return "ok", "Delta is running; no peers yet"
+	}
+	return "ok", fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers)))
+}
+
+// PeerReachable reports whether any road to p is not known to be down.
+func PeerReachable(p roads.PeerStatus) bool {
+	for _, r := range p.Roads {
+		if r.State != "down" {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Ago says how long d is, the way the menu does: "12 s", "4 min", "3 h",
+// "2 days".
+func Ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", max(int(d.Seconds()), 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+// FormatMillis formats a round-trip time: "0.4 ms", "12 ms".
+func FormatMillis(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}
+
+// Words says what state s means to a person, for the menu, notifications
+// and the status page.
+func Words(s record.CallState) string {
+	switch s {
+	case record.Sending:
+		return "being sent"
+	case record.Answered:
+		return "answered"
+	case record.Unavailable:
+		return "not sent"
+	case record.Unknown:
+		return "outcome unknown"
+	case record.CarriedOut:
+		return "carried out"
+	case record.NotCarriedOut:
+		return "not carried out"
+	case record.NeedsPerson:
+		return "needs you"
+	}
+	return string(s)
+}
+
+// CallLine names a call for people: "editor → notes on studio: POST /a".
+func CallLine(c *record.Call) string {
+	from := c.CallerApp
+	if from == "" {
+		from = "an app"
+	}
+	return fmt.Sprintf("%s → %s on %s: %s %s", from, c.App, c.Peer, c.Method, Clip(c.Path, 40))
+}
+
+// Clip shortens s to at most n characters, ending in "…" when it cut.
+func Clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
