@@ -31,6 +31,8 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/tailnet"
 	"github.com/delta-roads/delta/ui"
 )
@@ -69,7 +71,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&s.stateDir, "state-dir", env("DELTA_STATE_DIR", defaultStateDir()), "the state folder (DELTA_STATE_DIR)")
 	fs.StringVar(&s.listen, "listen", env("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
-	fs.StringVar(&s.peerListen, "peer-listen", env("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+gateway.DefaultPeerListen)
+	fs.StringVar(&s.peerListen, "peer-listen", env("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
 	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")
 	lanPort, _ := strconv.Atoi(env("DELTA_LAN_PORT", "7422"))
 	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
@@ -142,19 +144,22 @@ func run(args []string, stderr io.Writer) error {
 	}
 
 	// The state folder's lock comes before anything else uses the folder.
-	lock, err := gateway.LockStateDir(s.stateDir)
+	lock, err := statedir.Lock(s.stateDir)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
-	fc, err := gateway.ReadFileConfig(s.stateDir)
+	fc, err := statedir.ReadConfig(s.stateDir)
 	if err != nil {
 		return err
 	}
-	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, PeerListen: s.peerListen, Logger: log, Version: version}
+	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, Logger: log, Version: version}
 	var node *tailnet.Node
 	if len(fc.Peers) > 0 {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
+		if err := static.Attach(&gcfg, fc, s.peerListen); err != nil {
+			return err
+		}
 	} else {
 		override, err := parseRoads(os.Getenv("DELTA_NETWATCH_ROADS"))
 		if err != nil {

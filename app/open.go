@@ -8,10 +8,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/ui"
 )
 
@@ -28,25 +27,19 @@ func runOpen(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("open: unexpected argument %q (delta open [--state-dir DIR] [--print])", fs.Arg(0))
 	}
-	var local struct {
-		URL string `json:"url"`
-	}
-	b, err := os.ReadFile(filepath.Join(*stateDir, "local.json"))
+	local, err := statedir.ReadLocal(*stateDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("open: Delta is not running for state folder %s (it has no local.json); start it first", *stateDir)
 	}
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	if err := json.Unmarshal(b, &local); err != nil || local.URL == "" {
-		return fmt.Errorf("open: %s is not Delta's local.json (%v)", filepath.Join(*stateDir, "local.json"), err)
-	}
-	tok, err := os.ReadFile(filepath.Join(*stateDir, "local-token"))
+	tok, err := statedir.ReadToken(*stateDir)
 	if err != nil {
-		return fmt.Errorf("open: read the local token: %w", err)
+		return fmt.Errorf("open: %w", err)
 	}
 	req, _ := http.NewRequest("POST", local.URL+"/v1/login-link", nil)
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return fmt.Errorf("open: Delta at %s did not answer (is it still running?): %w", local.URL, err)

@@ -12,7 +12,6 @@ package gateway
 import (
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -23,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -33,15 +31,13 @@ import (
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/statuspage"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
-// Default addresses (DESIGN §3, §8).
-const (
-	DefaultListen     = "127.0.0.1:7420"
-	DefaultPeerListen = "127.0.0.1:7421"
-)
+// DefaultListen is the local API's address (DESIGN §3, §8).
+const DefaultListen = "127.0.0.1:7420"
 
 // OwnerExtraWait is how long the owner keeps waiting for a slow app after
 // the caller's deadline has passed (DESIGN §8).
@@ -56,35 +52,32 @@ type Config struct {
 	// StateDir is the state folder (DESIGN §7). Required.
 	StateDir string
 	// StateLock, if not nil, is the state folder's lock taken already
-	// with LockStateDir; the caller releases it after Close (and after
+	// with statedir.Lock; the caller releases it after Close (and after
 	// anything else it runs on the folder). If nil, Start takes the lock
 	// and Close releases it.
 	StateLock *os.File
 	// Listen is the local API's address; it must be a loopback address.
 	// Port 0 takes a free port (see LocalURL). If empty, DefaultListen.
 	Listen string
-	// PeerListen is the peer API's plain-TCP address in static mode. If
-	// empty, the config file's peer_listen, else DefaultPeerListen.
-	PeerListen string
-	// PeerListeners, if not empty, replace PeerListen: each serves the
-	// peer API behind its own door (the tailnet listener with WhoIs, the
-	// TLS listener with tickets). Start takes them over; Close closes them.
+	// PeerListeners serve the peer API, each behind its own door (the
+	// tailnet listener with WhoIs, the TLS listener with tickets, static
+	// mode's plain TCP). Start takes them over; Close closes them.
+	// Required: a mode's Attach sets them.
 	PeerListeners []PeerListener
-	// SelfFunc, if not nil, names this computer (it may change, e.g. once
-	// logged in to the tailnet). If nil, the config file's name and node.
+	// SelfFunc names this computer (it may change, e.g. once logged in to
+	// the tailnet). Required: a mode's Attach sets it.
 	SelfFunc func() view.Self
 	// Logger receives the gateway's log. If nil, nothing is logged.
 	Logger *slog.Logger
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
-	// Router chooses roads to peers. If nil, the static router over the
-	// peers in <state>/config.json.
+	// Router chooses roads to peers. Required: a mode's Attach sets it.
 	Router roads.Router
-	// Door identifies callers on the peer API. If nil, tickets signed with
-	// the config's network key.
+	// Door identifies callers on the peer API when a listener has none of
+	// its own. Required: a mode's Attach sets it.
 	Door Door
-	// Tickets supplies the tickets this gateway presents. If nil, tickets
-	// minted with the config's network key.
+	// Tickets supplies the tickets this gateway presents. Required: a
+	// mode's Attach sets it.
 	Tickets Tickets
 	// Backoff is the reconciler's schedule. If nil, DefaultBackoff.
 	Backoff []time.Duration
@@ -108,7 +101,6 @@ type Gateway struct {
 	cfg    Config
 	log    *slog.Logger
 	now    func() time.Time
-	self   view.Self
 	db     *journal.DB
 	router roads.Router
 	door   Door
@@ -183,6 +175,9 @@ func New(cfg Config) (*Gateway, error) {
 	if err := CheckListen(cfg.Listen); err != nil {
 		return nil, err
 	}
+	if cfg.Router == nil || cfg.Door == nil || cfg.Tickets == nil || cfg.SelfFunc == nil || len(cfg.PeerListeners) == 0 {
+		return nil, errors.New("gateway: no mode attached: a Router, Door, Tickets, SelfFunc and peer listeners come from tailnet.Node.Attach or static.Attach")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -236,45 +231,20 @@ func (g *Gateway) Start() (err error) {
 		return fmt.Errorf("gateway: state folder: %w", err)
 	}
 	if g.lock = g.cfg.StateLock; g.lock == nil {
-		if g.lock, err = lockState(dir); err != nil {
+		if g.lock, err = statedir.Lock(dir); err != nil {
 			return err
 		}
 	}
 	if g.cfg.StateLock == nil {
 		undo = append(undo, func() { g.lock.Close() })
 	}
-
-	fc, err := ReadFileConfig(dir)
-	if err != nil {
-		return err
-	}
-	if g.self, err = fc.self(dir); err != nil {
-		return err
-	}
-	if g.token, err = loadOrCreateSecret(filepath.Join(dir, "local-token")); err != nil {
+	if g.token, err = statedir.LoadOrCreateSecret(filepath.Join(dir, statedir.TokenFile)); err != nil {
 		return fmt.Errorf("gateway: local token: %w", err)
 	}
 	g.router, g.door, g.ticket = g.cfg.Router, g.cfg.Door, g.cfg.Tickets
-	if g.router == nil {
-		if g.router, err = roads.NewStatic(fc.Peers, g.log); err != nil {
-			return fmt.Errorf("gateway: %s: %w", filepath.Join(dir, configFile), err)
-		}
-	}
-	if g.door == nil || g.ticket == nil {
-		key, err := fc.key(dir)
-		if err != nil {
-			return err
-		}
-		if g.door == nil {
-			g.door = TicketDoor{Key: key, Now: g.now}
-		}
-		if g.ticket == nil {
-			g.ticket = &MintedTickets{Key: key, Self: g.self, Now: g.now}
-		}
-	}
 
 	if g.db = g.cfg.Journal; g.db == nil {
-		if g.db, err = journal.Open(filepath.Join(dir, "delta.db"), journal.Options{Now: g.now}); err != nil {
+		if g.db, err = journal.Open(filepath.Join(dir, statedir.JournalFile), journal.Options{Now: g.now}); err != nil {
 			return fmt.Errorf("gateway: %w", err)
 		}
 		undo = append(undo, func() { g.db.Close() })
@@ -301,20 +271,6 @@ func (g *Gateway) Start() (err error) {
 	undo = append(undo, g.cancel)
 
 	pls := g.cfg.PeerListeners
-	if len(pls) == 0 {
-		addr := g.cfg.PeerListen
-		if addr == "" {
-			addr = fc.PeerListen
-		}
-		if addr == "" {
-			addr = DefaultPeerListen
-		}
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("gateway: peer API: %w", err)
-		}
-		pls = []PeerListener{{Name: "peer", Listener: ln}}
-	}
 	for _, pl := range pls {
 		g.peerLns = append(g.peerLns, pl.Listener)
 	}
@@ -327,7 +283,7 @@ func (g *Gateway) Start() (err error) {
 		return fmt.Errorf("gateway: local API: %w", err)
 	}
 	undo = append(undo, func() { g.localLn.Close() })
-	if err := writeJSONFile(filepath.Join(dir, "local.json"), map[string]any{"url": g.LocalURL(), "pid": os.Getpid()}); err != nil {
+	if err := statedir.WriteLocal(dir, statedir.LocalFile{URL: g.LocalURL(), PID: os.Getpid()}); err != nil {
 		return fmt.Errorf("gateway: write local.json: %w", err)
 	}
 
@@ -417,7 +373,9 @@ func (g *Gateway) Close() error {
 	}
 	g.wg.Wait()
 	g.transport.closeAll()
-	os.Remove(filepath.Join(g.cfg.StateDir, "local.json"))
+	if err := statedir.RemoveLocal(g.cfg.StateDir); err != nil {
+		g.log.Warn("could not remove local.json; apps will find no Delta there anyway", "err", err)
+	}
 	var err error
 	if g.cfg.Journal == nil {
 		err = g.db.Close()
@@ -440,10 +398,7 @@ func (g *Gateway) Token() string { return g.token }
 
 // Self names this computer.
 func (g *Gateway) Self() view.Self {
-	if g.cfg.SelfFunc != nil {
-		return g.cfg.SelfFunc()
-	}
-	return g.self
+	return g.cfg.SelfFunc()
 }
 
 // LoginLink mints a one-time link to the status page, valid for
@@ -508,17 +463,4 @@ func isLoopbackHost(host string) bool {
 
 func checkToken(have, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(have), []byte(want)) == 1
-}
-
-// writeJSONFile writes v to path atomically (a temporary file renamed).
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
 
@@ -90,6 +92,24 @@ func (n *node) peers(p map[string]map[string]string) {
 
 func (n *node) start(t testing.TB) {
 	t.Helper()
+	if n.cfg.Router == nil { // static mode, unless a test plugged in its own
+		fc, err := statedir.ReadConfig(n.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := n.cfg
+		if err := static.Attach(&cfg, fc, ""); err != nil {
+			t.Fatal(err)
+		}
+		// A test's own door or tickets win over static mode's.
+		if n.cfg.Door != nil {
+			cfg.Door = n.cfg.Door
+		}
+		if n.cfg.Tickets != nil {
+			cfg.Tickets = n.cfg.Tickets
+		}
+		n.cfg = cfg
+	}
 	g, err := gateway.New(n.cfg)
 	if err != nil {
 		t.Fatal(err)

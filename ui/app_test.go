@@ -12,6 +12,8 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/static"
 )
 
 // fakeTray records what it is shown and lets the test click.
@@ -69,7 +71,15 @@ func TestAppLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	g, err := gateway.New(gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", PeerListen: "127.0.0.1:0", Backoff: []time.Duration{time.Hour}, Journal: db})
+	cfg := gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", Backoff: []time.Duration{time.Hour}, Journal: db}
+	fc, err := statedir.ReadConfig(dir)
+	if err == nil {
+		err = static.Attach(&cfg, fc, "127.0.0.1:0")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@
 // gateway asks for one: a Router chooses a Candidate for a peer, and is
 // told when a road failed.
 //
-// This package holds the static router that reads peers from the state
-// folder's config. The tailnet's peer discovery and the route book with
-// probes and hold-downs implement the same Router interface.
+// The tailnet node (over the route book) and static mode each implement
+// Router; the optional extras a router may offer are named interfaces here
+// too.
 package roads
 
 import (
@@ -109,6 +109,13 @@ var (
 	ErrUnknownPeer = errors.New("unknown peer")
 	ErrNoRoad      = errors.New("no road")
 )
+
+// StaticPeer is a peer named in the state folder's config, with an address
+// per road.
+type StaticPeer struct {
+	Name  string          `json:"name"`
+	Roads map[Road]string `json:"roads"` // road → host:port
+}
 
 // Router chooses roads.
 type Router interface {

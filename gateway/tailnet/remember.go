@@ -7,18 +7,17 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/statedir"
 )
 
-// peersFile keeps the peers this computer has found, with their last roads,
-// so that a restarted Delta knows them at once: a call to one of them in
-// the moments before discovery finds it again is "no road yet", never
-// "not one of this computer's peers" (and a call it holds in its journal
-// gets its recorded outcome either way).
-const peersFile = "peers.json"
+// statedir.PeersFile keeps the peers this computer has found, with their
+// last roads, so that a restarted Delta knows them at once: a call to one
+// of them in the moments before discovery finds it again is "no road yet",
+// never "not one of this computer's peers" (and a call it holds in its
+// journal gets its recorded outcome either way).
 
 // rememberedPeer is one entry of peers.json.
 type rememberedPeer struct {
@@ -34,7 +33,7 @@ type peersJSON struct {
 
 // loadRemembered reads peers.json; a missing file is no peers.
 func loadRemembered(dir string) (map[string]rememberedPeer, error) {
-	path := filepath.Join(dir, peersFile)
+	path := filepath.Join(dir, statedir.PeersFile)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return map[string]rememberedPeer{}, nil
@@ -70,16 +69,8 @@ func saveRemembered(dir string, m map[string]rememberedPeer) error {
 		}
 		return 0
 	})
-	b, err := json.MarshalIndent(pj, "", "  ")
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, peersFile)
-	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("tailnet: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	path := filepath.Join(dir, statedir.PeersFile)
+	if err := statedir.WriteJSON(path, pj); err != nil {
 		return fmt.Errorf("tailnet: write %s: %w", path, err)
 	}
 	return nil

@@ -40,6 +40,7 @@ import (
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/netwatch"
@@ -193,11 +194,11 @@ func (n *Node) Start() (err error) {
 		n.log.Warn("the peers found before are not known until discovery finds them again", "err", err)
 		n.remembered = map[string]rememberedPeer{}
 	}
-	dir := filepath.Join(n.cfg.StateDir, "tailnet")
+	dir := filepath.Join(n.cfg.StateDir, statedir.TailnetDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("tailnet: make %s: %w", dir, err)
 	}
-	if n.key, err = ticket.LoadOrCreate(filepath.Join(n.cfg.StateDir, "ticket-key")); err != nil {
+	if n.key, err = ticket.LoadOrCreate(filepath.Join(n.cfg.StateDir, statedir.TicketKeyFile)); err != nil {
 		return fmt.Errorf("tailnet: %w", err)
 	}
 	if n.cert, n.pin, err = pintls.LoadOrCreate(n.cfg.StateDir, n.cfg.Hostname); err != nil {
@@ -398,6 +399,7 @@ func (n *Node) onNetChange(st netwatch.State, c netwatch.Change) {
 // identity, status, and the tailnet and TLS listeners with their doors.
 func (n *Node) Attach(cfg *gateway.Config) {
 	cfg.Router = n
+	cfg.Door = ticketDoor{n} // for a listener without a door of its own
 	cfg.Tickets = n
 	cfg.SelfFunc = n.Self
 	cfg.TailnetStatus = func() any { return n.Status() }

@@ -1,4 +1,4 @@
-package roads
+package static
 
 import (
 	"context"
@@ -8,57 +8,52 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
-// StaticPeer is a peer named in the state folder's config, with an address
-// per road.
-type StaticPeer struct {
-	Name  string          `json:"name"`
-	Roads map[Road]string `json:"roads"` // road → host:port
-}
-
-// Static is a Router over a fixed list of peers, dialled over plain TCP.
-// It prefers roads in the order of All and keeps what it last learned of
+// Router is a roads.Router over a fixed list of peers, dialled over plain TCP.
+// It prefers roads in the order of roads.All and keeps what it last learned of
 // each road for status; it does not probe or hold down.
-type Static struct {
+type Router struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
 	peers   map[string]*staticPeer
 	order   []string
-	changed Signal
+	changed roads.Signal
 }
 
-// Changed implements Watchable.
-func (s *Static) Changed() <-chan struct{} { return s.changed.C() }
+// Changed implements roads.Watchable.
+func (s *Router) Changed() <-chan struct{} { return s.changed.C() }
 
 type staticPeer struct {
-	cands map[Road]Candidate
-	stat  map[Road]*RoadStatus
+	cands map[roads.Road]roads.Candidate
+	stat  map[roads.Road]*roads.RoadStatus
 }
 
-// NewStatic returns a router for peers. log may be nil.
-func NewStatic(peers []StaticPeer, log *slog.Logger) (*Static, error) {
+// NewRouter returns a router for peers. log may be nil.
+func NewRouter(peers []roads.StaticPeer, log *slog.Logger) (*Router, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Static{log: log, peers: map[string]*staticPeer{}}
+	s := &Router{log: log, peers: map[string]*staticPeer{}}
 	for _, p := range peers {
 		if _, dup := s.peers[p.Name]; dup {
 			return nil, fmt.Errorf("peer %q is named twice in the config", p.Name)
 		}
-		sp := &staticPeer{cands: map[Road]Candidate{}, stat: map[Road]*RoadStatus{}}
+		sp := &staticPeer{cands: map[roads.Road]roads.Candidate{}, stat: map[roads.Road]*roads.RoadStatus{}}
 		for road, addr := range p.Roads {
-			if _, err := Parse(string(road)); err != nil {
+			if _, err := roads.Parse(string(road)); err != nil {
 				return nil, fmt.Errorf("peer %q: road %q is not one of thunderbolt, lan, tailnet", p.Name, road)
 			}
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return nil, fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
 			}
 			d := net.Dialer{Timeout: road.ConnectTimeout()}
-			sp.cands[road] = Candidate{Peer: p.Name, Road: road, Address: addr, NeedsTicket: true,
+			sp.cands[road] = roads.Candidate{Peer: p.Name, Road: road, Address: addr, NeedsTicket: true,
 				Dial: func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }}
-			sp.stat[road] = &RoadStatus{Road: road, Address: addr, State: "unknown"}
+			sp.stat[road] = &roads.RoadStatus{Road: road, Address: addr, State: "unknown"}
 		}
 		if len(sp.cands) == 0 {
 			return nil, fmt.Errorf("peer %q has no roads in the config", p.Name)
@@ -69,39 +64,39 @@ func NewStatic(peers []StaticPeer, log *slog.Logger) (*Static, error) {
 	return s, nil
 }
 
-// Known implements Router.
-func (s *Static) Known(peer string) bool {
+// Known implements roads.Router.
+func (s *Router) Known(peer string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.peers[peer]
 	return ok
 }
 
-// Choose implements Router.
-func (s *Static) Choose(_ context.Context, peer string, pin Road, exclude ...Road) (Candidate, error) {
+// Choose implements roads.Router.
+func (s *Router) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.peers[peer]
 	if !ok {
-		return Candidate{}, fmt.Errorf("%w %q", ErrUnknownPeer, peer)
+		return roads.Candidate{}, fmt.Errorf("%w %q", roads.ErrUnknownPeer, peer)
 	}
 	if pin != "" {
 		c, ok := p.cands[pin]
 		if !ok || slices.Contains(exclude, pin) {
-			return Candidate{}, fmt.Errorf("%w: %s has no %s road", ErrNoRoad, peer, pin)
+			return roads.Candidate{}, fmt.Errorf("%w: %s has no %s road", roads.ErrNoRoad, peer, pin)
 		}
 		return c, nil
 	}
-	for _, r := range All {
+	for _, r := range roads.All {
 		if c, ok := p.cands[r]; ok && !slices.Contains(exclude, r) {
 			return c, nil
 		}
 	}
-	return Candidate{}, fmt.Errorf("%w: every road to %s has been tried", ErrNoRoad, peer)
+	return roads.Candidate{}, fmt.Errorf("%w: every road to %s has been tried", roads.ErrNoRoad, peer)
 }
 
-// Report implements Router.
-func (s *Static) Report(c Candidate, rtt time.Duration, err error) {
+// Report implements roads.Router.
+func (s *Router) Report(c roads.Candidate, rtt time.Duration, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.changed.Notify()
@@ -116,11 +111,11 @@ func (s *Static) Report(c Candidate, rtt time.Duration, err error) {
 		return
 	}
 	st.State, st.RTTMillis = "up", float64(rtt.Microseconds())/1000
-	st.RecentRTTs = AppendRTT(st.RecentRTTs, st.RTTMillis)
+	st.RecentRTTs = roads.AppendRTT(st.RecentRTTs, st.RTTMillis)
 }
 
-// Invalidate implements Router.
-func (s *Static) Invalidate(peer string, road Road, reason error) {
+// Invalidate implements roads.Router.
+func (s *Router) Invalidate(peer string, road roads.Road, reason error) {
 	s.log.Info(fmt.Sprintf("route to %s via %s dropped: %v", peer, road, reason))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -130,15 +125,15 @@ func (s *Static) Invalidate(peer string, road Road, reason error) {
 	}
 }
 
-// Peers implements Router.
-func (s *Static) Peers() []PeerStatus {
+// Peers implements roads.Router.
+func (s *Router) Peers() []roads.PeerStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []PeerStatus
+	var out []roads.PeerStatus
 	for _, name := range s.order {
 		p := s.peers[name]
-		ps := PeerStatus{Name: name}
-		for _, r := range All {
+		ps := roads.PeerStatus{Name: name}
+		for _, r := range roads.All {
 			if st, ok := p.stat[r]; ok {
 				rs := *st
 				rs.RecentRTTs = slices.Clone(st.RecentRTTs)

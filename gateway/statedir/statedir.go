@@ -1,0 +1,208 @@
+// Package statedir owns Delta's state folder (DESIGN §7): the name of every
+// file in it, its lock, config.json, the secrets made on first start, and
+// local.json, through which apps, the kit and `delta open` find the
+// running Delta.
+package statedir
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/view"
+)
+
+// The files and folders of a state folder.
+const (
+	ConfigFile    = "config.json" // the person's settings (Config)
+	LockFile      = "lock"        // held by the running Delta
+	LocalJSON     = "local.json"  // where the running Delta listens (LocalFile)
+	TokenFile     = "local-token" // the local API's bearer token (0600)
+	NodeIDFile    = "node-id"     // static mode's node ID, made on first start
+	TicketKeyFile = "ticket-key"  // the key this computer signs tickets with
+	JournalFile   = "delta.db"    // the journal (SQLite)
+	TailnetDir    = "tailnet"     // tsnet's own state
+	PeersFile     = "peers.json"  // the peers found on the tailnet, for the next start
+)
+
+// LocalFile is local.json: where the running Delta's local API listens.
+type LocalFile struct {
+	URL string `json:"url"` // "http://127.0.0.1:7420"
+	PID int    `json:"pid"`
+}
+
+// WriteLocal writes local.json atomically.
+func WriteLocal(dir string, lf LocalFile) error {
+	return WriteJSON(filepath.Join(dir, LocalJSON), lf)
+}
+
+// ReadLocal reads local.json. An error wrapping os.ErrNotExist means no
+// Delta runs on this folder (or it did not stop cleanly and has not
+// started again).
+func ReadLocal(dir string) (LocalFile, error) {
+	path := filepath.Join(dir, LocalJSON)
+	var lf LocalFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return lf, err
+	}
+	if err := json.Unmarshal(b, &lf); err != nil || lf.URL == "" {
+		return lf, fmt.Errorf("%s is not Delta's local.json (%v)", path, err)
+	}
+	return lf, nil
+}
+
+// RemoveLocal removes local.json (a clean stop).
+func RemoveLocal(dir string) error { return os.Remove(filepath.Join(dir, LocalJSON)) }
+
+// ReadToken reads the local API's token.
+func ReadToken(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, TokenFile))
+	if err != nil {
+		return "", fmt.Errorf("read the local token: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// WriteJSON writes v to path atomically (a temporary file renamed), mode
+// 0600.
+func WriteJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Config is <state>/config.json. Every field is optional.
+type Config struct {
+	// Allow lists who else may use this computer's peer API over the
+	// tailnet, besides the nodes of the same tailnet user: login names
+	// ("alice@example.com"), tags ("tag:media") or stable node IDs.
+	Allow []string `json:"allow"`
+	// Name is this computer's name. If empty, the host name.
+	Name string `json:"name"`
+	// NodeID is this computer's node ID in static mode. If empty, one is
+	// made on first start and kept in <state>/node-id.
+	NodeID string `json:"node_id"`
+	// PeerListen is the peer API's address in static mode.
+	PeerListen string `json:"peer_listen"`
+	// NetworkKey is the hex HMAC key that signs tickets, shared by every
+	// computer of a static network. If empty, <state>/ticket-key (made on
+	// first start), which only this computer knows.
+	NetworkKey string `json:"network_key"`
+	// Peers are the other computers, with an address per road. If any are
+	// named, Delta runs in static mode: no tailnet.
+	Peers []roads.StaticPeer `json:"peers"`
+}
+
+// ReadConfig reads <state>/config.json; a missing file is an empty
+// config.
+func ReadConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, ConfigFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("statedir: read %s: %w", path, err)
+	}
+	var fc Config
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return nil, fmt.Errorf("statedir: %s is not valid: %w", path, err)
+	}
+	if fc.Name != "" {
+		if err := proto.CheckName("computer", fc.Name); err != nil {
+			return nil, fmt.Errorf("statedir: %s: %w", path, err)
+		}
+	}
+	for _, p := range fc.Peers {
+		if err := proto.CheckName("peer", p.Name); err != nil {
+			return nil, fmt.Errorf("statedir: %s: %w", path, err)
+		}
+	}
+	return &fc, nil
+}
+
+// Self names this computer in static mode: the config's name (else the
+// host name) and node ID (else one made on first start, kept in node-id).
+func (fc *Config) Self(dir string) (view.Self, error) {
+	s := view.Self{Name: fc.Name, Node: fc.NodeID}
+	if s.Name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return s, fmt.Errorf("statedir: no name in %s and the host name is unknown: %w", ConfigFile, err)
+		}
+		s.Name, _, _ = strings.Cut(h, ".")
+	}
+	if s.Node == "" {
+		id, err := LoadOrCreateSecret(filepath.Join(dir, NodeIDFile))
+		if err != nil {
+			return s, fmt.Errorf("statedir: node id: %w", err)
+		}
+		s.Node = "n" + id[:16]
+	}
+	return s, nil
+}
+
+// Lock takes the state folder's exclusive lock (<dir>/lock), making the
+// folder (mode 0700) if need be, or says which Delta holds it. Take it
+// before anything else uses the folder; the lock is released when the file
+// is closed.
+func Lock(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("statedir: make state folder: %w", err)
+	}
+	path := filepath.Join(dir, LockFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("statedir: open %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		holder := ""
+		if lf, err := ReadLocal(dir); err == nil {
+			holder = fmt.Sprintf(" (pid %d, %s)", lf.PID, lf.URL)
+		}
+		return nil, fmt.Errorf("gateway: another Delta is running with state folder %s%s: %w", dir, holder, err)
+	}
+	return f, nil
+}
+
+// LoadOrCreateSecret reads a secret file, or writes a new random one
+// (mode 0600) when there is none.
+func LoadOrCreateSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if s := strings.TrimSpace(string(b)); len(s) >= 16 {
+			return s, nil
+		}
+		return "", fmt.Errorf("%s holds fewer than 16 characters; remove it to make a new one", path)
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	buf := make([]byte, 32)
+	rand.Read(buf)
+	s := hex.EncodeToString(buf)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(s+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return s, os.Rename(tmp, path)
+}

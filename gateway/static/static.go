@@ -1,0 +1,123 @@
+// Package static is static mode as a plug: peers named in the state
+// folder's config.json, reached over plain TCP, and tickets signed with the
+// network key that every computer of the static network shares (tests,
+// air-gapped setups). Attach wires it into a gateway.Config the way the
+// tailnet node's Attach does; nothing is joined and nothing is discovered.
+package static
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/view"
+)
+
+// DefaultPeerListen is the peer API's address when neither the flag nor the
+// config names one.
+const DefaultPeerListen = "127.0.0.1:7421"
+
+// Attach makes cfg a static-mode gateway for the peers in fc: its router,
+// door, tickets and name, and, unless cfg.PeerListeners has one already, a
+// plain-TCP peer listener on peerListen (if empty, fc's peer_listen, else
+// DefaultPeerListen). cfg.StateDir must be set.
+func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
+	dir := cfg.StateDir
+	router, err := NewRouter(fc.Peers, cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
+	}
+	self, err := fc.Self(dir)
+	if err != nil {
+		return err
+	}
+	k, err := key(dir, fc)
+	if err != nil {
+		return err
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	if len(cfg.PeerListeners) == 0 {
+		addr := peerListen
+		if addr == "" {
+			addr = fc.PeerListen
+		}
+		if addr == "" {
+			addr = DefaultPeerListen
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("gateway: peer API: %w", err)
+		}
+		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
+	}
+	cfg.Router = router
+	cfg.Door = TicketDoor{Key: k, Now: now}
+	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now}
+	cfg.SelfFunc = func() view.Self { return self }
+	return nil
+}
+
+// key is the network key of fc, or this computer's own ticket-key (made on
+// first start), which only it knows.
+func key(dir string, fc *statedir.Config) (ticket.Key, error) {
+	if fc.NetworkKey != "" {
+		k, err := hex.DecodeString(fc.NetworkKey)
+		if err != nil || len(k) < 16 {
+			return nil, fmt.Errorf("static: %s: network_key must be at least 16 bytes, hex-encoded", statedir.ConfigFile)
+		}
+		return k, nil
+	}
+	k, err := ticket.LoadOrCreate(filepath.Join(dir, statedir.TicketKeyFile))
+	if err != nil {
+		return nil, fmt.Errorf("static: %w", err)
+	}
+	return k, nil
+}
+
+// TicketDoor admits requests that carry `Authorization: Delta <ticket>`
+// signed with Key.
+type TicketDoor struct {
+	Key ticket.Key
+	Now func() time.Time
+}
+
+// Identify implements Door.
+func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
+	auth := r.Header.Get("Authorization")
+	t, ok := strings.CutPrefix(auth, "Delta ")
+	if !ok {
+		if auth == "" {
+			return gateway.Caller{}, fmt.Errorf("%w: the request has no Authorization header", gateway.ErrDoorUnauthorized)
+		}
+		return gateway.Caller{}, fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", gateway.ErrDoorUnauthorized)
+	}
+	c, err := d.Key.Check(t, d.Now())
+	if err != nil {
+		return gateway.Caller{}, fmt.Errorf("%w: %w", gateway.ErrDoorUnauthorized, err)
+	}
+	return gateway.Caller{Node: c.Node, Name: c.Name}, nil
+}
+
+// MintedTickets mints this computer's own tickets with a key shared by the
+// static network, renewing them ahead of expiry.
+type MintedTickets struct {
+	Key  ticket.Key
+	Self view.Self
+	Now  func() time.Time
+}
+
+// Ticket implements Tickets.
+func (m *MintedTickets) Ticket(_ context.Context, _ string, _ bool) (string, error) {
+	return m.Key.Mint(ticket.Claims{Node: m.Self.Node, Name: m.Self.Name, Expires: m.Now().Add(ticket.Lifetime)}), nil
+}
