@@ -16,9 +16,9 @@ import (
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // callGrace is how long past X-Delta-Timeout (and the connect) the caller
@@ -101,44 +101,20 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 	defer cancel()
 	defer context.AfterFunc(g.ctx, cancel)()
 
-	var exclude []roads.Road
 	var attempts []journal.Attempt // written with the outcome, in one transaction
 	recorded := false              // the call is in the journal as sending
-	recovered, renewed := false, false
-	var firstFailure, firstRoad string // the failure that led to the recovery
-	firstOutcome := proto.Unavailable
-	// finish records the outcome and tells the app; a call never recorded
-	// as sending (nothing was sent) is recorded in its final state.
-	finish := func(state journal.CallState, o proto.Outcome, detail, road string, ans *journal.Answer, replayed bool, body []byte) {
-		if !recorded {
-			g.recordUnsent(w, r, c, attempts, o, detail, road, t.timeout)
-			return
-		}
-		g.finishCall(w, c, attempts, state, o, detail, road, ans, replayed, body)
-	}
-	for {
-		cand, err := g.router.Choose(base, t.peer, t.pin, exclude...)
-		if err != nil {
-			o, detail, road := proto.Unavailable, noRoadDetail(t.peer, err), ""
-			if firstFailure != "" {
-				o, detail, road = firstOutcome, firstFailure, firstRoad
-			}
-			finish(journal.Unavailable, o, detail, road, nil, false, nil)
-			return
-		}
-		tk, err := g.ticketFor(base, cand, renewed)
-		if err != nil {
-			finish(journal.Unavailable, proto.Unavailable, fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer), string(cand.Road), nil, false, nil)
-			return
-		}
+	handled := false               // the app was answered already (a concurrent same id)
+	var end, firstFailure *callEnd // how it ended; the failure that led to a fall-back
+	err := g.pc.Do(base, peerclient.Call, t.peer, t.pin, func(try peerclient.Try) peerclient.Result {
+		cand := try.Cand
 		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, bytes.NewReader(body))
 		if err != nil {
-			finish(journal.Unavailable, proto.BadRequest, fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err), "", nil, false, nil)
-			return
+			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
+			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		req.Header = forwardHeaders(r.Header)
-		if tk != "" {
-			req.Header.Set("Authorization", "Delta "+tk)
+		if try.Ticket != "" {
+			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
 		req.Header.Set(proto.HeaderRequestID, c.RequestID)
 		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
@@ -147,10 +123,11 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			req.Header.Set(proto.HeaderApp, c.CallerApp)
 		}
 		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.timeout+callGrace)
+		defer acancel()
 		started := g.now()
 		used := cand // the road the call went on (a race may pick another)
 		var res *oneshot.Response
-		rc, err := g.dial(actx, cand)
+		rc, err := g.pc.Dial(actx, cand)
 		if err != nil {
 			err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
 		} else {
@@ -165,19 +142,19 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 				jerr = g.db.AddAttempt(actx, c.RequestID, at)
 			}
 			if jerr != nil || existing != nil {
-				rc.Close() // nothing was written to it
-				acancel()
+				rc.Close()           // nothing was written to it
 				if existing != nil { // the same id, sent by another request meanwhile
 					g.answerExisting(w, r, c, existing, t.timeout)
-					return
+					handled = true
+				} else {
+					end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(used.Road),
+						detail: "could not record the call in the journal (" + jerr.Error() + "); nothing was sent"}
 				}
-				finish(journal.Unavailable, proto.Unavailable, "could not record the call in the journal ("+jerr.Error()+"); nothing was sent", string(used.Road), nil, false, nil)
-				return
+				return peerclient.Result{Verdict: peerclient.Done}
 			}
 			recorded = true
 			res, err = oneshot.Do(actx, func(context.Context) (net.Conn, error) { return rc, nil }, req, proto.MaxAnswerBody)
 		}
-		acancel()
 		var oe *oneshot.Error
 		sent := err == nil || errors.As(err, &oe) && oe.Sent
 		at := journal.Attempt{N: len(attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
@@ -191,52 +168,70 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		attempts = append(attempts, at)
 		if err != nil {
 			if !sent {
-				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, describe(cand, oe), oe.Err, t.peer)
+				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err, t.peer)
 				var mm *pintls.MismatchError
 				if errors.As(err, &mm) {
 					o, detail = proto.Forbidden, fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.peer, cand, mm, t.peer)
 					g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 				}
-				if cand.Road.Local() && t.pin == "" && !recovered {
-					// One recovery before the first byte: drop the road(s)
-					// that failed, choose afresh.
-					recovered = true
-					firstFailure, firstRoad, firstOutcome = detail, string(cand.Road), o
-					g.stats.fallback()
-					for _, road := range racedRoads(cand) {
-						if road.Local() {
-							g.router.Invalidate(t.peer, road, err)
-						}
-					}
-					exclude = append(exclude, racedRoads(cand)...)
-					continue
+				end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
+				if firstFailure == nil {
+					firstFailure = end
 				}
-				finish(journal.Unavailable, o, detail, string(cand.Road), nil, false, nil)
-				return
+				return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
 			}
 			detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.peer)
 			if g.ctx.Err() != nil {
 				detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.peer, t.peer)
 			}
-			finish(journal.Unknown, proto.Unknown, detail, string(used.Road), nil, false, nil)
-			return
+			end = &callEnd{state: journal.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
+			return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
 		}
 		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
-		if peerErr == proto.PeerUnauthorized && used.NeedsTicket && !renewed {
-			renewed = true // renew the ticket, new connection, send once more
-			continue
-		}
 		state, o, detail := mapOwnerReply(t.peer, peerErr, res)
-		var ans *journal.Answer
+		end = &callEnd{state: state, o: o, detail: detail, road: string(used.Road), replayed: res.Header.Get(proto.HeaderReplayed) == "true", body: res.Bytes}
 		if o == proto.Answered {
 			h := res.Header.Clone()
 			proto.StripHop(h)
 			h.Del("Content-Length")
-			ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
+			end.ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
 		}
-		finish(state, o, detail, string(used.Road), ans, res.Header.Get(proto.HeaderReplayed) == "true", res.Bytes)
+		if peerErr == proto.PeerUnauthorized { // renewed and sent once more, if the loop allows
+			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: used.Road, NeedsTicket: used.NeedsTicket}
+		}
+		return peerclient.Result{Verdict: peerclient.Done}
+	})
+	if handled {
 		return
 	}
+	var nr *peerclient.NoRoadError
+	var te *peerclient.TicketError
+	switch {
+	case errors.As(err, &nr) && nr.FellBack && firstFailure != nil:
+		end = firstFailure // after a fall-back, the failure that led to it is the answer
+	case errors.As(err, &nr):
+		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.peer, nr.Err)}
+	case errors.As(err, &te):
+		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, te.Err, t.peer)}
+	}
+	if !recorded {
+		// Nothing was sent: recorded at once in its final state.
+		g.recordUnsent(w, r, c, attempts, end.o, end.detail, end.road, t.timeout)
+		return
+	}
+	g.finishCall(w, c, attempts, *end)
+}
+
+// callEnd is how a call ended: the state recorded, the outcome the app is
+// told with its detail and road, and the answer.
+type callEnd struct {
+	state    journal.CallState
+	o        proto.Outcome
+	detail   string
+	road     string
+	ans      *journal.Answer
+	replayed bool
+	body     []byte // what the app is given when answered (nil: ans.Body)
 }
 
 // recordUnsent records a call that never left as unavailable, with its
@@ -258,16 +253,6 @@ func (g *Gateway) recordUnsent(w http.ResponseWriter, r *http.Request, c *journa
 	}
 	g.stats.call(o)
 	g.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
-}
-
-func describe(cand roads.Candidate, oe *oneshot.Error) string {
-	if oe != nil && oe.Timeout && oe.Op == "connect" {
-		return fmt.Sprintf("connect to %s timed out after %.1f s", cand, cand.Road.ConnectTimeout().Seconds())
-	}
-	if oe != nil {
-		return oe.Op + " to " + cand.String()
-	}
-	return cand.String()
 }
 
 // mapOwnerReply turns the owner's reply to a call into the caller's state
@@ -306,36 +291,27 @@ func mapOwnerReply(peer string, pe proto.PeerError, res *oneshot.Response) (jour
 }
 
 // finishCall records a call's outcome (a compare-and-set from sending) and
-// then tells the app. body is what the app is given when it is answered.
-func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []journal.Attempt, state journal.CallState, o proto.Outcome, detail, road string, ans *journal.Answer, replayed bool, body []byte) {
-	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: state, Outcome: string(o), Detail: detail, Answer: ans, Attempts: attempts}
-	if state == journal.Unknown {
+// then tells the app.
+func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []journal.Attempt, e callEnd) {
+	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: e.state, Outcome: string(e.o), Detail: e.detail, Answer: e.ans, Attempts: attempts}
+	if e.state == journal.Unknown {
 		t.NextAsk = g.now().Add(g.cfg.Backoff[0])
 	}
 	// Not g.ctx: an outcome is recorded even while the gateway closes (Close
 	// waits for it before it closes the journal).
 	if moved, _, err := g.db.Move(context.WithoutCancel(g.ctx), c.RequestID, t); err != nil || !moved {
-		g.log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", o, "err", err)
+		g.log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}
-	g.stats.call(o)
-	if state == journal.Unknown {
-		g.log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", detail)
+	g.stats.call(e.o)
+	if e.state == journal.Unknown {
+		g.log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
 		g.recon.wake()
 	}
-	if o != proto.Answered {
-		g.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
+	if e.o != proto.Answered {
+		g.replyCallError(w, e.o, e.detail, c.RequestID, c.Peer, e.road)
 		return
 	}
-	writeAnswer(w, ans, body, c.RequestID, road, replayed)
-}
-
-// ticketFor returns the ticket to present on cand's road, or "" where the
-// road needs none (the tailnet).
-func (g *Gateway) ticketFor(ctx context.Context, cand roads.Candidate, renew bool) (string, error) {
-	if !cand.NeedsTicket {
-		return "", nil
-	}
-	return g.ticket.Ticket(ctx, cand.Peer, renew)
+	writeAnswer(w, e.ans, e.body, c.RequestID, e.road, e.replayed)
 }
 
 // refuseCall counts and writes an outcome that is not recorded in the

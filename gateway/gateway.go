@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/statuspage"
 	"github.com/delta-roads/delta/gateway/view"
@@ -115,9 +115,7 @@ type Gateway struct {
 	peerMu    sync.Mutex
 	peerSrvs  []*http.Server
 	peerLns   []net.Listener
-	transport *transports
-	liveMu    sync.Mutex
-	live      map[*routes.RoadConn]struct{} // connections bound to an interface
+	pc        *peerclient.Client
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
 	recon     *reconciler
@@ -158,11 +156,7 @@ type PeerListener struct {
 }
 
 // Tickets supplies the ticket to present to a peer.
-type Tickets interface {
-	// Ticket returns a ticket for peer. If renew, a cached one must not be
-	// used: the peer refused it.
-	Ticket(ctx context.Context, peer string, renew bool) (string, error)
-}
+type Tickets = peerclient.Tickets
 
 // New checks cfg and returns a gateway that is not started.
 func New(cfg Config) (*Gateway, error) {
@@ -196,7 +190,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now, live: map[*routes.RoadConn]struct{}{}}, nil
+	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now}, nil
 }
 
 // CheckListen checks a local API address: host:port on loopback.
@@ -266,7 +260,7 @@ func (g *Gateway) Start() (err error) {
 
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.stats = newStats()
-	g.transport = newTransports(g)
+	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	undo = append(undo, g.cancel)
 
@@ -372,7 +366,7 @@ func (g *Gateway) Close() error {
 		}
 	}
 	g.wg.Wait()
-	g.transport.closeAll()
+	g.pc.CloseAll()
 	if err := statedir.RemoveLocal(g.cfg.StateDir); err != nil {
 		g.log.Warn("could not remove local.json; apps will find no Delta there anyway", "err", err)
 	}
@@ -431,6 +425,18 @@ func (e CallEvents) Call(ctx context.Context, id string) (*record.Call, error) {
 
 // Changed closes at the next change to the journal.
 func (e CallEvents) Changed() <-chan struct{} { return e.db.Changed() }
+
+// DropInterface closes every connection bound to a local interface that
+// went down, lost its address or vanished (netwatch).
+func (g *Gateway) DropInterface(iface string) {
+	if n := g.pc.DropInterface(iface); n > 0 {
+		g.log.Info("closed the connections over a lost interface", "interface", iface, "connections", n)
+	}
+}
+
+// CloseIdle closes the idle pooled connections to peer (netwatch: a road
+// went down, or a better one came up).
+func (g *Gateway) CloseIdle(peer string) { g.pc.CloseIdle(peer) }
 
 // PeerUp tells the gateway that a road to peer came up: its unknown calls
 // are asked about at once.

@@ -8,18 +8,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // readGrace is how long past the connect timeout and X-Delta-Timeout a read
@@ -51,54 +50,31 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			return
 		}
 	}
-	var exclude, tried []roads.Road
-	renewed, fellBack := false, false
 	var fail readFailure
-	for {
-		cand, err := g.router.Choose(r.Context(), t.peer, t.pin, exclude...)
-		if err != nil {
-			if !fellBack { // after a fallback, the first failure is the answer
-				fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.peer, err)}
-			}
-			break
-		}
-		tk, err := g.ticketFor(r.Context(), cand, renewed)
-		if err != nil {
-			fail = readFailure{o: proto.Unavailable, road: string(cand.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, err, t.peer)}
-			break
-		}
+	err := g.pc.Do(r.Context(), peerclient.Read, t.peer, t.pin, func(try peerclient.Try) peerclient.Result {
+		cand := try.Cand
 		ctx, cancel := context.WithTimeout(r.Context(), cand.Road.ConnectTimeout()+t.timeout+readGrace)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, nil)
 		if err != nil {
-			cancel()
 			fail = readFailure{o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
-			break
+			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		req.Header = forwardHeaders(r.Header)
-		if tk != "" {
-			req.Header.Set("Authorization", "Delta "+tk)
+		if try.Ticket != "" {
+			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
 		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
 		if app := r.Header.Get(proto.HeaderApp); app != "" {
 			req.Header.Set(proto.HeaderApp, app)
 		}
-		st := &dialState{cand: cand, used: cand}
-		req = req.WithContext(httptrace.WithClientTrace(context.WithValue(ctx, dialKey{}, st), &httptrace.ClientTrace{
-			GotConn: func(info httptrace.GotConnInfo) {
-				if rc, ok := info.Conn.(*routes.RoadConn); ok {
-					st.setUsed(rc.Cand)
-				}
-			},
-		}))
 		started := g.now()
-		resp, err := g.transport.forPeer(t.peer).RoundTrip(req)
-		used, dialErr := st.get()
+		resp, used, dialErr, err := g.pc.RoundTrip(req, cand)
+		res := peerclient.Result{Road: used.Road, NeedsTicket: used.NeedsTicket}
 		if err != nil {
-			cancel()
 			if dialErr == nil {
 				g.router.Report(used, 0, err) // the connection broke or timed out after connecting
 			}
-			tried = triedRoads(used, cand, dialErr)
 			fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
 				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.peer, used, err)}
 			var mm *pintls.MismatchError
@@ -111,39 +87,43 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 				fail.o = proto.Timeout
 				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.peer, used, used.Road.ConnectTimeout()+t.timeout, err)
 			}
-		} else if pe := proto.PeerError(resp.Header.Get(proto.HeaderOutcome)); pe == proto.PeerAnswered {
-			g.router.Report(used, g.now().Sub(started), nil)
+			res.Verdict, res.RoadFault, res.Tried, res.Reason = peerclient.Failed, true, peerclient.TriedRoads(used, cand, dialErr), errors.New(fail.detail)
+			return res
+		}
+		g.router.Report(used, g.now().Sub(started), nil)
+		if pe := proto.PeerError(resp.Header.Get(proto.HeaderOutcome)); pe == proto.PeerAnswered {
 			g.relayRead(w, resp, used, key, r.Header, isGet)
-			cancel()
-			return
+			fail = readFailure{}
+			res.Verdict = peerclient.Done
+			return res
 		} else {
-			tried = []roads.Road{used.Road}
-			g.router.Report(used, g.now().Sub(started), nil)
 			var eb proto.ErrorBody
-			json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
+			// A reply that is not Delta's JSON has no detail to quote.
+			_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
 			resp.Body.Close()
-			cancel()
-			if pe == proto.PeerUnauthorized && used.NeedsTicket && !renewed {
-				renewed = true
-				continue
-			}
 			fail = mapOwnerReadReply(t.peer, used, pe, resp.StatusCode, eb.Detail)
-		}
-		if fail.roadFault && used.Road.Local() && t.pin == "" && !fellBack {
-			// One retry on a freshly chosen road: drop the failed road(s),
-			// close their idle connections, choose again.
-			fellBack = true
-			g.stats.fallback()
-			for _, road := range tried {
-				if road.Local() {
-					g.router.Invalidate(t.peer, road, errors.New(fail.detail))
-				}
+			res.Tried, res.Reason = []roads.Road{used.Road}, errors.New(fail.detail)
+			switch {
+			case pe == proto.PeerUnauthorized:
+				res.Verdict = peerclient.DoorRefused
+			case fail.roadFault:
+				res.Verdict, res.RoadFault = peerclient.Failed, true
+			default:
+				res.Verdict = peerclient.Done // the owner's answer
 			}
-			g.transport.closeIdle(t.peer)
-			exclude = append(exclude, tried...)
-			continue
+			return res
 		}
-		break
+	})
+	var nr *peerclient.NoRoadError
+	var te *peerclient.TicketError
+	switch {
+	case errors.As(err, &nr) && !nr.FellBack: // after a fall-back, the first failure is the answer
+		fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.peer, nr.Err)}
+	case errors.As(err, &te):
+		fail = readFailure{o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, te.Err, t.peer)}
+	}
+	if fail.o == "" {
+		return // answered
 	}
 	if isGet && (fail.o == proto.Unavailable || fail.o == proto.Timeout) {
 		if e := g.cache.Get(key, r.Header); e != nil && e.StaleOK() {
@@ -256,21 +236,12 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// triedRoads are the roads a failed read may blame: the one its connection
-// was on, or, when its own dial failed, every road the dial raced.
-func triedRoads(used, cand roads.Candidate, dialErr error) []roads.Road {
-	if dialErr != nil {
-		return racedRoads(cand)
-	}
-	return []roads.Road{used.Road}
-}
-
 // noRoadDetail says why no road was chosen; a hold-down says so in the
 // words of DESIGN §3, a peer not found again yet since the start in its
 // own.
 func noRoadDetail(peer string, err error) string {
 	var notYet *roads.NotYetError
-	if heldDown(err) || errors.As(err, &notYet) {
+	if errors.Is(err, roads.ErrHeldDown) || errors.As(err, &notYet) {
 		return fmt.Sprintf("%v; nothing was sent to %s", err, peer)
 	}
 	return fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", peer, err, peer)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // neverNotCarriedOutAfter: a call this old is never settled
@@ -195,63 +195,62 @@ func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
 // cache.
 func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, error) {
 	g := rc.g
-	var exclude []roads.Road
-	renewed := false
-	var lastErr error
-	for range 4 {
-		cand, err := g.router.Choose(ctx, c.Peer, "", exclude...)
-		if err != nil {
-			if lastErr != nil {
-				return nil, lastErr
-			}
-			return nil, err
-		}
-		tk, err := g.ticketFor(ctx, cand, renewed)
-		if err != nil {
-			return nil, fmt.Errorf("no ticket for %s: %w", c.Peer, err)
-		}
+	var v *lookupView
+	var lastErr, answerErr error
+	err := g.pc.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {
+		cand := try.Cand
 		q := url.Values{"digest": {c.Digest}, "created_at": {rfc3339(c.CreatedAt)}}
-		st := &dialState{cand: cand, used: cand}
-		req, err := http.NewRequestWithContext(context.WithValue(ctx, dialKey{}, st), http.MethodGet,
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 			"http://"+cand.Address+"/delta/v1/calls/"+url.PathEscape(c.RequestID)+"?"+q.Encode(), nil)
 		if err != nil {
-			return nil, err
+			answerErr = err
+			return peerclient.Result{Verdict: peerclient.Done}
 		}
-		if tk != "" {
-			req.Header.Set("Authorization", "Delta "+tk)
+		if try.Ticket != "" {
+			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
-		resp, err := g.transport.forPeer(c.Peer).RoundTrip(req)
+		resp, used, dialErr, err := g.pc.RoundTrip(req, cand)
 		if err != nil {
-			used, dialErr := st.get()
 			lastErr = fmt.Errorf("%s: %w", used, err)
-			if oneshot.IsTimeout(err) && ctx.Err() != nil {
-				return nil, lastErr
-			}
-			exclude = append(exclude, triedRoads(used, cand, dialErr)...)
-			continue
+			answerErr = lastErr
+			// Past the question's own deadline no other road will do.
+			gaveUp := oneshot.IsTimeout(err) && ctx.Err() != nil
+			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: !gaveUp, Road: used.Road, Tried: peerclient.TriedRoads(used, cand, dialErr)}
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxAnswerBody))
 		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading the answer: %w", cand, err)
-		}
-		if resp.StatusCode == http.StatusUnauthorized && cand.NeedsTicket && !renewed {
-			renewed = true
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
+		switch {
+		case err != nil:
+			answerErr = fmt.Errorf("%s: reading the answer: %w", cand, err)
+		case resp.StatusCode != http.StatusOK:
 			var eb proto.ErrorBody
-			json.Unmarshal(body, &eb)
-			return nil, fmt.Errorf("%s answered %d %s (%s)", c.Peer, resp.StatusCode, eb.Error, eb.Detail)
+			_ = json.Unmarshal(body, &eb) // a reply that is not Delta's JSON has no detail to quote
+			answerErr = fmt.Errorf("%s answered %d %s (%s)", c.Peer, resp.StatusCode, eb.Error, eb.Detail)
+			if resp.StatusCode == http.StatusUnauthorized {
+				return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket}
+			}
+		default:
+			v = &lookupView{}
+			if err := json.Unmarshal(body, v); err != nil {
+				v, answerErr = nil, fmt.Errorf("%s's answer is not the call state JSON: %w", c.Peer, err)
+			} else {
+				answerErr = nil
+			}
 		}
-		var v lookupView
-		if err := json.Unmarshal(body, &v); err != nil {
-			return nil, fmt.Errorf("%s's answer is not the call state JSON: %w", c.Peer, err)
-		}
-		return &v, nil
+		return peerclient.Result{Verdict: peerclient.Done}
+	})
+	var nr *peerclient.NoRoadError
+	var te *peerclient.TicketError
+	switch {
+	case errors.As(err, &nr) && lastErr != nil:
+		return nil, lastErr
+	case errors.As(err, &nr):
+		return nil, nr.Err
+	case errors.As(err, &te):
+		return nil, fmt.Errorf("no ticket for %s: %w", c.Peer, te.Err)
 	}
-	if lastErr == nil {
-		lastErr = errors.New("no road answered")
+	if answerErr == nil && v == nil {
+		answerErr = errors.New("no road answered")
 	}
-	return nil, lastErr
+	return v, answerErr
 }

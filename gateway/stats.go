@@ -10,7 +10,6 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -126,7 +125,7 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	for _, k := range names {
 		fmt.Fprintf(w, "# TYPE delta_%s_total counter\ndelta_%s_total %d\n", k, k, s.Counters.Counters[k])
 	}
-	if rc, ok := g.router.(interface{ RouteCounters() routes.Counters }); ok {
+	if rc, ok := g.router.(roads.Counted); ok {
 		c := rc.RouteCounters()
 		writeFamily(w, "delta_route_invalidations_total", "Roads dropped, by cause.", "cause", c.Invalidations)
 		writeFamily(w, "delta_route_races_won_total", "Connects won in a race across roads, by road.", "road", c.RacesWon)

@@ -267,3 +267,14 @@ func StripHop(h http.Header) {
 	}
 	StripDelta(h)
 }
+
+// TicketScheme is the Authorization scheme of a ticket on the peer API:
+// "Authorization: Delta <ticket>" (DESIGN §4).
+const TicketScheme = "Delta "
+
+// TicketAuth is the Authorization header value that presents ticket t.
+func TicketAuth(t string) string { return TicketScheme + t }
+
+// TicketFrom returns the ticket an Authorization header presents, and
+// whether it is of the ticket scheme at all.
+func TicketFrom(auth string) (string, bool) { return strings.CutPrefix(auth, TicketScheme) }

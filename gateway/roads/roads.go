@@ -108,6 +108,9 @@ func (c Candidate) String() string {
 var (
 	ErrUnknownPeer = errors.New("unknown peer")
 	ErrNoRoad      = errors.New("no road")
+	// ErrHeldDown marks a road refused during its hold-down after a
+	// connect timeout; its error's text says so in DESIGN §3's words.
+	ErrHeldDown = errors.New("held down")
 )
 
 // StaticPeer is a peer named in the state folder's config, with an address
@@ -185,4 +188,22 @@ func FormatAgo(d time.Duration) string {
 		return fmt.Sprintf("%d min", int(d.Minutes()))
 	}
 	return fmt.Sprintf("%.1f h", d.Hours())
+}
+
+// RaceCounter is a Router that counts the races a road won (the route
+// book's counters).
+type RaceCounter interface {
+	Won(road Road)
+}
+
+// RouteCounters are a route book's counts, for status and metrics.
+type RouteCounters struct {
+	HoldDownRefusals uint64            `json:"hold_down_refusals"`
+	RacesWon         map[Road]uint64   `json:"races_won"`
+	Invalidations    map[string]uint64 `json:"invalidations"` // by cause
+}
+
+// Counted is a Router that keeps RouteCounters (the route book).
+type Counted interface {
+	RouteCounters() RouteCounters
 }

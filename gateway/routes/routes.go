@@ -46,6 +46,9 @@ type HeldDownError struct {
 	Left  time.Duration // time left
 }
 
+// Is makes errors.Is(err, roads.ErrHeldDown) true.
+func (e *HeldDownError) Is(target error) bool { return target == roads.ErrHeldDown }
+
 func (e *HeldDownError) Error() string {
 	return fmt.Sprintf("%s did not answer %.0f s ago (%s); not dialing it again for another %.0f s",
 		e.Cand.Peer, time.Since(e.At).Seconds(), e.Cause, max(e.Left.Seconds(), 1))
@@ -84,11 +87,7 @@ func (e *entry) believedDown(now time.Time) bool {
 func (e *entry) held(now time.Time) bool { return now.Before(e.heldUntil) }
 
 // Counters are the route book's counts, for status and metrics.
-type Counters struct {
-	HoldDownRefusals uint64                `json:"hold_down_refusals"`
-	RacesWon         map[roads.Road]uint64 `json:"races_won"`
-	Invalidations    map[string]uint64     `json:"invalidations"` // by cause
-}
+type Counters = roads.RouteCounters
 
 // Book is safe for concurrent use.
 type Book struct {

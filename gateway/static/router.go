@@ -147,3 +147,8 @@ func (s *Router) Peers() []roads.PeerStatus {
 	}
 	return out
 }
+
+var (
+	_ roads.Router    = (*Router)(nil)
+	_ roads.Watchable = (*Router)(nil)
+)

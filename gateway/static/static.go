@@ -12,10 +12,10 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/gateway/view"
@@ -95,7 +95,7 @@ type TicketDoor struct {
 // Identify implements Door.
 func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 	auth := r.Header.Get("Authorization")
-	t, ok := strings.CutPrefix(auth, "Delta ")
+	t, ok := proto.TicketFrom(auth)
 	if !ok {
 		if auth == "" {
 			return gateway.Caller{}, fmt.Errorf("%w: the request has no Authorization header", gateway.ErrDoorUnauthorized)

@@ -366,7 +366,7 @@ func (n *Node) ping(c roads.Candidate) {
 			if err != nil {
 				return err
 			}
-			req.Header.Set("Authorization", "Delta "+tk)
+			req.Header.Set("Authorization", proto.TicketAuth(tk))
 		}
 		resp, err := tr.RoundTrip(req)
 		if err != nil {

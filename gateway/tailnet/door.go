@@ -16,6 +16,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
 
@@ -79,7 +80,7 @@ type ticketDoor struct{ n *Node }
 
 func (d ticketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 	n := d.n
-	t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Delta ")
+	t, ok := proto.TicketFrom(r.Header.Get("Authorization"))
 	if !ok {
 		return gateway.Caller{}, fmt.Errorf("%w: the request has no \"Authorization: Delta <ticket>\" header", gateway.ErrDoorUnauthorized)
 	}

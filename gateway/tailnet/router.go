@@ -63,6 +63,11 @@ func (n *Node) Peers() []roads.PeerStatus {
 	return append(ps, n.rememberedStatusLocked(found)...)
 }
 
+// Changed implements roads.Watchable: it closes at the next change of the
+// route book (a road's state, a peer found or gone, the login state), so
+// the menu follows the roads as it follows the journal.
+func (n *Node) Changed() <-chan struct{} { return n.book.Changed() }
+
 // Won counts a race won by road.
 func (n *Node) Won(road roads.Road) { n.book.Won(road) }
 
@@ -162,3 +167,11 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 		n.log.Info("peer's certificate changed; dialling again with its new hello", "peer", p.name, "road", road)
 	}
 }
+
+// The route book's extras, offered to the gateway.
+var (
+	_ roads.Router      = (*Node)(nil)
+	_ roads.RaceCounter = (*Node)(nil)
+	_ roads.Counted     = (*Node)(nil)
+	_ roads.Watchable   = (*Node)(nil)
+)

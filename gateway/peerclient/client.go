@@ -1,0 +1,350 @@
+// Package peerclient is how Delta reaches a peer: one attempt loop for
+// reads, calls and the reconciler's questions. It owns the dial (one road,
+// or a staggered race across roads), the pooled transports that reads and
+// questions share, the connections bound to an interface (closed at once
+// when it goes), tickets with one renewal on a door's 401, and the fall-back
+// to one freshly chosen road. What may be tried again is decided by Next,
+// one pure function; what the app is told stays with the caller.
+//
+// The transport is the caller's: an attempt is a function given the road
+// and the ticket. Calls dial with Dial and write once with oneshot; reads
+// and questions go through RoundTrip, on the peer's pool.
+package peerclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
+)
+
+// Tickets supplies the ticket to present to a peer.
+type Tickets interface {
+	// Ticket returns a ticket for peer. If renew, a cached one must not be
+	// used: the peer refused it.
+	Ticket(ctx context.Context, peer string, renew bool) (string, error)
+}
+
+// Config configures a Client.
+type Config struct {
+	// Router chooses roads and is told how each use went. Required.
+	Router roads.Router
+	// Tickets supplies tickets for roads that need them. Required.
+	Tickets Tickets
+	// Log receives what the client does to connections. If nil, nothing.
+	Log *slog.Logger
+	// OnFallBack, if not nil, is called each time a call or a read drops a
+	// road and chooses again (the route_fallbacks counter).
+	OnFallBack func()
+}
+
+// Client reaches peers. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+
+	liveMu sync.Mutex
+	live   map[*RoadConn]struct{} // connections bound to an interface
+
+	poolMu sync.Mutex
+	pools  map[string]*http.Transport // by peer
+}
+
+// New returns a client.
+func New(cfg Config) *Client {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, live: map[*RoadConn]struct{}{}, pools: map[string]*http.Transport{}}
+}
+
+// Try is one attempt's road and ticket.
+type Try struct {
+	Cand roads.Candidate
+	// Ticket is the ticket to present; "" where the road needs none.
+	Ticket string
+}
+
+// Result is what an attempt did, as the loop needs it to go on.
+type Result struct {
+	Verdict Verdict
+	// Sent reports whether a byte of the request was written.
+	Sent bool
+	// RoadFault reports whether a failure was the road's.
+	RoadFault bool
+	// Road is the road the attempt counts as tried on; NeedsTicket whether
+	// it presents tickets.
+	Road        roads.Road
+	NeedsTicket bool
+	// Tried are the roads a fall-back drops (those a dial raced, or the
+	// road the connection was on); Reason why.
+	Tried  []roads.Road
+	Reason error
+}
+
+// NoRoadError is why no attempt could be made: the router had no road.
+// FellBack reports whether it came after a fall-back (then the failure
+// that led to it is the caller's answer).
+type NoRoadError struct {
+	Err      error
+	FellBack bool
+}
+
+func (e *NoRoadError) Error() string { return e.Err.Error() }
+func (e *NoRoadError) Unwrap() error { return e.Err }
+
+// TicketError is why no attempt could be made on Road: no ticket.
+type TicketError struct {
+	Road roads.Road
+	Err  error
+}
+
+func (e *TicketError) Error() string { return "no ticket: " + e.Err.Error() }
+func (e *TicketError) Unwrap() error { return e.Err }
+
+// Do runs the attempt loop for one exchange of kind with peer: choose a
+// road (only pin, if set), get its ticket, make the attempt, and then do
+// what Next says: stop, renew the ticket and attempt once more, or drop the
+// roads the attempt tried and choose again. It returns nil once an attempt
+// is the answer, or a *NoRoadError or *TicketError when an attempt could not
+// be made.
+func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road, attempt func(Try) Result) error {
+	var exclude []roads.Road
+	renewed, fellBack := false, false
+	for tries := 1; ; tries++ {
+		cand, err := c.cfg.Router.Choose(ctx, peer, pin, exclude...)
+		if err != nil {
+			return &NoRoadError{Err: err, FellBack: fellBack}
+		}
+		tk := ""
+		if cand.NeedsTicket {
+			if tk, err = c.cfg.Tickets.Ticket(ctx, peer, renewed); err != nil {
+				return &TicketError{Road: cand.Road, Err: err}
+			}
+		}
+		res := attempt(Try{Cand: cand, Ticket: tk})
+		switch Next(Facts{Kind: kind, Verdict: res.Verdict, Sent: res.Sent, RoadFault: res.RoadFault,
+			NeedsTicket: res.NeedsTicket, Local: res.Road.Local(), Pinned: pin != "", Renewed: renewed, FellBack: fellBack, Tries: tries}) {
+		case Stop:
+			return nil
+		case Renew:
+			renewed = true
+		case FallBack:
+			fellBack = true
+			if kind != Question {
+				if c.cfg.OnFallBack != nil {
+					c.cfg.OnFallBack()
+				}
+				for _, road := range res.Tried {
+					if road.Local() {
+						c.cfg.Router.Invalidate(peer, road, res.Reason)
+					}
+				}
+			}
+			if kind == Read {
+				c.CloseIdle(peer)
+			}
+			exclude = append(exclude, res.Tried...)
+		}
+	}
+}
+
+// Dial connects for cand: to its road alone, or racing cand.Next after the
+// stagger. Every outcome is reported to the router, late losers included
+// (a loser that times out arms its hold-down). A connection bound to an
+// interface is closed by DropInterface when the interface goes.
+func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, error) {
+	rc, err := c.dialRoad(ctx, cand)
+	if err != nil {
+		return nil, err
+	}
+	if rc.Cand.Interface != "" {
+		c.liveMu.Lock()
+		c.live[rc] = struct{}{}
+		c.liveMu.Unlock()
+		rc.OnClose = func() {
+			c.liveMu.Lock()
+			delete(c.live, rc)
+			c.liveMu.Unlock()
+		}
+	}
+	return rc, nil
+}
+
+func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn, error) {
+	router := c.cfg.Router
+	if len(cand.Next) == 0 {
+		start := time.Now()
+		conn, err := cand.Dial(ctx)
+		if err != nil {
+			router.Report(cand, 0, err)
+			return nil, err
+		}
+		router.Report(cand, time.Since(start), nil)
+		return &RoadConn{Conn: conn, Cand: cand}, nil
+	}
+	first := cand
+	first.Next = nil
+	rc, took, fails, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
+		func(f Failure, _ net.Conn) { router.Report(f.Cand, f.Took, f.Err) })
+	for _, f := range fails {
+		router.Report(f.Cand, 0, f.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	router.Report(rc.Cand, took, nil)
+	if w, ok := router.(roads.RaceCounter); ok {
+		w.Won(rc.Cand.Road)
+	}
+	return rc, nil
+}
+
+// DropInterface closes every connection bound to a local interface that
+// went down, lost its address or vanished, idle or busy: a read on it is
+// retried on another road at once, a call on it is outcome_unknown at once,
+// instead of either waiting for a timeout to learn the road is gone. It
+// returns how many it closed.
+func (c *Client) DropInterface(iface string) int {
+	c.liveMu.Lock()
+	var drop []*RoadConn
+	for rc := range c.live {
+		if rc.Cand.Interface == iface {
+			drop = append(drop, rc)
+		}
+	}
+	c.liveMu.Unlock()
+	for _, rc := range drop {
+		// Closing is the point; an error means it was closed already.
+		_ = rc.Conn.Close()
+	}
+	return len(drop)
+}
+
+// RacedRoads are the roads a dial for cand may have tried.
+func RacedRoads(cand roads.Candidate) []roads.Road {
+	rs := []roads.Road{cand.Road}
+	for _, n := range cand.Next {
+		rs = append(rs, n.Road)
+	}
+	return rs
+}
+
+// RoundTrip sends req on peer's pool of connections (reads and questions,
+// never calls). A new connection is dialled for cand as Dial does. It
+// returns the candidate of the connection the request went on, and the
+// error of its own dial, if that is what failed (then nothing was sent).
+func (c *Client) RoundTrip(req *http.Request, cand roads.Candidate) (resp *http.Response, used roads.Candidate, dialErr error, err error) {
+	st := &dialState{cand: cand, used: cand}
+	ctx := httptrace.WithClientTrace(context.WithValue(req.Context(), dialKey{}, st), &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if rc, ok := info.Conn.(*RoadConn); ok {
+				st.setUsed(rc.Cand)
+			}
+		},
+	})
+	resp, err = c.pool(cand.Peer).RoundTrip(req.WithContext(ctx))
+	used, dialErr = st.get()
+	return resp, used, dialErr, err
+}
+
+// TriedRoads are the roads a failed RoundTrip may blame: the one its
+// connection was on, or, when its own dial failed, every road the dial
+// raced.
+func TriedRoads(used, cand roads.Candidate, dialErr error) []roads.Road {
+	if dialErr != nil {
+		return RacedRoads(cand)
+	}
+	return []roads.Road{used.Road}
+}
+
+type dialKey struct{}
+
+// dialState carries a request's candidate into the pool's dial, and what
+// the dial found back out.
+type dialState struct {
+	cand roads.Candidate
+
+	mu      sync.Mutex
+	used    roads.Candidate // the road of the connection the request went on
+	dialErr error           // set if the request's own dial failed
+}
+
+func (d *dialState) setUsed(c roads.Candidate) { d.mu.Lock(); d.used = c; d.mu.Unlock() }
+func (d *dialState) get() (roads.Candidate, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.used, d.dialErr
+}
+
+var errNoCandidate = errors.New("peerclient: a peer's pool was asked to dial without a candidate in the request's context")
+
+// pool is peer's pooled HTTP transport; its dial takes the request's
+// candidate from the context and races as Dial does, and a pooled
+// connection knows its road (RoadConn).
+func (c *Client) pool(peer string) *http.Transport {
+	c.poolMu.Lock()
+	defer c.poolMu.Unlock()
+	if tr, ok := c.pools[peer]; ok {
+		return tr
+	}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			st, _ := ctx.Value(dialKey{}).(*dialState)
+			if st == nil {
+				return nil, errNoCandidate
+			}
+			rc, err := c.Dial(ctx, st.cand)
+			st.mu.Lock()
+			st.dialErr = err
+			st.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			return rc, nil
+		},
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	c.pools[peer] = tr
+	return tr
+}
+
+// CloseIdle closes a peer's idle pooled connections (all roads: a road
+// went away, or a better one came back and should be taken at once).
+func (c *Client) CloseIdle(peer string) {
+	c.poolMu.Lock()
+	tr := c.pools[peer]
+	c.poolMu.Unlock()
+	if tr != nil {
+		tr.CloseIdleConnections()
+	}
+}
+
+// CloseAll closes every pool's idle connections.
+func (c *Client) CloseAll() {
+	c.poolMu.Lock()
+	defer c.poolMu.Unlock()
+	for _, tr := range c.pools {
+		tr.CloseIdleConnections()
+	}
+}
+
+// Describe names a failed connect the way details do.
+func Describe(cand roads.Candidate, op string, timeout bool) string {
+	if timeout && op == "connect" {
+		return fmt.Sprintf("connect to %s timed out after %.1f s", cand, cand.Road.ConnectTimeout().Seconds())
+	}
+	if op != "" {
+		return op + " to " + cand.String()
+	}
+	return cand.String()
+}
