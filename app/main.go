@@ -198,9 +198,6 @@ func run(args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	if node != nil {
-		node.SetGateway(g)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if withTray {

@@ -64,6 +64,10 @@ type Config struct {
 	// mode's plain TCP). Start takes them over; Close closes them.
 	// Required: a mode's Attach sets them.
 	PeerListeners []PeerListener
+	// LaterListeners, if not nil, delivers peer listeners that appear while
+	// the gateway runs (a TLS listener on an address that came up); each is
+	// served until its listener is closed, or Close.
+	LaterListeners <-chan PeerListener
 	// SelfFunc names this computer (it may change, e.g. once logged in to
 	// the tailnet). Required: a mode's Attach sets it.
 	SelfFunc func() view.Self
@@ -292,14 +296,30 @@ func (g *Gateway) Start() (err error) {
 		peerAddrs = append(peerAddrs, pl.Name+"="+pl.Listener.Addr().String())
 	}
 	g.goBackground(g.recon.run)
+	if es, ok := g.router.(roads.EventSource); ok {
+		g.goBackground(func() { g.followRoads(es.Events()) })
+	}
+	if g.cfg.LaterListeners != nil {
+		g.goBackground(func() {
+			for {
+				select {
+				case <-g.ctx.Done():
+					return
+				case pl := <-g.cfg.LaterListeners:
+					g.servePeer(pl, errLog)
+				}
+			}
+		})
+	}
 	g.goBackground(g.sweepLoop)
 	self := g.Self()
 	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
 	return nil
 }
 
-// servePeer serves the peer API on pl until Close or the returned stop.
-func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) (stop func()) {
+// servePeer serves the peer API on pl until Close or until its listener is
+// closed.
+func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	door := pl.Door
 	if door == nil {
 		door = g.door
@@ -310,19 +330,29 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) (stop func()) {
 	g.peerMu.Unlock()
 	ln := pl.Listener
 	g.goBackground(func() { srv.Serve(ln) })
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if srv.Shutdown(ctx) != nil {
-			srv.Close()
-		}
-	}
 }
 
-// ServePeer serves the peer API on another listener while the gateway runs
-// (a TLS listener on an address that appeared); stop closes it.
-func (g *Gateway) ServePeer(pl PeerListener) (stop func()) {
-	return g.servePeer(pl, slog.NewLogLogger(g.log.Handler(), slog.LevelDebug))
+// followRoads acts on what the router tells of the roads: connections over
+// a lost interface are closed at once (busy ones too), and a road that came
+// up is taken at once and prompts reconciliation of its peer's calls.
+func (g *Gateway) followRoads(events <-chan roads.Event) {
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case e := <-events:
+			switch e.Kind {
+			case roads.InterfaceLost:
+				g.DropInterface(e.Interface)
+				for _, peer := range e.Peers {
+					g.pc.CloseIdle(peer)
+				}
+			case roads.RoadUp:
+				g.pc.CloseIdle(e.Peer)
+				g.recon.kickPeer(e.Peer)
+			}
+		}
+	}
 }
 
 func (g *Gateway) goBackground(f func()) {
@@ -437,10 +467,6 @@ func (g *Gateway) DropInterface(iface string) {
 // CloseIdle closes the idle pooled connections to peer (netwatch: a road
 // went down, or a better one came up).
 func (g *Gateway) CloseIdle(peer string) { g.pc.CloseIdle(peer) }
-
-// PeerUp tells the gateway that a road to peer came up: its unknown calls
-// are asked about at once.
-func (g *Gateway) PeerUp(peer string) { g.recon.kickPeer(peer) }
 
 func (g *Gateway) sweepLoop() {
 	t := time.NewTicker(g.cfg.SweepEvery)

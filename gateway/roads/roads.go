@@ -207,3 +207,31 @@ type RouteCounters struct {
 type Counted interface {
 	RouteCounters() RouteCounters
 }
+
+// EventKind is what happened to the roads to a peer.
+type EventKind int
+
+const (
+	// InterfaceLost: a local interface went down, lost its address or
+	// vanished: every connection bound to it is closed at once, and the
+	// idle pooled connections of Peers, whose roads went over it.
+	InterfaceLost EventKind = iota
+	// RoadUp: a better road to Peer answered (or the first one): its idle
+	// pooled connections are closed so the next read takes it, and its
+	// unknown calls are asked about at once.
+	RoadUp
+)
+
+// Event is one thing that happened to the roads, for the gateway to act on.
+type Event struct {
+	Kind      EventKind
+	Interface string   // InterfaceLost
+	Peers     []string // InterfaceLost: the peers with a road over it
+	Peer      string   // RoadUp
+}
+
+// EventSource is a Router that tells what happened to the roads (the
+// tailnet node). Knowledge flows one way: it never calls the gateway.
+type EventSource interface {
+	Events() <-chan Event
+}

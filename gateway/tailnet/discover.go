@@ -391,13 +391,7 @@ func (n *Node) ping(c roads.Candidate) {
 	}
 	n.book.EndBurst(c)
 	if now := n.bestRoad(c.Peer); now != wasRoad {
-		n.mu.Lock()
-		g := n.g
-		n.mu.Unlock()
-		if g != nil {
-			g.CloseIdle(c.Peer)
-			g.PeerUp(c.Peer)
-		}
+		n.tell(roads.Event{Kind: roads.RoadUp, Peer: c.Peer})
 	}
 }
 

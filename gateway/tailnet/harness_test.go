@@ -100,7 +100,6 @@ func (nd *tnode) startOnly(t testing.TB) {
 		n.Close()
 		t.Fatal(err)
 	}
-	n.SetGateway(g)
 	nd.n, nd.g = n, g
 	nd.c = &gatewaytest.Client{URL: g.LocalURL(), Token: g.Token()}
 	t.Cleanup(nd.down)

@@ -98,9 +98,10 @@ type Config struct {
 	Version string
 }
 
-// Node is this computer on the tailnet. Create it with New, Start it, Attach
-// it to a gateway.Config, then hand it the started gateway with
-// SetGateway.
+// Node is this computer on the tailnet. Create it with New, Start it, and
+// Attach it to a gateway.Config. It never calls the gateway: it tells what
+// happens to the roads (Events) and hands over new listeners
+// (Config.LaterListeners).
 type Node struct {
 	cfg  Config
 	log  *slog.Logger
@@ -134,6 +135,8 @@ type Node struct {
 	peers    map[string]*peer               // by name
 	byNode   map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
 	tickets  map[string]heldTicket          // by peer name
+	events   chan roads.Event               // to the gateway
+	newLns   chan gateway.PeerListener      // TLS listeners opened after Attach
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
 	remembered map[string]rememberedPeer
@@ -145,7 +148,6 @@ type lanListener struct {
 	iface string
 	spec  string // "road=ip" it was opened for
 	ln    net.Listener
-	stop  func() // stops the gateway serving it (listeners opened after Attach)
 }
 
 type heldTicket struct {
@@ -174,7 +176,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), probeKick: make(chan struct{}, 1), saveKick: make(chan struct{}, 1),
 		book: routes.New(nil, cfg.Logger), ifaces: netwatch.Read(cfg.Roads),
-		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}}, nil
+		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{},
+		events: make(chan roads.Event, eventBuffer), newLns: make(chan gateway.PeerListener, eventBuffer)}, nil
 }
 
 // Start starts tsnet (without waiting for login), the listeners and peer
@@ -328,7 +331,6 @@ func (n *Node) followLAN(st netwatch.State) {
 	}
 	want := n.lanSpecs(st)
 	n.mu.Lock()
-	g := n.g
 	var keep []lanListener
 	have := map[string]bool{}
 	for _, l := range n.lanLns {
@@ -338,16 +340,14 @@ func (n *Node) followLAN(st netwatch.State) {
 			continue
 		}
 		n.log.Info("TLS listener closed: its address went away", "address", l.ln.Addr())
-		if l.stop != nil {
-			go l.stop()
-		} else {
-			l.ln.Close()
-		}
+		// The gateway's server for it stops accepting; its connections
+		// over the lost address end with it.
+		_ = l.ln.Close() // an error means it was closed already
 	}
 	n.lanLns = keep
 	n.mu.Unlock()
 	for _, spec := range want {
-		if have[spec] || g == nil {
+		if have[spec] {
 			continue
 		}
 		l, err := n.openLAN(spec)
@@ -355,7 +355,13 @@ func (n *Node) followLAN(st netwatch.State) {
 			n.log.Warn("could not follow a new address", "err", err)
 			continue
 		}
-		l.stop = g.ServePeer(gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}})
+		select {
+		case n.newLns <- gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}}:
+		default:
+			n.log.Warn("no gateway takes new listeners; the new address is not served", "address", l.ln.Addr())
+			_ = l.ln.Close() // not served: closed again
+			continue
+		}
 		n.log.Info("TLS listener opened on a new address", "address", l.ln.Addr())
 		n.mu.Lock()
 		n.lanLns = append(n.lanLns, l)
@@ -363,23 +369,33 @@ func (n *Node) followLAN(st netwatch.State) {
 	}
 }
 
+// eventBuffer bounds the road events and listeners waiting for the gateway.
+const eventBuffer = 256
+
+// tell passes a road event to the gateway without waiting for it.
+func (n *Node) tell(e roads.Event) {
+	select {
+	case n.events <- e:
+	default:
+		n.log.Warn("road events are not being taken; one is dropped", "kind", e.Kind, "interface", e.Interface, "peer", e.Peer)
+	}
+}
+
+// Events implements roads.EventSource.
+func (n *Node) Events() <-chan roads.Event { return n.events }
+
 // onNetChange reacts to netwatch: roads over an interface that went down or
 // lost its address are dropped at once and their connections closed, busy
 // ones too;
 // roads over one that came up are probed every 100 ms for 3 s; after sleep,
 // every road is probed; the TLS listeners follow the addresses.
 func (n *Node) onNetChange(st netwatch.State, c netwatch.Change) {
-	n.mu.Lock()
-	g := n.g
-	n.mu.Unlock()
 	for _, iface := range c.Lost {
-		lost := n.book.InterfaceLost(iface)
-		if g != nil {
-			g.DropInterface(iface)
-			for _, cand := range lost {
-				g.CloseIdle(cand.Peer)
-			}
+		e := roads.Event{Kind: roads.InterfaceLost, Interface: iface}
+		for _, cand := range n.book.InterfaceLost(iface) {
+			e.Peers = append(e.Peers, cand.Peer)
 		}
+		n.tell(e)
 	}
 	n.mu.Lock()
 	n.ifaces = st
@@ -404,18 +420,11 @@ func (n *Node) Attach(cfg *gateway.Config) {
 	cfg.SelfFunc = n.Self
 	cfg.TailnetStatus = func() any { return n.Status() }
 	cfg.PeerListeners = []gateway.PeerListener{{Name: "tailnet", Listener: n.tailLn, Door: whoisDoor{n}, Routes: n.routes}}
+	cfg.LaterListeners = n.newLns
 	n.mu.Lock()
 	for _, l := range n.lanLns {
 		cfg.PeerListeners = append(cfg.PeerListeners, gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}})
 	}
-	n.mu.Unlock()
-}
-
-// SetGateway tells the node the gateway it serves, so that a road coming
-// up prompts reconciliation.
-func (n *Node) SetGateway(g *gateway.Gateway) {
-	n.mu.Lock()
-	n.g = g
 	n.mu.Unlock()
 }
 
