@@ -140,7 +140,6 @@ type Node struct {
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
 	remembered map[string]rememberedPeer
-	g          *gateway.Gateway
 }
 
 type lanListener struct {
