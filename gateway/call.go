@@ -112,7 +112,7 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
-		req.Header = forwardHeaders(r.Header)
+		req.Header = proto.ForwardHeaders(r.Header)
 		if try.Ticket != "" {
 			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
@@ -407,13 +407,4 @@ func (g *Gateway) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 	}
 	g.stats.call(o)
 	g.replyCallError(w, o, detail, rid, c.Peer, road)
-}
-
-// forwardHeaders copies the app's headers for the next hop, without
-// hop-by-hop headers, credentials and X-Delta-*.
-func forwardHeaders(in http.Header) http.Header {
-	h := in.Clone()
-	proto.StripHop(h)
-	h.Del("Content-Length")
-	return h
 }

@@ -1,22 +1,23 @@
 package gateway
 
-import (
-	"errors"
-	"net/http"
+import "github.com/delta-roads/delta/gateway/owner"
+
+// The peer API's door seam lives with the owner side; these names keep the
+// gateway's API whole for the modes that plug into it.
+type (
+	// Door identifies the caller of a peer API request.
+	Door = owner.Door
+	// Caller is who sent a peer API request.
+	Caller = owner.Caller
 )
 
-// Door identifies the caller of a peer API request.
-type Door interface {
-	// Identify returns who is calling, or an error: one wrapping
-	// ErrDoorUnauthorized means "renew the ticket" (401), any other is 403.
-	Identify(r *http.Request) (Caller, error)
-}
-
 // ErrDoorUnauthorized marks a door refusal that a new ticket may cure.
-var ErrDoorUnauthorized = errors.New("no valid ticket")
+var ErrDoorUnauthorized = owner.ErrDoorUnauthorized
 
-// Caller is who sent a peer API request.
-type Caller struct {
-	Node string // stable node ID
-	Name string // computer name
-}
+// CallerFrom returns the caller the door admitted, for handlers added with
+// PeerListener.Routes.
+var CallerFrom = owner.CallerFrom
+
+// OwnerExtraWait is how long the owner keeps waiting for a slow app after
+// the caller's deadline has passed (DESIGN §8).
+const OwnerExtraWait = owner.ExtraWait

@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/record"
@@ -38,10 +38,6 @@ import (
 
 // DefaultListen is the local API's address (DESIGN §3, §8).
 const DefaultListen = "127.0.0.1:7420"
-
-// OwnerExtraWait is how long the owner keeps waiting for a slow app after
-// the caller's deadline has passed (DESIGN §8).
-const OwnerExtraWait = 10 * time.Minute
 
 // DefaultBackoff is the reconciler's schedule (DESIGN §4): after that, every
 // last value.
@@ -113,17 +109,16 @@ type Gateway struct {
 	stats  *stats
 	token  string
 
-	lock      *os.File
-	localLn   net.Listener
-	localSrv  *http.Server
-	peerMu    sync.Mutex
-	peerSrvs  []*http.Server
-	peerLns   []net.Listener
-	pc        *peerclient.Client
-	proxyOnce sync.Once
-	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
-	recon     *reconciler
-	page      *statuspage.Page
+	lock     *os.File
+	localLn  net.Listener
+	localSrv *http.Server
+	peerMu   sync.Mutex
+	peerSrvs []*http.Server
+	peerLns  []net.Listener
+	pc       *peerclient.Client
+	owner    *owner.Owner
+	recon    *reconciler
+	page     *statuspage.Page
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
@@ -289,6 +284,8 @@ func (g *Gateway) Start() (err error) {
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
 	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	g.recon = newReconciler(g)
+	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
+		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	var peerAddrs []string
 	for _, pl := range pls {
@@ -324,7 +321,7 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	if door == nil {
 		door = g.door
 	}
-	srv := &http.Server{Handler: g.peerHandler(door, pl.Routes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	srv := &http.Server{Handler: g.owner.Handler(door, pl.Routes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
 	g.peerMu.Unlock()

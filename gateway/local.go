@@ -44,7 +44,7 @@ func (g *Gateway) localHandler() http.Handler {
 
 // handleLoginLink mints a one-time link to the status page (`delta open`).
 func (g *Gateway) handleLoginLink(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"url": g.LoginLink(), "expires_in_s": statuspage.LoginLinkLifetime.Seconds()})
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"url": g.LoginLink(), "expires_in_s": statuspage.LoginLinkLifetime.Seconds()})
 }
 
 // guardLocal refuses foreign Host headers (DNS rebinding) and requests
@@ -156,24 +156,24 @@ func (g *Gateway) parseTarget(r *http.Request) (target, proto.Outcome, string) {
 
 // callView is the JSON of GET /v1/calls/{id} (DESIGN §4).
 type callView struct {
-	RequestID  string        `json:"request_id"`
-	Peer       string        `json:"peer"`
-	App        string        `json:"app"`
-	CallerApp  string        `json:"caller_app"`
-	Method     string        `json:"method"`
-	Path       string        `json:"path"`
-	Digest     string        `json:"digest"`
-	State      string        `json:"state"`
-	Outcome    string        `json:"outcome,omitempty"`
-	Dismissed  bool          `json:"dismissed"`
-	Detail     string        `json:"detail"`
-	CreatedAt  string        `json:"created_at"`
-	UpdatedAt  string        `json:"updated_at"`
-	OwnerState string        `json:"owner_state"`
-	Asks       int           `json:"asks"`
-	NextAskAt  string        `json:"next_ask_at,omitempty"`
-	Attempts   []attemptView `json:"attempts"`
-	Answer     *answerView   `json:"answer,omitempty"`
+	RequestID  string            `json:"request_id"`
+	Peer       string            `json:"peer"`
+	App        string            `json:"app"`
+	CallerApp  string            `json:"caller_app"`
+	Method     string            `json:"method"`
+	Path       string            `json:"path"`
+	Digest     string            `json:"digest"`
+	State      string            `json:"state"`
+	Outcome    string            `json:"outcome,omitempty"`
+	Dismissed  bool              `json:"dismissed"`
+	Detail     string            `json:"detail"`
+	CreatedAt  string            `json:"created_at"`
+	UpdatedAt  string            `json:"updated_at"`
+	OwnerState string            `json:"owner_state"`
+	Asks       int               `json:"asks"`
+	NextAskAt  string            `json:"next_ask_at,omitempty"`
+	Attempts   []attemptView     `json:"attempts"`
+	Answer     *proto.AnswerJSON `json:"answer,omitempty"`
 }
 
 type attemptView struct {
@@ -185,41 +185,23 @@ type attemptView struct {
 	Error     string `json:"error,omitempty"`
 }
 
-type answerView struct {
-	Status     int         `json:"status"`
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
-	Omitted    bool        `json:"body_omitted,omitempty"`
-}
-
-func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
-
 func viewCall(c *journal.Call) callView {
 	v := callView{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
 		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
-		Dismissed: c.Dismissed, Detail: c.Detail, CreatedAt: rfc3339(c.CreatedAt), UpdatedAt: rfc3339(c.UpdatedAt),
+		Dismissed: c.Dismissed, Detail: c.Detail, CreatedAt: proto.RFC3339(c.CreatedAt), UpdatedAt: proto.RFC3339(c.UpdatedAt),
 		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []attemptView{}}
 	if !c.NextAskAt.IsZero() {
-		v.NextAskAt = rfc3339(c.NextAskAt)
+		v.NextAskAt = proto.RFC3339(c.NextAskAt)
 	}
 	for _, a := range c.Attempts {
 		v.Attempts = append(v.Attempts, attemptView{N: a.N, Road: a.Road, Address: a.Address,
-			StartedAt: rfc3339(a.StartedAt), FirstByte: a.FirstByte, Error: a.Error})
+			StartedAt: proto.RFC3339(a.StartedAt), FirstByte: a.FirstByte, Error: a.Error})
 	}
 	if c.Answer != nil {
-		v.Answer = &answerView{Status: c.Answer.Status, Headers: c.Answer.Headers,
+		v.Answer = &proto.AnswerJSON{Status: c.Answer.Status, Headers: c.Answer.Headers,
 			BodyBase64: base64.StdEncoding.EncodeToString(c.Answer.Body), Omitted: c.Answer.Omitted}
 	}
 	return v
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
 }
 
 func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
@@ -251,7 +233,7 @@ func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
 	for _, c := range calls {
 		out = append(out, viewCall(c))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"calls": out})
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"calls": out})
 }
 
 func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
@@ -278,7 +260,7 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if c.State != journal.Sending && c.State != journal.Unknown || ctx.Err() != nil {
-			writeJSON(w, http.StatusOK, viewCall(c))
+			proto.WriteJSON(w, http.StatusOK, viewCall(c))
 			return
 		}
 		select {
@@ -308,7 +290,7 @@ func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *journal.C
 	case err != nil:
 		localError(w, proto.Unavailable, "could not use the journal: "+err.Error())
 	default:
-		writeJSON(w, http.StatusOK, viewCall(c))
+		proto.WriteJSON(w, http.StatusOK, viewCall(c))
 	}
 }
 
@@ -343,7 +325,7 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.Info("app registered", "app", name, "url", a.URL)
-	writeJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
+	proto.WriteJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
 }
 
 // checkAppURL accepts only http URLs on a loopback address with a port and
@@ -379,7 +361,7 @@ func (g *Gateway) handleGetApp(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
+	proto.WriteJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
 }
 
 func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/oneshot"
@@ -60,7 +59,7 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			fail = readFailure{o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
-		req.Header = forwardHeaders(r.Header)
+		req.Header = proto.ForwardHeaders(r.Header)
 		if try.Ticket != "" {
 			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
@@ -173,8 +172,8 @@ func (g *Gateway) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	h.Set(proto.HeaderRoute, string(cand.Road))
 	w.WriteHeader(resp.StatusCode)
 	g.stats.read(proto.Answered)
-	cbuf := copyBuffers.Get()
-	defer copyBuffers.Put(cbuf)
+	cbuf := proto.CopyBuffers.Get()
+	defer proto.CopyBuffers.Put(cbuf)
 	if !isGet {
 		io.CopyBuffer(w, resp.Body, cbuf)
 		return
@@ -212,15 +211,6 @@ func (g *Gateway) serveCached(w http.ResponseWriter, r *http.Request, e *readcac
 		w.Write(e.Body)
 	}
 }
-
-// bufferPool lends 32 KiB copy buffers to the relays (and is the reverse
-// proxy's BufferPool), so a read does not allocate one each time.
-type bufferPool struct{ p sync.Pool }
-
-var copyBuffers = &bufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
-
-func (b *bufferPool) Get() []byte  { return *(b.p.Get().(*[]byte)) }
-func (b *bufferPool) Put(s []byte) { b.p.Put(&s) }
 
 // cappedWriter keeps at most limit bytes and then stops keeping (it never
 // fails, so the copy to the app goes on).

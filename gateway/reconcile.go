@@ -193,13 +193,13 @@ func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
 
 // query asks the owner what it knows of call c, on any road, never from a
 // cache.
-func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, error) {
+func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallStateJSON, error) {
 	g := rc.g
-	var v *lookupView
+	var v *proto.CallStateJSON
 	var lastErr, answerErr error
 	err := g.pc.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {
 		cand := try.Cand
-		q := url.Values{"digest": {c.Digest}, "created_at": {rfc3339(c.CreatedAt)}}
+		q := url.Values{"digest": {c.Digest}, "created_at": {proto.RFC3339(c.CreatedAt)}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 			"http://"+cand.Address+"/delta/v1/calls/"+url.PathEscape(c.RequestID)+"?"+q.Encode(), nil)
 		if err != nil {
@@ -230,7 +230,7 @@ func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*lookupView, 
 				return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket}
 			}
 		default:
-			v = &lookupView{}
+			v = &proto.CallStateJSON{}
 			if err := json.Unmarshal(body, v); err != nil {
 				v, answerErr = nil, fmt.Errorf("%s's answer is not the call state JSON: %w", c.Peer, err)
 			} else {

@@ -104,7 +104,7 @@ func (g *Gateway) handleStatus(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, s)
+	proto.WriteJSON(w, http.StatusOK, s)
 }
 
 func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {

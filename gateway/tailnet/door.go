@@ -117,7 +117,7 @@ func (n *Node) hello() Hello {
 }
 
 func (n *Node) handleHello(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, n.hello())
+	proto.WriteJSON(w, http.StatusOK, n.hello())
 }
 
 var pinRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -135,19 +135,12 @@ func (n *Node) handleTicket(w http.ResponseWriter, r *http.Request) {
 	caller := gateway.CallerFrom(r)
 	var req ticketRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&req); err != nil || !pinRe.MatchString(req.Pin) {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "bad_request", "detail": `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}`})
+		proto.WriteError(w, http.StatusBadRequest, proto.ErrorBody{Error: string(proto.PeerBadRequest), Detail: `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}`})
 		return
 	}
 	exp := time.Now().Add(ticket.Lifetime)
 	t := n.key.Mint(ticket.Claims{Node: caller.Node, Name: caller.Name, Expires: exp, Pin: req.Pin})
-	writeJSON(w, http.StatusOK, ticketResponse{Ticket: t, ExpiresAt: exp})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	proto.WriteJSON(w, http.StatusOK, ticketResponse{Ticket: t, ExpiresAt: exp})
 }
 
 // renewAhead is how long before expiry a held ticket is renewed.

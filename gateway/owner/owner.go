@@ -1,4 +1,9 @@
-package gateway
+// Package owner is the owner's side of the peer API (DESIGN §4): behind a
+// door that identifies the calling computer, it forwards reads to the
+// local owner apps through a reverse proxy, and calls once each through the
+// receipts, which decide durably before anything is forwarded; it answers
+// what it knows of a call by request id.
+package owner
 
 import (
 	"bytes"
@@ -7,44 +12,103 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // appConnectTimeout bounds a connect to a local owner app.
 const appConnectTimeout = 2 * time.Second
 
+// ExtraWait is how long the owner keeps waiting for a slow app after the
+// caller's deadline has passed (DESIGN §8).
+const ExtraWait = 10 * time.Minute
+
+// Door identifies the caller of a peer API request.
+type Door interface {
+	// Identify returns who is calling, or an error: one wrapping
+	// ErrDoorUnauthorized means "renew the ticket" (401), any other is 403.
+	Identify(r *http.Request) (Caller, error)
+}
+
+// ErrDoorUnauthorized marks a door refusal that a new ticket may cure.
+var ErrDoorUnauthorized = errors.New("no valid ticket")
+
+// Caller is who sent a peer API request.
+type Caller struct {
+	Node string // stable node ID
+	Name string // computer name
+}
+
+// Config configures the owner side.
+type Config struct {
+	// DB is the journal: apps, receipts, fences. Required.
+	DB *journal.DB
+	// Self names this computer in what it says. Required.
+	Self func() view.Self
+	// Log receives refusals and failures. Required.
+	Log *slog.Logger
+	// Ctx ends when Delta stops: a call waiting for its app is left
+	// running (it becomes interrupted at the next start). Required.
+	Ctx context.Context
+	// Go runs background work that Delta's stop waits for. Required.
+	Go func(func())
+	// OnDoorRefusal and OnReplay, if not nil, count door refusals and
+	// replayed answers.
+	OnDoorRefusal, OnReplay func()
+}
+
+// Owner serves the peer API.
+type Owner struct {
+	cfg       Config
+	proxyOnce sync.Once
+	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
+}
+
+// New returns the owner side.
+func New(cfg Config) *Owner {
+	if cfg.OnDoorRefusal == nil {
+		cfg.OnDoorRefusal = func() {}
+	}
+	if cfg.OnReplay == nil {
+		cfg.OnReplay = func() {}
+	}
+	return &Owner{cfg: cfg}
+}
+
 type callerKey struct{}
 
-// peerHandler is the peer API (DESIGN §4) behind door, which runs before
-// anything else; routes adds a listener's own handlers.
-func (g *Gateway) peerHandler(door Door, routes func(*http.ServeMux)) http.Handler {
+// Handler is the peer API behind door, which runs before anything else;
+// routes adds a listener's own handlers (see CallerFrom).
+func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
 	if routes != nil {
 		routes(mux)
 	}
 	mux.HandleFunc("GET /delta/v1/ping", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	mux.HandleFunc("/delta/v1/apps/{app}", g.handleOwnerRequest)
-	mux.HandleFunc("/delta/v1/apps/{app}/{path...}", g.handleOwnerRequest)
-	mux.HandleFunc("GET /delta/v1/calls/{id}", g.handleOwnerLookup)
+	mux.HandleFunc("/delta/v1/apps/{app}", o.handleOwnerRequest)
+	mux.HandleFunc("/delta/v1/apps/{app}/{path...}", o.handleOwnerRequest)
+	mux.HandleFunc("GET /delta/v1/calls/{id}", o.handleOwnerLookup)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		peerError(w, http.StatusNotFound, proto.PeerBadRequest, fmt.Sprintf("%s %s is not part of Delta's peer API", r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := door.Identify(r)
 		if err != nil {
-			g.stats.doorRefusal()
-			name := g.Self().Name
-			g.log.Warn("refused at the door", "remote", r.RemoteAddr, "err", err)
+			o.cfg.OnDoorRefusal()
+			name := o.cfg.Self().Name
+			o.cfg.Log.Warn("refused at the door", "remote", r.RemoteAddr, "err", err)
 			if errors.Is(err, ErrDoorUnauthorized) {
 				peerError(w, http.StatusUnauthorized, proto.PeerUnauthorized, fmt.Sprintf("%s refused the request at its door: %v", name, err))
 			} else {
@@ -75,7 +139,7 @@ type ownerTarget struct {
 	callerApp string
 }
 
-func (g *Gateway) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
+func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("app")
 	if err := proto.CheckName("app", name); err != nil {
 		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
@@ -86,13 +150,13 @@ func (g *Gateway) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
 		return
 	}
-	app, err := g.db.App(r.Context(), name)
+	app, err := o.cfg.DB.App(r.Context(), name)
 	if errors.Is(err, journal.ErrNotFound) {
-		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s; nothing was carried out", name, g.Self().Name))
+		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s; nothing was carried out", name, o.cfg.Self().Name))
 		return
 	}
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v); nothing was carried out", g.Self().Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v); nothing was carried out", o.cfg.Self().Name, err))
 		return
 	}
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/delta/v1/apps/"+name)
@@ -105,9 +169,9 @@ func (g *Gateway) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case proto.IsRead(r.Method):
-		g.ownerRead(w, r, t)
+		o.ownerRead(w, r, t)
 	case proto.IsCall(r.Method):
-		g.ownerCall(w, r, t)
+		o.ownerCall(w, r, t)
 	default:
 		peerError(w, http.StatusMethodNotAllowed, proto.PeerBadRequest, fmt.Sprintf("method %s is neither a read nor a call; nothing was carried out", r.Method))
 	}
@@ -115,7 +179,7 @@ func (g *Gateway) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 
 // appHeaders are the headers the owner app gets with every forwarded
 // request.
-func (g *Gateway) appHeaders(h http.Header, t ownerTarget, remaining time.Duration) {
+func (o *Owner) appHeaders(h http.Header, t ownerTarget, remaining time.Duration) {
 	h.Set(proto.HeaderCaller, t.caller.Name)
 	if t.callerApp != "" {
 		h.Set(proto.HeaderApp, t.callerApp)
@@ -128,10 +192,10 @@ type ownerReadKey struct{}
 
 // ownerRead forwards a read to the local app through a reverse proxy with
 // pooled connections.
-func (g *Gateway) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget) {
+func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget) {
 	ctx, cancel := context.WithTimeout(r.Context(), t.timeout)
 	defer cancel()
-	g.appProxy().ServeHTTP(w, r.WithContext(context.WithValue(ctx, ownerReadKey{}, t)))
+	o.appProxy().ServeHTTP(w, r.WithContext(context.WithValue(ctx, ownerReadKey{}, t)))
 }
 
 // dialError marks a failure to connect to the app: nothing reached it.
@@ -139,10 +203,10 @@ type dialError struct{ error }
 
 func (e dialError) Unwrap() error { return e.error }
 
-func (g *Gateway) appProxy() *httputil.ReverseProxy {
-	g.proxyOnce.Do(func() {
+func (o *Owner) appProxy() *httputil.ReverseProxy {
+	o.proxyOnce.Do(func() {
 		d := net.Dialer{Timeout: appConnectTimeout}
-		g.proxy = &httputil.ReverseProxy{
+		o.proxy = &httputil.ReverseProxy{
 			Transport: &http.Transport{
 				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 					c, err := d.DialContext(ctx, network, addr)
@@ -164,7 +228,7 @@ func (g *Gateway) appProxy() *httputil.ReverseProxy {
 				if dl, ok := pr.In.Context().Deadline(); ok {
 					remaining = time.Until(dl)
 				}
-				g.appHeaders(pr.Out.Header, t, remaining)
+				o.appHeaders(pr.Out.Header, t, remaining)
 			},
 			ModifyResponse: func(resp *http.Response) error {
 				proto.StripDelta(resp.Header)
@@ -176,23 +240,23 @@ func (g *Gateway) appProxy() *httputil.ReverseProxy {
 				var de dialError
 				switch {
 				case errors.As(err, &de):
-					peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, g.Self().Name, de.error))
+					peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, de.error))
 				case oneshot.IsTimeout(err):
-					peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, g.Self().Name, t.timeout))
+					peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, o.cfg.Self().Name, t.timeout))
 				default:
-					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, g.Self().Name, err))
+					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, o.cfg.Self().Name, err))
 				}
 			},
-			BufferPool: copyBuffers,
+			BufferPool: proto.CopyBuffers,
 		}
 	})
-	return g.proxy
+	return o.proxy
 }
 
 // ownerCall is the owner's side of a call: the receipt decides, durably,
 // before the app is asked once; the app's answer is stored before it is
 // sent back.
-func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget) {
+func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget) {
 	rid := r.Header.Get(proto.HeaderRequestID)
 	if err := proto.CheckRequestID(rid); err != nil {
 		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
@@ -218,9 +282,9 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 	}
 	rec := &journal.Receipt{Caller: t.caller.Node, RequestID: rid, Digest: digest, CallerName: t.caller.Name,
 		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
-	dec, old, err := g.db.Receive(r.Context(), rec)
+	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v); nothing was carried out", g.Self().Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v); nothing was carried out", o.cfg.Self().Name, err))
 		return
 	}
 	switch dec {
@@ -229,7 +293,7 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 			rid, t.caller.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
 		return
 	case journal.Replay:
-		g.stats.replay()
+		o.cfg.OnReplay()
 		writeOwnerAnswer(w, old.Answer, nil, true)
 		return
 	case journal.Busy:
@@ -241,13 +305,13 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 	deadline := time.Now().Add(t.timeout)
 	req, err := http.NewRequest(r.Method, t.app.URL+t.pathQuery, bytes.NewReader(body))
 	if err != nil { // cannot happen: the URL was checked at registration
-		g.db.FinishReceipt(context.Background(), t.caller.Node, rid, journal.ReceiptNotDone, nil)
+		o.cfg.DB.FinishReceipt(context.Background(), t.caller.Node, rid, journal.ReceiptNotDone, nil)
 		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, "the call does not make a request to the app ("+err.Error()+"); nothing was carried out")
 		return
 	}
-	req.Header = forwardHeaders(r.Header)
+	req.Header = proto.ForwardHeaders(r.Header)
 	req.Header.Set(proto.HeaderRequestID, rid)
-	g.appHeaders(req.Header, t, t.timeout)
+	o.appHeaders(req.Header, t, t.timeout)
 
 	type result struct {
 		state journal.ReceiptState
@@ -256,10 +320,10 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 		err   error
 	}
 	done := make(chan result, 1)
-	g.goBackground(func() {
+	o.cfg.Go(func() {
 		// Keep waiting past the caller's deadline so that the app's answer
-		// is recorded; give up only after OwnerExtraWait (or at Close).
-		ctx, cancel := context.WithDeadline(g.ctx, deadline.Add(OwnerExtraWait))
+		// is recorded; give up only after ExtraWait (or at Close).
+		ctx, cancel := context.WithDeadline(o.cfg.Ctx, deadline.Add(ExtraWait))
 		defer cancel()
 		d := net.Dialer{Timeout: appConnectTimeout}
 		addr := req.URL.Host
@@ -272,7 +336,7 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 			proto.StripHop(h)
 			h.Del("Content-Length")
 			out = result{state: journal.ReceiptAnswered, ans: journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer), body: res.Bytes}
-		case g.ctx.Err() != nil:
+		case o.cfg.Ctx.Err() != nil:
 			// Delta is stopping: the receipt stays running and becomes
 			// interrupted at the next start.
 			done <- result{err: err}
@@ -282,8 +346,8 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 		default:
 			out = result{state: journal.AppUnknown, err: err}
 		}
-		if _, ferr := g.db.FinishReceipt(context.Background(), t.caller.Node, rid, out.state, out.ans); ferr != nil {
-			g.log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.caller.Name, "err", ferr)
+		if _, ferr := o.cfg.DB.FinishReceipt(context.Background(), t.caller.Node, rid, out.state, out.ans); ferr != nil {
+			o.cfg.Log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.caller.Name, "err", ferr)
 		}
 		done <- out
 	})
@@ -296,15 +360,15 @@ func (g *Gateway) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarge
 		case journal.ReceiptAnswered:
 			writeOwnerAnswer(w, res.ans, res.body, false)
 		case journal.ReceiptNotDone:
-			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v); nothing was carried out", t.app.Name, g.Self().Name, res.err))
+			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v); nothing was carried out", t.app.Name, o.cfg.Self().Name, res.err))
 		case journal.AppUnknown:
-			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, g.Self().Name, res.err))
+			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, o.cfg.Self().Name, res.err))
 		default:
-			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", g.Self().Name, t.app.Name))
+			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", o.cfg.Self().Name, t.app.Name))
 		}
 	case <-timer.C:
 		peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s has not answered within %s; %s keeps waiting for it (up to %s more) and records its answer",
-			t.app.Name, g.Self().Name, t.timeout, g.Self().Name, OwnerExtraWait))
+			t.app.Name, o.cfg.Self().Name, t.timeout, o.cfg.Self().Name, ExtraWait))
 	case <-r.Context().Done():
 		// The caller hung up; the app's answer is still recorded.
 	}
@@ -347,16 +411,7 @@ func writeOwnerAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, r
 	w.Write(body)
 }
 
-// lookupView is the JSON of GET /delta/v1/calls/{id} (DESIGN §4).
-type lookupView struct {
-	State         string      `json:"state"`
-	Digest        string      `json:"digest"`
-	ReceivedAt    string      `json:"received_at,omitempty"`
-	Answer        *answerView `json:"answer,omitempty"`
-	AnswerExpired bool        `json:"answer_expired"`
-}
-
-func (g *Gateway) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
+func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := proto.CheckRequestID(id); err != nil {
 		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
@@ -370,18 +425,18 @@ func (g *Gateway) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec, err := g.db.Lookup(r.Context(), callerOf(r).Node, id, created)
+	rec, err := o.cfg.DB.Lookup(r.Context(), callerOf(r).Node, id, created)
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", g.Self().Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", o.cfg.Self().Name, err))
 		return
 	}
-	v := lookupView{State: string(rec.State), Digest: rec.Digest, AnswerExpired: rec.AnswerExpired}
+	v := proto.CallStateJSON{State: string(rec.State), Digest: rec.Digest, AnswerExpired: rec.AnswerExpired}
 	if !rec.ReceivedAt.IsZero() {
-		v.ReceivedAt = rfc3339(rec.ReceivedAt)
+		v.ReceivedAt = proto.RFC3339(rec.ReceivedAt)
 	}
 	if a := rec.Answer; a != nil {
-		v.Answer = &answerView{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
+		v.Answer = &proto.AnswerJSON{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
 	}
 	w.Header().Set(proto.HeaderOutcome, "call_state")
-	writeJSON(w, http.StatusOK, v)
+	proto.WriteJSON(w, http.StatusOK, v)
 }

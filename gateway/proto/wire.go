@@ -1,0 +1,63 @@
+package proto
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// AnswerJSON is an owner app's answer as the local API and the peer API
+// show it (in a call's record, and in what an owner knows of a call).
+type AnswerJSON struct {
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	Omitted    bool        `json:"body_omitted,omitempty"`
+}
+
+// CallStateJSON is the JSON of GET /delta/v1/calls/{id} (DESIGN §4): what
+// the owner knows of a call. The owner writes it, the reconciler reads it.
+type CallStateJSON struct {
+	State         string      `json:"state"`
+	Digest        string      `json:"digest"`
+	ReceivedAt    string      `json:"received_at,omitempty"`
+	Answer        *AnswerJSON `json:"answer,omitempty"`
+	AnswerExpired bool        `json:"answer_expired"`
+}
+
+// RFC3339 is how times are written on the wire: RFC 3339, UTC.
+func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// WriteJSON writes v as an indented JSON answer, never cached.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	// The status is written; a client gone meanwhile has nothing to read.
+	_ = enc.Encode(v)
+}
+
+// ForwardHeaders copies an app's headers for the next hop, without
+// hop-by-hop headers, credentials and X-Delta-*.
+func ForwardHeaders(in http.Header) http.Header {
+	h := in.Clone()
+	StripHop(h)
+	h.Del("Content-Length")
+	return h
+}
+
+// BufferPool lends 32 KiB copy buffers to the relays of bodies (and is a
+// reverse proxy's BufferPool), so a relay does not allocate one each time.
+type BufferPool struct{ p sync.Pool }
+
+// CopyBuffers is the one BufferPool.
+var CopyBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+// Get lends a buffer.
+func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
+
+// Put returns a buffer.
+func (b *BufferPool) Put(s []byte) { b.p.Put(&s) }
