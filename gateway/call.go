@@ -305,7 +305,7 @@ func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 	g.stats.call(e.o)
 	if e.state == journal.Unknown {
 		g.log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
-		g.recon.wake()
+		g.recon.Wake()
 	}
 	if e.o != proto.Answered {
 		g.replyCallError(w, e.o, e.detail, c.RequestID, c.Peer, e.road)

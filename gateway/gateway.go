@@ -29,6 +29,7 @@ import (
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/reconcile"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -117,7 +118,7 @@ type Gateway struct {
 	peerLns  []net.Listener
 	pc       *peerclient.Client
 	owner    *owner.Owner
-	recon    *reconciler
+	recon    *reconcile.Reconciler
 	page     *statuspage.Page
 
 	ctx    context.Context // ends at Close: background work stops
@@ -283,7 +284,8 @@ func (g *Gateway) Start() (err error) {
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
 	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-	g.recon = newReconciler(g)
+	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
+		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
 		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
@@ -292,7 +294,7 @@ func (g *Gateway) Start() (err error) {
 		g.servePeer(pl, errLog)
 		peerAddrs = append(peerAddrs, pl.Name+"="+pl.Listener.Addr().String())
 	}
-	g.goBackground(g.recon.run)
+	g.goBackground(g.recon.Run)
 	if es, ok := g.router.(roads.EventSource); ok {
 		g.goBackground(func() { g.followRoads(es.Events()) })
 	}
@@ -346,7 +348,7 @@ func (g *Gateway) followRoads(events <-chan roads.Event) {
 				}
 			case roads.RoadUp:
 				g.pc.CloseIdle(e.Peer)
-				g.recon.kickPeer(e.Peer)
+				g.recon.KickPeer(e.Peer)
 			}
 		}
 	}

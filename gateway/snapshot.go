@@ -76,7 +76,7 @@ func (g *Gateway) Ask(ctx context.Context, id string) (*journal.Call, error) {
 	if !c.State.Unsettled() {
 		return c, fmt.Errorf("call %s is %s, %w; there is nothing to ask", id, c.State, ErrNotUnsettled)
 	}
-	g.recon.ask(ctx, c, true)
+	g.recon.Ask(ctx, c, true)
 	return g.db.Call(ctx, id)
 }
 

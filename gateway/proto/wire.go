@@ -29,13 +29,20 @@ type CallStateJSON struct {
 // RFC3339 is how times are written on the wire: RFC 3339, UTC.
 func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// WriteJSON writes v as an indented JSON answer, never cached.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON writes v as an indented JSON answer (the local API, read by
+// people with curl too), never cached.
+func WriteJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v, "  ") }
+
+// WritePeerJSON writes v as a compact JSON answer (the peer API, read by
+// Deltas), never cached.
+func WritePeerJSON(w http.ResponseWriter, status int, v any) { writeJSON(w, status, v, "") }
+
+func writeJSON(w http.ResponseWriter, status int, v any, indent string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	enc.SetIndent("", indent)
 	// The status is written; a client gone meanwhile has nothing to read.
 	_ = enc.Encode(v)
 }

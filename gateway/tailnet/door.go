@@ -117,7 +117,7 @@ func (n *Node) hello() Hello {
 }
 
 func (n *Node) handleHello(w http.ResponseWriter, r *http.Request) {
-	proto.WriteJSON(w, http.StatusOK, n.hello())
+	proto.WritePeerJSON(w, http.StatusOK, n.hello())
 }
 
 var pinRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -140,7 +140,7 @@ func (n *Node) handleTicket(w http.ResponseWriter, r *http.Request) {
 	}
 	exp := time.Now().Add(ticket.Lifetime)
 	t := n.key.Mint(ticket.Claims{Node: caller.Node, Name: caller.Name, Expires: exp, Pin: req.Pin})
-	proto.WriteJSON(w, http.StatusOK, ticketResponse{Ticket: t, ExpiresAt: exp})
+	proto.WritePeerJSON(w, http.StatusOK, ticketResponse{Ticket: t, ExpiresAt: exp})
 }
 
 // renewAhead is how long before expiry a held ticket is renewed.

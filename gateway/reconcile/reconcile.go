@@ -1,4 +1,9 @@
-package gateway
+// Package reconcile settles calls whose outcome is unknown by asking their
+// owners what they know (DESIGN §4): with backoff, at once when a road to
+// the peer comes up, and when a person asks. Settling is a compare-and-set
+// in the journal; a later answer that contradicts a settled call is an
+// alarm, never applied.
+package reconcile
 
 import (
 	"context"
@@ -7,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sync"
@@ -25,35 +31,70 @@ const neverNotCarriedOutAfter = 89 * 24 * time.Hour
 // askTimeout bounds one question to the owner.
 const askTimeout = 20 * time.Second
 
-// reconciler settles unknown calls by asking their owners (DESIGN §4).
-type reconciler struct {
-	g      *Gateway
+// Config configures a Reconciler.
+type Config struct {
+	// DB is the caller's journal. Required.
+	DB *journal.DB
+	// Peers reaches the owners. Required.
+	Peers *peerclient.Client
+	// Ctx ends when Delta stops: Run returns, and what an ask learned is
+	// still written until then. Required.
+	Ctx context.Context
+	// Backoff is the schedule of asks; after it, every last value.
+	// Required.
+	Backoff []time.Duration
+	// Now is the clock. Required.
+	Now func() time.Time
+	// Log receives settlements and alarms. Required.
+	Log *slog.Logger
+	// OnAsk, OnSettled and OnAlarm, if not nil, count asks, settlements
+	// by state and alarms.
+	OnAsk     func()
+	OnSettled func(journal.CallState)
+	OnAlarm   func()
+}
+
+// Reconciler settles unknown calls by asking their owners (DESIGN §4).
+type Reconciler struct {
+	cfg    Config
 	wakeCh chan struct{}
 
 	mu     sync.Mutex
 	kicked map[string]bool // peers whose unknown calls are asked about now
 }
 
-func newReconciler(g *Gateway) *reconciler {
-	return &reconciler{g: g, wakeCh: make(chan struct{}, 1), kicked: map[string]bool{}}
+// New returns a reconciler; Run runs it.
+func New(cfg Config) *Reconciler {
+	if cfg.OnAsk == nil {
+		cfg.OnAsk = func() {}
+	}
+	if cfg.OnSettled == nil {
+		cfg.OnSettled = func(journal.CallState) {}
+	}
+	if cfg.OnAlarm == nil {
+		cfg.OnAlarm = func() {}
+	}
+	return &Reconciler{cfg: cfg, wakeCh: make(chan struct{}, 1), kicked: map[string]bool{}}
 }
 
-func (rc *reconciler) wake() {
+// Wake makes the reconciler look for due calls now (a call became unknown).
+func (rc *Reconciler) Wake() {
 	select {
 	case rc.wakeCh <- struct{}{}:
 	default:
 	}
 }
 
-func (rc *reconciler) kickPeer(peer string) {
+// KickPeer asks about peer's unknown calls at once (a road to it came up).
+func (rc *Reconciler) KickPeer(peer string) {
 	rc.mu.Lock()
 	rc.kicked[peer] = true
 	rc.mu.Unlock()
-	rc.wake()
+	rc.Wake()
 }
 
-func (rc *reconciler) run() {
-	g := rc.g
+// Run asks about due calls until Config.Ctx ends.
+func (rc *Reconciler) Run() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -62,27 +103,27 @@ func (rc *reconciler) run() {
 		rc.kicked = map[string]bool{}
 		rc.mu.Unlock()
 		for peer := range kicked {
-			calls, err := g.db.UnknownFor(g.ctx, peer)
+			calls, err := rc.cfg.DB.UnknownFor(rc.cfg.Ctx, peer)
 			if err != nil {
-				g.log.Error("reconciler: list calls", "peer", peer, "err", err)
+				rc.cfg.Log.Error("reconciler: list calls", "peer", peer, "err", err)
 			}
 			for _, c := range calls {
-				rc.ask(g.ctx, c, false)
+				rc.Ask(rc.cfg.Ctx, c, false)
 			}
 		}
-		due, err := g.db.DueCalls(g.ctx, g.now())
-		if err != nil && g.ctx.Err() == nil {
-			g.log.Error("reconciler: list due calls", "err", err)
+		due, err := rc.cfg.DB.DueCalls(rc.cfg.Ctx, rc.cfg.Now())
+		if err != nil && rc.cfg.Ctx.Err() == nil {
+			rc.cfg.Log.Error("reconciler: list due calls", "err", err)
 		}
 		for _, c := range due {
-			if g.ctx.Err() != nil {
+			if rc.cfg.Ctx.Err() != nil {
 				return
 			}
-			rc.ask(g.ctx, c, false)
+			rc.Ask(rc.cfg.Ctx, c, false)
 		}
 		wait := time.Minute
-		if next, ok, _ := g.db.NextAsk(g.ctx); ok {
-			wait = min(max(next.Sub(g.now()), 0), time.Minute)
+		if next, ok, _ := rc.cfg.DB.NextAsk(rc.cfg.Ctx); ok {
+			wait = min(max(next.Sub(rc.cfg.Now()), 0), time.Minute)
 		}
 		if !timer.Stop() {
 			select {
@@ -92,7 +133,7 @@ func (rc *reconciler) run() {
 		}
 		timer.Reset(wait)
 		select {
-		case <-g.ctx.Done():
+		case <-rc.cfg.Ctx.Done():
 			return
 		case <-rc.wakeCh:
 		case <-timer.C:
@@ -100,28 +141,27 @@ func (rc *reconciler) run() {
 	}
 }
 
-func (rc *reconciler) backoff(asks int) time.Duration {
-	b := rc.g.cfg.Backoff
+func (rc *Reconciler) backoff(asks int) time.Duration {
+	b := rc.cfg.Backoff
 	return b[min(asks, len(b)-1)]
 }
 
-// ask asks the owner about call c once and settles it if the answer
+// Ask asks the owner about call c once and settles it if the answer
 // allows. manual is true when a person asked ("Ask now"): then a call that
 // needs a person may be settled too.
-func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
-	g := rc.g
+func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
-	g.stats.ask()
-	next := g.now().Add(rc.backoff(c.Asks + 1))
+	rc.cfg.OnAsk()
+	next := rc.cfg.Now().Add(rc.backoff(c.Asks + 1))
 	st, err := rc.query(ctx, c)
 	if err != nil {
-		if g.ctx.Err() != nil {
+		if rc.cfg.Ctx.Err() != nil {
 			return
 		}
 		detail := fmt.Sprintf("could not ask %s about this call (%v); asking again at %s", c.Peer, err, next.Format(time.TimeOnly))
-		if err := g.db.NoteAsk(g.ctx, c.RequestID, c.OwnerState, detail, next); err != nil {
-			g.log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
+		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, c.OwnerState, detail, next); err != nil {
+			rc.cfg.Log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
 		}
 		return
 	}
@@ -129,7 +169,7 @@ func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
 	if manual {
 		from = append(from, journal.NeedsPerson)
 	}
-	age := g.now().Sub(c.CreatedAt)
+	age := rc.cfg.Now().Sub(c.CreatedAt)
 	t := journal.Transition{From: from, OwnerState: st.State, CountAsk: true}
 	switch {
 	case st.State == string(journal.ReceiptAnswered) && st.Digest == c.Digest:
@@ -158,8 +198,8 @@ func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
 		}
 	case st.State == string(journal.Running):
 		detail := fmt.Sprintf("%s is still carrying it out; asking again at %s", c.Peer, next.Format(time.TimeOnly))
-		if err := g.db.NoteAsk(g.ctx, c.RequestID, st.State, detail, next); err != nil {
-			g.log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
+		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, st.State, detail, next); err != nil {
+			rc.cfg.Log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
 		}
 		return
 	case st.State == string(journal.Interrupted), st.State == string(journal.AppUnknown), st.State == string(journal.Expired):
@@ -171,33 +211,32 @@ func (rc *reconciler) ask(ctx context.Context, c *journal.Call, manual bool) {
 		}[st.State]
 	default:
 		detail := fmt.Sprintf("%s answered with a state Delta does not know (%q); asking again at %s", c.Peer, st.State, next.Format(time.TimeOnly))
-		g.db.NoteAsk(g.ctx, c.RequestID, st.State, detail, next)
+		rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, st.State, detail, next)
 		return
 	}
-	moved, cur, err := g.db.Move(g.ctx, c.RequestID, t)
+	moved, cur, err := rc.cfg.DB.Move(rc.cfg.Ctx, c.RequestID, t)
 	if err != nil {
-		g.log.Error("reconciler: settle", "request_id", c.RequestID, "err", err)
+		rc.cfg.Log.Error("reconciler: settle", "request_id", c.RequestID, "err", err)
 		return
 	}
 	if moved {
-		g.stats.settled(t.To)
-		g.log.Info("call settled", "request_id", c.RequestID, "peer", c.Peer, "state", t.To, "detail", t.Detail)
+		rc.cfg.OnSettled(t.To)
+		rc.cfg.Log.Info("call settled", "request_id", c.RequestID, "peer", c.Peer, "state", t.To, "detail", t.Detail)
 		return
 	}
 	if cur != nil && cur.State != t.To && cur.State != journal.Unknown {
-		g.stats.alarm()
-		g.log.Error(fmt.Sprintf("ALARM: call %s was settled %s, but %s now says %s (%s); the later answer is not applied", c.RequestID, cur.State, c.Peer, st.State, t.To),
+		rc.cfg.OnAlarm()
+		rc.cfg.Log.Error(fmt.Sprintf("ALARM: call %s was settled %s, but %s now says %s (%s); the later answer is not applied", c.RequestID, cur.State, c.Peer, st.State, t.To),
 			"request_id", c.RequestID, "peer", c.Peer)
 	}
 }
 
 // query asks the owner what it knows of call c, on any road, never from a
 // cache.
-func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallStateJSON, error) {
-	g := rc.g
+func (rc *Reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallStateJSON, error) {
 	var v *proto.CallStateJSON
 	var lastErr, answerErr error
-	err := g.pc.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {
+	err := rc.cfg.Peers.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {
 		cand := try.Cand
 		q := url.Values{"digest": {c.Digest}, "created_at": {proto.RFC3339(c.CreatedAt)}}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
@@ -209,7 +248,7 @@ func (rc *reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallSt
 		if try.Ticket != "" {
 			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
-		resp, used, dialErr, err := g.pc.RoundTrip(req, cand)
+		resp, used, dialErr, err := rc.cfg.Peers.RoundTrip(req, cand)
 		if err != nil {
 			lastErr = fmt.Errorf("%s: %w", used, err)
 			answerErr = lastErr
