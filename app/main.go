@@ -231,7 +231,7 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger) {
 		n := &ui.Notifier{Events: g.CallEvents(), Sender: ui.SystemSender(), Log: log}
 		wg.Go(func() {
 			if err := n.Run(ctx); err != nil {
-				log.Error("notifications stopped: " + err.Error())
+				log.Error("notifications stopped", "err", err)
 			}
 		})
 	})

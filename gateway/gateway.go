@@ -247,12 +247,12 @@ func (g *Gateway) Start() (err error) {
 	if n, err := g.db.RecoverCalls(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	} else if n > 0 {
-		g.log.Warn(fmt.Sprintf("%d calls were being sent when Delta stopped; they are now unknown and will be reconciled", n))
+		g.log.Warn("calls were being sent when Delta stopped; they are now unknown and will be reconciled", "calls", n)
 	}
 	if n, err := g.db.RecoverReceipts(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	} else if n > 0 {
-		g.log.Warn(fmt.Sprintf("%d received calls were running when Delta stopped; they are now interrupted", n))
+		g.log.Warn("received calls were running when Delta stopped; they are now interrupted", "receipts", n)
 	}
 	if _, err := g.db.Sweep(ctx, g.now()); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -412,9 +412,6 @@ func (g *Gateway) Close() error {
 
 // LocalURL is the local API's base URL, e.g. "http://127.0.0.1:7420".
 func (g *Gateway) LocalURL() string { return "http://" + g.localLn.Addr().String() }
-
-// PeerAddr is the (first) peer API listener's address.
-func (g *Gateway) PeerAddr() string { return g.peerLns[0].Addr().String() }
 
 // Token is the local API's bearer token.
 func (g *Gateway) Token() string { return g.token }

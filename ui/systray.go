@@ -52,7 +52,7 @@ func (t *Systray) Clicks() <-chan Action { return t.clicks }
 func (t *Systray) setIcon(l Level) {
 	tmpl, reg, err := assets.TrayIcon(string(l))
 	if err != nil {
-		t.log.Error("tray icon: " + err.Error())
+		t.log.Error("could not set the tray icon", "err", err)
 		return
 	}
 	systray.SetTemplateIcon(tmpl, reg)

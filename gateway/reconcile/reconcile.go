@@ -226,8 +226,8 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 	}
 	if cur != nil && cur.State != t.To && cur.State != journal.Unknown {
 		rc.cfg.OnAlarm()
-		rc.cfg.Log.Error(fmt.Sprintf("ALARM: call %s was settled %s, but %s now says %s (%s); the later answer is not applied", c.RequestID, cur.State, c.Peer, st.State, t.To),
-			"request_id", c.RequestID, "peer", c.Peer)
+		rc.cfg.Log.Error("ALARM: a settled call's owner now says otherwise; the later answer is not applied",
+			"request_id", c.RequestID, "peer", c.Peer, "settled", cur.State, "owner_says", st.State, "would_be", t.To)
 	}
 }
 

@@ -43,6 +43,7 @@ type HeldDownError struct {
 	Cand  roads.Candidate
 	Cause string        // the failure that armed the hold-down
 	At    time.Time     // when it happened
+	Ago   time.Duration // how long before the refusal, by the book's clock
 	Left  time.Duration // time left
 }
 
@@ -51,7 +52,7 @@ func (e *HeldDownError) Is(target error) bool { return target == roads.ErrHeldDo
 
 func (e *HeldDownError) Error() string {
 	return fmt.Sprintf("%s did not answer %.0f s ago (%s); not dialing it again for another %.0f s",
-		e.Cand.Peer, time.Since(e.At).Seconds(), e.Cause, max(e.Left.Seconds(), 1))
+		e.Cand.Peer, e.Ago.Seconds(), e.Cause, max(e.Left.Seconds(), 1))
 }
 
 type entry struct {
@@ -189,7 +190,7 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 			}
 			if e.held(now) {
 				b.c.HoldDownRefusals++
-				return Choice{}, &HeldDownError{Cand: e.cand, Cause: e.heldCause, At: e.heldAt, Left: e.heldUntil.Sub(now)}
+				return Choice{}, &HeldDownError{Cand: e.cand, Cause: e.heldCause, At: e.heldAt, Ago: now.Sub(e.heldAt), Left: e.heldUntil.Sub(now)}
 			}
 			return Choice{First: e.cand}, nil
 		}
@@ -212,7 +213,7 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 	if len(usable) == 0 {
 		if held != nil {
 			b.c.HoldDownRefusals++
-			return Choice{}, &HeldDownError{Cand: held.cand, Cause: held.heldCause, At: held.heldAt, Left: held.heldUntil.Sub(now)}
+			return Choice{}, &HeldDownError{Cand: held.cand, Cause: held.heldCause, At: held.heldAt, Ago: now.Sub(held.heldAt), Left: held.heldUntil.Sub(now)}
 		}
 		return Choice{}, fmt.Errorf("%w: no road to %s is usable now", roads.ErrNoRoad, peer)
 	}

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -205,4 +207,61 @@ func LoadOrCreateSecret(path string) (string, error) {
 		return "", err
 	}
 	return s, os.Rename(tmp, path)
+}
+
+// Peer is one entry of peers.json: a peer found on the tailnet, with its
+// last roads, so that a restarted Delta knows it at once.
+type Peer struct {
+	Name   string     `json:"name"`
+	Node   string     `json:"node_id"`
+	Roads  []PeerRoad `json:"roads"`
+	SeenAt time.Time  `json:"seen_at"`
+}
+
+// PeerRoad is one lan or thunderbolt address a peer published in hello.
+type PeerRoad struct {
+	Road      roads.Road `json:"road"`
+	Address   string     `json:"address"` // host:port
+	Interface string     `json:"interface,omitempty"`
+}
+
+type peersJSON struct {
+	Peers []Peer `json:"peers"`
+}
+
+// ReadPeers reads peers.json, by name; a missing file is no peers.
+func ReadPeers(dir string) (map[string]Peer, error) {
+	path := filepath.Join(dir, PeersFile)
+	m := map[string]Peer{}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("statedir: read %s: %w", path, err)
+	}
+	var pj peersJSON
+	if err := json.Unmarshal(b, &pj); err != nil {
+		return nil, fmt.Errorf("statedir: %s is not valid: %w", path, err)
+	}
+	for _, p := range pj.Peers {
+		if p.Name != "" {
+			m[p.Name] = p
+		}
+	}
+	return m, nil
+}
+
+// WritePeers writes peers.json atomically, sorted by name.
+func WritePeers(dir string, m map[string]Peer) error {
+	pj := peersJSON{Peers: []Peer{}}
+	for _, p := range m {
+		pj.Peers = append(pj.Peers, p)
+	}
+	slices.SortFunc(pj.Peers, func(a, b Peer) int { return strings.Compare(a.Name, b.Name) })
+	path := filepath.Join(dir, PeersFile)
+	if err := WriteJSON(path, pj); err != nil {
+		return fmt.Errorf("statedir: write %s: %w", path, err)
+	}
+	return nil
 }

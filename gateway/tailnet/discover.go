@@ -86,7 +86,7 @@ func (n *Node) watch() {
 				n.authURL = *note.BrowseToURL
 				n.mu.Unlock()
 				n.book.Touch()
-				n.log.Warn("log in to the tailnet: open " + *note.BrowseToURL)
+				n.log.Warn("log in to the tailnet: open the login URL", "login_url", *note.BrowseToURL)
 			}
 			n.rescan()
 		}

@@ -1,11 +1,6 @@
 package tailnet
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,67 +14,18 @@ import (
 // never "not one of this computer's peers" (and a call it holds in its
 // journal gets its recorded outcome either way).
 
-// rememberedPeer is one entry of peers.json.
-type rememberedPeer struct {
-	Name   string      `json:"name"`
-	Node   string      `json:"node_id"`
-	Roads  []HelloRoad `json:"roads"`
-	SeenAt time.Time   `json:"seen_at"`
-}
+type rememberedPeer = statedir.Peer
 
-type peersJSON struct {
-	Peers []rememberedPeer `json:"peers"`
-}
-
-// loadRemembered reads peers.json; a missing file is no peers.
-func loadRemembered(dir string) (map[string]rememberedPeer, error) {
-	path := filepath.Join(dir, statedir.PeersFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return map[string]rememberedPeer{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tailnet: read %s: %w", path, err)
-	}
-	var pj peersJSON
-	if err := json.Unmarshal(b, &pj); err != nil {
-		return nil, fmt.Errorf("tailnet: %s is not valid: %w", path, err)
-	}
-	m := map[string]rememberedPeer{}
-	for _, p := range pj.Peers {
-		if p.Name != "" {
-			m[p.Name] = p
-		}
-	}
-	return m, nil
-}
-
-// saveRemembered writes peers.json atomically (a temporary file renamed).
-func saveRemembered(dir string, m map[string]rememberedPeer) error {
-	pj := peersJSON{Peers: []rememberedPeer{}}
-	for _, p := range m {
-		pj.Peers = append(pj.Peers, p)
-	}
-	slices.SortFunc(pj.Peers, func(a, b rememberedPeer) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	path := filepath.Join(dir, statedir.PeersFile)
-	if err := statedir.WriteJSON(path, pj); err != nil {
-		return fmt.Errorf("tailnet: write %s: %w", path, err)
-	}
-	return nil
-}
+func loadRemembered(dir string) (map[string]rememberedPeer, error) { return statedir.ReadPeers(dir) }
 
 // rememberLocked notes a peer found (or found again) by hello.
 func (n *Node) rememberLocked(p *peer) {
 	old, had := n.remembered[p.name]
-	now := rememberedPeer{Name: p.name, Node: string(p.node), Roads: p.hello.Roads, SeenAt: time.Now().UTC()}
+	rs := make([]statedir.PeerRoad, len(p.hello.Roads))
+	for i, r := range p.hello.Roads {
+		rs[i] = statedir.PeerRoad(r)
+	}
+	now := rememberedPeer{Name: p.name, Node: string(p.node), Roads: rs, SeenAt: time.Now().UTC()}
 	n.remembered[p.name] = now
 	if !had || old.Node != now.Node || !slices.Equal(old.Roads, now.Roads) {
 		n.saveSoon()
@@ -127,7 +73,7 @@ func (n *Node) save() {
 		m[k] = v
 	}
 	n.mu.Unlock()
-	if err := saveRemembered(n.cfg.StateDir, m); err != nil {
+	if err := statedir.WritePeers(n.cfg.StateDir, m); err != nil {
 		n.log.Warn("could not remember the peers for the next start", "err", err)
 	}
 }

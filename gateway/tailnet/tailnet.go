@@ -507,17 +507,6 @@ func (n *Node) Status() TailnetStatus {
 	return st
 }
 
-// LocalClient is tsnet's local API client (for tests and tools).
-func (n *Node) LocalClient() *local.Client { return n.lc }
-
-// Dial connects to addr over the tailnet (for tests and tools).
-func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	return n.srv.Dial(ctx, network, addr)
-}
-
-// Certificate is this computer's TLS certificate (for tests).
-func (n *Node) Certificate() tls.Certificate { return n.cert }
-
 // LogUploadOn reports whether tsnet would upload its log to Tailscale in
 // this process: not once TS_NO_LOGS_NO_SUPPORT is set (a Node started
 // without UploadLogs sets it), nor in a test binary.

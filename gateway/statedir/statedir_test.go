@@ -1,0 +1,83 @@
+package statedir
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+func TestStateFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	lock, err := Lock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("state folder: %v %v, want mode 0700", fi.Mode(), err)
+	}
+	if _, err := ReadLocal(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("no local.json yet: %v", err)
+	}
+	if err := WriteLocal(dir, LocalFile{URL: "http://127.0.0.1:7420", PID: 42}); err != nil {
+		t.Fatal(err)
+	}
+	// A second Delta on the folder is refused, naming the first.
+	if _, err := Lock(dir); err == nil || !strings.Contains(err.Error(), "another Delta is running with state folder") || !strings.Contains(err.Error(), "pid 42, http://127.0.0.1:7420") {
+		t.Errorf("second lock: %v", err)
+	}
+	if lf, err := ReadLocal(dir); err != nil || lf.PID != 42 || lf.URL != "http://127.0.0.1:7420" {
+		t.Errorf("local.json: %+v %v", lf, err)
+	}
+	os.WriteFile(filepath.Join(dir, LocalJSON), []byte("{}"), 0o600)
+	if _, err := ReadLocal(dir); err == nil || !strings.Contains(err.Error(), "is not Delta's local.json") {
+		t.Errorf("an empty local.json: %v", err)
+	}
+
+	// Secrets are made once, mode 0600, and kept.
+	s1, err := LoadOrCreateSecret(filepath.Join(dir, TokenFile))
+	s2, _ := LoadOrCreateSecret(filepath.Join(dir, TokenFile))
+	if err != nil || len(s1) != 64 || s1 != s2 {
+		t.Errorf("token %q then %q: %v", s1, s2, err)
+	}
+	if tok, err := ReadToken(dir); err != nil || tok != s1 {
+		t.Errorf("ReadToken: %q %v", tok, err)
+	}
+
+	// peers.json round-trips, sorted; a broken one is an error naming it.
+	seen := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	want := map[string]Peer{
+		"studio": {Name: "studio", Node: "nB", SeenAt: seen, Roads: []PeerRoad{{Road: roads.LAN, Address: "10.0.0.2:7422"}}},
+		"alpha":  {Name: "alpha", Node: "nA", SeenAt: seen, Roads: []PeerRoad{}},
+	}
+	if err := WritePeers(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadPeers(dir)
+	if err != nil || len(got) != 2 || got["studio"].Roads[0].Address != "10.0.0.2:7422" || !got["alpha"].SeenAt.Equal(seen) {
+		t.Errorf("peers: %+v %v", got, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, PeersFile))
+	if strings.Index(string(b), "alpha") > strings.Index(string(b), "studio") {
+		t.Errorf("peers.json is not sorted by name:\n%s", b)
+	}
+	os.WriteFile(filepath.Join(dir, PeersFile), []byte("{"), 0o600)
+	if _, err := ReadPeers(dir); err == nil || !strings.Contains(err.Error(), PeersFile) {
+		t.Errorf("a broken peers.json: %v", err)
+	}
+
+	// config.json: unknown fields and bad names are refused, naming the file.
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"nmae": "x"}`), 0o600)
+	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "config.json is not valid") {
+		t.Errorf("a mistyped field: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"peers": [{"name": "bad name", "roads": {}}]}`), 0o600)
+	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), ConfigFile) {
+		t.Errorf("a bad peer name: %v", err)
+	}
+}
