@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/caller"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/peerclient"
@@ -119,27 +120,13 @@ type Gateway struct {
 	pc       *peerclient.Client
 	owner    *owner.Owner
 	recon    *reconcile.Reconciler
+	caller   *caller.Caller
 	page     *statuspage.Page
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines
 
-	callsMu sync.Mutex
-	calls   sync.WaitGroup // calls being sent: Close waits for their outcome to be recorded
-	closing bool
-}
-
-// beginSend registers a call about to be sent; false if the gateway is
-// closing (then nothing may be sent).
-func (g *Gateway) beginSend() bool {
-	g.callsMu.Lock()
-	defer g.callsMu.Unlock()
-	if g.closing {
-		return false
-	}
-	g.calls.Add(1)
-	return true
 }
 
 // PeerListener is one listener of the peer API.
@@ -286,6 +273,8 @@ func (g *Gateway) Start() (err error) {
 	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
+	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
+		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
 		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
@@ -384,11 +373,9 @@ func (g *Gateway) Close() error {
 		wg.Go(func() { done[i] = s.Shutdown(ctx) == nil })
 	}
 	wg.Wait()
-	g.callsMu.Lock()
-	g.closing = true
-	g.callsMu.Unlock()
-	g.cancel()     // calls still waiting end now, and background work stops
-	g.calls.Wait() // each call's outcome is recorded and its app answered
+	g.caller.StopSending()
+	g.cancel()      // calls still waiting end now, and background work stops
+	g.caller.Wait() // each call's outcome is recorded and its app answered
 	for i, s := range srvs {
 		if !done[i] {
 			s.Close()

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/caller"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -83,14 +83,6 @@ func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
 	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail})
 }
 
-// target is a parsed /v1/peers/{peer}/{app}/{path...} request.
-type target struct {
-	peer, app string
-	pathQuery string // escaped, starting with "/", with "?query" if any
-	timeout   time.Duration
-	pin       roads.Road
-}
-
 func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	isCall := proto.IsCall(r.Method)
 	if !isCall && !proto.IsRead(r.Method) {
@@ -106,40 +98,40 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 		} else {
 			g.stats.read(o)
 		}
-		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.peer})
+		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer})
 		return
 	}
 	if isCall {
-		g.handleCall(w, r, t) // the journal first: it checks the peer after
+		g.caller.Call(w, r, t) // the journal first: it checks the peer after
 		return
 	}
-	if !g.router.Known(t.peer) {
+	if !g.router.Known(t.Peer) {
 		g.stats.read(proto.NotFound)
-		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.peer), Peer: t.peer})
+		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.Peer), Peer: t.Peer})
 		return
 	}
-	g.handleRead(w, r, t)
+	g.caller.Read(w, r, t)
 }
 
-func (g *Gateway) parseTarget(r *http.Request) (target, proto.Outcome, string) {
-	t := target{peer: r.PathValue("peer"), app: r.PathValue("app")}
+func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
+	t := caller.Target{Peer: r.PathValue("peer"), App: r.PathValue("app")}
 	nothing := "; nothing was sent"
-	if err := proto.CheckName("peer", t.peer); err != nil {
+	if err := proto.CheckName("peer", t.Peer); err != nil {
 		return t, proto.BadRequest, err.Error() + nothing
 	}
-	if err := proto.CheckName("app", t.app); err != nil {
+	if err := proto.CheckName("app", t.App); err != nil {
 		return t, proto.BadRequest, err.Error() + nothing
 	}
 	var err error
-	if t.timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
+	if t.Timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
 		return t, proto.BadRequest, err.Error() + nothing
 	}
 	if v := r.Header.Get(proto.HeaderRoute); v != "" {
-		if t.pin, err = roads.Parse(v); err != nil {
+		if t.Pin, err = roads.Parse(v); err != nil {
 			return t, proto.BadRequest, err.Error() + nothing
 		}
 	}
-	prefix := "/v1/peers/" + t.peer + "/" + t.app
+	prefix := "/v1/peers/" + t.Peer + "/" + t.App
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
 	if rest == "" {
 		rest = "/"
@@ -147,9 +139,9 @@ func (g *Gateway) parseTarget(r *http.Request) (target, proto.Outcome, string) {
 	if strings.ContainsRune(rest, 0) {
 		return t, proto.BadRequest, "the path holds a NUL character; nothing was sent"
 	}
-	t.pathQuery = rest
+	t.PathQuery = rest
 	if r.URL.RawQuery != "" {
-		t.pathQuery += "?" + r.URL.RawQuery
+		t.PathQuery += "?" + r.URL.RawQuery
 	}
 	return t, "", ""
 }
@@ -375,13 +367,4 @@ func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// newRequestID mints a random UUID (version 4).
-func newRequestID() string {
-	var b [16]byte
-	rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

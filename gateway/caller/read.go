@@ -1,4 +1,4 @@
-package gateway
+package caller
 
 import (
 	"bytes"
@@ -34,64 +34,64 @@ type readFailure struct {
 	roadFault bool
 }
 
-// handleRead carries a read to its peer: fresh answers come from the
+// Read carries a read to its peer: fresh answers come from the
 // cache, a failing thunderbolt/lan road is dropped and one fresh road is
 // tried, and when the peer cannot be reached a stored answer is served as
 // stale (DESIGN §5).
-func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
-	key := readcache.Key(t.peer, t.app, t.pathQuery)
+func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
+	key := readcache.Key(t.Peer, t.App, t.PathQuery)
 	isGet := r.Method == http.MethodGet
 	if isGet && !readcache.RequestBypasses(r.Header) {
-		if e := g.cache.Get(key, r.Header); e != nil && e.Fresh(g.now()) {
-			g.stats.read(proto.Answered)
-			g.stats.cacheHit()
-			g.serveCached(w, r, e, "")
+		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.Fresh(cr.cfg.Now()) {
+			cr.cfg.OnRead(proto.Answered)
+			cr.cfg.OnCacheHit()
+			cr.serveCached(w, r, e, "")
 			return
 		}
 	}
 	var fail readFailure
-	err := g.pc.Do(r.Context(), peerclient.Read, t.peer, t.pin, func(try peerclient.Try) peerclient.Result {
+	err := cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, func(try peerclient.Try) peerclient.Result {
 		cand := try.Cand
-		ctx, cancel := context.WithTimeout(r.Context(), cand.Road.ConnectTimeout()+t.timeout+readGrace)
+		ctx, cancel := context.WithTimeout(r.Context(), cand.Road.ConnectTimeout()+t.Timeout+readGrace)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, nil)
+		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.App+t.PathQuery, nil)
 		if err != nil {
-			fail = readFailure{o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
+			fail = readFailure{o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.PathQuery, err)}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		req.Header = proto.ForwardHeaders(r.Header)
 		if try.Ticket != "" {
 			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
-		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
+		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
 		if app := r.Header.Get(proto.HeaderApp); app != "" {
 			req.Header.Set(proto.HeaderApp, app)
 		}
-		started := g.now()
-		resp, used, dialErr, err := g.pc.RoundTrip(req, cand)
+		started := cr.cfg.Now()
+		resp, used, dialErr, err := cr.cfg.Peers.RoundTrip(req, cand)
 		res := peerclient.Result{Road: used.Road, NeedsTicket: used.NeedsTicket}
 		if err != nil {
 			if dialErr == nil {
-				g.router.Report(used, 0, err) // the connection broke or timed out after connecting
+				cr.cfg.Router.Report(used, 0, err) // the connection broke or timed out after connecting
 			}
 			fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
-				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.peer, used, err)}
+				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.Peer, used, err)}
 			var mm *pintls.MismatchError
 			switch {
 			case errors.As(err, &mm):
 				fail.o = proto.Forbidden
-				fail.detail = fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.peer, cand, mm, t.peer)
-				g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+				fail.detail = fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.Peer, cand, mm, t.Peer)
+				cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 			case oneshot.IsTimeout(err):
 				fail.o = proto.Timeout
-				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.peer, used, used.Road.ConnectTimeout()+t.timeout, err)
+				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.Peer, used, used.Road.ConnectTimeout()+t.Timeout, err)
 			}
 			res.Verdict, res.RoadFault, res.Tried, res.Reason = peerclient.Failed, true, peerclient.TriedRoads(used, cand, dialErr), errors.New(fail.detail)
 			return res
 		}
-		g.router.Report(used, g.now().Sub(started), nil)
+		cr.cfg.Router.Report(used, cr.cfg.Now().Sub(started), nil)
 		if pe := proto.PeerError(resp.Header.Get(proto.HeaderOutcome)); pe == proto.PeerAnswered {
-			g.relayRead(w, resp, used, key, r.Header, isGet)
+			cr.relayRead(w, resp, used, key, r.Header, isGet)
 			fail = readFailure{}
 			res.Verdict = peerclient.Done
 			return res
@@ -100,7 +100,7 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 			// A reply that is not Delta's JSON has no detail to quote.
 			_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
 			resp.Body.Close()
-			fail = mapOwnerReadReply(t.peer, used, pe, resp.StatusCode, eb.Detail)
+			fail = mapOwnerReadReply(t.Peer, used, pe, resp.StatusCode, eb.Detail)
 			res.Tried, res.Reason = []roads.Road{used.Road}, errors.New(fail.detail)
 			switch {
 			case pe == proto.PeerUnauthorized:
@@ -117,22 +117,22 @@ func (g *Gateway) handleRead(w http.ResponseWriter, r *http.Request, t target) {
 	var te *peerclient.TicketError
 	switch {
 	case errors.As(err, &nr) && !nr.FellBack: // after a fall-back, the first failure is the answer
-		fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.peer, nr.Err)}
+		fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		fail = readFailure{o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, te.Err, t.peer)}
+		fail = readFailure{o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.Peer, te.Err, t.Peer)}
 	}
 	if fail.o == "" {
 		return // answered
 	}
 	if isGet && (fail.o == proto.Unavailable || fail.o == proto.Timeout) {
-		if e := g.cache.Get(key, r.Header); e != nil && e.StaleOK() {
-			g.stats.read(proto.Stale)
-			g.serveCached(w, r, e, fail.detail)
+		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.StaleOK() {
+			cr.cfg.OnRead(proto.Stale)
+			cr.serveCached(w, r, e, fail.detail)
 			return
 		}
 	}
-	g.stats.read(fail.o)
-	proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.peer, Road: fail.road})
+	cr.cfg.OnRead(fail.o)
+	proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road})
 }
 
 func mapOwnerReadReply(peer string, cand roads.Candidate, pe proto.PeerError, status int, said string) readFailure {
@@ -161,7 +161,7 @@ func mapOwnerReadReply(peer string, cand roads.Candidate, pe proto.PeerError, st
 
 // relayRead streams the owner app's answer to the app, keeping a copy for
 // the cache when it may be stored and fits.
-func (g *Gateway) relayRead(w http.ResponseWriter, resp *http.Response, cand roads.Candidate, key string, reqHeader http.Header, isGet bool) {
+func (cr *Caller) relayRead(w http.ResponseWriter, resp *http.Response, cand roads.Candidate, key string, reqHeader http.Header, isGet bool) {
 	defer resp.Body.Close()
 	h := w.Header()
 	for k, vs := range resp.Header {
@@ -171,14 +171,14 @@ func (g *Gateway) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	h.Set(proto.HeaderOutcome, string(proto.Answered))
 	h.Set(proto.HeaderRoute, string(cand.Road))
 	w.WriteHeader(resp.StatusCode)
-	g.stats.read(proto.Answered)
+	cr.cfg.OnRead(proto.Answered)
 	cbuf := proto.CopyBuffers.Get()
 	defer proto.CopyBuffers.Put(cbuf)
 	if !isGet {
 		io.CopyBuffer(w, resp.Body, cbuf)
 		return
 	}
-	limit := g.cache.MaxEntry()
+	limit := cr.cfg.Cache.MaxEntry()
 	buf := &bytes.Buffer{}
 	n, err := io.CopyBuffer(io.MultiWriter(w, &cappedWriter{buf: buf, limit: limit}), resp.Body, cbuf)
 	if err != nil || n > limit {
@@ -187,17 +187,17 @@ func (g *Gateway) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	stored := resp.Header.Clone()
 	proto.StripHop(stored)
 	stored.Del("Content-Length")
-	g.cache.Put(key, reqHeader, resp.StatusCode, stored, buf.Bytes(), string(cand.Road))
+	cr.cfg.Cache.Put(key, reqHeader, resp.StatusCode, stored, buf.Bytes(), string(cand.Road))
 }
 
 // serveCached writes a stored answer: fresh when stale is "", else labelled
 // stale with the reason.
-func (g *Gateway) serveCached(w http.ResponseWriter, r *http.Request, e *readcache.Entry, stale string) {
+func (cr *Caller) serveCached(w http.ResponseWriter, r *http.Request, e *readcache.Entry, stale string) {
 	h := w.Header()
 	for k, vs := range e.Header {
 		h[k] = vs
 	}
-	h.Set("Age", strconv.Itoa(int(e.Age(g.now()).Seconds())))
+	h.Set("Age", strconv.Itoa(int(e.Age(cr.cfg.Now()).Seconds())))
 	h.Set(proto.HeaderRoute, e.Road)
 	if stale == "" {
 		h.Set(proto.HeaderOutcome, string(proto.Answered))

@@ -1,17 +1,26 @@
-package gateway
+// Package caller is the caller's side of a request to a peer (DESIGN §2,
+// §4, §5): a read, with the cache, one fall-back and stale answers; and a
+// call, sent at most once, recorded before its first byte and before the
+// app is told. It decides what the app is told; reaching the peer is the
+// peer client's (peerclient), the reconciling of unknown calls the
+// reconciler's.
+package caller
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
@@ -19,69 +28,147 @@ import (
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/roads"
 )
+
+// Target is a parsed /v1/peers/{peer}/{app}/{path...} request.
+type Target struct {
+	Peer, App string
+	PathQuery string // escaped, starting with "/", with "?query" if any
+	Timeout   time.Duration
+	Pin       roads.Road
+}
+
+// Config configures a Caller.
+type Config struct {
+	// DB is the caller's journal. Required.
+	DB *journal.DB
+	// Peers reaches peers; Router is its router. Required.
+	Peers  *peerclient.Client
+	Router roads.Router
+	// Cache is the read cache. Required.
+	Cache *readcache.Cache
+	// Ctx ends when Delta stops: calls waiting for an owner end then, and
+	// are recorded. Required.
+	Ctx context.Context
+	// Now is the clock; Log the log. Required.
+	Now func() time.Time
+	Log *slog.Logger
+	// FirstAsk is how soon the reconciler asks about a call that became
+	// unknown; Wake wakes it. Required.
+	FirstAsk time.Duration
+	Wake     func()
+	// OnCall, OnRead and OnCacheHit count outcomes. Required.
+	OnCall, OnRead func(proto.Outcome)
+	OnCacheHit     func()
+}
+
+// Caller carries this computer's apps' reads and calls to peers.
+type Caller struct {
+	cfg Config
+
+	mu      sync.Mutex
+	calls   sync.WaitGroup // calls being sent: Close waits for their outcome to be recorded
+	closing bool
+}
+
+// New returns a caller.
+func New(cfg Config) *Caller { return &Caller{cfg: cfg} }
+
+// beginSend registers a call about to be sent; false if Delta is stopping
+// (then nothing may be sent).
+func (cr *Caller) beginSend() bool {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.closing {
+		return false
+	}
+	cr.calls.Add(1)
+	return true
+}
+
+// StopSending makes every later call "Delta is stopping; nothing was sent".
+func (cr *Caller) StopSending() {
+	cr.mu.Lock()
+	cr.closing = true
+	cr.mu.Unlock()
+}
+
+// Wait waits until every call being sent has its outcome recorded and its
+// app answered (after Config.Ctx ended, that is soon).
+func (cr *Caller) Wait() { cr.calls.Wait() }
+
+// newRequestID mints a random UUID (version 4).
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
 
 // callGrace is how long past X-Delta-Timeout (and the connect) the caller
 // waits for the owner's reply: the owner answers outcome_unknown itself at
 // the deadline, and that reply has to travel.
 const callGrace = 3 * time.Second
 
-// handleCall carries a call to its peer at most once (DESIGN §2, §4).
-func (g *Gateway) handleCall(w http.ResponseWriter, r *http.Request, t target) {
+// Call carries a call to its peer at most once (DESIGN §2, §4).
+func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	rid := r.Header.Get(proto.HeaderRequestID)
 	if rid == "" {
 		rid = newRequestID()
 	} else if err := proto.CheckRequestID(rid); err != nil {
-		g.refuseCall(w, proto.BadRequest, err.Error()+"; nothing was sent", "", t.peer)
+		cr.refuseCall(w, proto.BadRequest, err.Error()+"; nothing was sent", "", t.Peer)
 		return
 	}
 	if r.ContentLength > proto.MaxCallBody {
-		g.refuseTooLarge(w, r, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.peer)
+		cr.refuseTooLarge(w, r, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.Peer)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
 	if err != nil {
-		g.refuseCall(w, proto.BadRequest, "could not read the request body from the app: "+err.Error()+"; nothing was sent", rid, t.peer)
+		cr.refuseCall(w, proto.BadRequest, "could not read the request body from the app: "+err.Error()+"; nothing was sent", rid, t.Peer)
 		return
 	}
 	if len(body) > proto.MaxCallBody {
-		g.refuseTooLarge(w, r, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.peer)
+		cr.refuseTooLarge(w, r, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.Peer)
 		return
 	}
 	callerApp := r.Header.Get(proto.HeaderApp)
 	if len(callerApp) > 128 {
 		callerApp = callerApp[:128]
 	}
-	c := &journal.Call{RequestID: rid, Peer: t.peer, App: t.app, CallerApp: callerApp,
-		Method: r.Method, Path: t.pathQuery, Digest: proto.Digest(r.Method, t.app, t.pathQuery, body)}
+	c := &journal.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
+		Method: r.Method, Path: t.PathQuery, Digest: proto.Digest(r.Method, t.App, t.PathQuery, body)}
 	// The journal answers before anything that depends on the roads: a
 	// Delta that just started may not know its peer's roads yet, and an id
 	// it holds must still get its recorded outcome (or 409).
-	existing, err := g.db.Call(r.Context(), rid)
+	existing, err := cr.cfg.DB.Call(r.Context(), rid)
 	switch {
 	case err == nil:
-		g.answerExisting(w, r, c, existing, t.timeout)
+		cr.answerExisting(w, r, c, existing, t.Timeout)
 		return
 	case !errors.Is(err, journal.ErrNotFound):
-		g.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, t.peer)
+		cr.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, t.Peer)
 		return
 	}
-	if !g.router.Known(t.peer) {
-		g.refuseCall(w, proto.NotFound, fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.peer), rid, t.peer)
+	if !cr.cfg.Router.Known(t.Peer) {
+		cr.refuseCall(w, proto.NotFound, fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.Peer), rid, t.Peer)
 		return
 	}
-	g.sendCall(w, r, t, c, body)
+	cr.sendCall(w, r, t, c, body)
 }
 
 // answerExisting answers a call whose request id is in the journal: the
 // same request gets that call's outcome, another one 409.
-func (g *Gateway) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
+func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
 	if existing.Digest != c.Digest {
-		g.refuseCall(w, proto.Conflict, fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s); nothing was sent",
+		cr.refuseCall(w, proto.Conflict, fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s); nothing was sent",
 			c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), c.RequestID, c.Peer)
 		return
 	}
-	g.replyExisting(w, r, c.RequestID, timeout)
+	cr.replyExisting(w, r, c.RequestID, timeout)
 }
 
 // sendCall makes the attempts of a call, records its outcome, and only then
@@ -89,27 +176,27 @@ func (g *Gateway) answerExisting(w http.ResponseWriter, r *http.Request, c, exis
 // then is recorded, then writes: the first in the same transaction that
 // records the call as sending, so a crash after its first byte leaves the
 // attempt in the record and no attempt costs a wait of its own.
-func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *journal.Call, body []byte) {
+func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *journal.Call, body []byte) {
 	// The call goes on if the app hangs up: its outcome must be recorded.
 	// It ends early only when the gateway stops.
-	if !g.beginSend() {
-		g.recordUnsent(w, r, c, nil, proto.Unavailable, fmt.Sprintf("Delta is stopping; nothing was sent to %s", t.peer), "", t.timeout)
+	if !cr.beginSend() {
+		cr.recordUnsent(w, r, c, nil, proto.Unavailable, fmt.Sprintf("Delta is stopping; nothing was sent to %s", t.Peer), "", t.Timeout)
 		return
 	}
-	defer g.calls.Done()
+	defer cr.calls.Done()
 	base, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
-	defer context.AfterFunc(g.ctx, cancel)()
+	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
 
 	var attempts []journal.Attempt // written with the outcome, in one transaction
 	recorded := false              // the call is in the journal as sending
 	handled := false               // the app was answered already (a concurrent same id)
 	var end, firstFailure *callEnd // how it ended; the failure that led to a fall-back
-	err := g.pc.Do(base, peerclient.Call, t.peer, t.pin, func(try peerclient.Try) peerclient.Result {
+	err := cr.cfg.Peers.Do(base, peerclient.Call, t.Peer, t.Pin, func(try peerclient.Try) peerclient.Result {
 		cand := try.Cand
-		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.app+t.pathQuery, bytes.NewReader(body))
+		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.App+t.PathQuery, bytes.NewReader(body))
 		if err != nil {
-			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.pathQuery, err)}
+			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.PathQuery, err)}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		req.Header = proto.ForwardHeaders(r.Header)
@@ -117,17 +204,17 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
 		req.Header.Set(proto.HeaderRequestID, c.RequestID)
-		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.timeout))
+		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
 		req.Header.Set(proto.HeaderDigest, c.Digest)
 		if c.CallerApp != "" {
 			req.Header.Set(proto.HeaderApp, c.CallerApp)
 		}
-		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.timeout+callGrace)
+		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.Timeout+callGrace)
 		defer acancel()
-		started := g.now()
+		started := cr.cfg.Now()
 		used := cand // the road the call went on (a race may pick another)
 		var res *oneshot.Response
-		rc, err := g.pc.Dial(actx, cand)
+		rc, err := cr.cfg.Peers.Dial(actx, cand)
 		if err != nil {
 			err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
 		} else {
@@ -137,14 +224,14 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 			var jerr error
 			if !recorded {
 				c.Attempts = append(slices.Clone(attempts), at)
-				existing, jerr = g.db.BeginCall(actx, c)
+				existing, jerr = cr.cfg.DB.BeginCall(actx, c)
 			} else {
-				jerr = g.db.AddAttempt(actx, c.RequestID, at)
+				jerr = cr.cfg.DB.AddAttempt(actx, c.RequestID, at)
 			}
 			if jerr != nil || existing != nil {
 				rc.Close()           // nothing was written to it
 				if existing != nil { // the same id, sent by another request meanwhile
-					g.answerExisting(w, r, c, existing, t.timeout)
+					cr.answerExisting(w, r, c, existing, t.Timeout)
 					handled = true
 				} else {
 					end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(used.Road),
@@ -163,16 +250,16 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 		} else if pe := proto.PeerError(res.Header.Get(proto.HeaderOutcome)); pe != proto.PeerAnswered {
 			var eb proto.ErrorBody
 			_ = json.Unmarshal(res.Bytes, &eb) // a reply that is not Delta's JSON has no detail to quote
-			at.Error = fmt.Sprintf("%s replied %d %s: %s", t.peer, res.StatusCode, pe, eb.Detail)
+			at.Error = fmt.Sprintf("%s replied %d %s: %s", t.Peer, res.StatusCode, pe, eb.Detail)
 		}
 		attempts = append(attempts, at)
 		if err != nil {
 			if !sent {
-				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err, t.peer)
+				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err, t.Peer)
 				var mm *pintls.MismatchError
 				if errors.As(err, &mm) {
-					o, detail = proto.Forbidden, fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.peer, cand, mm, t.peer)
-					g.log.Warn("certificate pin mismatch", "peer", t.peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+					o, detail = proto.Forbidden, fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.Peer, cand, mm, t.Peer)
+					cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 				}
 				end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
 				if firstFailure == nil {
@@ -180,15 +267,15 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 				}
 				return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
 			}
-			detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.peer)
-			if g.ctx.Err() != nil {
-				detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.peer, t.peer)
+			detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.Peer)
+			if cr.cfg.Ctx.Err() != nil {
+				detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
 			}
 			end = &callEnd{state: journal.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
 			return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
 		}
 		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
-		state, o, detail := mapOwnerReply(t.peer, peerErr, res)
+		state, o, detail := mapOwnerReply(t.Peer, peerErr, res)
 		end = &callEnd{state: state, o: o, detail: detail, road: string(used.Road), replayed: res.Header.Get(proto.HeaderReplayed) == "true", body: res.Bytes}
 		if o == proto.Answered {
 			h := res.Header.Clone()
@@ -210,16 +297,16 @@ func (g *Gateway) sendCall(w http.ResponseWriter, r *http.Request, t target, c *
 	case errors.As(err, &nr) && nr.FellBack && firstFailure != nil:
 		end = firstFailure // after a fall-back, the failure that led to it is the answer
 	case errors.As(err, &nr):
-		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.peer, nr.Err)}
+		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.peer, te.Err, t.peer)}
+		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.Peer, te.Err, t.Peer)}
 	}
 	if !recorded {
 		// Nothing was sent: recorded at once in its final state.
-		g.recordUnsent(w, r, c, attempts, end.o, end.detail, end.road, t.timeout)
+		cr.recordUnsent(w, r, c, attempts, end.o, end.detail, end.road, t.Timeout)
 		return
 	}
-	g.finishCall(w, c, attempts, *end)
+	cr.finishCall(w, c, attempts, *end)
 }
 
 // callEnd is how a call ended: the state recorded, the outcome the app is
@@ -238,21 +325,21 @@ type callEnd struct {
 // attempts (none wrote a byte), and only then tells the app. If the same
 // request id was recorded meanwhile by another request, that one's outcome
 // is the answer.
-func (g *Gateway) recordUnsent(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, o proto.Outcome, detail, road string, timeout time.Duration) {
+func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, o proto.Outcome, detail, road string, timeout time.Duration) {
 	c.State, c.Outcome, c.Detail, c.Attempts = journal.Unavailable, string(o), detail, attempts
-	// Not g.ctx: the outcome is recorded even while the gateway closes.
-	existing, err := g.db.BeginCall(context.WithoutCancel(g.ctx), c)
+	// Not cr.cfg.Ctx: the outcome is recorded even while the gateway closes.
+	existing, err := cr.cfg.DB.BeginCall(context.WithoutCancel(cr.cfg.Ctx), c)
 	if existing != nil {
-		g.answerExisting(w, r, c, existing, timeout)
+		cr.answerExisting(w, r, c, existing, timeout)
 		return
 	}
 	if err != nil {
 		// Nothing was sent either way; the app is told so, and a repeat
 		// will be tried afresh.
-		g.log.Error("could not record a call that was not sent", "request_id", c.RequestID, "outcome", o, "err", err)
+		cr.cfg.Log.Error("could not record a call that was not sent", "request_id", c.RequestID, "outcome", o, "err", err)
 	}
-	g.stats.call(o)
-	g.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
+	cr.cfg.OnCall(o)
+	cr.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
 }
 
 // mapOwnerReply turns the owner's reply to a call into the caller's state
@@ -292,23 +379,23 @@ func mapOwnerReply(peer string, pe proto.PeerError, res *oneshot.Response) (jour
 
 // finishCall records a call's outcome (a compare-and-set from sending) and
 // then tells the app.
-func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []journal.Attempt, e callEnd) {
+func (cr *Caller) finishCall(w http.ResponseWriter, c *journal.Call, attempts []journal.Attempt, e callEnd) {
 	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: e.state, Outcome: string(e.o), Detail: e.detail, Answer: e.ans, Attempts: attempts}
 	if e.state == journal.Unknown {
-		t.NextAsk = g.now().Add(g.cfg.Backoff[0])
+		t.NextAsk = cr.cfg.Now().Add(cr.cfg.FirstAsk)
 	}
-	// Not g.ctx: an outcome is recorded even while the gateway closes (Close
+	// Not cr.cfg.Ctx: an outcome is recorded even while the gateway closes (Close
 	// waits for it before it closes the journal).
-	if moved, _, err := g.db.Move(context.WithoutCancel(g.ctx), c.RequestID, t); err != nil || !moved {
-		g.log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
+	if moved, _, err := cr.cfg.DB.Move(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, t); err != nil || !moved {
+		cr.cfg.Log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}
-	g.stats.call(e.o)
+	cr.cfg.OnCall(e.o)
 	if e.state == journal.Unknown {
-		g.log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
-		g.recon.Wake()
+		cr.cfg.Log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
+		cr.cfg.Wake()
 	}
 	if e.o != proto.Answered {
-		g.replyCallError(w, e.o, e.detail, c.RequestID, c.Peer, e.road)
+		cr.replyCallError(w, e.o, e.detail, c.RequestID, c.Peer, e.road)
 		return
 	}
 	writeAnswer(w, e.ans, e.body, c.RequestID, e.road, e.replayed)
@@ -316,24 +403,24 @@ func (g *Gateway) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 
 // refuseCall counts and writes an outcome that is not recorded in the
 // journal (the call was refused before it was).
-func (g *Gateway) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid, peer string) {
-	g.stats.call(o)
-	g.replyCallError(w, o, detail, rid, peer, "")
+func (cr *Caller) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid, peer string) {
+	cr.cfg.OnCall(o)
+	cr.replyCallError(w, o, detail, rid, peer, "")
 }
 
 // refuseTooLarge refuses a call whose body is over the limit: bad_request,
 // with status 413.
-func (g *Gateway) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail, rid, peer string) {
+func (cr *Caller) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail, rid, peer string) {
 	// Read (and drop) the rest of a body of up to 64 MiB first: if the app
 	// is still writing when the connection closes, it gets a reset instead
 	// of this answer.
 	io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
-	g.stats.call(proto.BadRequest)
+	cr.cfg.OnCall(proto.BadRequest)
 	w.Header().Set("Connection", "close")
 	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer})
 }
 
-func (g *Gateway) replyCallError(w http.ResponseWriter, o proto.Outcome, detail, rid, peer, road string) {
+func (cr *Caller) replyCallError(w http.ResponseWriter, o proto.Outcome, detail, rid, peer, road string) {
 	w.Header().Set("Connection", "close")
 	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road})
 }
@@ -366,15 +453,15 @@ func writeAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, rid, r
 
 // replyExisting answers a repeat of a call already in the journal with that
 // call's outcome; if it is still being sent, it waits for it first.
-func (g *Gateway) replyExisting(w http.ResponseWriter, r *http.Request, rid string, timeout time.Duration) {
+func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout+callGrace+8*time.Second)
 	defer cancel()
 	var c *journal.Call
 	for {
-		changed := g.db.Changed()
+		changed := cr.cfg.DB.Changed()
 		var err error
-		if c, err = g.db.Call(ctx, rid); err != nil {
-			g.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, "")
+		if c, err = cr.cfg.DB.Call(ctx, rid); err != nil {
+			cr.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, "")
 			return
 		}
 		if c.State != journal.Sending {
@@ -385,7 +472,7 @@ func (g *Gateway) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 			continue
 		case <-ctx.Done():
 		}
-		g.refuseCall(w, proto.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), rid, c.Peer)
+		cr.refuseCall(w, proto.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), rid, c.Peer)
 		return
 	}
 	road := ""
@@ -393,7 +480,7 @@ func (g *Gateway) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 		road = c.Attempts[n-1].Road
 	}
 	if c.Answer != nil && (c.State == journal.Answered || c.State == journal.CarriedOut) {
-		g.stats.call(proto.Answered)
+		cr.cfg.OnCall(proto.Answered)
 		writeAnswer(w, c.Answer, nil, rid, road, true)
 		return
 	}
@@ -405,6 +492,6 @@ func (g *Gateway) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 	case journal.Unavailable:
 		o, detail = proto.Outcome(c.Outcome), c.Detail+again
 	}
-	g.stats.call(o)
-	g.replyCallError(w, o, detail, rid, c.Peer, road)
+	cr.cfg.OnCall(o)
+	cr.replyCallError(w, o, detail, rid, c.Peer, road)
 }
