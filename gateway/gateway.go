@@ -93,9 +93,18 @@ type Config struct {
 	Journal *journal.DB
 	// Version is reported in status. If empty, "dev".
 	Version string
-	// TailnetStatus, if not nil, is reported as "tailnet" in /v1/status
-	// (login state, why peers are missing).
-	TailnetStatus func() any
+	// Tailnet, if not nil, is the tailnet this gateway is attached to: its
+	// state is "tailnet" in /v1/status, and its summary is in the menu.
+	Tailnet TailnetReporter
+}
+
+// TailnetReporter is what the gateway shows of its tailnet (tailnet.Node).
+type TailnetReporter interface {
+	// StatusJSON is "tailnet" in /v1/status: login state, why peers are
+	// missing.
+	StatusJSON() any
+	// Summary is what the menu and the status page show of it.
+	Summary() view.TailnetSummary
 }
 
 // Gateway is one running Delta.

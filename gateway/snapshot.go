@@ -16,11 +16,9 @@ const recentCalls = 20
 // Snapshot reads what the menu and the status page show.
 func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	s := view.Snapshot{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
-	if g.cfg.TailnetStatus != nil {
-		if t, ok := g.cfg.TailnetStatus().(interface{ Summary() view.TailnetSummary }); ok {
-			sum := t.Summary()
-			s.Tailnet = &sum
-		}
+	if g.cfg.Tailnet != nil {
+		sum := g.cfg.Tailnet.Summary()
+		s.Tailnet = &sum
 	}
 	all, err := g.db.Calls(ctx, journal.CallFilter{Unsettled: true, WithDismissed: true})
 	if err != nil {

@@ -89,8 +89,8 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 		peers = []roads.PeerStatus{}
 	}
 	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: peers, Counters: g.stats.snapshot()}
-	if g.cfg.TailnetStatus != nil {
-		s.Tailnet = g.cfg.TailnetStatus()
+	if g.cfg.Tailnet != nil {
+		s.Tailnet = g.cfg.Tailnet.StatusJSON()
 	}
 	var err error
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())

@@ -186,7 +186,7 @@ func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur
 // unsettled, and when to ask next.
 func (d *DB) NoteAsk(ctx context.Context, id, ownerState, detail string, next time.Time) error {
 	_, err := d.db.ExecContext(ctx, `UPDATE calls SET owner_state = ?, detail = ?, next_ask_at = ?, asks = asks + 1, updated_at = ?
-		WHERE request_id = ? AND state IN ('unknown', 'needs_person')`,
+		WHERE request_id = ? AND state IN `+unsettledSQL,
 		ownerState, detail, nanos(next), nanos(d.now()), id)
 	if err != nil {
 		return fmt.Errorf("journal: note ask of call %s: %w", id, err)
@@ -240,9 +240,9 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
 	var args []any
 	switch {
 	case f.Unsettled && f.WithDismissed:
-		q += ` WHERE state IN ('unknown', 'needs_person')`
+		q += ` WHERE state IN ` + unsettledSQL
 	case f.Unsettled:
-		q += ` WHERE state IN ('unknown', 'needs_person') AND dismissed = 0`
+		q += ` WHERE state IN ` + unsettledSQL + ` AND dismissed = 0`
 	case f.State != "":
 		q += ` WHERE state = ?`
 		args = append(args, f.State)
@@ -297,7 +297,7 @@ func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*Call, er
 // CountUnsettled counts the unsettled calls that are not dismissed.
 func (d *DB) CountUnsettled(ctx context.Context) (int, error) {
 	var n int
-	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN ('unknown', 'needs_person') AND dismissed = 0`).Scan(&n)
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 0`).Scan(&n)
 	return n, err
 }
 
@@ -343,6 +343,18 @@ func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
 	}
 	return int(n), nil
 }
+
+// unsettledSQL is the unsettled states as an SQL list, made from
+// record.CallState.Unsettled so that the two cannot disagree.
+var unsettledSQL = func() string {
+	var in []string
+	for _, st := range []CallState{Sending, Answered, Unavailable, Unknown, CarriedOut, NotCarriedOut, NeedsPerson} {
+		if st.Unsettled() {
+			in = append(in, "'"+string(st)+"'")
+		}
+	}
+	return "(" + strings.Join(in, ", ") + ")"
+}()
 
 func placeholders(n int) string {
 	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")

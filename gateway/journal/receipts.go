@@ -267,7 +267,7 @@ func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 			ON CONFLICT (caller) DO UPDATE SET swept_until = MAX(swept_until, excluded.swept_until)`, cutoff); err != nil {
 			return fmt.Errorf("journal: move sweep watermark: %w", err)
 		}
-		res, err = tx.ExecContext(ctx, `DELETE FROM calls WHERE created_at < ? AND state NOT IN ('sending', 'unknown', 'needs_person')`,
+		res, err = tx.ExecContext(ctx, `DELETE FROM calls WHERE created_at < ? AND state != 'sending' AND state NOT IN `+unsettledSQL,
 			nanos(now.Add(-CallRetention)))
 		if err != nil {
 			return fmt.Errorf("journal: delete old calls: %w", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 )
@@ -91,7 +92,7 @@ func TestRaceReportsSilentLoser(t *testing.T) {
 		t.Fatalf("%v %v", rc, err)
 	}
 	rc.Close()
-	if l := <-lates; l.Cand.Road != roads.LAN || !routes.IsConnectTimeout(l.Err) {
+	if l := <-lates; l.Cand.Road != roads.LAN || !oneshot.IsTimeout(l.Err) {
 		t.Errorf("late: %+v, want the lan connect timing out", l)
 	}
 }

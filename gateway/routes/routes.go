@@ -12,18 +12,16 @@
 package routes
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -247,18 +245,9 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 		return
 	}
 	e.downAt, e.lastErr = now, err.Error()
-	if IsConnectTimeout(err) {
+	if oneshot.IsTimeout(err) {
 		e.heldUntil, e.heldCause, e.heldAt = now.Add(c.Road.HoldDown()), fmt.Sprintf("connect to %s timed out after %.1f s", c, c.Road.ConnectTimeout().Seconds()), now
 	}
-}
-
-// IsConnectTimeout reports whether err is a connect that timed out.
-func IsConnectTimeout(err error) bool {
-	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Cause names the kind of a road failure, for the log and the counters.
@@ -269,7 +258,7 @@ func Cause(err error) string {
 		return "none"
 	case errors.As(err, &hd):
 		return "HeldDown"
-	case IsConnectTimeout(err):
+	case oneshot.IsTimeout(err):
 		return "Timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "Refused"

@@ -417,7 +417,7 @@ func (n *Node) Attach(cfg *gateway.Config) {
 	cfg.Door = ticketDoor{n} // for a listener without a door of its own
 	cfg.Tickets = n
 	cfg.SelfFunc = n.Self
-	cfg.TailnetStatus = func() any { return n.Status() }
+	cfg.Tailnet = n
 	cfg.PeerListeners = []gateway.PeerListener{{Name: "tailnet", Listener: n.tailLn, Door: whoisDoor{n}, Routes: n.routes}}
 	cfg.LaterListeners = n.newLns
 	n.mu.Lock()
@@ -511,6 +511,14 @@ func (n *Node) Status() TailnetStatus {
 // this process: not once TS_NO_LOGS_NO_SUPPORT is set (a Node started
 // without UploadLogs sets it), nor in a test binary.
 func LogUploadOn() bool { return !envknob.NoLogsNoSupport() && !testenv.InTest() }
+
+// StatusJSON implements gateway.TailnetReporter.
+func (n *Node) StatusJSON() any { return n.Status() }
+
+// Summary implements gateway.TailnetReporter.
+func (n *Node) Summary() view.TailnetSummary { return n.Status().Summary() }
+
+var _ gateway.TailnetReporter = (*Node)(nil)
 
 // Summary is what the menu needs of the tailnet: whether a person must log
 // in, and where.
