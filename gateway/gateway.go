@@ -385,8 +385,13 @@ func (g *Gateway) Close() error {
 	g.caller.StopSending()
 	g.cancel()      // calls still waiting end now, and background work stops
 	g.caller.Wait() // each call's outcome is recorded and its app answered
+	// The calls have their answers written; a second, short shutdown lets
+	// their handlers finish the responses (a chunked reply's last chunk is
+	// written when the handler returns) before anything is closed.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel2()
 	for i, s := range srvs {
-		if !done[i] {
+		if !done[i] && s.Shutdown(ctx2) != nil {
 			s.Close()
 		}
 	}
