@@ -21,12 +21,11 @@ import (
 
 // Discovery timing.
 const (
-	rescanEvery    = 15 * time.Second // status re-read and lan probes, besides IPN bus events
-	helloTimeout   = 5 * time.Second
-	helloRetryMax  = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
-	helloMaxAge    = 5 * time.Minute  // hello is fetched again after this
-	beliefLifetime = 30 * time.Second // a road believed up is chosen for this long after it answered
-	refetchEvery   = 10 * time.Second // a pin mismatch fetches hello again at most this often
+	rescanEvery   = 15 * time.Second // status re-read and lan probes, besides IPN bus events
+	helloTimeout  = 5 * time.Second
+	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
+	helloMaxAge   = 5 * time.Minute  // hello is fetched again after this
+	refetchEvery  = 10 * time.Second // a pin mismatch fetches hello again at most this often
 )
 
 // Hello is the JSON of GET /delta/v1/hello.

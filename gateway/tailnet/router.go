@@ -11,6 +11,7 @@ import (
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/netwatch"
 )
 
 // Known implements roads.Router: a peer is known once it answered hello,
@@ -125,7 +126,7 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 			pin = p.hello.Pin
 		}
 		n.mu.Unlock()
-		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: controlFor(iface, road)}
+		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: netwatch.BindControl(iface, road)}
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			if iface != "" {

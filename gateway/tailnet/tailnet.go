@@ -515,14 +515,12 @@ func LogUploadOn() bool { return !envknob.NoLogsNoSupport() && !testenv.InTest()
 // StatusJSON implements gateway.TailnetReporter.
 func (n *Node) StatusJSON() any { return n.Status() }
 
-// Summary implements gateway.TailnetReporter.
-func (n *Node) Summary() view.TailnetSummary { return n.Status().Summary() }
-
-var _ gateway.TailnetReporter = (*Node)(nil)
-
-// Summary is what the menu needs of the tailnet: whether a person must log
+// Summary implements gateway.TailnetReporter: whether a person must log
 // in, and where.
-func (s TailnetStatus) Summary() view.TailnetSummary {
+func (n *Node) Summary() view.TailnetSummary {
+	s := n.Status()
 	return view.TailnetSummary{State: s.State, LoginURL: s.LoginURL, Message: s.Message,
 		NeedsLogin: s.State == "NeedsLogin" || s.State == "NeedsMachineAuth"}
 }
+
+var _ gateway.TailnetReporter = (*Node)(nil)

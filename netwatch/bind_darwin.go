@@ -1,4 +1,4 @@
-package tailnet
+package netwatch
 
 import (
 	"net"
@@ -10,12 +10,12 @@ import (
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
-// controlFor binds a lan or thunderbolt connection to its interface
+// BindControl binds a lan or thunderbolt connection to its interface
 // (IP_BOUND_IF / IPV6_BOUND_IF: Wi-Fi and the Thunderbolt bridge may both
 // hold 169.254/16 addresses) and sets TCP_RXT_CONNDROPTIME to the road's
 // connect timeout, so that a pooled connection on a road that went silent
 // fails in seconds.
-func controlFor(iface string, road roads.Road) func(string, string, syscall.RawConn) error {
+func BindControl(iface string, road roads.Road) func(string, string, syscall.RawConn) error {
 	return func(_, address string, c syscall.RawConn) error {
 		idx := 0
 		if iface != "" {

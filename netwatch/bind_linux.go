@@ -1,4 +1,4 @@
-package tailnet
+package netwatch
 
 import (
 	"syscall"
@@ -8,12 +8,12 @@ import (
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
-// controlFor binds a lan or thunderbolt connection to its interface
+// BindControl binds a lan or thunderbolt connection to its interface
 // (SO_BINDTODEVICE: two interfaces may both hold 169.254/16 addresses, and a
 // thunderbolt request must not leave by Wi-Fi) and sets TCP_USER_TIMEOUT to
 // the road's connect timeout, so that a pooled connection on a road that
 // went silent fails in seconds instead of hanging.
-func controlFor(iface string, road roads.Road) func(string, string, syscall.RawConn) error {
+func BindControl(iface string, road roads.Road) func(string, string, syscall.RawConn) error {
 	return func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		err := c.Control(func(fd uintptr) {
