@@ -57,7 +57,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if !isLoopbackHost(host) {
-			localError(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard); nothing was sent", r.Host))
+			localError(w, proto.BadRequest, proto.NotSent(fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard)", r.Host), ""))
 			return
 		}
 		if statuspage.IsPagePath(r.URL.Path) {
@@ -72,7 +72,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			} else if r.Header.Get("Authorization") != "" {
 				why = "the Authorization header is not \"Bearer <token>\""
 			}
-			localError(w, proto.Unauthorized, why+"; nothing was sent")
+			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -88,7 +88,7 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	if !isCall && !proto.IsRead(r.Method) {
 		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE")
 		proto.WriteError(w, http.StatusMethodNotAllowed, proto.ErrorBody{Error: string(proto.BadRequest),
-			Detail: fmt.Sprintf("method %s is neither a read (GET, HEAD) nor a call (POST, PUT, PATCH, DELETE); nothing was sent", r.Method)})
+			Detail: proto.NotSent(fmt.Sprintf("method %s is neither a read (GET, HEAD) nor a call (POST, PUT, PATCH, DELETE)", r.Method), "")})
 		return
 	}
 	t, o, detail := g.parseTarget(r)
@@ -107,7 +107,7 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	if !g.router.Known(t.Peer) {
 		g.stats.read(proto.NotFound)
-		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.Peer), Peer: t.Peer})
+		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer})
 		return
 	}
 	g.caller.Read(w, r, t)
@@ -115,20 +115,19 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 
 func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 	t := caller.Target{Peer: r.PathValue("peer"), App: r.PathValue("app")}
-	nothing := "; nothing was sent"
 	if err := proto.CheckName("peer", t.Peer); err != nil {
-		return t, proto.BadRequest, err.Error() + nothing
+		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 	}
 	if err := proto.CheckName("app", t.App); err != nil {
-		return t, proto.BadRequest, err.Error() + nothing
+		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 	}
 	var err error
 	if t.Timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
-		return t, proto.BadRequest, err.Error() + nothing
+		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 	}
 	if v := r.Header.Get(proto.HeaderRoute); v != "" {
 		if t.Pin, err = roads.Parse(v); err != nil {
-			return t, proto.BadRequest, err.Error() + nothing
+			return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 		}
 	}
 	prefix := "/v1/peers/" + t.Peer + "/" + t.App
@@ -137,7 +136,7 @@ func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, st
 		rest = "/"
 	}
 	if strings.ContainsRune(rest, 0) {
-		return t, proto.BadRequest, "the path holds a NUL character; nothing was sent"
+		return t, proto.BadRequest, proto.NotSent("the path holds a NUL character", "")
 	}
 	t.PathQuery = rest
 	if r.URL.RawQuery != "" {

@@ -119,20 +119,20 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	if rid == "" {
 		rid = newRequestID()
 	} else if err := proto.CheckRequestID(rid); err != nil {
-		cr.refuseCall(w, proto.BadRequest, err.Error()+"; nothing was sent", "", t.Peer)
+		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), "", t.Peer)
 		return
 	}
 	if r.ContentLength > proto.MaxCallBody {
-		cr.refuseTooLarge(w, r, fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call; nothing was sent", r.ContentLength, proto.MaxCallBody), rid, t.Peer)
+		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call", r.ContentLength, proto.MaxCallBody), ""), rid, t.Peer)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
 	if err != nil {
-		cr.refuseCall(w, proto.BadRequest, "could not read the request body from the app: "+err.Error()+"; nothing was sent", rid, t.Peer)
+		cr.refuseCall(w, proto.BadRequest, proto.NotSent("could not read the request body from the app: "+err.Error(), ""), rid, t.Peer)
 		return
 	}
 	if len(body) > proto.MaxCallBody {
-		cr.refuseTooLarge(w, r, fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call; nothing was sent", proto.MaxCallBody), rid, t.Peer)
+		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call", proto.MaxCallBody), ""), rid, t.Peer)
 		return
 	}
 	callerApp := r.Header.Get(proto.HeaderApp)
@@ -150,11 +150,11 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.answerExisting(w, r, c, existing, t.Timeout)
 		return
 	case !errors.Is(err, journal.ErrNotFound):
-		cr.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, t.Peer)
+		cr.refuseCall(w, proto.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, t.Peer)
 		return
 	}
 	if !cr.cfg.Router.Known(t.Peer) {
-		cr.refuseCall(w, proto.NotFound, fmt.Sprintf("%q is not one of this computer's peers; nothing was sent", t.Peer), rid, t.Peer)
+		cr.refuseCall(w, proto.NotFound, proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), rid, t.Peer)
 		return
 	}
 	cr.sendCall(w, r, t, c, body)
@@ -164,8 +164,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 // same request gets that call's outcome, another one 409.
 func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
 	if existing.Digest != c.Digest {
-		cr.refuseCall(w, proto.Conflict, fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s); nothing was sent",
-			c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), c.RequestID, c.Peer)
+		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
 		return
 	}
 	cr.replyExisting(w, r, c.RequestID, timeout)
@@ -180,7 +179,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	// The call goes on if the app hangs up: its outcome must be recorded.
 	// It ends early only when the gateway stops.
 	if !cr.beginSend() {
-		cr.recordUnsent(w, r, c, nil, proto.Unavailable, fmt.Sprintf("Delta is stopping; nothing was sent to %s", t.Peer), "", t.Timeout)
+		cr.recordUnsent(w, r, c, nil, proto.Unavailable, proto.NotSent("Delta is stopping", t.Peer), "", t.Timeout)
 		return
 	}
 	defer cr.calls.Done()
@@ -196,7 +195,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 		cand := try.Cand
 		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.App+t.PathQuery, bytes.NewReader(body))
 		if err != nil {
-			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.PathQuery, err)}
+			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		req.Header = proto.ForwardHeaders(r.Header)
@@ -235,7 +234,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 					handled = true
 				} else {
 					end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(used.Road),
-						detail: "could not record the call in the journal (" + jerr.Error() + "); nothing was sent"}
+						detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
 				}
 				return peerclient.Result{Verdict: peerclient.Done}
 			}
@@ -255,10 +254,10 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 		attempts = append(attempts, at)
 		if err != nil {
 			if !sent {
-				o, detail := proto.Unavailable, fmt.Sprintf("%s did not answer (%s failed: %v); nothing was sent to %s", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err, t.Peer)
+				o, detail := proto.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
 				var mm *pintls.MismatchError
 				if errors.As(err, &mm) {
-					o, detail = proto.Forbidden, fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.Peer, cand, mm, t.Peer)
+					o, detail = proto.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
 					cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 				}
 				end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
@@ -299,7 +298,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	case errors.As(err, &nr):
 		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.Peer, te.Err, t.Peer)}
+		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
 	}
 	if !recorded {
 		// Nothing was sent: recorded at once in its final state.
@@ -461,7 +460,7 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 		changed := cr.cfg.DB.Changed()
 		var err error
 		if c, err = cr.cfg.DB.Call(ctx, rid); err != nil {
-			cr.refuseCall(w, proto.Unavailable, "could not read the journal ("+err.Error()+"); nothing was sent", rid, "")
+			cr.refuseCall(w, proto.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, "")
 			return
 		}
 		if c.State != journal.Sending {

@@ -56,7 +56,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.App+t.PathQuery, nil)
 		if err != nil {
-			fail = readFailure{o: proto.BadRequest, detail: fmt.Sprintf("the path %q does not make a valid request (%v); nothing was sent", t.PathQuery, err)}
+			fail = readFailure{o: proto.BadRequest, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		req.Header = proto.ForwardHeaders(r.Header)
@@ -80,7 +80,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 			switch {
 			case errors.As(err, &mm):
 				fail.o = proto.Forbidden
-				fail.detail = fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v); nothing was sent to %s", t.Peer, cand, mm, t.Peer)
+				fail.detail = proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
 				cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 			case oneshot.IsTimeout(err):
 				fail.o = proto.Timeout
@@ -119,7 +119,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	case errors.As(err, &nr) && !nr.FellBack: // after a fall-back, the first failure is the answer
 		fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		fail = readFailure{o: proto.Unavailable, road: string(te.Road), detail: fmt.Sprintf("no ticket for %s (%v); nothing was sent to %s", t.Peer, te.Err, t.Peer)}
+		fail = readFailure{o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
 	}
 	if fail.o == "" {
 		return // answered
@@ -232,7 +232,7 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 func noRoadDetail(peer string, err error) string {
 	var notYet *roads.NotYetError
 	if errors.Is(err, roads.ErrHeldDown) || errors.As(err, &notYet) {
-		return fmt.Sprintf("%v; nothing was sent to %s", err, peer)
+		return proto.NotSent(err.Error(), peer)
 	}
-	return fmt.Sprintf("%s cannot be reached (%v); nothing was sent to %s", peer, err, peer)
+	return proto.NotSent(fmt.Sprintf("%s cannot be reached (%v)", peer, err), peer)
 }

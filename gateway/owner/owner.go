@@ -142,21 +142,21 @@ type ownerTarget struct {
 func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("app")
 	if err := proto.CheckName("app", name); err != nil {
-		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut(err.Error()))
 		return
 	}
 	timeout, err := proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout))
 	if err != nil {
-		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut(err.Error()))
 		return
 	}
 	app, err := o.cfg.DB.App(r.Context(), name)
 	if errors.Is(err, journal.ErrNotFound) {
-		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s; nothing was carried out", name, o.cfg.Self().Name))
+		peerError(w, http.StatusNotFound, proto.PeerAppNotFound, proto.NotCarriedOut(fmt.Sprintf("no app %q is registered on %s", name, o.cfg.Self().Name)))
 		return
 	}
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v); nothing was carried out", o.cfg.Self().Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, proto.NotCarriedOut(fmt.Sprintf("%s could not read its app registry (%v)", o.cfg.Self().Name, err)))
 		return
 	}
 	rest := strings.TrimPrefix(r.URL.EscapedPath(), "/delta/v1/apps/"+name)
@@ -173,7 +173,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 	case proto.IsCall(r.Method):
 		o.ownerCall(w, r, t)
 	default:
-		peerError(w, http.StatusMethodNotAllowed, proto.PeerBadRequest, fmt.Sprintf("method %s is neither a read nor a call; nothing was carried out", r.Method))
+		peerError(w, http.StatusMethodNotAllowed, proto.PeerBadRequest, proto.NotCarriedOut(fmt.Sprintf("method %s is neither a read nor a call", r.Method)))
 	}
 }
 
@@ -259,38 +259,37 @@ func (o *Owner) appProxy() *httputil.ReverseProxy {
 func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget) {
 	rid := r.Header.Get(proto.HeaderRequestID)
 	if err := proto.CheckRequestID(rid); err != nil {
-		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error()+"; nothing was carried out")
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut(err.Error()))
 		return
 	}
 	if r.ContentLength > proto.MaxCallBody {
-		peerError(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, fmt.Sprintf("the body is %d bytes, over the limit of %d; nothing was carried out", r.ContentLength, proto.MaxCallBody))
+		peerError(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, proto.NotCarriedOut(fmt.Sprintf("the body is %d bytes, over the limit of %d", r.ContentLength, proto.MaxCallBody)))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
 	if err != nil {
-		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, "could not read the call's body ("+err.Error()+"); nothing was carried out")
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut("could not read the call's body ("+err.Error()+")"))
 		return
 	}
 	if len(body) > proto.MaxCallBody {
-		peerError(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, fmt.Sprintf("the body is over the limit of %d bytes; nothing was carried out", proto.MaxCallBody))
+		peerError(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, proto.NotCarriedOut(fmt.Sprintf("the body is over the limit of %d bytes", proto.MaxCallBody)))
 		return
 	}
 	digest := proto.Digest(r.Method, t.app.Name, t.pathQuery, body)
 	if sent := r.Header.Get(proto.HeaderDigest); sent != "" && sent != digest {
-		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("the call's digest is %s here but %s at the caller (the request changed on the way); nothing was carried out", digest, sent))
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut(fmt.Sprintf("the call's digest is %s here but %s at the caller (the request changed on the way)", digest, sent)))
 		return
 	}
 	rec := &journal.Receipt{Caller: t.caller.Node, RequestID: rid, Digest: digest, CallerName: t.caller.Name,
 		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
 	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
 	if err != nil {
-		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v); nothing was carried out", o.cfg.Self().Name, err))
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, proto.NotCarriedOut(fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err)))
 		return
 	}
 	switch dec {
 	case journal.Reused:
-		peerError(w, http.StatusUnprocessableEntity, proto.PeerReused, fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s); nothing was carried out",
-			rid, t.caller.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
+		peerError(w, http.StatusUnprocessableEntity, proto.PeerReused, proto.NotCarriedOut(fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s)", rid, t.caller.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339))))
 		return
 	case journal.Replay:
 		o.cfg.OnReplay()
@@ -306,7 +305,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	req, err := http.NewRequest(r.Method, t.app.URL+t.pathQuery, bytes.NewReader(body))
 	if err != nil { // cannot happen: the URL was checked at registration
 		o.cfg.DB.FinishReceipt(context.Background(), t.caller.Node, rid, journal.ReceiptNotDone, nil)
-		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, "the call does not make a request to the app ("+err.Error()+"); nothing was carried out")
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut("the call does not make a request to the app ("+err.Error()+")"))
 		return
 	}
 	req.Header = proto.ForwardHeaders(r.Header)
@@ -360,7 +359,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		case journal.ReceiptAnswered:
 			writeOwnerAnswer(w, res.ans, res.body, false)
 		case journal.ReceiptNotDone:
-			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v); nothing was carried out", t.app.Name, o.cfg.Self().Name, res.err))
+			peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, proto.NotCarriedOut(fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, res.err)))
 		case journal.AppUnknown:
 			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, o.cfg.Self().Name, res.err))
 		default:
@@ -380,7 +379,7 @@ func busyError(old *journal.Receipt) (proto.PeerError, string) {
 	case journal.Running:
 		return proto.PeerInProgress, "is being carried out now"
 	case journal.Fenced:
-		return proto.PeerFenced, "was asked about before it arrived and was recorded as never arrived, so it is refused; nothing was carried out"
+		return proto.PeerFenced, proto.NotCarriedOut("was asked about before it arrived and was recorded as never arrived, so it is refused")
 	case journal.ReceiptAnswered:
 		return proto.PeerAnswerExpired, "was answered, but the answer is no longer kept"
 	case journal.ReceiptNotDone:

@@ -68,3 +68,18 @@ func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
 
 // Put returns a buffer.
 func (b *BufferPool) Put(s []byte) { b.p.Put(&s) }
+
+// NotSent phrases what an app is told of a request that never left this
+// computer: the cause, then "nothing was sent" (to peer, when one is
+// named). Every such guarantee the caller's side gives is written here.
+func NotSent(cause, peer string) string {
+	if peer == "" {
+		return cause + "; nothing was sent"
+	}
+	return cause + "; nothing was sent to " + peer
+}
+
+// NotCarriedOut phrases an owner's refusal before anything ran: the cause,
+// then "nothing was carried out". Every such guarantee the owner gives is
+// written here.
+func NotCarriedOut(cause string) string { return cause + "; nothing was carried out" }
