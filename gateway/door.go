@@ -1,6 +1,10 @@
 package gateway
 
-import "github.com/delta-roads/delta/gateway/owner"
+import (
+	"net/http"
+
+	"github.com/delta-roads/delta/gateway/owner"
+)
 
 // The peer API's door seam lives with the owner side; these names keep the
 // gateway's API whole for the modes that plug into it.
@@ -16,7 +20,7 @@ var ErrDoorUnauthorized = owner.ErrDoorUnauthorized
 
 // CallerFrom returns the caller the door admitted, for handlers added with
 // PeerListener.Routes.
-var CallerFrom = owner.CallerFrom
+func CallerFrom(r *http.Request) Caller { return owner.CallerFrom(r) }
 
 // OwnerExtraWait is how long the owner keeps waiting for a slow app after
 // the caller's deadline has passed (DESIGN §8).

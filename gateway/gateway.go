@@ -340,7 +340,7 @@ func (g *Gateway) followRoads(events <-chan roads.Event) {
 		case e := <-events:
 			switch e.Kind {
 			case roads.InterfaceLost:
-				g.DropInterface(e.Interface)
+				g.dropInterface(e.Interface)
 				for _, peer := range e.Peers {
 					g.pc.CloseIdle(peer)
 				}
@@ -453,17 +453,13 @@ func (e CallEvents) Call(ctx context.Context, id string) (*record.Call, error) {
 // Changed closes at the next change to the journal.
 func (e CallEvents) Changed() <-chan struct{} { return e.db.Changed() }
 
-// DropInterface closes every connection bound to a local interface that
-// went down, lost its address or vanished (netwatch).
-func (g *Gateway) DropInterface(iface string) {
+// dropInterface closes every connection bound to a local interface that
+// went down, lost its address or vanished.
+func (g *Gateway) dropInterface(iface string) {
 	if n := g.pc.DropInterface(iface); n > 0 {
 		g.log.Info("closed the connections over a lost interface", "interface", iface, "connections", n)
 	}
 }
-
-// CloseIdle closes the idle pooled connections to peer (netwatch: a road
-// went down, or a better one came up).
-func (g *Gateway) CloseIdle(peer string) { g.pc.CloseIdle(peer) }
 
 func (g *Gateway) sweepLoop() {
 	t := time.NewTicker(g.cfg.SweepEvery)

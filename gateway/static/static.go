@@ -57,7 +57,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("gateway: peer API: %w", err)
+			return fmt.Errorf("static: the peer API cannot listen on %s (--peer-listen, or peer_listen in %s): %w", addr, statedir.ConfigFile, err)
 		}
 		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	}

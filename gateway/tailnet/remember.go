@@ -8,24 +8,17 @@ import (
 	"github.com/delta-roads/delta/gateway/statedir"
 )
 
-// statedir.PeersFile keeps the peers this computer has found, with their
-// last roads, so that a restarted Delta knows them at once: a call to one
-// of them in the moments before discovery finds it again is "no road yet",
-// never "not one of this computer's peers" (and a call it holds in its
-// journal gets its recorded outcome either way).
-
-type rememberedPeer = statedir.Peer
-
-func loadRemembered(dir string) (map[string]rememberedPeer, error) { return statedir.ReadPeers(dir) }
-
-// rememberLocked notes a peer found (or found again) by hello.
+// rememberLocked notes a peer found (or found again) by hello, for
+// statedir.PeersFile: a restarted Delta knows it at once, so a call to it
+// in the moments before discovery finds it again is "no road yet", never
+// "not one of this computer's peers".
 func (n *Node) rememberLocked(p *peer) {
 	old, had := n.remembered[p.name]
 	rs := make([]statedir.PeerRoad, len(p.hello.Roads))
 	for i, r := range p.hello.Roads {
 		rs[i] = statedir.PeerRoad(r)
 	}
-	now := rememberedPeer{Name: p.name, Node: string(p.node), Roads: rs, SeenAt: time.Now().UTC()}
+	now := statedir.Peer{Name: p.name, Node: string(p.node), Roads: rs, SeenAt: time.Now().UTC()}
 	n.remembered[p.name] = now
 	if !had || old.Node != now.Node || !slices.Equal(old.Roads, now.Roads) {
 		n.saveSoon()
@@ -68,7 +61,7 @@ func (n *Node) saver() {
 
 func (n *Node) save() {
 	n.mu.Lock()
-	m := make(map[string]rememberedPeer, len(n.remembered))
+	m := make(map[string]statedir.Peer, len(n.remembered))
 	for k, v := range n.remembered {
 		m[k] = v
 	}

@@ -139,7 +139,7 @@ type Node struct {
 	newLns   chan gateway.PeerListener      // TLS listeners opened after Attach
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
-	remembered map[string]rememberedPeer
+	remembered map[string]statedir.Peer
 }
 
 type lanListener struct {
@@ -191,10 +191,10 @@ func (n *Node) Start() (err error) {
 		}
 	}()
 	n.started = time.Now()
-	if n.remembered, err = loadRemembered(n.cfg.StateDir); err != nil {
+	if n.remembered, err = statedir.ReadPeers(n.cfg.StateDir); err != nil {
 		// Only a help for the moments after a start: say so, go on.
 		n.log.Warn("the peers found before are not known until discovery finds them again", "err", err)
-		n.remembered = map[string]rememberedPeer{}
+		n.remembered = map[string]statedir.Peer{}
 	}
 	dir := filepath.Join(n.cfg.StateDir, statedir.TailnetDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
