@@ -296,6 +296,9 @@ func (g *Gateway) Start() (err error) {
 	if es, ok := g.router.(roads.EventSource); ok {
 		g.goBackground(func() { g.followRoads(es.Events()) })
 	}
+	if pr, ok := g.router.(roads.Prober); ok {
+		g.goBackground(func() { pr.Probe(g.ctx) })
+	}
 	if g.cfg.LaterListeners != nil {
 		g.goBackground(func() {
 			for {

@@ -30,16 +30,30 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("GET /v1/calls/{id}", g.handleGetCall)
 	mux.HandleFunc("POST /v1/calls/{id}/ask", g.handleAsk)
 	mux.HandleFunc("POST /v1/calls/{id}/dismiss", g.handleDismiss)
+	mux.HandleFunc("GET /v1/apps", g.handleListApps)
 	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
 	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
 	mux.HandleFunc("DELETE /v1/apps/{app}", g.handleDeleteApp)
 	mux.HandleFunc("GET /v1/status", g.handleStatus)
 	mux.HandleFunc("GET /metrics", g.handleMetrics)
 	mux.HandleFunc("POST /v1/login-link", g.handleLoginLink)
+	mux.HandleFunc("POST /v1/ping/{peer}", g.handlePing)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
 	})
-	return g.guardLocal(mux)
+	return g.guardLocal(withOutcome(mux))
+}
+
+// withOutcome gives every answer of Delta's own endpoints (status, calls,
+// apps, ping, …) `X-Delta-Outcome: answered` unless it says otherwise: an
+// error sets its own. Requests to peers set theirs as they go.
+func withOutcome(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/peers/") {
+			w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // handleLoginLink mints a one-time link to the status page (`delta open`).
@@ -147,24 +161,37 @@ func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, st
 
 // callView is the JSON of GET /v1/calls/{id} (DESIGN §4).
 type callView struct {
-	RequestID  string            `json:"request_id"`
-	Peer       string            `json:"peer"`
-	App        string            `json:"app"`
-	CallerApp  string            `json:"caller_app"`
-	Method     string            `json:"method"`
-	Path       string            `json:"path"`
-	Digest     string            `json:"digest"`
-	State      string            `json:"state"`
-	Outcome    string            `json:"outcome,omitempty"`
-	Dismissed  bool              `json:"dismissed"`
-	Detail     string            `json:"detail"`
-	CreatedAt  string            `json:"created_at"`
-	UpdatedAt  string            `json:"updated_at"`
-	OwnerState string            `json:"owner_state"`
-	Asks       int               `json:"asks"`
-	NextAskAt  string            `json:"next_ask_at,omitempty"`
-	Attempts   []attemptView     `json:"attempts"`
-	Answer     *proto.AnswerJSON `json:"answer,omitempty"`
+	RequestID string `json:"request_id"`
+	Peer      string `json:"peer"`
+	App       string `json:"app"`
+	CallerApp string `json:"caller_app"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	Digest    string `json:"digest"`
+	State     string `json:"state"`
+	Outcome   string `json:"outcome,omitempty"`
+	Dismissed bool   `json:"dismissed"`
+	// DismissedBy says who set it aside: "the status page", "the local API".
+	DismissedBy string            `json:"dismissed_by,omitempty"`
+	Detail      string            `json:"detail"`
+	CreatedAt   string            `json:"created_at"`
+	UpdatedAt   string            `json:"updated_at"`
+	OwnerState  string            `json:"owner_state"`
+	Asks        int               `json:"asks"`
+	NextAskAt   string            `json:"next_ask_at,omitempty"`
+	Attempts    []attemptView     `json:"attempts"`
+	Answer      *proto.AnswerJSON `json:"answer,omitempty"`
+	// History is the call's steps, oldest first (GET /v1/calls/{id} only).
+	History []eventView `json:"history,omitempty"`
+}
+
+type eventView struct {
+	At         string `json:"at"`
+	From       string `json:"from,omitempty"`
+	State      string `json:"state"`
+	OwnerState string `json:"owner_state,omitempty"`
+	Dismissed  bool   `json:"dismissed,omitempty"`
+	Detail     string `json:"detail,omitempty"`
 }
 
 type attemptView struct {
@@ -179,7 +206,7 @@ type attemptView struct {
 func viewCall(c *journal.Call) callView {
 	v := callView{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
 		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
-		Dismissed: c.Dismissed, Detail: c.Detail, CreatedAt: proto.RFC3339(c.CreatedAt), UpdatedAt: proto.RFC3339(c.UpdatedAt),
+		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, Detail: c.Detail, CreatedAt: proto.RFC3339(c.CreatedAt), UpdatedAt: proto.RFC3339(c.UpdatedAt),
 		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []attemptView{}}
 	if !c.NextAskAt.IsZero() {
 		v.NextAskAt = proto.RFC3339(c.NextAskAt)
@@ -251,7 +278,17 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if c.State != journal.Sending && c.State != journal.Unknown || ctx.Err() != nil {
-			proto.WriteJSON(w, http.StatusOK, viewCall(c))
+			v := viewCall(c)
+			hist, err := g.db.History(r.Context(), id)
+			if err != nil {
+				localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+				return
+			}
+			for _, e := range hist {
+				v.History = append(v.History, eventView{At: proto.RFC3339(e.At), From: string(e.From), State: string(e.State),
+					OwnerState: e.OwnerState, Dismissed: e.Dismissed, Detail: e.Detail})
+			}
+			proto.WriteJSON(w, http.StatusOK, v)
 			return
 		}
 		select {
@@ -267,7 +304,7 @@ func (g *Gateway) handleAsk(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) handleDismiss(w http.ResponseWriter, r *http.Request) {
-	c, err := g.Dismiss(r.Context(), r.PathValue("id"))
+	c, err := g.Dismiss(r.Context(), r.PathValue("id"), "the local API")
 	g.writeCallResult(w, r.PathValue("id"), c, err)
 }
 
@@ -289,6 +326,24 @@ type appView struct {
 	App    string `json:"app"`
 	URL    string `json:"url"`
 	Secret string `json:"secret"`
+}
+
+func (g *Gateway) handleListApps(w http.ResponseWriter, r *http.Request) {
+	apps, err := g.db.Apps(r.Context())
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	type listed struct {
+		App       string `json:"app"`
+		URL       string `json:"url"`
+		UpdatedAt string `json:"updated_at"`
+	}
+	out := []listed{}
+	for _, a := range apps {
+		out = append(out, listed{App: a.Name, URL: a.URL, UpdatedAt: proto.RFC3339(a.UpdatedAt)})
+	}
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"apps": out})
 }
 
 func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {

@@ -78,9 +78,10 @@ func (g *Gateway) Ask(ctx context.Context, id string) (*journal.Call, error) {
 	return g.db.Call(ctx, id)
 }
 
-// Dismiss sets a call aside: hidden from the menu, still reconciled.
-func (g *Gateway) Dismiss(ctx context.Context, id string) (*journal.Call, error) {
-	if err := g.db.Dismiss(ctx, id); err != nil {
+// Dismiss sets a call aside: hidden from the menu, still reconciled. by
+// names who asked ("the status page", "the local API"), as recorded.
+func (g *Gateway) Dismiss(ctx context.Context, id, by string) (*journal.Call, error) {
+	if err := g.db.Dismiss(ctx, id, by); err != nil {
 		return nil, err
 	}
 	return g.db.Call(ctx, id)

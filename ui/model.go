@@ -128,6 +128,9 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 			line += ", " + view.FormatMillis(r.RTTMillis)
 		}
 		it.Children = append(it.Children, Item{Key: rk, Title: line})
+		if r.Path != "" {
+			it.Children = append(it.Children, Item{Key: rk + "/path", Title: "    " + r.Path})
+		}
 		if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
 			it.Children = append(it.Children, Item{Key: rk + "/held", Title: "    held down until " + r.HeldDownUntil.Local().Format("15:04:05")})
 		}

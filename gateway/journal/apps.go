@@ -65,3 +65,23 @@ func (d *DB) DeleteApp(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// Apps returns every registered app, by name.
+func (d *DB) Apps(ctx context.Context) ([]*App, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT name, url, secret, updated_at FROM apps ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list apps: %w", err)
+	}
+	defer rows.Close()
+	var out []*App
+	for rows.Next() {
+		a := &App{}
+		var upd int64
+		if err := rows.Scan(&a.Name, &a.URL, &a.Secret, &upd); err != nil {
+			return nil, fmt.Errorf("journal: list apps: %w", err)
+		}
+		a.UpdatedAt = fromNanos(upd)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

@@ -11,7 +11,7 @@ import (
 
 const callCols = `request_id, peer, app, caller_app, method, path, digest, state, outcome,
 	dismissed, detail, owner_state, created_at, updated_at, answer_status,
-	answer_headers, answer_body, answer_omitted, asks, next_ask_at`
+	answer_headers, answer_body, answer_omitted, asks, next_ask_at, dismissed_by`
 
 func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 	var c Call
@@ -22,7 +22,7 @@ func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 	var dismissed, omitted int
 	err := s.Scan(&c.RequestID, &c.Peer, &c.App, &c.CallerApp, &c.Method, &c.Path,
 		&c.Digest, &c.State, &c.Outcome, &dismissed, &c.Detail, &c.OwnerState,
-		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next)
+		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next, &c.DismissedBy)
 	if err != nil {
 		return nil, err
 	}
@@ -204,22 +204,43 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: read call %s: %w", id, err)
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT n, road, address, started_at, first_byte, error FROM attempts WHERE request_id = ? ORDER BY n`, id)
+	if err := d.withAttempts(ctx, []*Call{c}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// withAttempts reads the attempts of calls into them.
+func (d *DB) withAttempts(ctx context.Context, calls []*Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	byID := make(map[string]*Call, len(calls))
+	args := make([]any, 0, len(calls))
+	for _, c := range calls {
+		byID[c.RequestID] = c
+		args = append(args, c.RequestID)
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT request_id, n, road, address, started_at, first_byte, error FROM attempts
+		WHERE request_id IN (`+placeholders(len(args))+`) ORDER BY request_id, n`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("journal: read attempts of call %s: %w", id, err)
+		return fmt.Errorf("journal: read the attempts of %d calls: %w", len(calls), err)
 	}
 	defer rows.Close()
 	for rows.Next() {
+		var id string
 		var a Attempt
 		var started int64
 		var fb int
-		if err := rows.Scan(&a.N, &a.Road, &a.Address, &started, &fb, &a.Error); err != nil {
-			return nil, err
+		if err := rows.Scan(&id, &a.N, &a.Road, &a.Address, &started, &fb, &a.Error); err != nil {
+			return fmt.Errorf("journal: read attempts: %w", err)
 		}
 		a.StartedAt, a.FirstByte = fromNanos(started), fb != 0
-		c.Attempts = append(c.Attempts, a)
+		if c := byID[id]; c != nil {
+			c.Attempts = append(c.Attempts, a)
+		}
 	}
-	return c, rows.Err()
+	return rows.Err()
 }
 
 // CallFilter selects calls for Calls.
@@ -234,7 +255,7 @@ type CallFilter struct {
 	Limit int
 }
 
-// Calls lists calls, newest first, without their attempts.
+// Calls lists calls, newest first, with their attempts.
 func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
 	q := `SELECT ` + callCols + ` FROM calls`
 	var args []any
@@ -252,7 +273,11 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
 	}
 	q += ` ORDER BY created_at DESC, request_id LIMIT ?`
 	args = append(args, f.Limit)
-	return d.queryCalls(ctx, q, args...)
+	calls, err := d.queryCalls(ctx, q, args...)
+	if err == nil {
+		err = d.withAttempts(ctx, calls)
+	}
+	return calls, err
 }
 
 // DueCalls returns the unknown calls whose next ask is due at now.
@@ -301,9 +326,11 @@ func (d *DB) CountUnsettled(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Dismiss sets call id aside: hidden from the menu, still reconciled.
-func (d *DB) Dismiss(ctx context.Context, id string) error {
-	res, err := d.db.ExecContext(ctx, `UPDATE calls SET dismissed = 1, updated_at = ? WHERE request_id = ?`, nanos(d.now()), id)
+// Dismiss sets call id aside: hidden from the menu, still reconciled. by
+// names who did it ("the status page", "the local API"), as the call's
+// record keeps it.
+func (d *DB) Dismiss(ctx context.Context, id, by string) error {
+	res, err := d.db.ExecContext(ctx, `UPDATE calls SET dismissed = 1, dismissed_by = ?, updated_at = ? WHERE request_id = ?`, by, nanos(d.now()), id)
 	if err != nil {
 		return fmt.Errorf("journal: dismiss call %s: %w", id, err)
 	}

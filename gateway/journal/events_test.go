@@ -19,7 +19,7 @@ func TestEventsFollowEveryChange(t *testing.T) {
 	clk.add(time.Second)
 	db.NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(time.Second))
 	db.NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(2*time.Second))
-	db.Dismiss(ctx, "a")
+	db.Dismiss(ctx, "a", "the local API")
 	db.Move(ctx, "a", Transition{From: []CallState{Unknown}, To: CarriedOut, OwnerState: "answered", Detail: "the owner carried it out"})
 
 	h, err := db.History(ctx, "a")

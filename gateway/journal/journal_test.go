@@ -103,7 +103,7 @@ func TestRecoverCallsAndDue(t *testing.T) {
 	if n, _ := db.CountUnsettled(ctx); n != 1 {
 		t.Errorf("unsettled %d", n)
 	}
-	db.Dismiss(ctx, "a")
+	db.Dismiss(ctx, "a", "the local API")
 	if n, _ := db.CountUnsettled(ctx); n != 0 {
 		t.Errorf("a dismissed call counts as unsettled")
 	}

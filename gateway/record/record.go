@@ -35,24 +35,27 @@ func (s CallState) Unsettled() bool { return s == Unknown || s == NeedsPerson }
 
 // Call is one call in the caller's journal.
 type Call struct {
-	RequestID  string
-	Peer       string
-	App        string
-	CallerApp  string
-	Method     string
-	Path       string
-	Digest     string
-	State      CallState
-	Outcome    string // the outcome the app was told
-	Dismissed  bool
-	Detail     string
-	OwnerState string // what the owner last said when asked
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	Answer     *Answer // nil until there is one
-	Asks       int     // how many times the owner was asked
-	NextAskAt  time.Time
-	Attempts   []Attempt
+	RequestID string
+	Peer      string
+	App       string
+	CallerApp string
+	Method    string
+	Path      string
+	Digest    string
+	State     CallState
+	Outcome   string // the outcome the app was told
+	Dismissed bool
+	// DismissedBy names who set the call aside ("the status page", "the
+	// local API"); empty if nobody did, or before this was recorded.
+	DismissedBy string
+	Detail      string
+	OwnerState  string // what the owner last said when asked
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	Answer      *Answer // nil until there is one
+	Asks        int     // how many times the owner was asked
+	NextAskAt   time.Time
+	Attempts    []Attempt
 }
 
 // Attempt is one try at sending a call.

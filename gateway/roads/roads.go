@@ -146,13 +146,17 @@ type PeerStatus struct {
 
 // RoadStatus describes one road to a peer.
 type RoadStatus struct {
-	Road          Road      `json:"road"`
-	Address       string    `json:"address"`
-	Interface     string    `json:"interface,omitempty"`
-	State         string    `json:"state"` // unknown | up | down
-	RTTMillis     float64   `json:"rtt_ms,omitempty"`
-	RecentRTTs    []float64 `json:"recent_rtt_ms,omitempty"` // oldest first, for a chart
-	LastError     string    `json:"last_error,omitempty"`
+	Road        Road      `json:"road"`
+	Address     string    `json:"address"`
+	Interface   string    `json:"interface,omitempty"`
+	State       string    `json:"state"` // unknown | up | down
+	RTTMillis   float64   `json:"rtt_ms,omitempty"`
+	RecentRTTs  []float64 `json:"recent_rtt_ms,omitempty"` // oldest first, for a chart
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Path says how the tailnet road gets there: "direct ADDR" or
+	// "relayed through DERP REGION" (tailnet only).
+	Path          string    `json:"path,omitempty"`
 	CheckedAt     time.Time `json:"checked_at,omitzero"`
 	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
 }
@@ -231,7 +235,15 @@ type Event struct {
 }
 
 // EventSource is a Router that tells what happened to the roads (the
-// tailnet node). Knowledge flows one way: it never calls the gateway.
+// tailnet node, the static router). Knowledge flows one way: it never calls
+// the gateway.
 type EventSource interface {
 	Events() <-chan Event
+}
+
+// Prober is a Router that looks at its roads by itself while Delta runs
+// (the static router, which has no network map to tell it a peer is back).
+// The gateway runs Probe until ctx ends.
+type Prober interface {
+	Probe(ctx context.Context)
 }

@@ -395,6 +395,9 @@ func (b *Book) Peers() []roads.PeerStatus {
 		for _, e := range b.peers[n] {
 			st := roads.RoadStatus{Road: e.cand.Road, Address: e.cand.Address, Interface: e.cand.Interface, State: "unknown",
 				RTTMillis: float64(e.rtt.Microseconds()) / 1000, RecentRTTs: slices.Clone(e.rtts), LastError: e.lastErr, CheckedAt: e.checkedAt}
+			if e.lastErr != "" {
+				st.LastErrorAt = e.downAt
+			}
 			switch {
 			case e.believedUp(now):
 				st.State = "up"

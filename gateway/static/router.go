@@ -14,14 +14,73 @@ import (
 
 // Router is a roads.Router over a fixed list of peers, dialled over plain TCP.
 // It prefers roads in the order of roads.All and keeps what it last learned of
-// each road for status; it does not probe or hold down.
+// each road for status. It does not hold down; while a road is not known to
+// be up, Probe connects to it every ProbeEvery, and a road that answers
+// again (by a probe or by a use) is told as roads.RoadUp, so that the
+// reconciler asks that peer about its unknown calls at once.
 type Router struct {
-	log *slog.Logger
+	log    *slog.Logger
+	events chan roads.Event
 
 	mu      sync.Mutex
 	peers   map[string]*staticPeer
 	order   []string
 	changed roads.Signal
+}
+
+// ProbeEvery is how often Probe connects to a road not known to be up.
+const ProbeEvery = 2 * time.Second
+
+// Events implements roads.EventSource.
+func (s *Router) Events() <-chan roads.Event { return s.events }
+
+// tellUp tells that a road to peer answered after it was down or not yet
+// seen. It never blocks: a full channel already holds news to act on.
+func (s *Router) tellUp(peer string) {
+	select {
+	case s.events <- roads.Event{Kind: roads.RoadUp, Peer: peer}:
+	default:
+	}
+}
+
+// Probe implements roads.Prober: until ctx ends, every road not known to
+// be up is connected to (a TCP connect, nothing written) every ProbeEvery.
+func (s *Router) Probe(ctx context.Context) {
+	t := time.NewTicker(ProbeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var due []roads.Candidate
+		s.mu.Lock()
+		for _, name := range s.order {
+			p := s.peers[name]
+			for _, r := range roads.All {
+				if st := p.stat[r]; st != nil && st.State != "up" {
+					due = append(due, p.cands[r])
+				}
+			}
+		}
+		s.mu.Unlock()
+		for _, c := range due {
+			dctx, cancel := context.WithTimeout(ctx, min(c.Road.ConnectTimeout(), ProbeEvery))
+			start := time.Now()
+			conn, err := c.Dial(dctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				s.Report(c, 0, fmt.Errorf("probe: %w", err))
+				continue
+			}
+			conn.Close()
+			s.Report(c, time.Since(start), nil)
+		}
+	}
 }
 
 // Changed implements roads.Watchable.
@@ -37,7 +96,7 @@ func NewRouter(peers []roads.StaticPeer, log *slog.Logger) (*Router, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Router{log: log, peers: map[string]*staticPeer{}}
+	s := &Router{log: log, peers: map[string]*staticPeer{}, events: make(chan roads.Event, 16)}
 	for _, p := range peers {
 		if _, dup := s.peers[p.Name]; dup {
 			return nil, fmt.Errorf("peer %q is named twice in the config", p.Name)
@@ -107,8 +166,11 @@ func (s *Router) Report(c roads.Candidate, rtt time.Duration, err error) {
 	st := p.stat[c.Road]
 	st.CheckedAt = time.Now()
 	if err != nil {
-		st.State, st.LastError = "down", err.Error()
+		st.State, st.LastError, st.LastErrorAt = "down", err.Error(), st.CheckedAt
 		return
+	}
+	if st.State != "up" {
+		s.tellUp(c.Peer)
 	}
 	st.State, st.RTTMillis = "up", float64(rtt.Microseconds())/1000
 	st.RecentRTTs = roads.AppendRTT(st.RecentRTTs, st.RTTMillis)
@@ -121,7 +183,7 @@ func (s *Router) Invalidate(peer string, road roads.Road, reason error) {
 	defer s.mu.Unlock()
 	defer s.changed.Notify()
 	if p, ok := s.peers[peer]; ok && p.stat[road] != nil {
-		p.stat[road].State, p.stat[road].LastError = "down", reason.Error()
+		p.stat[road].State, p.stat[road].LastError, p.stat[road].LastErrorAt = "down", reason.Error(), time.Now()
 	}
 }
 
@@ -149,6 +211,8 @@ func (s *Router) Peers() []roads.PeerStatus {
 }
 
 var (
-	_ roads.Router    = (*Router)(nil)
-	_ roads.Watchable = (*Router)(nil)
+	_ roads.Router      = (*Router)(nil)
+	_ roads.Watchable   = (*Router)(nil)
+	_ roads.EventSource = (*Router)(nil)
+	_ roads.Prober      = (*Router)(nil)
 )

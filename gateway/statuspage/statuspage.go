@@ -39,12 +39,16 @@ const (
 //go:embed statuspage.html
 var statusPageHTML string
 
+// stamp is a time for people: in this computer's zone, with the date and
+// the zone ("Tue 1 Dec 14:03:07 CET").
+func stamp(t time.Time) string { return t.Local().Format("Mon 2 Jan 15:04:05 MST") }
+
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ago":      func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
 	"spark":    sparkline,
 	"ms":       func(v float64) string { return view.FormatMillis(v) },
 	"words":    func(s record.CallState) string { return view.Words(s) },
-	"stamp":    func(t time.Time) string { return t.Local().Format("15:04:05") },
+	"stamp":    stamp,
 	"fullTime": func(t time.Time) string { return t.Local().Format(time.RFC1123) },
 	"history":  func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
 	"wrap": func(p pageData, c pageCall) callBox {
@@ -61,7 +65,7 @@ type Source interface {
 	// Ask asks the owner about an unsettled call now; Dismiss sets it
 	// aside. Errors wrap record.ErrNotFound for a call that is not there.
 	Ask(ctx context.Context, id string) (*record.Call, error)
-	Dismiss(ctx context.Context, id string) (*record.Call, error)
+	Dismiss(ctx context.Context, id, by string) (*record.Call, error)
 }
 
 // Page is the status page. Its fields are set before it serves.
@@ -252,7 +256,7 @@ func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
 	case "ask":
 		c, err = p.Source.Ask(r.Context(), id)
 	case "dismiss":
-		c, err = p.Source.Dismiss(r.Context(), id)
+		c, err = p.Source.Dismiss(r.Context(), id, "the status page")
 	default:
 		pageError(w, http.StatusNotFound, fmt.Sprintf("%q is not an action of the status page (ask, dismiss).", r.PathValue("action")))
 		return

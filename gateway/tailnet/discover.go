@@ -47,14 +47,17 @@ type HelloRoad struct {
 // peer is an allowed node of the tailnet, named once it answered hello.
 // What is known of its roads is in the route book.
 type peer struct {
-	node     tailcfg.StableNodeID
-	host     string // its tailnet host name, for logs until it has a name
-	online   bool
-	name     string
-	tsAddr   string
-	hello    *Hello
-	helloAt  time.Time
-	helloErr string
+	node   tailcfg.StableNodeID
+	host   string // its tailnet host name, for logs until it has a name
+	online bool
+	// curAddr and relay are how the tailnet reaches it now (tsnet's
+	// CurAddr: direct, at that address; else relayed through DERP relay).
+	curAddr, relay string
+	name           string
+	tsAddr         string
+	hello          *Hello
+	helloAt        time.Time
+	helloErr       string
 	// refetchAt is when hello was last fetched because of a pin mismatch.
 	refetchAt time.Time
 	fails     int // hello failures in a row
@@ -165,7 +168,7 @@ func (n *Node) refresh() {
 			p = &peer{node: ps.ID}
 			n.byNode[ps.ID] = p
 		}
-		p.host, p.online = ps.HostName, ps.Online
+		p.host, p.online, p.curAddr, p.relay = ps.HostName, ps.Online, ps.CurAddr, ps.Relay
 		ip := ps.TailscaleIPs[0]
 		for _, a := range ps.TailscaleIPs {
 			if a.Is4() {

@@ -61,7 +61,31 @@ func (n *Node) Peers() []roads.PeerStatus {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	for i := range ps {
+		p := n.peers[ps[i].Name]
+		if p == nil {
+			continue
+		}
+		for j := range ps[i].Roads {
+			if ps[i].Roads[j].Road == roads.Tailnet {
+				ps[i].Roads[j].Path = TailnetPath(p.curAddr, p.relay)
+			}
+		}
+	}
 	return append(ps, n.rememberedStatusLocked(found)...)
+}
+
+// TailnetPath says how the tailnet reaches a peer, from tsnet's peer status:
+// "direct 192.168.1.20:41641", "relayed through DERP fra", or "" before
+// tsnet knows.
+func TailnetPath(curAddr, relay string) string {
+	switch {
+	case curAddr != "":
+		return "direct " + curAddr
+	case relay != "":
+		return "relayed through DERP " + relay
+	}
+	return ""
 }
 
 // Changed implements roads.Watchable: it closes at the next change of the

@@ -44,15 +44,20 @@ type Snapshot struct {
 
 // Overall sums a snapshot up for the icon, the menu's first line and the
 // page's headline: level is "unsettled" when a write waits to be settled,
-// "degraded" when a peer has no road up, else "ok".
+// "degraded" when a peer has no road up, else "ok". "All well" only when
+// every peer's current road is known to be up; a road not checked yet is
+// "Reaching studio…".
 func Overall(s Snapshot) (level, headline string) {
 	if n := len(s.Unsettled); n > 0 {
 		return "unsettled", fmt.Sprintf("%d unsettled write%s", n, plural(n))
 	}
-	var down []string
+	var down, checking []string
 	for _, p := range s.Peers {
-		if !PeerReachable(p) {
+		switch {
+		case !PeerReachable(p):
 			down = append(down, p.Name)
+		case !currentRoadUp(p):
+			checking = append(checking, p.Name)
 		}
 	}
 	switch {
@@ -64,8 +69,23 @@ func Overall(s Snapshot) (level, headline string) {
 		return "degraded", fmt.Sprintf("%d peers are unreachable", len(down))
 	case len(s.Peers) == 0:
 		return "ok", "Delta is running; no peers yet"
+	case len(checking) == 1:
+		return "ok", "Reaching " + checking[0] + "…"
+	case len(checking) > 1:
+		return "ok", fmt.Sprintf("Reaching %d peers…", len(checking))
 	}
 	return "ok", fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers)))
+}
+
+// currentRoadUp reports whether p's current road is known to be up: only
+// then is all well with p.
+func currentRoadUp(p roads.PeerStatus) bool {
+	for _, r := range p.Roads {
+		if r.Road == p.Road {
+			return r.State == "up"
+		}
+	}
+	return false
 }
 
 // PeerReachable reports whether any road to p is not known to be down.
