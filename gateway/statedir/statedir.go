@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,27 @@ const (
 	TailnetDir    = "tailnet"     // tsnet's own state
 	PeersFile     = "peers.json"  // the peers found on the tailnet, for the next start
 )
+
+// Default is DESIGN §7's state folder for this OS: macOS
+// ~/Library/Application Support/Delta; elsewhere $XDG_STATE_HOME/delta, or
+// ~/.local/state/delta. DELTA_STATE_DIR, when set, names another. Empty
+// when there is no home folder either.
+func Default() string {
+	if d := os.Getenv("DELTA_STATE_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "Delta")
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "delta")
+	}
+	return filepath.Join(home, ".local", "state", "delta")
+}
 
 // LocalFile is local.json: where the running Delta's local API listens.
 type LocalFile struct {

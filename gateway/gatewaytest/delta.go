@@ -1,0 +1,96 @@
+package gatewaytest
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/static"
+)
+
+// Delta is a Delta started in-process in static mode, its state folder on
+// disk and its local.json written, as a real one's (for tests of the kit
+// and the command line).
+type Delta struct {
+	Name string
+	Dir  string
+	G    *gateway.Gateway
+	C    *Client
+	// PeerAddr is its peer API's address.
+	PeerAddr string
+	// Log holds what it logged.
+	Log *LogBuffer
+}
+
+// StaticPair starts two Deltas, named a and b, that know each other on the
+// lan road (plain TCP, tickets under a shared network key), with a fast
+// reconciler; they stop when the test ends.
+func StaticPair(t testing.TB, a, b string) (*Delta, *Delta) {
+	t.Helper()
+	var lns [2]net.Listener
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+	}
+	root := t.TempDir()
+	names := [2]string{a, b}
+	var out [2]*Delta
+	for i, name := range names {
+		other := lns[1-i].Addr().String()
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cfg := map[string]any{"name": name, "node_id": "node-" + name,
+			"network_key": hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+			"peers":       []any{map[string]any{"name": names[1-i], "roads": map[string]string{"lan": other}}}}
+		if err := statedir.WriteJSON(filepath.Join(dir, statedir.ConfigFile), cfg); err != nil {
+			t.Fatal(err)
+		}
+		fc, err := statedir.ReadConfig(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &LogBuffer{}
+		gcfg := gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, nil)),
+			PeerListeners: []gateway.PeerListener{{Name: "peer", Listener: lns[i]}},
+			Backoff:       []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond}}
+		if err := static.Attach(&gcfg, fc, ""); err != nil {
+			t.Fatal(err)
+		}
+		g, err := gateway.New(gcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		out[i] = &Delta{Name: name, Dir: dir, G: g, C: &Client{URL: g.LocalURL(), Token: g.Token()}, PeerAddr: lns[i].Addr().String(), Log: logs}
+	}
+	return out[0], out[1]
+}
+
+// Register registers an owner app at url and returns its forward secret.
+func (d *Delta) Register(t testing.TB, app, url string) string {
+	t.Helper()
+	r := d.C.Must(t, "PUT", "/v1/apps/"+app, []byte(`{"url": "`+url+`"}`))
+	if r.Status != 200 {
+		t.Fatalf("register %s on %s: %d %s", app, d.Name, r.Status, r.Body)
+	}
+	var v struct{ Secret string }
+	if err := json.Unmarshal(r.Body, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.Secret
+}

@@ -1,0 +1,305 @@
+package kit
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// APIError is Delta refusing a request of its own API (calls journal,
+// apps, status): Outcome and Detail say why.
+type APIError struct {
+	Status  int
+	Outcome string
+	Detail  string
+}
+
+func (e *APIError) Error() string { return e.Outcome + ": " + e.Detail }
+
+// api sends a request to Delta's own API and decodes a JSON answer into
+// out (if not nil).
+func (c *Client) api(ctx context.Context, method, path string, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("kit: %w", err)
+		}
+	}
+	resp, _, err := c.send(ctx, c.reads, method, path, body, http.Header{"Content-Type": {"application/json"}})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("kit: read Delta's answer to %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb errorBody
+		_ = json.Unmarshal(b, &eb) // the status says enough without it
+		if eb.Detail == "" {
+			eb.Detail = fmt.Sprintf("Delta answered %s %s with %s", method, path, resp.Status)
+		}
+		return &APIError{Status: resp.StatusCode, Outcome: resp.Header.Get(HeaderOutcome), Detail: eb.Detail}
+	}
+	if out == nil || len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("kit: Delta's answer to %s %s is not the JSON expected: %w", method, path, err)
+	}
+	return nil
+}
+
+// Record is a call as this computer's journal has it (GET /v1/calls/{id}).
+type Record struct {
+	RequestID   string    `json:"request_id"`
+	Peer        string    `json:"peer"`
+	App         string    `json:"app"`
+	CallerApp   string    `json:"caller_app"`
+	Method      string    `json:"method"`
+	Path        string    `json:"path"`
+	Digest      string    `json:"digest"`
+	State       string    `json:"state"`
+	Outcome     string    `json:"outcome,omitempty"`
+	Dismissed   bool      `json:"dismissed"`
+	DismissedBy string    `json:"dismissed_by,omitempty"`
+	Detail      string    `json:"detail"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	OwnerState  string    `json:"owner_state"`
+	Asks        int       `json:"asks"`
+	NextAskAt   time.Time `json:"next_ask_at,omitzero"`
+	Attempts    []Attempt `json:"attempts"`
+	Answer      *Stored   `json:"answer,omitempty"`
+	History     []Step    `json:"history,omitempty"`
+}
+
+// Settled reports whether the call's outcome is known for good: answered,
+// unavailable, carried_out or not_carried_out. needs_person is not: a
+// person must check.
+func (r *Record) Settled() bool {
+	switch r.State {
+	case "answered", "unavailable", "carried_out", "not_carried_out":
+		return true
+	}
+	return false
+}
+
+// Attempt is one try at sending a call.
+type Attempt struct {
+	N         int       `json:"n"`
+	Road      string    `json:"road"`
+	Address   string    `json:"address"`
+	StartedAt time.Time `json:"started_at"`
+	// FirstByteWritten: a byte of the request was written on this attempt.
+	FirstByteWritten bool   `json:"first_byte_written"`
+	Error            string `json:"error,omitempty"`
+}
+
+// Stored is an owner's answer as the journal keeps it.
+type Stored struct {
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	Omitted    bool        `json:"omitted,omitempty"`
+}
+
+// Body is the stored answer's body.
+func (s *Stored) Body() []byte {
+	b, _ := base64.StdEncoding.DecodeString(s.BodyBase64) // Delta writes valid base64
+	return b
+}
+
+// Step is one step of a call's history.
+type Step struct {
+	At         time.Time `json:"at"`
+	From       string    `json:"from,omitempty"`
+	State      string    `json:"state"`
+	OwnerState string    `json:"owner_state,omitempty"`
+	Dismissed  bool      `json:"dismissed,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+}
+
+// CallRecord returns call id's record, with its attempts and history.
+func (c *Client) CallRecord(ctx context.Context, id string) (*Record, error) {
+	var r Record
+	err := c.api(ctx, http.MethodGet, "/v1/calls/"+url.PathEscape(id), nil, &r)
+	return &r, err
+}
+
+// Calls lists calls, newest first: state "" for all, "unsettled", or a
+// call state.
+func (c *Client) Calls(ctx context.Context, state string) ([]Record, error) {
+	var out struct {
+		Calls []Record `json:"calls"`
+	}
+	q := ""
+	if state != "" {
+		q = "?state=" + url.QueryEscape(state)
+	}
+	err := c.api(ctx, http.MethodGet, "/v1/calls"+q, nil, &out)
+	return out.Calls, err
+}
+
+// Settle waits until call id's outcome is known for good or needs a
+// person, and returns its record: carried_out (with the owner's answer),
+// not_carried_out, needs_person, or, for a call that was not unknown,
+// answered or unavailable. It returns ctx's error when ctx ends first.
+func (c *Client) Settle(ctx context.Context, id string) (*Record, error) {
+	for {
+		wait := 600 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, max(time.Until(dl), time.Second))
+		}
+		var r Record
+		err := c.api(ctx, http.MethodGet, fmt.Sprintf("/v1/calls/%s?wait=%.0f", url.PathEscape(id), wait.Seconds()), nil, &r)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+		if r.State != "sending" && r.State != "unknown" {
+			return &r, nil
+		}
+		if ctx.Err() != nil {
+			return &r, ctx.Err()
+		}
+	}
+}
+
+// Ask makes Delta ask the owner about an unsettled call now.
+func (c *Client) Ask(ctx context.Context, id string) (*Record, error) {
+	var r Record
+	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/ask", nil, &r)
+	return &r, err
+}
+
+// Dismiss sets an unsettled call aside: hidden from the menu, still asked
+// about.
+func (c *Client) Dismiss(ctx context.Context, id string) (*Record, error) {
+	var r Record
+	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/dismiss", nil, &r)
+	return &r, err
+}
+
+// App is an owner app registered with this computer's Delta.
+type App struct {
+	App string `json:"app"`
+	URL string `json:"url"`
+	// Secret arrives with every forwarded request as
+	// X-Delta-Forward-Secret (RegisterApp only; Apps leaves it out).
+	Secret    string    `json:"secret,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// RegisterApp registers (or re-points) the owner app name at url
+// ("http://127.0.0.1:PORT"); the answer holds the forward secret, kept
+// across re-registrations.
+func (c *Client) RegisterApp(ctx context.Context, name, appURL string) (*App, error) {
+	var a App
+	err := c.api(ctx, http.MethodPut, "/v1/apps/"+url.PathEscape(name), map[string]string{"url": appURL}, &a)
+	return &a, err
+}
+
+// Apps lists the registered owner apps.
+func (c *Client) Apps(ctx context.Context) ([]App, error) {
+	var out struct {
+		Apps []App `json:"apps"`
+	}
+	err := c.api(ctx, http.MethodGet, "/v1/apps", nil, &out)
+	return out.Apps, err
+}
+
+// RemoveApp unregisters an owner app: calls to it are refused as
+// not_found, nothing carried out.
+func (c *Client) RemoveApp(ctx context.Context, name string) error {
+	return c.api(ctx, http.MethodDelete, "/v1/apps/"+url.PathEscape(name), nil, nil)
+}
+
+// Status is GET /v1/status.
+type Status struct {
+	Self struct {
+		Name   string `json:"name"`
+		NodeID string `json:"node_id"`
+	} `json:"self"`
+	Version string `json:"version"`
+	// Tailnet is nil in static mode.
+	Tailnet *struct {
+		State      string   `json:"state"`
+		LoginURL   string   `json:"login_url"`
+		Message    string   `json:"message"`
+		ControlURL string   `json:"control_url"`
+		LogUpload  bool     `json:"log_upload"`
+		LAN        []string `json:"lan_listeners"`
+	} `json:"tailnet"`
+	Peers     []PeerStatus `json:"peers"`
+	Unsettled int          `json:"unsettled"`
+}
+
+// PeerStatus is one peer in Status.
+type PeerStatus struct {
+	Name  string       `json:"name"`
+	Road  string       `json:"road"` // the current choice; "" if none
+	Roads []RoadStatus `json:"roads"`
+}
+
+// RoadStatus is one road to a peer.
+type RoadStatus struct {
+	Road          string    `json:"road"`
+	Address       string    `json:"address"`
+	Interface     string    `json:"interface"`
+	State         string    `json:"state"` // unknown, up, down
+	RTTMillis     float64   `json:"rtt_ms"`
+	LastError     string    `json:"last_error"`
+	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
+	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
+	// Path, for the tailnet road: "direct ADDR" or "relayed through DERP
+	// REGION".
+	Path string `json:"path"`
+}
+
+// Status returns this computer's Delta's status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	var s Status
+	err := c.api(ctx, http.MethodGet, "/v1/status", nil, &s)
+	return &s, err
+}
+
+// PingRoad is what a ping learned of one road.
+type PingRoad struct {
+	Road          string  `json:"road"`
+	Address       string  `json:"address"`
+	Interface     string  `json:"interface"`
+	OK            bool    `json:"ok"`
+	ConnectMillis float64 `json:"connect_ms"`
+	AnswerMillis  float64 `json:"answer_ms"`
+	Error         string  `json:"error"`
+}
+
+// Ping asks peer's Delta on each of its roads, each on a connection of its
+// own.
+func (c *Client) Ping(ctx context.Context, peer string) ([]PingRoad, error) {
+	var out struct {
+		Roads []PingRoad `json:"roads"`
+	}
+	err := c.api(ctx, http.MethodPost, "/v1/ping/"+url.PathEscape(peer), nil, &out)
+	return out.Roads, err
+}
+
+// LoginLink mints a one-time link to the status page (60 s).
+func (c *Client) LoginLink(ctx context.Context) (string, error) {
+	var out struct {
+		URL string `json:"url"`
+	}
+	err := c.api(ctx, http.MethodPost, "/v1/login-link", nil, &out)
+	return out.URL, err
+}

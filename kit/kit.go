@@ -1,0 +1,375 @@
+// Package kit is what an app imports to use Delta: a client of its own
+// computer's Delta (reads, at-most-once calls with typed outcomes, settling
+// an unknown outcome) and, for apps that own data, a middleware that admits
+// only requests forwarded by Delta.
+//
+// A caller finds its Delta through the state folder's local.json and
+// local-token (DESIGN §7), sends reads on pooled connections and each call
+// on a connection of its own, and learns which of Delta's three things
+// happened from the error's type:
+//
+//	c, err := kit.Open("") // the default state folder, or DELTA_STATE_DIR
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	id := kit.NewRequestID()
+//	saveOutbox(id, note) // the id is known before the call leaves: keep it first
+//	ans, err := c.Call(ctx, "studio", "notes", "POST", "/notes", note, &kit.CallOptions{RequestID: id})
+//	var unknown *kit.OutcomeUnknown
+//	var unavailable *kit.Unavailable
+//	switch {
+//	case err == nil:
+//		fmt.Println("studio's notes answered", ans.Status) // its own answer, any status
+//	case errors.As(err, &unavailable):
+//		fmt.Println("not carried out:", unavailable.Detail) // safe to try again later
+//	case errors.As(err, &unknown):
+//		rec, err := c.Settle(ctx, id) // Delta asks studio until it knows
+//		if err == nil {
+//			fmt.Println("settled:", rec.State) // carried_out, not_carried_out or needs_person
+//		}
+//	default:
+//		log.Print(err) // *kit.LocalDeltaDown, *kit.Conflict: nothing was sent
+//	}
+//
+// An app that owns data registers with its Delta (Client.RegisterApp) and
+// wraps its handler in Owner, which checks X-Delta-Forward-Secret and hands
+// the handler the request id and the calling computer (FromRequest). A
+// complete owner app is examples/notes.
+package kit
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/statedir"
+)
+
+// Headers of Delta's local API (docs/protocol.md).
+const (
+	HeaderOutcome   = "X-Delta-Outcome"
+	HeaderRequestID = "X-Delta-Request-Id"
+	HeaderTimeout   = "X-Delta-Timeout"
+	HeaderRoute     = "X-Delta-Route"
+	HeaderApp       = "X-Delta-App"
+	HeaderReplayed  = "X-Delta-Replayed"
+	HeaderStale     = "X-Delta-Stale"
+	HeaderCaller    = "X-Delta-Caller"
+	HeaderSecret    = "X-Delta-Forward-Secret"
+)
+
+// Client talks to this computer's Delta. It is safe for concurrent use.
+type Client struct {
+	// StateDir is the running Delta's state folder.
+	StateDir string
+	// App, if not empty, names the calling app to the owner (X-Delta-App).
+	App string
+
+	reads *http.Client // pooled connections
+	calls *http.Client // a new connection for every call
+
+	mu    sync.Mutex
+	url   string // from local.json
+	token string
+}
+
+// Open returns a client of the Delta whose state folder is stateDir; ""
+// is the default folder (DELTA_STATE_DIR, else DESIGN §7's for this OS).
+// It reads local.json and the token; when Delta is not running it returns
+// a *LocalDeltaDown that names the folder it looked in.
+func Open(stateDir string) (*Client, error) {
+	if stateDir == "" {
+		stateDir = statedir.Default()
+	}
+	if stateDir == "" {
+		return nil, &LocalDeltaDown{Err: errors.New("no state folder: set DELTA_STATE_DIR (HOME is not set either)")}
+	}
+	c := &Client{StateDir: stateDir,
+		reads: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}},
+		calls: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
+	}
+	if _, _, err := c.endpoint(false); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes the client's idle connections.
+func (c *Client) Close() { c.reads.CloseIdleConnections() }
+
+// URL is the running Delta's local API, as local.json says.
+func (c *Client) URL() string {
+	u, _, _ := c.endpoint(false)
+	return u
+}
+
+// endpoint returns Delta's URL and token, read again from the state folder
+// if reload (Delta may have restarted on another port).
+func (c *Client) endpoint(reload bool) (string, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.url != "" && !reload {
+		return c.url, c.token, nil
+	}
+	lf, err := statedir.ReadLocal(c.StateDir)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json: Delta is not running for this folder")}
+	}
+	if err != nil {
+		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: err}
+	}
+	tok, err := statedir.ReadToken(c.StateDir)
+	if err != nil {
+		return "", "", &LocalDeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: err}
+	}
+	c.url, c.token = lf.URL, tok
+	return c.url, c.token, nil
+}
+
+// NewRequestID mints a request id: a random UUID (version 4).
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// Answer is the owner app's own answer, whatever its status.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Road is the road it came over ("thunderbolt", "lan", "tailnet").
+	Road string
+	// RequestID is the call's request id (calls only).
+	RequestID string
+	// Replayed: the call had been made before under this id, and this is
+	// the answer recorded then (nothing was sent again).
+	Replayed bool
+	// Stale, for reads: the peer could not be reached and this is a cached
+	// answer; StaleReason says why, Age how old it is.
+	Stale       bool
+	StaleReason string
+	Age         time.Duration
+}
+
+// ReadOptions adjust a read. The zero value is the default.
+type ReadOptions struct {
+	// Route pins the road ("thunderbolt", "lan", "tailnet").
+	Route string
+	// Timeout is how long the owner may take (X-Delta-Timeout; Delta's
+	// default 30 s when 0).
+	Timeout time.Duration
+	// Header holds extra request headers (Accept, Cache-Control, …).
+	Header http.Header
+}
+
+// CallOptions adjust a call. The zero value is the default.
+type CallOptions struct {
+	// RequestID names the call. If empty, Call mints one (NewRequestID);
+	// mint it yourself and keep it before calling when the app must find
+	// the call again after a crash.
+	RequestID string
+	// Timeout is how long the owner may take (default 30 s when 0).
+	Timeout time.Duration
+	// Route pins the road.
+	Route string
+	// Header holds extra request headers (Content-Type, …).
+	Header http.Header
+}
+
+// Get reads path from app on peer (GET), on pooled connections. A read is
+// safe: Delta may retry it on a fresh road, and serve a cached answer
+// marked Stale when the peer cannot be reached. Errors: *Unavailable (no
+// answer; Outcome says why), *LocalDeltaDown.
+func (c *Client) Get(ctx context.Context, peer, app, path string, opt *ReadOptions) (*Answer, error) {
+	if opt == nil {
+		opt = &ReadOptions{}
+	}
+	h := opt.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	setCommon(h, c.App, opt.Route, opt.Timeout)
+	resp, _, err := c.send(ctx, c.reads, http.MethodGet, peerPath(peer, app, path), nil, h)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return answerOrError(resp, "")
+}
+
+// Call sends method (POST, PUT, PATCH, DELETE) to path of app on peer,
+// at most once, on a connection of its own. The result is one of:
+//   - an *Answer, nil: the owner app's answer (any HTTP status);
+//   - *Unavailable: it was not carried out (nothing was sent, or the owner
+//     proved it did not act); Detail says which;
+//   - *OutcomeUnknown: it left and no answer came; Delta never sends it
+//     again and reconciles it; Settle waits for what happened;
+//   - *Conflict: the request id is in use for another request;
+//   - *LocalDeltaDown: this computer's Delta is not running; nothing was
+//     sent.
+func (c *Client) Call(ctx context.Context, peer, app, method, path string, body []byte, opt *CallOptions) (*Answer, error) {
+	if opt == nil {
+		opt = &CallOptions{}
+	}
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return nil, fmt.Errorf("kit: %s is not a call (POST, PUT, PATCH, DELETE); reads go through Get", method)
+	}
+	id := opt.RequestID
+	if id == "" {
+		id = NewRequestID()
+	}
+	h := opt.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(HeaderRequestID, id)
+	setCommon(h, c.App, opt.Route, opt.Timeout)
+	resp, handedOver, err := c.send(ctx, c.calls, method, peerPath(peer, app, path), body, h)
+	if err != nil {
+		var down *LocalDeltaDown
+		if errors.As(err, &down) {
+			down.RequestID = id
+			return nil, down
+		}
+		if handedOver {
+			return nil, &OutcomeUnknown{RequestID: id, Peer: peer, Detail: fmt.Sprintf(
+				"the call was handed to this computer's Delta and no answer came back from it (%v); Delta may have sent it: Settle(%q) tells", err, id)}
+		}
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return answerOrError(resp, id)
+}
+
+// send makes one request to the local API. handedOver reports whether a
+// connection to Delta was made (then a call may have been handed over).
+// A failed connect is a *LocalDeltaDown, after one fresh look at
+// local.json (Delta may have restarted elsewhere: nothing was sent, so a
+// second connect is safe).
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body []byte, h http.Header) (*http.Response, bool, error) {
+	for reload := false; ; reload = true {
+		base, tok, err := c.endpoint(reload)
+		if err != nil {
+			return nil, false, err
+		}
+		var connected bool
+		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
+		req, err := http.NewRequestWithContext(tctx, method, base+path, bytes.NewReader(body))
+		if err != nil {
+			return nil, false, fmt.Errorf("kit: %w", err)
+		}
+		if body == nil {
+			req.Body, req.ContentLength = http.NoBody, 0
+		}
+		req.Header = h.Clone()
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := hc.Do(req)
+		if err == nil {
+			return resp, true, nil
+		}
+		if connected || ctx.Err() != nil {
+			return nil, connected, err
+		}
+		if !reload {
+			continue
+		}
+		return nil, false, &LocalDeltaDown{StateDir: c.StateDir, URL: base, Err: err}
+	}
+}
+
+func setCommon(h http.Header, app, route string, timeout time.Duration) {
+	if app != "" {
+		h.Set(HeaderApp, app)
+	}
+	if route != "" {
+		h.Set(HeaderRoute, route)
+	}
+	if timeout > 0 {
+		h.Set(HeaderTimeout, strconv.FormatFloat(min(timeout.Seconds(), 600), 'f', 3, 64))
+	}
+}
+
+// peerPath is the local API path of path on app at peer; path may carry a
+// query.
+func peerPath(peer, app, path string) string {
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	return "/v1/peers/" + url.PathEscape(peer) + "/" + url.PathEscape(app) + path
+}
+
+// maxBody bounds what the kit reads of an answer: Delta's own limit on a
+// stored answer is 8 MiB; reads may be larger, up to this.
+const maxBody = 1 << 30
+
+// answerOrError turns a local API answer into an Answer or a typed error.
+func answerOrError(resp *http.Response, id string) (*Answer, error) {
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	outcome := resp.Header.Get(HeaderOutcome)
+	if rid := resp.Header.Get(HeaderRequestID); rid != "" {
+		id = rid
+	}
+	if err != nil {
+		if id != "" && outcome == "answered" {
+			// Recorded before it was told: Settle reads it back.
+			return nil, &OutcomeUnknown{RequestID: id, Detail: fmt.Sprintf("the owner's answer was recorded, but reading it from the local Delta failed (%v): Settle(%q) has it", err, id)}
+		}
+		return nil, fmt.Errorf("kit: read Delta's answer: %w", err)
+	}
+	switch outcome {
+	case "answered", "stale":
+		a := &Answer{Status: resp.StatusCode, Header: resp.Header, Body: body, Road: resp.Header.Get(HeaderRoute),
+			RequestID: id, Replayed: resp.Header.Get(HeaderReplayed) == "true"}
+		if outcome == "stale" {
+			a.Stale, a.StaleReason = true, resp.Header.Get(HeaderStale)
+			if s, err := strconv.Atoi(resp.Header.Get("Age")); err == nil {
+				a.Age = time.Duration(s) * time.Second
+			}
+		}
+		return a, nil
+	case "":
+		return nil, fmt.Errorf("kit: %s answered %s without %s: it is not Delta's local API", resp.Request.URL.Host, resp.Status, HeaderOutcome)
+	}
+	var eb errorBody
+	_ = json.Unmarshal(body, &eb) // without Delta's JSON the status still says what happened
+	if eb.Detail == "" {
+		eb.Detail = fmt.Sprintf("Delta answered %s (%s)", resp.Status, outcome)
+	}
+	if eb.RequestID != "" {
+		id = eb.RequestID
+	}
+	switch outcome {
+	case "outcome_unknown":
+		return nil, &OutcomeUnknown{RequestID: id, Peer: eb.Peer, Detail: eb.Detail}
+	case "conflict":
+		return nil, &Conflict{RequestID: id, Detail: eb.Detail}
+	}
+	return nil, &Unavailable{Outcome: outcome, Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, Peer: eb.Peer, Road: eb.Road}
+}
+
+type errorBody struct {
+	Error     string `json:"error"`
+	Detail    string `json:"detail"`
+	RequestID string `json:"request_id"`
+	Peer      string `json:"peer"`
+	Road      string `json:"road"`
+}
