@@ -6,8 +6,9 @@
 // gateway, runs the menu-bar app (ui) on the main thread unless headless,
 // and shuts everything down on Quit, SIGINT or SIGTERM.
 //
-// `delta open` prints a one-time login link to the running Delta's status
-// page and opens it in the browser.
+// With a command (`delta status`, `delta call …`, `delta demo`; `delta -h`
+// lists them) it is the command line of a running Delta instead, built on
+// the kit (cli.go).
 package main
 
 import (
@@ -41,15 +42,11 @@ import (
 var version = "dev"
 
 func main() {
-	run := run
-	if len(os.Args) > 1 && os.Args[1] == "open" {
-		run = func(args []string, stderr io.Writer) error { return runOpen(args[1:], os.Stdout, stderr) }
-	}
-	if err := run(os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "delta:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// errUsage marks a bad command line for Delta itself (exit code 2).
+var errUsage = errors.New("bad command line")
 
 // settings are DESIGN §7's, from flags and the environment.
 type settings struct {
@@ -63,28 +60,40 @@ type settings struct {
 	lanAddrs   []string
 	// uploadLogs opts in to tsnet's log upload to Tailscale.
 	uploadLogs bool
+	// verbose copies tsnet's own log lines to stderr.
+	verbose bool
+}
+
+// serverFlags defines Delta's own flags on fs, into s; lanAddrs receives
+// --lan-addrs unsplit.
+func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
+	fs.StringVar(&s.stateDir, "state-dir", statedir.Default(), "the state folder (DELTA_STATE_DIR)")
+	fs.StringVar(&s.listen, "listen", envOr("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
+	fs.StringVar(&s.peerListen, "peer-listen", envOr("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
+	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")
+	lanPort, _ := strconv.Atoi(envOr("DELTA_LAN_PORT", "7422"))
+	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
+	fs.StringVar(&s.controlURL, "control-url", envOr("DELTA_CONTROL_URL", ""), "the tailnet's control server (DELTA_CONTROL_URL)")
+	fs.StringVar(&s.hostname, "hostname", envOr("DELTA_HOSTNAME", ""), "this computer's name on the tailnet (DELTA_HOSTNAME)")
+	fs.BoolVar(&s.uploadLogs, "tailscale-log-upload", os.Getenv("DELTA_TAILSCALE_LOG_UPLOAD") == "1",
+		"let the tailnet's software upload its log to Tailscale, for Tailscale's support (DELTA_TAILSCALE_LOG_UPLOAD=1); off by default")
+	fs.BoolVar(&s.verbose, "verbose", os.Getenv("DELTA_VERBOSE") == "1", "also write the tailnet software's own log lines to stderr (DELTA_VERBOSE=1); they always go to tailscale.log")
+	return fs.String("lan-addrs", envOr("DELTA_LAN_ADDRS", ""), "comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
 }
 
 func parse(args []string, stderr io.Writer) (settings, error) {
 	var s settings
-	fs := flag.NewFlagSet("delta", flag.ContinueOnError)
+	fs := flag.NewFlagSet("delta run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&s.stateDir, "state-dir", env("DELTA_STATE_DIR", defaultStateDir()), "the state folder (DELTA_STATE_DIR)")
-	fs.StringVar(&s.listen, "listen", env("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
-	fs.StringVar(&s.peerListen, "peer-listen", env("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
-	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")
-	lanPort, _ := strconv.Atoi(env("DELTA_LAN_PORT", "7422"))
-	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
-	fs.StringVar(&s.controlURL, "control-url", env("DELTA_CONTROL_URL", ""), "the tailnet's control server (DELTA_CONTROL_URL)")
-	fs.StringVar(&s.hostname, "hostname", env("DELTA_HOSTNAME", ""), "this computer's name on the tailnet (DELTA_HOSTNAME)")
-	fs.BoolVar(&s.uploadLogs, "tailscale-log-upload", os.Getenv("DELTA_TAILSCALE_LOG_UPLOAD") == "1",
-		"let the tailnet's software upload its log to Tailscale, for Tailscale's support (DELTA_TAILSCALE_LOG_UPLOAD=1); off by default")
-	lanAddrs := fs.String("lan-addrs", env("DELTA_LAN_ADDRS", ""), "comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
+	lanAddrs := serverFlags(fs, &s)
 	if err := fs.Parse(args); err != nil {
-		return s, err
+		if errors.Is(err, flag.ErrHelp) {
+			return s, err
+		}
+		return s, fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return s, fmt.Errorf("unexpected argument %q (delta takes flags, or the subcommand open; see delta -h)", fs.Arg(0))
+		return s, fmt.Errorf("%w: unexpected argument %q (delta run takes flags only; delta -h lists the commands)", errUsage, fs.Arg(0))
 	}
 	if s.stateDir == "" {
 		return s, errors.New("no state folder: set --state-dir or DELTA_STATE_DIR (HOME is not set either)")
@@ -179,7 +188,11 @@ func run(args []string, stderr io.Writer) error {
 				line := fmt.Sprintf(format, args...)
 				// The file is best effort: tsnet's own lines are for
 				// debugging, and Delta's log says what matters.
-				_, _ = io.WriteString(tsLog, time.Now().Format(time.RFC3339Nano)+" "+strings.TrimSuffix(line, "\n")+"\n")
+				line = time.Now().Format(time.RFC3339Nano) + " " + strings.TrimSuffix(line, "\n") + "\n"
+				_, _ = io.WriteString(tsLog, line)
+				if s.verbose {
+					_, _ = io.WriteString(stderr, "tailscale: "+line)
+				}
 			}}); err != nil {
 			return err
 		}
@@ -239,26 +252,11 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger) {
 	wg.Wait()
 }
 
-func env(name, def string) string {
+func envOr(name, def string) string {
 	if v, ok := os.LookupEnv(name); ok && v != "" {
 		return v
 	}
 	return def
-}
-
-// defaultStateDir is DESIGN §7's state folder for this OS.
-func defaultStateDir() string {
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support", "Delta")
-	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "delta")
-	}
-	return filepath.Join(home, ".local", "state", "delta")
 }
 
 // maxLogBytes bounds each log file (delta.log, tailscale.log); the one

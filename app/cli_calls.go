@@ -1,0 +1,194 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/kit"
+)
+
+type callsOpts struct {
+	unsettled *bool
+	state     *string
+}
+
+// callsCommand is `delta calls`.
+var callsCommand = &command{name: "calls", args: "[--unsettled | --state S]", summary: "the calls this computer made, newest first", reads: true,
+	flags: func(fs *flag.FlagSet) any {
+		return &callsOpts{unsettled: fs.Bool("unsettled", false, "only calls waiting to be settled (unknown, needs_person), not dismissed"),
+			state: fs.String("state", "", "only calls in this state (sending, answered, unavailable, unknown, carried_out, not_carried_out, needs_person)")}
+	},
+	run: func(e *env, o any, args []string) error {
+		opts := o.(*callsOpts)
+		if len(args) > 0 {
+			return exitf(exitUsage, "calls: unexpected argument %q", args[0])
+		}
+		state := *opts.state
+		if *opts.unsettled {
+			if state != "" {
+				return exitf(exitUsage, "calls: --unsettled and --state %s together: choose one", state)
+			}
+			state = "unsettled"
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		calls, err := c.Calls(e.ctx, state)
+		if err != nil {
+			return e.downErr(err)
+		}
+		if e.json {
+			if calls == nil {
+				calls = []kit.Record{}
+			}
+			return e.printJSON(map[string]any{"calls": calls})
+		}
+		if len(calls) == 0 {
+			fmt.Fprintln(e.stdout, "no calls")
+			return nil
+		}
+		now := time.Now()
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REQUEST ID\tAGE\tSTATE\tTO\tREQUEST")
+		for _, r := range calls {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, view.Ago(now.Sub(r.CreatedAt)), r.State, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
+		}
+		return tw.Flush()
+	}}
+
+// stateExit is the exit code that tells a call's state apart.
+func stateExit(state string) int {
+	switch state {
+	case "answered", "carried_out":
+		return exitOK
+	case "unavailable", "not_carried_out":
+		return exitUnavailable
+	case "needs_person":
+		return exitNeedsPerson
+	}
+	return exitUnknown // sending, unknown
+}
+
+// showRecord prints a call's record and returns the exit code of its state.
+func showRecord(e *env, r *kit.Record) error {
+	if e.json {
+		if err := e.printJSON(r); err != nil {
+			return err
+		}
+	} else {
+		writeRecord(e.stdout, r, time.Now())
+	}
+	if code := stateExit(r.State); code != exitOK {
+		return &exitError{code: code, err: fmt.Errorf("call %s: %s", r.RequestID, view.Words(record.CallState(r.State)))}
+	}
+	return nil
+}
+
+func writeRecord(w io.Writer, r *kit.Record, now time.Time) {
+	from := r.CallerApp
+	if from == "" {
+		from = "an app"
+	}
+	fmt.Fprintf(w, "%s  %s → %s on %s: %s %s\n", r.RequestID, from, r.App, r.Peer, r.Method, r.Path)
+	fmt.Fprintf(w, "state:    %s (%s)", r.State, view.Words(record.CallState(r.State)))
+	if r.Outcome != "" {
+		fmt.Fprintf(w, "; the app was told %s", r.Outcome)
+	}
+	fmt.Fprintln(w)
+	if r.Detail != "" {
+		fmt.Fprintf(w, "detail:   %s\n", r.Detail)
+	}
+	fmt.Fprintf(w, "sent:     %s (%s ago)\n", r.CreatedAt.Local().Format("Mon 2 Jan 15:04:05 MST"), view.Ago(now.Sub(r.CreatedAt)))
+	if r.OwnerState != "" || r.Asks > 0 {
+		fmt.Fprintf(w, "owner:    last said %q; asked %d×", r.OwnerState, r.Asks)
+		if !r.NextAskAt.IsZero() && (r.State == "unknown") {
+			fmt.Fprintf(w, ", next at %s", r.NextAskAt.Local().Format("15:04:05"))
+		}
+		fmt.Fprintln(w)
+	}
+	if r.Dismissed {
+		by := r.DismissedBy
+		if by == "" {
+			by = "a person"
+		}
+		fmt.Fprintf(w, "set aside from %s; still asked about\n", by)
+	}
+	fmt.Fprintf(w, "digest:   %s\n", r.Digest)
+	for _, a := range r.Attempts {
+		fmt.Fprintf(w, "attempt %d: %s %s at %s, first byte written: %t", a.N, a.Road, a.Address, a.StartedAt.Local().Format("15:04:05.000"), a.FirstByteWritten)
+		if a.Error != "" {
+			fmt.Fprintf(w, "; %s", a.Error)
+		}
+		fmt.Fprintln(w)
+	}
+	if a := r.Answer; a != nil {
+		fmt.Fprintf(w, "answer:   %d, %d bytes", a.Status, len(a.Body()))
+		if a.Omitted {
+			fmt.Fprint(w, " (body not kept: too large)")
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.History) > 0 {
+		fmt.Fprintln(w, "history:")
+		for _, s := range r.History {
+			fmt.Fprintf(w, "  %s  %s", s.At.Local().Format("15:04:05.000"), s.State)
+			if s.OwnerState != "" {
+				fmt.Fprintf(w, ", owner: %s", s.OwnerState)
+			}
+			if s.Dismissed {
+				fmt.Fprint(w, ", set aside")
+			}
+			if s.Detail != "" {
+				fmt.Fprintf(w, " — %s", s.Detail)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// callArg is a command on one call: show, ask, dismiss.
+func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*kit.Record, error)) *command {
+	return &command{name: name, args: "ID", summary: summary, reads: true,
+		run: func(e *env, _ any, args []string) error {
+			if len(args) != 1 {
+				return exitf(exitUsage, "%s takes one request id: delta %s ID", name, name)
+			}
+			c, err := e.client()
+			if err != nil {
+				return err
+			}
+			r, err := do(e, c, args[0])
+			if err != nil {
+				if ae, ok := err.(*kit.APIError); ok {
+					code := exitFailed
+					switch ae.Outcome {
+					case "not_found":
+						code = exitUnavailable
+					case "conflict":
+						code = exitConflict
+					}
+					return &exitError{code: code, err: fmt.Errorf("%s %s: %s", name, args[0], ae.Detail)}
+				}
+				return e.downErr(err)
+			}
+			return showRecord(e, r)
+		}}
+}
+
+var (
+	showCommand = callArg("show", "one call's record: its state, attempts and history", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+		return c.CallRecord(e.ctx, id)
+	})
+	askCommand = callArg("ask", "ask the owner about an unsettled call now", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+		return c.Ask(e.ctx, id)
+	})
+	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+		return c.Dismiss(e.ctx, id)
+	})
+)

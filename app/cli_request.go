@@ -1,0 +1,326 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/delta-roads/delta/kit"
+)
+
+// headerFlags is a repeatable -H "Name: value".
+type headerFlags struct{ h http.Header }
+
+func (f *headerFlags) String() string { return "" }
+func (f *headerFlags) Set(v string) error {
+	name, val, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("%q is not \"Name: value\"", v)
+	}
+	if f.h == nil {
+		f.h = http.Header{}
+	}
+	f.h.Add(strings.TrimSpace(name), strings.TrimSpace(val))
+	return nil
+}
+
+// secondsFlag is --timeout S: seconds, as X-Delta-Timeout.
+type secondsFlag struct{ d time.Duration }
+
+func (f *secondsFlag) String() string {
+	if f.d == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f.d.Seconds(), 'f', -1, 64)
+}
+func (f *secondsFlag) Set(v string) error {
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || s <= 0 || s > 600 {
+		return fmt.Errorf("%q is not a number of seconds from 0 to 600", v)
+	}
+	f.d = time.Duration(s * float64(time.Second))
+	return nil
+}
+
+type requestOpts struct {
+	header  headerFlags
+	timeout secondsFlag
+	route   *string
+	// calls only
+	method *string
+	data   *string
+	id     *string
+	app    *string
+	settle *bool
+}
+
+func requestFlags(fs *flag.FlagSet, call bool) *requestOpts {
+	o := &requestOpts{}
+	fs.Var(&o.header, "H", "a request header, \"Name: value\" (repeatable)")
+	fs.Var(&o.timeout, "timeout", "how long the owner may take, in seconds (default 30)")
+	o.route = fs.String("route", "", "pin the road: thunderbolt, lan or tailnet")
+	if call {
+		o.method = fs.String("X", "POST", "the method: POST, PUT, PATCH or DELETE")
+		o.data = fs.String("data", "", "the body: text, @FILE, or - for standard input")
+		o.id = fs.String("id", "", "the request id (default: a new UUID, printed)")
+		o.app = fs.String("app", "", "the calling app's name, shown to the owner (X-Delta-App)")
+		o.settle = fs.Bool("settle", false, "when the outcome is unknown, wait until Delta settles it")
+	}
+	return o
+}
+
+// answerJSON is --json's form of an answer or a refusal.
+type answerJSON struct {
+	Outcome     string      `json:"outcome"`
+	Status      int         `json:"status,omitempty"`
+	RequestID   string      `json:"request_id,omitempty"`
+	Road        string      `json:"road,omitempty"`
+	Replayed    bool        `json:"replayed,omitempty"`
+	Stale       bool        `json:"stale,omitempty"`
+	StaleReason string      `json:"stale_reason,omitempty"`
+	Headers     http.Header `json:"headers,omitempty"`
+	Body        *string     `json:"body,omitempty"`
+	BodyBase64  string      `json:"body_base64,omitempty"`
+	Detail      string      `json:"detail,omitempty"`
+	// Settled is the call's record after --settle.
+	Settled *kit.Record `json:"settled,omitempty"`
+}
+
+func bodyJSON(v *answerJSON, b []byte) {
+	if utf8.Valid(b) {
+		s := string(b)
+		v.Body = &s
+	} else {
+		v.BodyBase64 = base64.StdEncoding.EncodeToString(b)
+	}
+}
+
+// getCommand is `delta get PEER APP PATH`.
+var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PATH from APP on PEER (GET), and print the answer's body", reads: true,
+	flags: func(fs *flag.FlagSet) any { return requestFlags(fs, false) },
+	run: func(e *env, o any, args []string) error {
+		opts := o.(*requestOpts)
+		if len(args) != 3 {
+			return exitf(exitUsage, "get takes PEER APP PATH, as in: delta get studio notes /notes")
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		ans, err := c.Get(e.ctx, args[0], args[1], args[2], &kit.ReadOptions{Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h})
+		return e.answer(ans, err, "", false)
+	}}
+
+// callCommand is `delta call PEER APP PATH`.
+var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [--id ID]", summary: "send a call (a write) to APP on PEER at most once, and print the answer's body", reads: true,
+	flags: func(fs *flag.FlagSet) any { return requestFlags(fs, true) },
+	run: func(e *env, o any, args []string) error {
+		opts := o.(*requestOpts)
+		if len(args) != 3 {
+			return exitf(exitUsage, "call takes PEER APP PATH, as in: delta call studio notes /notes --data '{\"text\":\"hi\"}'")
+		}
+		method := strings.ToUpper(*opts.method)
+		switch method {
+		case "POST", "PUT", "PATCH", "DELETE":
+		default:
+			return exitf(exitUsage, "call: -X %s is not a call method (POST, PUT, PATCH, DELETE); reads go through delta get", *opts.method)
+		}
+		body, err := readData(*opts.data)
+		if err != nil {
+			return exitf(exitUsage, "call: --data: %v", err)
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		c.App = *opts.app
+		id := *opts.id
+		if id == "" {
+			id = kit.NewRequestID()
+		}
+		ans, err := c.Call(e.ctx, args[0], args[1], method, args[2], body, &kit.CallOptions{RequestID: id, Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h})
+		return e.answer(ans, err, id, *opts.settle)
+	}}
+
+// readData reads --data: text, @FILE, or - for standard input.
+func readData(v string) ([]byte, error) {
+	switch {
+	case v == "":
+		return nil, nil
+	case v == "-":
+		return io.ReadAll(os.Stdin)
+	case strings.HasPrefix(v, "@"):
+		return os.ReadFile(v[1:])
+	}
+	return []byte(v), nil
+}
+
+// answer prints a read's or a call's result and returns the exit code of
+// its outcome.
+func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
+	var (
+		un   *kit.Unavailable
+		unk  *kit.OutcomeUnknown
+		cf   *kit.Conflict
+		down *kit.LocalDeltaDown
+	)
+	v := answerJSON{RequestID: id}
+	var code int
+	var msg string
+	switch {
+	case err == nil:
+		v.Outcome, v.Status, v.Road, v.Replayed, v.Headers = "answered", ans.Status, ans.Road, ans.Replayed, ans.Header
+		v.Stale, v.StaleReason = ans.Stale, ans.StaleReason
+		if ans.Stale {
+			v.Outcome = "stale"
+		}
+		if ans.RequestID != "" {
+			v.RequestID = ans.RequestID
+		}
+		bodyJSON(&v, ans.Body)
+		if ans.Status >= 400 {
+			code, msg = exitAppError, fmt.Sprintf("the owner app answered %d %s", ans.Status, http.StatusText(ans.Status))
+		}
+	case errors.As(err, &un):
+		v.Outcome, v.Status, v.Detail = un.Outcome, un.Status, un.Detail
+		code, msg = exitUnavailable, un.Outcome+": "+un.Detail
+	case errors.As(err, &unk):
+		v.Outcome, v.Detail = "outcome_unknown", unk.Detail
+		code, msg = exitUnknown, fmt.Sprintf("outcome unknown: %s (Delta never sends it again and asks the owner; delta show %s)", unk.Detail, v.RequestID)
+	case errors.As(err, &cf):
+		v.Outcome, v.Detail = "conflict", cf.Detail
+		code, msg = exitConflict, "conflict: "+cf.Detail
+	case errors.As(err, &down):
+		return e.downErr(err)
+	default:
+		return err
+	}
+	if settle && code == exitUnknown {
+		fmt.Fprintf(e.stderr, "delta: request id %s: outcome unknown; waiting until Delta settles it (Ctrl-C stops waiting, not Delta)\n", v.RequestID)
+		c, cerr := e.client()
+		if cerr != nil {
+			return cerr
+		}
+		rec, serr := c.Settle(e.ctx, v.RequestID)
+		if serr != nil {
+			return exitf(exitUnknown, "request id %s: outcome still unknown: %v", v.RequestID, serr)
+		}
+		v.Settled = rec
+		code, msg = stateExit(rec.State), fmt.Sprintf("settled %s: %s", rec.State, rec.Detail)
+		if rec.Answer != nil {
+			bodyJSON(&v, rec.Answer.Body())
+			v.Status = rec.Answer.Status
+			if code == exitOK && rec.Answer.Status >= 400 {
+				code = exitAppError
+			}
+		}
+	}
+	if e.json {
+		if err := e.printJSON(v); err != nil {
+			return err
+		}
+	} else {
+		if v.Body != nil {
+			fmt.Fprint(e.stdout, *v.Body)
+		} else if v.BodyBase64 != "" {
+			b, _ := base64.StdEncoding.DecodeString(v.BodyBase64)
+			e.stdout.Write(b)
+		}
+		if v.Stale {
+			fmt.Fprintf(e.stderr, "delta: a stale answer (%s)\n", v.StaleReason)
+		}
+		if id != "" && code == exitOK {
+			how := fmt.Sprintf("answered %d via %s", v.Status, v.Road)
+			if v.Replayed {
+				how += ", replayed from the journal (nothing sent again)"
+			}
+			if v.Settled != nil {
+				how = "settled " + v.Settled.State
+			}
+			fmt.Fprintf(e.stderr, "delta: request id %s: %s\n", v.RequestID, how)
+		}
+	}
+	if code != exitOK {
+		if id != "" {
+			msg = "request id " + v.RequestID + ": " + msg
+		}
+		return &exitError{code: code, err: errors.New(msg)}
+	}
+	return nil
+}
+
+
+// appsCommand is `delta apps add|list|remove`.
+var appsCommand = &command{name: "apps", args: "list | add NAME URL | remove NAME", summary: "the owner apps registered on this computer", reads: true,
+	run: func(e *env, _ any, args []string) error {
+		if len(args) == 0 {
+			args = []string{"list"}
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		switch {
+		case args[0] == "list" && len(args) == 1:
+			apps, err := c.Apps(e.ctx)
+			if err != nil {
+				return e.downErr(err)
+			}
+			if e.json {
+				if apps == nil {
+					apps = []kit.App{}
+				}
+				return e.printJSON(map[string]any{"apps": apps})
+			}
+			if len(apps) == 0 {
+				fmt.Fprintln(e.stdout, "no apps registered (delta apps add NAME http://127.0.0.1:PORT)")
+			}
+			for _, a := range apps {
+				fmt.Fprintf(e.stdout, "%s\t%s\n", a.App, a.URL)
+			}
+			return nil
+		case args[0] == "add" && len(args) == 3:
+			a, err := c.RegisterApp(e.ctx, args[1], args[2])
+			if err != nil {
+				return apiExit("apps add", e.downErr(err))
+			}
+			if e.json {
+				return e.printJSON(a)
+			}
+			fmt.Fprintf(e.stdout, "%s\t%s\nforward secret (the app checks X-Delta-Forward-Secret against it): %s\n", a.App, a.URL, a.Secret)
+			return nil
+		case args[0] == "remove" && len(args) == 2:
+			if err := c.RemoveApp(e.ctx, args[1]); err != nil {
+				return apiExit("apps remove", e.downErr(err))
+			}
+			if !e.json {
+				fmt.Fprintf(e.stdout, "removed %s\n", args[1])
+			}
+			return nil
+		}
+		return exitf(exitUsage, "apps takes: list | add NAME URL | remove NAME")
+	}}
+
+// apiExit gives a refusal of Delta's API its exit code.
+func apiExit(what string, err error) error {
+	var ae *kit.APIError
+	if errors.As(err, &ae) {
+		code := exitFailed
+		switch ae.Outcome {
+		case "not_found":
+			code = exitUnavailable
+		case "bad_request":
+			code = exitUsage
+		}
+		return &exitError{code: code, err: fmt.Errorf("%s: %s", what, ae.Detail)}
+	}
+	return err
+}

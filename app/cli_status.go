@@ -1,0 +1,211 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/kit"
+)
+
+// statusCommand is `delta status`, like `tailscale status`.
+var statusCommand = &command{name: "status", summary: "this computer, the tailnet, every peer with its roads, and the unsettled writes", reads: true,
+	run: func(e *env, _ any, args []string) error {
+		if len(args) > 0 {
+			return exitf(exitUsage, "status: unexpected argument %q", args[0])
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		st, err := c.Status(e.ctx)
+		if err != nil {
+			return e.downErr(err)
+		}
+		if e.json {
+			return e.printJSON(st)
+		}
+		writeStatus(e.stdout, st, time.Now())
+		return nil
+	}}
+
+// writeStatus prints st for people.
+func writeStatus(w io.Writer, st *kit.Status, now time.Time) {
+	fmt.Fprintf(w, "%s", st.Self.Name)
+	if st.Self.NodeID != "" {
+		fmt.Fprintf(w, " (node %s)", st.Self.NodeID)
+	}
+	fmt.Fprintf(w, " · Delta %s\n", st.Version)
+	if t := st.Tailnet; t != nil {
+		fmt.Fprintf(w, "tailnet: %s", t.State)
+		if t.ControlURL != "" {
+			fmt.Fprintf(w, " · control server %s", t.ControlURL)
+		}
+		fmt.Fprintln(w)
+		if t.LoginURL != "" {
+			fmt.Fprintf(w, "  log in: %s  (or: delta login)\n", t.LoginURL)
+		}
+		if t.Message != "" {
+			fmt.Fprintf(w, "  %s\n", t.Message)
+		}
+	} else {
+		fmt.Fprintln(w, "static mode: peers from config.json; no tailnet")
+	}
+	if len(st.Peers) == 0 {
+		fmt.Fprintln(w, "no peers yet")
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, p := range st.Peers {
+		road := "no road up"
+		if p.Road != "" {
+			road = "via " + p.Road
+			for _, r := range p.Roads {
+				if r.Road == p.Road && r.RTTMillis > 0 {
+					road += " " + view.FormatMillis(r.RTTMillis)
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\t\t\n", p.Name, road)
+		for _, r := range p.Roads {
+			where := r.Address
+			if r.Interface != "" {
+				where += " on " + r.Interface
+			}
+			state := r.State
+			if r.RTTMillis > 0 && r.State == "up" {
+				state += " " + view.FormatMillis(r.RTTMillis)
+			}
+			var notes []string
+			if r.Path != "" {
+				notes = append(notes, r.Path)
+			}
+			if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
+				notes = append(notes, "held down until "+r.HeldDownUntil.Local().Format("15:04:05"))
+			}
+			if r.LastError != "" && r.State != "up" {
+				e := view.Clip(r.LastError, 100)
+				if !r.LastErrorAt.IsZero() {
+					e = fmt.Sprintf("%s ago: %s", view.Ago(now.Sub(r.LastErrorAt)), e)
+				}
+				notes = append(notes, e)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Road, where, state, strings.Join(notes, "; "))
+		}
+	}
+	tw.Flush()
+	switch st.Unsettled {
+	case 0:
+		fmt.Fprintln(w, "unsettled writes: none")
+	default:
+		fmt.Fprintf(w, "unsettled writes: %d (delta calls --unsettled)\n", st.Unsettled)
+	}
+}
+
+// pingCommand is `delta ping PEER`, like `tailscale ping`.
+var pingCommand = &command{name: "ping", args: "PEER", summary: "each road's round trip to PEER's Delta, or why not", reads: true,
+	run: func(e *env, _ any, args []string) error {
+		if len(args) != 1 {
+			return exitf(exitUsage, "ping takes one peer: delta ping PEER")
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		res, err := c.Ping(e.ctx, args[0])
+		if err != nil {
+			if ae, ok := err.(*kit.APIError); ok && ae.Outcome == "not_found" {
+				return exitf(exitUnavailable, "ping: %s", ae.Detail)
+			}
+			return e.downErr(err)
+		}
+		ok := false
+		for _, r := range res {
+			ok = ok || r.OK
+		}
+		if e.json {
+			if err := e.printJSON(map[string]any{"peer": args[0], "roads": res}); err != nil {
+				return err
+			}
+		} else {
+			for _, r := range res {
+				where := r.Address
+				if r.Interface != "" {
+					where += " on " + r.Interface
+				}
+				if r.OK {
+					fmt.Fprintf(e.stdout, "%s via %s (%s): connect %s, answer %s\n", args[0], r.Road, where,
+						view.FormatMillis(r.ConnectMillis), view.FormatMillis(r.AnswerMillis))
+				} else {
+					fmt.Fprintf(e.stdout, "%s via %s (%s): %s\n", args[0], r.Road, where, r.Error)
+				}
+			}
+		}
+		if !ok {
+			return exitf(exitUnavailable, "ping: no road to %s answered", args[0])
+		}
+		return nil
+	}}
+
+type loginOpts struct{ timeout *time.Duration }
+
+// noURLAfter is how long login waits for a login URL before it says why
+// none came.
+const noURLAfter = 10 * time.Second
+
+// loginCommand is `delta login`, like `tailscale up`.
+var loginCommand = &command{name: "login", summary: "print the tailnet's login URL and wait until logged in",
+	flags: func(fs *flag.FlagSet) any {
+		return &loginOpts{timeout: fs.Duration("timeout", 10*time.Minute, "how long to wait for the login")}
+	},
+	run: func(e *env, o any, args []string) error {
+		if len(args) > 0 {
+			return exitf(exitUsage, "login: unexpected argument %q", args[0])
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		deadline := start.Add(*o.(*loginOpts).timeout)
+		shownURL, saidWhy := "", false
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			st, err := c.Status(e.ctx)
+			if err != nil {
+				return e.downErr(err)
+			}
+			t := st.Tailnet
+			switch {
+			case t == nil:
+				fmt.Fprintln(e.stdout, "static mode: peers come from config.json, and there is no tailnet to log in to")
+				return nil
+			case t.State == "Running":
+				fmt.Fprintf(e.stdout, "logged in: %s is on the tailnet\n", st.Self.Name)
+				return nil
+			case t.LoginURL != "" && t.LoginURL != shownURL:
+				shownURL = t.LoginURL
+				fmt.Fprintf(e.stdout, "To log in, open:\n\n\t%s\n\nwaiting…\n", t.LoginURL)
+			case shownURL == "" && !saidWhy && time.Since(start) > noURLAfter:
+				saidWhy = true
+				fmt.Fprintf(e.stderr, "delta login: no login URL after %s from the control server %s: %s\n",
+					noURLAfter, t.ControlURL, t.Message)
+			}
+			if time.Now().After(deadline) {
+				why := t.Message
+				if why == "" {
+					why = "state " + t.State
+				}
+				return exitf(exitFailed, "login: not logged in after %s (%s)", *o.(*loginOpts).timeout, why)
+			}
+			select {
+			case <-e.ctx.Done():
+				return e.ctx.Err()
+			case <-tick.C:
+			}
+		}
+	}}

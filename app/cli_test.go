@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// delta runs the delta binary with args and returns its stdout, stderr and
+// exit code.
+func delta(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), code
+}
+
+func wantCode(t *testing.T, what string, got, want int, stdout, stderr string) {
+	t.Helper()
+	if got != want {
+		t.Fatalf("%s: exit %d, want %d\nstdout: %s\nstderr: %s", what, got, want, stdout, stderr)
+	}
+}
+
+// TestCommandLine runs every command of the command line against a real
+// pair and checks exit codes, --json and the words.
+func TestCommandLine(t *testing.T) {
+	laptop, studio, app := startPair(t)
+	L := []string{"--state-dir", laptop.dir}
+
+	// Help lists every command.
+	out, errOut, code := delta(t, "-h")
+	wantCode(t, "-h", code, exitOK, out, errOut)
+	for _, c := range commands {
+		if !strings.Contains(errOut, "  "+c.name+" ") {
+			t.Errorf("delta -h does not list %s:\n%s", c.name, errOut)
+		}
+	}
+
+	// status, flags after the command.
+	out, errOut, code = delta(t, "status", "--state-dir", laptop.dir)
+	wantCode(t, "status", code, exitOK, out, errOut)
+	if !strings.Contains(out, "laptop") || !strings.Contains(out, "studio") || !strings.Contains(out, "static mode") || !strings.Contains(out, "unsettled writes: none") {
+		t.Fatalf("status:\n%s", out)
+	}
+	// --json, flags before the command.
+	out, errOut, code = delta(t, "--state-dir", laptop.dir, "--json", "status")
+	wantCode(t, "status --json", code, exitOK, out, errOut)
+	var st struct {
+		Self  struct{ Name string }
+		Peers []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || st.Self.Name != "laptop" || len(st.Peers) != 1 || st.Peers[0].Name != "studio" {
+		t.Fatalf("status --json: %v %s", err, out)
+	}
+
+	// ping
+	out, errOut, code = delta(t, append(L, "ping", "studio")...)
+	wantCode(t, "ping", code, exitOK, out, errOut)
+	if !strings.Contains(out, "studio via lan") || !strings.Contains(out, "connect ") || !strings.Contains(out, "answer ") {
+		t.Fatalf("ping:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "ping", "nowhere")...)
+	wantCode(t, "ping an unknown peer", code, exitUnavailable, out, errOut)
+
+	// get and call
+	out, errOut, code = delta(t, append(L, "get", "studio", "notes", "/hello")...)
+	wantCode(t, "get", code, exitOK, out, errOut)
+	if out != "GET /hello" {
+		t.Fatalf("get: %q", out)
+	}
+	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/answer/1", "--data", "hi", "--id", "cli-1", "--json")...)
+	wantCode(t, "call", code, exitOK, out, errOut)
+	var ans answerJSON
+	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Outcome != "answered" || ans.Status != 201 || ans.RequestID != "cli-1" || ans.Body == nil || *ans.Body != "hi" {
+		t.Fatalf("call --json: %v %s", err, out)
+	}
+	// --data @file, a minted id printed on stderr.
+	f := filepath.Join(t.TempDir(), "body")
+	os.WriteFile(f, []byte("from a file"), 0o600)
+	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/answer/2", "--data", "@"+f)...)
+	wantCode(t, "call --data @file", code, exitOK, out, errOut)
+	if out != "from a file" || !strings.Contains(errOut, "request id ") || !strings.Contains(errOut, "answered 201 via lan") {
+		t.Fatalf("call --data @file: %q %q", out, errOut)
+	}
+	// The same id with another body: conflict.
+	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/answer/1", "--data", "other", "--id", "cli-1")...)
+	wantCode(t, "call with a used id", code, exitConflict, out, errOut)
+	// An app the owner does not have: not carried out.
+	out, errOut, code = delta(t, append(L, "call", "studio", "nobody", "/x", "--json")...)
+	wantCode(t, "call to an unknown app", code, exitUnavailable, out, errOut)
+	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Outcome != "not_found" {
+		t.Fatalf("call to an unknown app --json: %v %s", err, out)
+	}
+	// The owner app too slow: outcome unknown, then settled by --settle
+	// in another call's show.
+	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/apply-then-sleep/s", "--id", "cli-slow", "--timeout", "0.3")...)
+	wantCode(t, "a call whose answer is late", code, exitUnknown, out, errOut)
+	if !strings.Contains(errOut, "outcome unknown") || !strings.Contains(errOut, "cli-slow") {
+		t.Fatalf("unknown's message: %s", errOut)
+	}
+	out, errOut, code = delta(t, append(L, "show", "cli-slow")...)
+	wantCode(t, "show an unknown call", code, exitUnknown, out, errOut)
+	if !strings.Contains(out, "attempt 1: lan") || !strings.Contains(out, "first byte written: true") || !strings.Contains(out, "history:") {
+		t.Fatalf("show:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "calls", "--unsettled", "--json")...)
+	wantCode(t, "calls --unsettled", code, exitOK, out, errOut)
+	var list struct {
+		Calls []struct {
+			RequestID string `json:"request_id"`
+			Attempts  []any
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list.Calls) != 1 || list.Calls[0].RequestID != "cli-slow" || len(list.Calls[0].Attempts) != 1 {
+		t.Fatalf("calls --unsettled --json: %v %s", err, out)
+	}
+	app.Release("/apply-then-sleep/s")
+	out, errOut, code = delta(t, append(L, "ask", "cli-slow")...)
+	for code == exitUnknown { // studio may not have its app's answer yet
+		out, errOut, code = delta(t, append(L, "show", "cli-slow")...)
+	}
+	wantCode(t, "the late call, settled", code, exitOK, out, errOut)
+	if !strings.Contains(out, "carried_out") {
+		t.Fatalf("settled:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "calls")...)
+	wantCode(t, "calls", code, exitOK, out, errOut)
+	if !strings.Contains(out, "cli-slow") || !strings.Contains(out, "carried_out") {
+		t.Fatalf("calls:\n%s", out)
+	}
+	// A call its owner cannot account for needs a person; --settle waits.
+	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/reset-after-read/r", "--id", "cli-reset", "--settle")...)
+	wantCode(t, "call --settle on a reset", code, exitNeedsPerson, out, errOut)
+	out, errOut, code = delta(t, append(L, "dismiss", "cli-reset")...)
+	wantCode(t, "dismiss", code, exitNeedsPerson, out, errOut)
+	if !strings.Contains(out, "set aside from the local API") {
+		t.Fatalf("dismiss:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "show", "no-such-id")...)
+	wantCode(t, "show an unknown id", code, exitUnavailable, out, errOut)
+
+	// apps on studio
+	S := []string{"--state-dir", studio.dir}
+	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:9")...)
+	wantCode(t, "apps add", code, exitOK, out, errOut)
+	if !strings.Contains(out, "forward secret") {
+		t.Fatalf("apps add: %s", out)
+	}
+	out, errOut, code = delta(t, append(S, "apps", "list")...)
+	if code != 0 || !strings.Contains(out, "notes") || !strings.Contains(out, "photos\thttp://127.0.0.1:9") {
+		t.Fatalf("apps list: %d %s %s", code, out, errOut)
+	}
+	out, errOut, code = delta(t, append(S, "apps", "add", "bad", "http://example.com")...)
+	wantCode(t, "apps add with a non-loopback URL", code, exitUsage, out, errOut)
+	out, errOut, code = delta(t, append(S, "apps", "remove", "photos")...)
+	wantCode(t, "apps remove", code, exitOK, out, errOut)
+	out, errOut, code = delta(t, append(S, "apps", "remove", "photos")...)
+	wantCode(t, "apps remove again", code, exitUnavailable, out, errOut)
+
+	// version, open --print
+	out, errOut, code = delta(t, "version")
+	wantCode(t, "version", code, exitOK, out, errOut)
+	out, errOut, code = delta(t, append(L, "open", "--print")...)
+	if code != 0 || !strings.Contains(out, "/login?code=") {
+		t.Fatalf("open --print: %d %s %s", code, out, errOut)
+	}
+
+	// Usage errors.
+	for _, args := range [][]string{{"bogus"}, {"get", "studio"}, {"call", "studio", "notes", "/x", "-X", "GET"}, {"status", "--nope"}, {"calls", "--unsettled", "--state", "unknown"}} {
+		out, errOut, code = delta(t, append(L, args...)...)
+		wantCode(t, strings.Join(args, " "), code, exitUsage, out, errOut)
+	}
+}
+
+// TestCommandLineDeltaDown: every command that needs Delta says it is not
+// running and names the folder it looked in.
+func TestCommandLineDeltaDown(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{"status"}, {"calls"}, {"get", "a", "b", "/c"}, {"call", "a", "b", "/c"}, {"open", "--print"}, {"ping", "a"}} {
+		out, errOut, code := delta(t, append([]string{"--state-dir", dir}, args...)...)
+		wantCode(t, strings.Join(args, " "), code, exitDeltaDown, out, errOut)
+		if !strings.Contains(errOut, "Delta is not running") || !strings.Contains(errOut, dir) {
+			t.Errorf("%v: %s", args, errOut)
+		}
+	}
+}
