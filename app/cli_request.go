@@ -257,7 +257,6 @@ func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 	return nil
 }
 
-
 // appsCommand is `delta apps add|list|remove`.
 var appsCommand = &command{name: "apps", args: "list | add NAME URL | remove NAME", summary: "the owner apps registered on this computer", reads: true,
 	run: func(e *env, _ any, args []string) error {
