@@ -95,7 +95,7 @@ func init() {
 		statusCommand, pingCommand, loginCommand,
 		callsCommand, showCommand, askCommand, dismissCommand,
 		getCommand, callCommand, appsCommand,
-		openCommand, versionCommand,
+		openCommand, versionCommand, demoCommand,
 	}
 }
 

@@ -200,3 +200,25 @@ func TestCommandLineDeltaDown(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoCheck runs `delta demo --check` end to end: a loopback tailnet,
+// two Deltas as processes, the notes app and the four steps of the tour.
+func TestDemoCheck(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := delta(t, "demo", "--check", "--dir", dir)
+	if code != 0 {
+		for _, name := range []string{"alpha", "beta"} {
+			b, _ := os.ReadFile(filepath.Join(dir, name+".out"))
+			t.Logf("%s's output:\n%s", name, b)
+		}
+		t.Fatalf("delta demo --check: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"1. A read", "2. A call, answered", "3. A call whose answer is lost", "4. A call the owner cannot account for", "Every step did what it said."} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the tour does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "✗") {
+		t.Errorf("a step failed:\n%s", out)
+	}
+}

@@ -67,7 +67,7 @@ func (a *App) ResetNext() { a.mu.Lock(); a.reset = true; a.mu.Unlock() }
 func (a *App) Notes() []Note {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]Note(nil), a.notes...)
+	return append([]Note{}, a.notes...)
 }
 
 func (a *App) list(w http.ResponseWriter, r *http.Request) {

@@ -141,6 +141,12 @@ func (n *Node) refresh() {
 		defer n.book.Touch() // the menu's "Log in to tailnet…" follows
 	}
 	n.backend = st.BackendState
+	n.health = st.Health
+	if (st.BackendState == "NeedsLogin" || st.BackendState == "NoState") && st.AuthURL == "" && n.authURL == "" &&
+		!n.loginSaid && now.Sub(n.started) >= noLoginWait {
+		n.loginSaid = true
+		n.log.Warn(n.noLoginURLLocked(now))
+	}
 	if st.AuthURL != "" {
 		n.authURL = st.AuthURL
 	}

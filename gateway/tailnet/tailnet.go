@@ -32,6 +32,7 @@ import (
 
 	"tailscale.com/client/local"
 	"tailscale.com/envknob"
+	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
 	"tailscale.com/tsnet"
 	"tailscale.com/util/testenv"
@@ -132,11 +133,14 @@ type Node struct {
 	backend  string // BackendState
 	authURL  string
 	lastErr  string
-	peers    map[string]*peer               // by name
-	byNode   map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
-	tickets  map[string]heldTicket          // by peer name
-	events   chan roads.Event               // to the gateway
-	newLns   chan gateway.PeerListener      // TLS listeners opened after Attach
+	health   []string // tsnet's health warnings, as its status says them
+	// loginSaid: the log has said why no login URL came.
+	loginSaid bool
+	peers     map[string]*peer               // by name
+	byNode    map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
+	tickets   map[string]heldTicket          // by peer name
+	events    chan roads.Event               // to the gateway
+	newLns    chan gateway.PeerListener      // TLS listeners opened after Attach
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
 	remembered map[string]statedir.Peer
@@ -465,11 +469,13 @@ func (n *Node) Pin() string { return n.pin }
 
 // TailnetStatus is what /v1/status says of the tailnet.
 type TailnetStatus struct {
-	State    string   `json:"state"`               // tsnet's backend state: NeedsLogin, Starting, Running, …
-	LoginURL string   `json:"login_url,omitempty"` // open it to log in
-	Message  string   `json:"message"`             // why peers are missing, if they are
-	Pin      string   `json:"tls_pin"`
-	LAN      []string `json:"lan_listeners"`
+	State    string `json:"state"`               // tsnet's backend state: NeedsLogin, Starting, Running, …
+	LoginURL string `json:"login_url,omitempty"` // open it to log in
+	// ControlURL is the control server Delta logs in to.
+	ControlURL string   `json:"control_url"`
+	Message    string   `json:"message"` // why peers are missing, if they are
+	Pin        string   `json:"tls_pin"`
+	LAN        []string `json:"lan_listeners"`
 	// LogUpload reports whether tsnet uploads its log to Tailscale (only
 	// when a person opted in).
 	LogUpload bool `json:"log_upload"`
@@ -483,15 +489,15 @@ func (n *Node) Status() TailnetStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}, Routes: n.book.Counters(),
-		LogUpload: LogUploadOn()}
+		LogUpload: LogUploadOn(), ControlURL: n.controlURL()}
 	for _, l := range n.lanLns {
 		st.LAN = append(st.LAN, string(l.road)+" "+l.ln.Addr().String())
 	}
 	switch {
 	case n.backend == "NeedsLogin" && n.authURL != "":
 		st.Message = "not logged in to the tailnet: open " + n.authURL + " to log in; until then there are no peers"
-	case n.backend == "NeedsLogin":
-		st.Message = "not logged in to the tailnet; set DELTA_TS_AUTHKEY or wait for the login URL"
+	case n.backend == "NeedsLogin" || n.backend == "NoState" || n.backend == "":
+		st.Message = n.noLoginURLLocked(time.Now())
 	case n.backend == "NeedsMachineAuth":
 		st.Message = "this computer waits for approval by the tailnet's admin"
 	case n.backend != "Running":
@@ -505,6 +511,36 @@ func (n *Node) Status() TailnetStatus {
 		st.Message = fmt.Sprintf("logged in; %d peers", len(n.peers))
 	}
 	return st
+}
+
+// noLoginWait is how long a missing login URL counts as "asking" before
+// the status and the log say why none came.
+const noLoginWait = 10 * time.Second
+
+// controlURL is the control server this node logs in to.
+func (n *Node) controlURL() string {
+	if n.cfg.ControlURL != "" {
+		return n.cfg.ControlURL
+	}
+	return ipn.DefaultControlURL
+}
+
+// noLoginURLLocked says why there is no login URL yet: the first seconds,
+// asking; after them, that the control server has not given one, naming
+// it and what tsnet's health says (it cannot be reached, say).
+func (n *Node) noLoginURLLocked(now time.Time) string {
+	waited := now.Sub(n.started)
+	if waited < noLoginWait {
+		return "asking the control server " + n.controlURL() + " for a login URL; set DELTA_TS_AUTHKEY to log in without one"
+	}
+	why := "it has not answered (it cannot be reached, or it is slow)"
+	if len(n.health) > 0 {
+		why = strings.Join(n.health, "; ")
+	} else if n.lastErr != "" {
+		why = n.lastErr
+	}
+	return fmt.Sprintf("no login URL after %s from the control server %s: %s; Delta keeps trying (tsnet's own log: tailscale.log)",
+		waited.Round(time.Second), n.controlURL(), why)
 }
 
 // LogUploadOn reports whether tsnet would upload its log to Tailscale in

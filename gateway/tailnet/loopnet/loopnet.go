@@ -1,0 +1,112 @@
+// Package loopnet runs a whole tailnet on this computer's loopback:
+// Tailscale's test control server and a DERP relay, in-process. Nothing it
+// starts reaches past loopback. `delta demo` runs on it, and the tests'
+// tailnettest wraps it.
+package loopnet
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+
+	"tailscale.com/derp/derpserver"
+	"tailscale.com/net/netns"
+	"tailscale.com/tailcfg"
+	"tailscale.com/tstest/integration/testcontrol"
+	"tailscale.com/types/key"
+	"tailscale.com/types/logger"
+)
+
+// Net is a running loopback tailnet.
+type Net struct {
+	// URL is the control server's.
+	URL    string
+	Server *testcontrol.Server
+
+	derp    *derpserver.Server
+	derpSrv *httptest.Server
+	ctrlSrv *httptest.Server
+	owner   tailcfg.UserID
+}
+
+// Options configure Start.
+type Options struct {
+	// RequireAuth makes nodes log in interactively (there is a login URL).
+	RequireAuth bool
+	// Logf receives the servers' logs; nil discards them.
+	Logf logger.Logf
+}
+
+// Start runs a control server and a DERP relay (no STUN: on loopback the
+// nodes reach each other directly) on 127.0.0.1. Every node is reported
+// online. Close stops them.
+//
+// It turns off tsnet's per-socket network namespacing (netns) for the
+// process, which needs privileges on Linux and is pointless on loopback.
+func Start(opt Options) (*Net, error) {
+	logf := opt.Logf
+	if logf == nil {
+		logf = logger.Discard
+	}
+	netns.SetEnabled(false)
+	n := &Net{derp: derpserver.New(key.NewNode(), logf)}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("loopnet: DERP relay: %w", err)
+	}
+	n.derpSrv = httptest.NewUnstartedServer(derpserver.Handler(n.derp))
+	n.derpSrv.Listener.Close()
+	n.derpSrv.Listener = ln
+	n.derpSrv.Config.ErrorLog = logger.StdLogger(logf)
+	n.derpSrv.Config.TLSNextProto = make(map[string]func(*http.Server, *tls.Conn, http.Handler))
+	n.derpSrv.StartTLS()
+	derpMap := &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{1: {RegionID: 1, RegionCode: "loop", RegionName: "loopback",
+		Nodes: []*tailcfg.DERPNode{{Name: "1a", RegionID: 1, HostName: "127.0.0.1", IPv4: "127.0.0.1", IPv6: "none",
+			STUNPort: -1, DERPPort: ln.Addr().(*net.TCPAddr).Port, InsecureForTests: true}}}}}
+	n.Server = &testcontrol.Server{DERPMap: derpMap, AllOnline: true, Logf: logf, RequireAuth: opt.RequireAuth,
+		DNSConfig: &tailcfg.DNSConfig{Proxied: true}, MagicDNSDomain: "tail-scale.ts.net"}
+	n.ctrlSrv = httptest.NewUnstartedServer(n.Server)
+	n.Server.HTTPTestServer = n.ctrlSrv // its login URLs name it
+	n.ctrlSrv.Start()
+	n.URL = n.ctrlSrv.URL
+	return n, nil
+}
+
+// Close stops the servers.
+func (n *Net) Close() {
+	n.ctrlSrv.Close()
+	n.derpSrv.CloseClientConnections()
+	n.derpSrv.Close()
+	n.derp.Close()
+	netns.SetEnabled(true)
+}
+
+// SameUser makes the nodes with these keys computers of one tailnet user,
+// as a person's own computers are (the test control server gives every new
+// node a user of its own). The first call picks the user.
+func (n *Net) SameUser(keys ...key.NodePublic) {
+	for _, k := range keys {
+		node := n.Server.Node(k)
+		if node == nil {
+			continue
+		}
+		if n.owner == 0 {
+			n.owner = node.User
+		}
+		if node.User != n.owner {
+			node.User = n.owner
+			n.Server.UpdateNode(node)
+		}
+	}
+}
+
+// SameUserAll does SameUser for every node registered so far.
+func (n *Net) SameUserAll() {
+	var keys []key.NodePublic
+	for _, node := range n.Server.AllNodes() {
+		keys = append(keys, node.Key)
+	}
+	n.SameUser(keys...)
+}
