@@ -121,6 +121,8 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	_, statErr := os.Stat(filepath.Join(s.stateDir, statedir.JournalFile))
+	fresh := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return fmt.Errorf("make state folder: %w", err)
 	}
@@ -156,6 +158,10 @@ func run(args []string, stderr io.Writer) error {
 	lock, err := statedir.Lock(s.stateDir)
 	if err != nil {
 		return err
+	}
+	if fresh {
+		log.Warn("a new state folder: this Delta has no journal or identity yet and makes them now; if you meant another folder, stop and pass --state-dir",
+			"state_dir", s.stateDir)
 	}
 	defer lock.Close()
 	fc, err := statedir.ReadConfig(s.stateDir)

@@ -125,12 +125,14 @@ type Config struct {
 	// PeerListen is the peer API's address in static mode.
 	PeerListen string `json:"peer_listen"`
 	// NetworkKey is the hex HMAC key that signs tickets, shared by every
-	// computer of a static network. If empty, <state>/ticket-key (made on
-	// first start), which only this computer knows.
+	// computer of a static network. Static mode needs it.
 	NetworkKey string `json:"network_key"`
 	// Peers are the other computers, with an address per road. If any are
 	// named, Delta runs in static mode: no tailnet.
 	Peers []roads.StaticPeer `json:"peers"`
+	// PeersGiven reports whether the file has "peers" at all: an empty
+	// list is a mistake, not a wish to join the tailnet.
+	PeersGiven bool `json:"-"`
 }
 
 // ReadConfig reads <state>/config.json; a missing file is an empty
@@ -149,6 +151,13 @@ func ReadConfig(dir string) (*Config, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
 		return nil, fmt.Errorf("statedir: %s is not valid: %w", path, err)
+	}
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(b, &keys) == nil {
+		_, fc.PeersGiven = keys["peers"]
+	}
+	if fc.PeersGiven && len(fc.Peers) == 0 {
+		return nil, fmt.Errorf("statedir: %s has \"peers\": [] — static mode needs at least one peer; to join the tailnet instead, remove \"peers\"", path)
 	}
 	if fc.Name != "" {
 		if err := proto.CheckName("computer", fc.Name); err != nil {

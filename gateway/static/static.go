@@ -7,6 +7,7 @@ package static
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -59,6 +60,9 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 		if err != nil {
 			return fmt.Errorf("static: the peer API cannot listen on %s (--peer-listen, or peer_listen in %s): %w", addr, statedir.ConfigFile, err)
 		}
+		if w := PlainTCPWarning(ln.Addr()); w != "" && cfg.Logger != nil {
+			cfg.Logger.Warn(w)
+		}
 		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	}
 	cfg.Router = router
@@ -68,21 +72,40 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	return nil
 }
 
-// key is the network key of fc, or this computer's own ticket-key (made on
-// first start), which only it knows.
-func key(dir string, fc *statedir.Config) (ticket.Key, error) {
-	if fc.NetworkKey != "" {
-		k, err := hex.DecodeString(fc.NetworkKey)
-		if err != nil || len(k) < 16 {
-			return nil, fmt.Errorf("static: %s: network_key must be at least 16 bytes, hex-encoded", statedir.ConfigFile)
-		}
-		return k, nil
+// PlainTCPWarning is what static mode says of a peer listener on addr:
+// nothing on loopback; elsewhere, loudly, that its connections are plain
+// TCP. Static mode allows it (air-gapped setups, a lab), because tickets
+// still keep out whoever lacks the network key; but requests and answers
+// cross the network unencrypted.
+func PlainTCPWarning(addr net.Addr) string {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || ta.IP.IsLoopback() {
+		return ""
 	}
-	k, err := ticket.LoadOrCreate(filepath.Join(dir, statedir.TicketKeyFile))
-	if err != nil {
-		return nil, fmt.Errorf("static: %w", err)
+	return fmt.Sprintf("static mode: the peer API listens on %s in PLAIN TCP: tickets keep out whoever lacks the network key, "+
+		"but every request and answer crosses the network unencrypted and readable; use it only on a network you trust, or use tailnet mode (pinned TLS)", addr)
+}
+
+// key is the network key of fc. Without one a static network cannot work
+// (each computer would sign tickets only it can check), so it is refused
+// at start, with a key to copy.
+func key(dir string, fc *statedir.Config) (ticket.Key, error) {
+	path := filepath.Join(dir, statedir.ConfigFile)
+	if fc.NetworkKey == "" {
+		return nil, fmt.Errorf("static: %s names peers but no network_key: every computer of a static network signs its tickets with the same key. "+
+			"Put the same 32 hex digits in each one's config.json, for example \"network_key\": %q", path, hex.EncodeToString(newKey()))
+	}
+	k, err := hex.DecodeString(fc.NetworkKey)
+	if err != nil || len(k) < 16 {
+		return nil, fmt.Errorf("static: %s: network_key must be at least 16 bytes, hex-encoded (32 hex digits or more)", path)
 	}
 	return k, nil
+}
+
+func newKey() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b
 }
 
 // TicketDoor admits requests that carry `Authorization: Delta <ticket>`

@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"tailscale.com/client/local"
@@ -304,6 +305,10 @@ func (n *Node) openLAN(spec string) (lanListener, error) {
 	}
 	hostport := net.JoinHostPort(addr, strconv.Itoa(n.cfg.LANPort))
 	ln, err := net.Listen("tcp", hostport)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return lanListener{}, fmt.Errorf("tailnet: the TLS listener of the %s road cannot take port %d on %s: it is in use "+
+			"(another Delta on this computer? give each its own with --lan-port or DELTA_LAN_PORT): %w", road, n.cfg.LANPort, addr, err)
+	}
 	if err != nil {
 		return lanListener{}, fmt.Errorf("tailnet: TLS listener on %s: %w", hostport, err)
 	}
