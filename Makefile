@@ -1,4 +1,5 @@
-# Delta's build. `make test` is what CI runs; `make run` starts one Delta.
+# Delta's build. `make demo` shows Delta on one machine; `make test` is what
+# CI runs; `make run` starts one Delta.
 SHELL := /bin/bash
 GO ?= go
 export CGO_ENABLED := 1
@@ -18,7 +19,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run clean
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean
 all: build
 
 build: deps
@@ -93,6 +94,11 @@ bench: deps
 
 run: deps
 	$(GO) run ./app $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(ARGS)
+
+# demo runs `delta demo`: two Deltas on a loopback tailnet and a guided
+# tour; nothing leaves the machine. ARGS=--check runs it without pauses.
+demo: build
+	bin/delta demo $(ARGS)
 
 clean:
 	rm -rf bin
