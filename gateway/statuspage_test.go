@@ -134,8 +134,16 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Fatalf("dismiss from the page: %d", resp.StatusCode)
 	}
 	_, body = pageDo(t, "GET", base+"/", cookie, nil)
-	if !strings.Contains(body, "Unsettled writes (0)") || !strings.Contains(body, "Set aside (1)") || !strings.Contains(body, "Delta keeps asking its owner") {
+	if !strings.Contains(body, "Unsettled writes (0)") || !strings.Contains(body, "Set aside (1)") || !strings.Contains(body, "Delta keeps asking its owner") ||
+		!strings.Contains(body, "Set aside from the status page") {
 		t.Errorf("page after Dismiss:\n%s", body)
+	}
+	if c := laptop.c.Must(t, "GET", "/v1/calls/page-1", nil); !strings.Contains(string(c.Body), `"dismissed_by": "the status page"`) {
+		t.Errorf("the record does not say who dismissed it: %s", c.Body)
+	}
+	// Times carry their date and zone.
+	if !regexp.MustCompile(`\(\w{3} \d{1,2} \w{3} \d\d:\d\d:\d\d \w+\)`).MatchString(body) {
+		t.Errorf("the call's time has no date and zone:\n%s", body)
 	}
 
 	app.Release("/sleep-then-apply/p")

@@ -1,0 +1,39 @@
+package view
+
+import (
+	"testing"
+
+	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+func peer(name string, road roads.Road, states ...string) roads.PeerStatus {
+	p := roads.PeerStatus{Name: name, Road: road}
+	for i, st := range states {
+		p.Roads = append(p.Roads, roads.RoadStatus{Road: roads.All[i], State: st})
+	}
+	return p
+}
+
+// TestOverall: "All well" only when every peer's current road is known to
+// be up.
+func TestOverall(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		snap        Snapshot
+		level, head string
+	}{
+		{"no peers", Snapshot{}, "ok", "Delta is running; no peers yet"},
+		{"all up", Snapshot{Peers: []roads.PeerStatus{peer("studio", roads.Thunderbolt, "up")}}, "ok", "All well: 1 peer reachable"},
+		{"current road not checked yet", Snapshot{Peers: []roads.PeerStatus{peer("studio", roads.Thunderbolt, "unknown")}}, "ok", "Reaching studio…"},
+		{"two not checked", Snapshot{Peers: []roads.PeerStatus{peer("a", roads.Thunderbolt, "unknown"), peer("b", roads.Thunderbolt, "unknown")}}, "ok", "Reaching 2 peers…"},
+		{"down", Snapshot{Peers: []roads.PeerStatus{peer("studio", "", "down")}}, "degraded", "studio is unreachable"},
+		{"unsettled wins", Snapshot{Unsettled: []*record.Call{{}}, Peers: []roads.PeerStatus{peer("studio", "", "down")}}, "unsettled", "1 unsettled write"},
+		{"login", Snapshot{Tailnet: &TailnetSummary{NeedsLogin: true}}, "degraded", "Not logged in to the tailnet"},
+	} {
+		level, head := Overall(tc.snap)
+		if level != tc.level || head != tc.head {
+			t.Errorf("%s: %q %q, want %q %q", tc.name, level, head, tc.level, tc.head)
+		}
+	}
+}
