@@ -223,6 +223,8 @@ func ResetListener(t testing.TB) string {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
+	var mu sync.Mutex
+	var cur net.Conn // the connection waited on, closed by the cleanup
 	go func() {
 		defer close(done)
 		for {
@@ -230,6 +232,9 @@ func ResetListener(t testing.TB) string {
 			if err != nil {
 				return
 			}
+			mu.Lock()
+			cur = c
+			mu.Unlock()
 			tc := c.(*net.TCPConn)
 			if rc, err := tc.SyscallConn(); err == nil {
 				first := true
@@ -240,7 +245,17 @@ func ResetListener(t testing.TB) string {
 			tc.Close()
 		}
 	}()
-	t.Cleanup(func() { ln.Close(); <-done })
+	t.Cleanup(func() {
+		ln.Close()
+		// A client may hold a connection open without writing (a pool's
+		// spare dial): closing it ends the wait for its bytes.
+		mu.Lock()
+		if cur != nil {
+			cur.Close()
+		}
+		mu.Unlock()
+		<-done
+	})
 	return "http://" + ln.Addr().String()
 }
 
