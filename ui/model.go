@@ -104,6 +104,17 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	return m
 }
 
+// offlineSince says since when the tailnet has had p offline, "" if it
+// does not say so.
+func offlineSince(p roads.PeerStatus) string {
+	for _, r := range p.Roads {
+		if !r.OfflineSince.IsZero() {
+			return r.OfflineSince.Local().Format("15:04")
+		}
+	}
+	return ""
+}
+
 func peerItem(p roads.PeerStatus, now time.Time) Item {
 	key := "peer/" + p.Name
 	it := Item{Key: key}
@@ -112,6 +123,8 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 		it.Title = fmt.Sprintf("%s — %s, %s", p.Name, cur.Road, view.FormatMillis(cur.RTTMillis))
 	case cur != nil:
 		it.Title = fmt.Sprintf("%s — %s", p.Name, cur.Road)
+	case !view.PeerReachable(p) && offlineSince(p) != "":
+		it.Title = p.Name + " — offline since " + offlineSince(p)
 	case !view.PeerReachable(p):
 		it.Title = p.Name + " — unreachable"
 	default:
@@ -130,6 +143,9 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 		it.Children = append(it.Children, Item{Key: rk, Title: line})
 		if r.Path != "" {
 			it.Children = append(it.Children, Item{Key: rk + "/path", Title: "    " + r.Path})
+		}
+		if !r.OfflineSince.IsZero() {
+			it.Children = append(it.Children, Item{Key: rk + "/offline", Title: "    offline on the tailnet since " + r.OfflineSince.Local().Format("Mon 2 Jan 15:04")})
 		}
 		if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
 			it.Children = append(it.Children, Item{Key: rk + "/held", Title: "    held down until " + r.HeldDownUntil.Local().Format("15:04:05")})

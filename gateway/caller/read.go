@@ -227,11 +227,11 @@ func (c *cappedWriter) Write(p []byte) (int, error) {
 }
 
 // noRoadDetail says why no road was chosen; a hold-down says so in the
-// words of DESIGN §3, a peer not found again yet since the start in its
-// own.
+// words of DESIGN §3, a peer the tailnet says is offline and a peer not
+// found again yet since the start in their own.
 func noRoadDetail(peer string, err error) string {
 	var notYet *roads.NotYetError
-	if errors.Is(err, roads.ErrHeldDown) || errors.As(err, &notYet) {
+	if errors.Is(err, roads.ErrHeldDown) || errors.Is(err, roads.ErrOffline) || errors.As(err, &notYet) {
 		return proto.NotSent(err.Error(), peer)
 	}
 	return proto.NotSent(fmt.Sprintf("%s cannot be reached (%v)", peer, err), peer)

@@ -55,6 +55,8 @@ type Client struct {
 
 	poolMu sync.Mutex
 	pools  map[string]*http.Transport // by peer
+
+	fl flights // connects in flight, joined by later callers (join.go)
 }
 
 // New returns a client.
@@ -180,22 +182,31 @@ func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, err
 
 func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn, error) {
 	router := c.cfg.Router
+	// report tells the router what a dial found; a joined connect's failure
+	// was reported by the connect that ran.
+	report := func(cand roads.Candidate, took time.Duration, err error) {
+		var je *JoinedError
+		if !errors.As(err, &je) {
+			router.Report(cand, took, err)
+		}
+	}
+	cand = c.joined(cand)
 	if len(cand.Next) == 0 {
 		start := time.Now()
 		conn, err := cand.Dial(ctx)
 		if err != nil {
-			router.Report(cand, 0, err)
+			report(cand, 0, err)
 			return nil, err
 		}
-		router.Report(cand, time.Since(start), nil)
+		report(cand, time.Since(start), nil)
 		return &RoadConn{Conn: conn, Cand: cand}, nil
 	}
 	first := cand
 	first.Next = nil
 	rc, took, fails, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
-		func(f Failure, _ net.Conn) { router.Report(f.Cand, f.Took, f.Err) })
+		func(f Failure, _ net.Conn) { report(f.Cand, f.Took, f.Err) })
 	for _, f := range fails {
-		router.Report(f.Cand, 0, f.Err)
+		report(f.Cand, 0, f.Err)
 	}
 	if err != nil {
 		return nil, err

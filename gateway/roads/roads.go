@@ -111,6 +111,9 @@ var (
 	// ErrHeldDown marks a road refused during its hold-down after a
 	// connect timeout; its error's text says so in DESIGN §3's words.
 	ErrHeldDown = errors.New("held down")
+	// ErrOffline marks a road refused because the tailnet says the peer
+	// is offline; its error's text says since when.
+	ErrOffline = errors.New("offline")
 )
 
 // StaticPeer is a peer named in the state folder's config, with an address
@@ -159,6 +162,9 @@ type RoadStatus struct {
 	Path          string    `json:"path,omitempty"`
 	CheckedAt     time.Time `json:"checked_at,omitzero"`
 	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
+	// OfflineSince is when the tailnet last saw the peer, while its map
+	// says the peer is offline (state "offline"; tailnet road only).
+	OfflineSince time.Time `json:"offline_since,omitzero"`
 }
 
 // NotYetError refuses a peer that this computer knows (it was a peer when

@@ -48,6 +48,32 @@ type HeldDownError struct {
 // Is makes errors.Is(err, roads.ErrHeldDown) true.
 func (e *HeldDownError) Is(target error) bool { return target == roads.ErrHeldDown }
 
+// OfflineError refuses the tailnet road to a peer that the tailnet's map
+// says is offline. Nothing was sent.
+type OfflineError struct {
+	Peer  string
+	Since time.Time // when the tailnet last saw it; zero if it never said
+}
+
+// Is makes errors.Is(err, roads.ErrOffline) true.
+func (e *OfflineError) Is(target error) bool { return target == roads.ErrOffline }
+
+func (e *OfflineError) Error() string {
+	if e.Since.IsZero() {
+		return e.Peer + " is offline on the tailnet (asleep or off)"
+	}
+	return fmt.Sprintf("%s has been offline on the tailnet since %s (asleep or off)", e.Peer, OfflineStamp(e.Since, time.Now()))
+}
+
+// OfflineStamp says when, for people: "10:02" today, else "Mon 30 Nov 10:02".
+func OfflineStamp(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if t.Format(time.DateOnly) == now.Format(time.DateOnly) {
+		return t.Format("15:04")
+	}
+	return t.Format("Mon 2 Jan 15:04")
+}
+
 func (e *HeldDownError) Error() string {
 	return fmt.Sprintf("%s did not answer %.0f s ago (%s); not dialing it again for another %.0f s",
 		e.Cand.Peer, e.Ago.Seconds(), e.Cause, max(e.Left.Seconds(), 1))
@@ -66,6 +92,11 @@ type entry struct {
 	heldCause  string
 	heldAt     time.Time
 	burstUntil time.Time
+	// offline: the tailnet's map says the peer is offline, last seen at
+	// offlineSince; offlineAt is when the book learned it.
+	offline      bool
+	offlineSince time.Time
+	offlineAt    time.Time
 }
 
 func (e *entry) same(c roads.Candidate) bool {
@@ -144,6 +175,33 @@ func (b *Book) Set(peer string, cands []roads.Candidate) {
 	b.peers[peer] = es
 }
 
+// SetOffline records what the tailnet's map says of peer on road: offline
+// (last seen at since), or online again. An offline road is not chosen
+// and not probed; the map says when it is back. It reports whether
+// anything changed.
+func (b *Book) SetOffline(peer string, road roads.Road, offline bool, since time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	changed := false
+	for _, e := range b.peers[peer] {
+		if e.cand.Road != road || e.offline == offline && (!offline || e.offlineSince.Equal(since)) {
+			continue
+		}
+		changed = true
+		e.offline, e.offlineSince = offline, since
+		if offline {
+			e.offlineAt = b.now()
+		} else {
+			// Back: check it now rather than wait for a belief to expire.
+			e.offlineAt, e.checkedAt, e.burstUntil = time.Time{}, time.Time{}, time.Time{}
+		}
+	}
+	if changed {
+		b.changed.Notify()
+	}
+	return changed
+}
+
 // Remove forgets a peer.
 func (b *Book) Remove(peer string) {
 	defer b.changed.Notify()
@@ -186,36 +244,53 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 			if slices.Contains(exclude, pin) {
 				break
 			}
+			if e.offline {
+				return Choice{}, &OfflineError{Peer: peer, Since: e.offlineSince}
+			}
 			if e.held(now) {
 				b.c.HoldDownRefusals++
-				return Choice{}, &HeldDownError{Cand: e.cand, Cause: e.heldCause, At: e.heldAt, Ago: now.Sub(e.heldAt), Left: e.heldUntil.Sub(now)}
+				return Choice{}, heldError(e, now)
 			}
 			return Choice{First: e.cand}, nil
 		}
 		return Choice{}, fmt.Errorf("%w: %s has no %s road", roads.ErrNoRoad, peer, pin)
 	}
 	var usable []roads.Candidate
-	var held *entry
+	// refusal is the most recent reason a road is refused: a hold-down or
+	// the tailnet's offline, whichever the book learned last.
+	var refusal error
+	var refusedAt time.Time
+	refuse := func(err error, at time.Time) {
+		if refusal == nil || at.After(refusedAt) {
+			refusal, refusedAt = err, at
+		}
+	}
 	for _, e := range es {
 		switch {
 		case slices.Contains(exclude, e.cand.Road):
+		case e.offline:
+			refuse(&OfflineError{Peer: peer, Since: e.offlineSince}, e.offlineAt)
 		case e.held(now):
-			if held == nil {
-				held = e
-			}
+			refuse(heldError(e, now), e.heldAt)
 		case e.believedDown(now):
 		default:
 			usable = append(usable, e.cand)
 		}
 	}
 	if len(usable) == 0 {
-		if held != nil {
-			b.c.HoldDownRefusals++
-			return Choice{}, &HeldDownError{Cand: held.cand, Cause: held.heldCause, At: held.heldAt, Ago: now.Sub(held.heldAt), Left: held.heldUntil.Sub(now)}
+		if refusal != nil {
+			if errors.Is(refusal, roads.ErrHeldDown) {
+				b.c.HoldDownRefusals++
+			}
+			return Choice{}, refusal
 		}
 		return Choice{}, fmt.Errorf("%w: no road to %s is usable now", roads.ErrNoRoad, peer)
 	}
 	return Choice{First: usable[0], Next: usable[1:]}, nil
+}
+
+func heldError(e *entry, now time.Time) *HeldDownError {
+	return &HeldDownError{Cand: e.cand, Cause: e.heldCause, At: e.heldAt, Ago: now.Sub(e.heldAt), Left: e.heldUntil.Sub(now)}
 }
 
 func (b *Book) find(c roads.Candidate) *entry {
@@ -335,6 +410,9 @@ func (b *Book) Due() (due []roads.Candidate, bursting bool) {
 	now := b.now()
 	for _, es := range b.peers {
 		for _, e := range es {
+			if e.offline {
+				continue // the tailnet's map says when it is back
+			}
 			inBurst := now.Before(e.burstUntil)
 			bursting = bursting || inBurst
 			switch {
@@ -409,6 +487,12 @@ func (b *Book) Peers() []roads.PeerStatus {
 			}
 			if e.held(now) {
 				st.HeldDownUntil = e.heldUntil
+			}
+			if e.offline {
+				st.State, st.OfflineSince = "offline", e.offlineSince
+				if ps.Road == e.cand.Road {
+					ps.Road = ""
+				}
 			}
 			ps.Roads = append(ps.Roads, st)
 		}

@@ -53,6 +53,7 @@ type peer struct {
 	// curAddr and relay are how the tailnet reaches it now (tsnet's
 	// CurAddr: direct, at that address; else relayed through DERP relay).
 	curAddr, relay string
+	lastSeen       time.Time // when the tailnet last saw it, while offline
 	name           string
 	tsAddr         string
 	hello          *Hello
@@ -174,7 +175,10 @@ func (n *Node) refresh() {
 			p = &peer{node: ps.ID}
 			n.byNode[ps.ID] = p
 		}
-		p.host, p.online, p.curAddr, p.relay = ps.HostName, ps.Online, ps.CurAddr, ps.Relay
+		p.host, p.online, p.curAddr, p.relay, p.lastSeen = ps.HostName, ps.Online, ps.CurAddr, ps.Relay, ps.LastSeen
+		if p.name != "" && n.peers[p.name] == p {
+			n.setOfflineLocked(p)
+		}
 		ip := ps.TailscaleIPs[0]
 		for _, a := range ps.TailscaleIPs {
 			if a.Is4() {
@@ -297,7 +301,24 @@ func (n *Node) applyHelloLocked(p *peer, h *Hello) {
 	p.name, p.hello, p.helloErr = h.Name, h, ""
 	n.peers[h.Name] = p
 	n.book.Set(h.Name, n.candidatesLocked(p))
+	n.setOfflineLocked(p)
 	n.rememberLocked(p)
+}
+
+// setOfflineLocked tells the route book what the tailnet's map says of p:
+// its tailnet road is not dialled while the map has it offline (its lan
+// and thunderbolt roads still are: a Mac off the internet may still be on
+// the cable). Back online, the road is probed at once.
+func (n *Node) setOfflineLocked(p *peer) {
+	if !n.book.SetOffline(p.name, roads.Tailnet, !p.online, p.lastSeen) {
+		return
+	}
+	if p.online {
+		n.log.Info("peer is online on the tailnet again", "peer", p.name)
+		n.wakeProber()
+		return
+	}
+	n.log.Info("peer is offline on the tailnet: its tailnet road is not dialled until the tailnet says it is back", "peer", p.name, "last_seen", p.lastSeen)
 }
 
 // rebindLocked recomputes every peer's candidates after this computer's
@@ -306,6 +327,7 @@ func (n *Node) rebindLocked() {
 	for _, p := range n.peers {
 		if p.hello != nil {
 			n.book.Set(p.name, n.candidatesLocked(p))
+			n.setOfflineLocked(p)
 		}
 	}
 }

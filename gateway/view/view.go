@@ -88,10 +88,11 @@ func currentRoadUp(p roads.PeerStatus) bool {
 	return false
 }
 
-// PeerReachable reports whether any road to p is not known to be down.
+// PeerReachable reports whether any road to p is not known to be down (or
+// offline, as the tailnet says).
 func PeerReachable(p roads.PeerStatus) bool {
 	for _, r := range p.Roads {
-		if r.State != "down" {
+		if r.State != "down" && r.State != "offline" {
 			return true
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"tailscale.com/derp/derpserver"
 	"tailscale.com/net/netns"
@@ -109,4 +110,29 @@ func (n *Net) SameUserAll() {
 		keys = append(keys, node.Key)
 	}
 	n.SameUser(keys...)
+}
+
+// SetOnline tells every other node that the node with key k is online or
+// offline, last seen at lastSeen, as a production control server does
+// when a node's map session ends or comes back: a PeersChangedPatch. From
+// then on those nodes get only such injected map responses (testcontrol's
+// rule), so call it once the tailnet has settled.
+func (n *Net) SetOnline(k key.NodePublic, online bool, lastSeen time.Time) error {
+	node := n.Server.Node(k)
+	if node == nil {
+		return fmt.Errorf("loopnet: no node with key %v", k)
+	}
+	patch := &tailcfg.PeerChange{NodeID: node.ID, Online: &online}
+	if !online {
+		patch.LastSeen = &lastSeen
+	}
+	for _, other := range n.Server.AllNodes() {
+		if other.Key == k {
+			continue
+		}
+		if !n.Server.AddRawMapResponse(other.Key, &tailcfg.MapResponse{PeersChangedPatch: []*tailcfg.PeerChange{patch}}) {
+			return fmt.Errorf("loopnet: node %s has no map session to tell", other.Name)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,109 @@
+package peerclient
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+// A connect in flight is joined, not repeated: a caller that needs a road
+// while a connect on that same road (peer, road, address, interface) is
+// under way waits for that connect's verdict instead of dialling its own.
+// On failure every waiter fails at that moment with the same cause (and
+// only the connect that ran is reported to the router, which arms the
+// hold-down once). On success each waiter dials its own connection, at
+// once: the road is known to be up, and a call never goes out on another
+// call's connection.
+
+// flight is one connect in flight.
+type flight struct {
+	done chan struct{}
+	err  error
+	// abandoned: the connect ended because its own caller's context did,
+	// which says nothing of the road; waiters connect for themselves.
+	abandoned bool
+	waiting   int // callers waiting on it (under flights.mu)
+}
+
+// flights are the connects in flight, by road.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+func flightKey(c roads.Candidate) string {
+	return c.Peer + "\x00" + string(c.Road) + "\x00" + c.Address + "\x00" + c.Interface
+}
+
+// JoinedError is the failure of a connect in flight that this caller
+// joined instead of dialling. It says the same as the connect's own error.
+type JoinedError struct{ Err error }
+
+func (e *JoinedError) Error() string { return e.Err.Error() }
+func (e *JoinedError) Unwrap() error { return e.Err }
+
+// joined returns cand (and the roads it races) with each Dial joining a
+// connect already in flight on that road.
+func (c *Client) joined(cand roads.Candidate) roads.Candidate {
+	cand.Dial = c.joinDial(cand)
+	if len(cand.Next) > 0 {
+		next := make([]roads.Candidate, len(cand.Next))
+		for i, n := range cand.Next {
+			n.Dial = c.joinDial(n)
+			next[i] = n
+		}
+		cand.Next = next
+	}
+	return cand
+}
+
+func (c *Client) joinDial(cand roads.Candidate) func(ctx context.Context) (net.Conn, error) {
+	dial, key := cand.Dial, flightKey(cand)
+	return func(ctx context.Context) (net.Conn, error) {
+		for {
+			c.fl.mu.Lock()
+			if f := c.fl.m[key]; f != nil {
+				f.waiting++
+				c.fl.mu.Unlock()
+				select {
+				case <-f.done:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				if f.abandoned {
+					continue // not a verdict on the road: try for ourselves
+				}
+				if f.err != nil {
+					return nil, &JoinedError{Err: f.err}
+				}
+				return dial(ctx) // the road is up: a connection of our own
+			}
+			f := &flight{done: make(chan struct{})}
+			if c.fl.m == nil {
+				c.fl.m = map[string]*flight{}
+			}
+			c.fl.m[key] = f
+			c.fl.mu.Unlock()
+			conn, err := dial(ctx)
+			f.err, f.abandoned = err, err != nil && ctx.Err() != nil
+			c.fl.mu.Lock()
+			delete(c.fl.m, key)
+			c.fl.mu.Unlock()
+			close(f.done)
+			return conn, err
+		}
+	}
+}
+
+// waiting is how many callers wait on the connect in flight to cand (for
+// tests).
+func (c *Client) waiting(cand roads.Candidate) int {
+	c.fl.mu.Lock()
+	defer c.fl.mu.Unlock()
+	if f := c.fl.m[flightKey(cand)]; f != nil {
+		return f.waiting
+	}
+	return 0
+}
