@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"tailscale.com/types/logger"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
 )
 
 // The lab: two computers as network namespaces, joined by a thunderbolt0
@@ -38,9 +41,10 @@ var labRanges = []string{"169.254.77.0/24", "10.77.1.0/24", "198.51.100.0/24"}
 const labControlIP = "198.51.100.254"
 
 type lab struct {
-	t      *testing.T
-	prefix string // namespace names: prefix + "a", "b", "cable", "switch", "wan"
-	url    string // control server
+	t       *testing.T
+	prefix  string    // namespace names: prefix + "a", "b", "cable", "switch", "wan"
+	url     string    // control server
+	control io.Writer // its command input (setOnline)
 }
 
 func (l *lab) ns(s string) string { return l.prefix + s }
@@ -99,10 +103,13 @@ func newLab(t *testing.T) *lab {
 	sh(t, "ip", "-n", l.ns("wan"), "addr", "add", labControlIP+"/24", "dev", "wan")
 	for _, host := range []string{"a", "b"} {
 		// The tailnet road keeps to its own link: no UDP on the cable or
-		// the lan, so magicsock cannot take them.
+		// the lan, so magicsock cannot take them; Wake-on-LAN (UDP port 9)
+		// excepted.
 		nft(t, l.ns(host), `add table inet lab
 add chain inet lab out { type filter hook output priority 0; }
 add chain inet lab in { type filter hook input priority 0; }
+add rule inet lab out oifname { "thunderbolt0", "lan0" } udp dport 9 accept
+add rule inet lab in iifname { "thunderbolt0", "lan0" } udp dport 9 accept
 add rule inet lab out oifname { "thunderbolt0", "lan0" } meta l4proto udp drop
 add rule inet lab in iifname { "thunderbolt0", "lan0" } meta l4proto udp drop`)
 	}
@@ -121,12 +128,33 @@ func nft(t testing.TB, ns, rules string) {
 
 // startControl runs the control server and DERP relay in the wan
 // namespace.
-func (l *lab) startControl() { l.url = runControl(l.t, l.ns("wan"), labControlIP) }
+func (l *lab) startControl() { l.url, l.control = runControlCmd(l.t, l.ns("wan"), labControlIP) }
+
+// setOnline makes the lab's control server tell the others that host is
+// offline (last seen at seen) or online again.
+func (l *lab) setOnline(host string, online bool, seen time.Time) {
+	l.t.Helper()
+	cmd := "ONLINE " + host
+	if !online {
+		cmd = fmt.Sprintf("OFFLINE %s %d", host, seen.Unix())
+	}
+	if _, err := io.WriteString(l.control, cmd+"\n"); err != nil {
+		l.t.Fatal(err)
+	}
+}
 
 // runControl runs a control server and DERP relay on ip inside namespace
 // ns: this test binary again, as TestLabControl, until the test ends. It
 // returns the control server's URL.
 func runControl(t *testing.T, ns, ip string) string {
+	t.Helper()
+	url, _ := runControlCmd(t, ns, ip)
+	return url
+}
+
+// runControlCmd is runControl, with the control server's command input
+// (lines "OFFLINE host unix-seconds", "ONLINE host").
+func runControlCmd(t *testing.T, ns, ip string) (string, io.Writer) {
 	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run", "^TestLabControl$", "-test.timeout", "30m")
 	cmd.Env = append(os.Environ(), "DELTA_LAB_CONTROL_IP="+ip)
@@ -144,11 +172,11 @@ func runControl(t *testing.T, ns, ip string) string {
 				for sc.Scan() {
 				}
 			}()
-			return u
+			return u, stdin
 		}
 	}
 	t.Fatal("the control server did not start in " + ns)
-	return ""
+	return "", nil
 }
 
 // TestLabControl is the lab's control server and DERP relay, run inside the
@@ -172,12 +200,39 @@ func TestLabControl(t *testing.T) {
 	defer s.HTTPTestServer.Close()
 	fmt.Println("CONTROL " + s.HTTPTestServer.URL)
 	done := make(chan struct{})
-	go func() { bufio.NewReader(os.Stdin).ReadString('\n'); close(done) }()
+	cmds := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			cmds <- sc.Text()
+		}
+		close(done)
+	}()
 	var owner tailcfg.UserID
 	for {
 		select {
 		case <-done:
 			return
+		case cmd := <-cmds:
+			f := strings.Fields(cmd)
+			if len(f) < 2 {
+				t.Errorf("lab control: %q is not OFFLINE host unix or ONLINE host", cmd)
+				continue
+			}
+			k, ok := loopnet.NodeByHost(s, f[1])
+			if !ok {
+				t.Errorf("lab control: no node %q", f[1])
+				continue
+			}
+			var seen time.Time
+			if len(f) == 3 {
+				sec, _ := strconv.ParseInt(f[2], 10, 64)
+				seen = time.Unix(sec, 0)
+			}
+			if err := loopnet.SetOnline(s, k, f[0] == "ONLINE", seen); err != nil {
+				t.Errorf("lab control: %v", err)
+			}
+			continue
 		case <-time.After(50 * time.Millisecond):
 		}
 		for _, n := range s.AllNodes() {
@@ -237,10 +292,21 @@ func nsDialer(ns string) func(ctx context.Context, network, addr string) (net.Co
 }
 
 // labProc starts Delta in namespace host ("a" or "b") under name.
-func (l *lab) start(host, name string) *proc {
+func (l *lab) start(host, name string) *proc { return l.startWith(host, name, "") }
+
+// startWith starts a Delta with config.json holding config ("" for none).
+func (l *lab) startWith(host, name, config string) *proc {
 	t := l.t
 	p := &proc{name: name, dir: filepath.Join(t.TempDir(), name),
 		args: []string{"--control-url", l.url, "--hostname", name}}
+	if config != "" {
+		if err := os.MkdirAll(p.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p.dir, "config.json"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	p.wrap = []string{"ip", "netns", "exec", l.ns(host)}
 	p.dial = nsDialer(l.ns(host))
 	p.start(t)

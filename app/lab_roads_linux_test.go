@@ -60,7 +60,7 @@ func median(ds []time.Duration) time.Duration {
 func TestLab(t *testing.T) {
 	l := newLab(t)
 	laptop := l.start("a", "laptop")
-	studio := l.start("b", "studio")
+	studio := l.startWith("b", "studio", `{"wake_on_lan": true}`)
 	var ln net.Listener
 	if err := nsDo(l.ns("b"), func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
 		t.Fatal(err)
@@ -235,48 +235,8 @@ func TestLab(t *testing.T) {
 		laptop.waitRoad(t, "studio", "thunderbolt", "up")
 	})
 
-	t.Run("16 callers at once to a silent peer", func(t *testing.T) {
+	t.Run("a sleeping peer", func(t *testing.T) {
 		restore(t)
-		laptop.waitRoad(t, "studio", "thunderbolt", "up")
-		for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
-			nft(t, l.ns("b"), fmt.Sprintf(`add table netdev silent%s
-add chain netdev silent%s in { type filter hook ingress device %q priority 0; }
-add rule netdev silent%s in drop`, ifc, ifc, ifc, ifc))
-		}
-		var wg sync.WaitGroup
-		waits := make([]time.Duration, 16)
-		outcomes := make([]string, 16)
-		for i := range 16 {
-			wg.Go(func() {
-				start := time.Now()
-				r, err := laptop.c.Do("GET", "/v1/peers/studio/notes/silent16", nil, "Cache-Control", "no-store", "X-Delta-Timeout", "1")
-				waits[i] = time.Since(start)
-				if err == nil {
-					outcomes[i] = r.Outcome()
-				}
-			})
-		}
-		wg.Wait()
-		var later []time.Duration
-		for range 5 {
-			start := time.Now()
-			r, _ := laptop.c.Do("GET", "/v1/peers/studio/notes/silent-later", nil, "Cache-Control", "no-store")
-			later = append(later, time.Since(start))
-			if r == nil || r.Status == 200 {
-				t.Errorf("a read reached a silent peer")
-			}
-		}
-		var ws []string
-		for i, w := range waits {
-			ws = append(ws, fmt.Sprintf("%v(%s)", w.Round(time.Millisecond), outcomes[i]))
-		}
-		t.Logf("LAB 16 callers at once to a silent peer waited: %s", strings.Join(ws, " "))
-		t.Logf("LAB later callers (hold-downs armed): median %v", median(later))
-		if m := laptop.c.Must(t, "GET", "/metrics", nil); !strings.Contains(string(m.Body), "delta_route_hold_down_refusals_total") || strings.Contains(string(m.Body), "delta_route_hold_down_refusals_total 0\n") {
-			t.Errorf("metrics count no hold-down refusals:\n%s", m.Body)
-		}
-		for _, ifc := range []string{"thunderbolt0", "lan0", "wan0"} {
-			nft(t, l.ns("b"), "delete table netdev silent"+ifc)
-		}
+		sleepingPeer(t, l, laptop, studio)
 	})
 }

@@ -188,7 +188,7 @@ func run(args []string, stderr io.Writer) error {
 		log.Info("tailnet mode: Delta contacts the tailnet's control server and the DERP relays it names, and nothing else",
 			"control_server", controlServer(s.controlURL), "log_upload", logUploadWords(s.uploadLogs), "tailscale_log", filepath.Join(logDir, "tailscale.log"))
 		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
-			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANAddrs: s.lanAddrs, Allow: fc.Allow,
+			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANAddrs: s.lanAddrs, Allow: fc.Allow, AllowWake: fc.WakeOnLAN,
 			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs,
 			TSLogf: func(format string, args ...any) {
 				line := fmt.Sprintf(format, args...)

@@ -25,7 +25,10 @@ type statusView struct {
 	Peers []struct {
 		Name  string
 		Road  string
-		Roads []struct{ Road, State, LastError string }
+		Roads []struct {
+			Road, State, LastError string
+			CheckedAt              time.Time `json:"checked_at"`
+		}
 	}
 }
 

@@ -256,7 +256,8 @@ func (g *Gateway) Start() (err error) {
 
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.stats = newStats()
-	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback})
+	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback,
+		OnConnect: g.stats.connect})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	undo = append(undo, g.cancel)
 

@@ -42,6 +42,16 @@ func (s *stats) alarm()          { s.inc("reconciler_alarms") }
 func (s *stats) replay()         { s.inc("owner_replays") }
 func (s *stats) doorRefusal()    { s.inc("door_refusals") }
 
+// connect counts a connect to a road (road_connects_lan), or a caller that
+// joined one in flight instead (road_connects_joined_lan).
+func (s *stats) connect(road roads.Road, joined bool) {
+	if joined {
+		s.inc("road_connects_joined_" + string(road))
+		return
+	}
+	s.inc("road_connects_" + string(road))
+}
+
 type statsView struct {
 	Reads    map[proto.Outcome]uint64     `json:"reads"`
 	Calls    map[proto.Outcome]uint64     `json:"calls"`

@@ -88,6 +88,15 @@ func TestBuild(t *testing.T) {
 			want:  []string{"(attic is unreachable)", "attic — unreachable", "  (lan  192.168.1.30:7422 — down)", "  (    connection refused)"},
 		},
 		{
+			name: "a peer asleep: down on the cable, offline on the tailnet",
+			snap: view.Snapshot{Peers: []roads.PeerStatus{{Name: "attic", Roads: []roads.RoadStatus{
+				{Road: roads.LAN, Address: "192.168.1.30:7422", State: "down", LastError: "i/o timeout"},
+				{Road: roads.Tailnet, Address: "100.64.0.3:7421", State: "offline", OfflineSince: now.Add(-time.Hour)}}}}},
+			level: Degraded,
+			want: []string{"(attic is unreachable)", "attic — offline since " + now.Add(-time.Hour).Local().Format("15:04"),
+				"  (tailnet  100.64.0.3:7421 — offline)", "  (    offline on the tailnet since " + now.Add(-time.Hour).Local().Format("Mon 2 Jan 15:04") + ")"},
+		},
+		{
 			name:  "an unsettled write",
 			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", 3*time.Minute)}},
 			level: Unsettled,

@@ -44,6 +44,10 @@ type Config struct {
 	// OnFallBack, if not nil, is called each time a call or a read drops a
 	// road and chooses again (the route_fallbacks counter).
 	OnFallBack func()
+	// OnConnect, if not nil, is called for each connect to a road: joined
+	// is true when the caller waited on a connect already in flight
+	// instead of dialling.
+	OnConnect func(road roads.Road, joined bool)
 }
 
 // Client reaches peers. It is safe for concurrent use.
@@ -63,6 +67,9 @@ type Client struct {
 func New(cfg Config) *Client {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.OnConnect == nil {
+		cfg.OnConnect = func(roads.Road, bool) {}
 	}
 	return &Client{cfg: cfg, live: map[*RoadConn]struct{}{}, pools: map[string]*http.Transport{}}
 }
@@ -182,12 +189,11 @@ func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, err
 
 func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn, error) {
 	router := c.cfg.Router
-	// report tells the router what a dial found; a joined connect's failure
-	// was reported by the connect that ran.
+	// report tells the router of a connection made; failures were told
+	// by the connect that failed, as it failed (join.go).
 	report := func(cand roads.Candidate, took time.Duration, err error) {
-		var je *JoinedError
-		if !errors.As(err, &je) {
-			router.Report(cand, took, err)
+		if err == nil {
+			router.Report(cand, took, nil)
 		}
 	}
 	cand = c.joined(cand)

@@ -11,9 +11,9 @@ import (
 // A connect in flight is joined, not repeated: a caller that needs a road
 // while a connect on that same road (peer, road, address, interface) is
 // under way waits for that connect's verdict instead of dialling its own.
-// On failure every waiter fails at that moment with the same cause (and
-// only the connect that ran is reported to the router, which arms the
-// hold-down once). On success each waiter dials its own connection, at
+// On failure every waiter fails at that moment with the same cause, and
+// the connect that ran is reported to the router as it fails (which arms
+// the hold-down once, at once). On success each waiter dials its own connection, at
 // once: the road is known to be up, and a call never goes out on another
 // call's connection.
 
@@ -60,7 +60,7 @@ func (c *Client) joined(cand roads.Candidate) roads.Candidate {
 }
 
 func (c *Client) joinDial(cand roads.Candidate) func(ctx context.Context) (net.Conn, error) {
-	dial, key := cand.Dial, flightKey(cand)
+	dial, key, road := cand.Dial, flightKey(cand), cand.Road
 	return func(ctx context.Context) (net.Conn, error) {
 		for {
 			c.fl.mu.Lock()
@@ -76,8 +76,10 @@ func (c *Client) joinDial(cand roads.Candidate) func(ctx context.Context) (net.C
 					continue // not a verdict on the road: try for ourselves
 				}
 				if f.err != nil {
+					c.cfg.OnConnect(road, true)
 					return nil, &JoinedError{Err: f.err}
 				}
+				c.cfg.OnConnect(road, false)
 				return dial(ctx) // the road is up: a connection of our own
 			}
 			f := &flight{done: make(chan struct{})}
@@ -86,7 +88,14 @@ func (c *Client) joinDial(cand roads.Candidate) func(ctx context.Context) (net.C
 			}
 			c.fl.m[key] = f
 			c.fl.mu.Unlock()
+			c.cfg.OnConnect(road, false)
 			conn, err := dial(ctx)
+			if err != nil {
+				// Told at once, not when a race that raced it ends: a
+				// timeout arms the road's hold-down for the callers still
+				// to come.
+				c.cfg.Router.Report(cand, 0, err)
+			}
 			f.err, f.abandoned = err, err != nil && ctx.Err() != nil
 			c.fl.mu.Lock()
 			delete(c.fl.m, key)

@@ -130,6 +130,11 @@ type Config struct {
 	// Peers are the other computers, with an address per road. If any are
 	// named, Delta runs in static mode: no tailnet.
 	Peers []roads.StaticPeer `json:"peers"`
+	// WakeOnLAN lets this computer's peers wake it with a Wake-on-LAN
+	// packet when every road to it is silent (tailnet mode): its hello
+	// publishes its lan and thunderbolt MAC addresses. macOS wakes for it
+	// when "Wake for network access" is on.
+	WakeOnLAN bool `json:"wake_on_lan"`
 	// PeersGiven reports whether the file has "peers" at all: an empty
 	// list is a mistake, not a wish to join the tailnet.
 	PeersGiven bool `json:"-"`
@@ -254,6 +259,7 @@ type PeerRoad struct {
 	Road      roads.Road `json:"road"`
 	Address   string     `json:"address"` // host:port
 	Interface string     `json:"interface,omitempty"`
+	MAC       string     `json:"mac,omitempty"` // when the peer allows waking
 }
 
 type peersJSON struct {

@@ -42,6 +42,9 @@ type HelloRoad struct {
 	Road      roads.Road `json:"road"`
 	Address   string     `json:"address"` // host:port
 	Interface string     `json:"interface,omitempty"`
+	// MAC is the interface's hardware address, published only when this
+	// computer allows its peers to wake it (wake.go).
+	MAC string `json:"mac,omitempty"`
 }
 
 // peer is an allowed node of the tailnet, named once it answered hello.
@@ -54,11 +57,14 @@ type peer struct {
 	// CurAddr: direct, at that address; else relayed through DERP relay).
 	curAddr, relay string
 	lastSeen       time.Time // when the tailnet last saw it, while offline
-	name           string
-	tsAddr         string
-	hello          *Hello
-	helloAt        time.Time
-	helloErr       string
+	// wokeAt and wokeTo are the last wake-ups sent to it (wake.go).
+	wokeAt   time.Time
+	wokeTo   []string
+	name     string
+	tsAddr   string
+	hello    *Hello
+	helloAt  time.Time
+	helloErr string
 	// refetchAt is when hello was last fetched because of a pin mismatch.
 	refetchAt time.Time
 	fails     int // hello failures in a row

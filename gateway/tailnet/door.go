@@ -111,7 +111,7 @@ func (n *Node) hello() Hello {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, l := range n.lanLns {
-		h.Roads = append(h.Roads, HelloRoad{Road: l.road, Address: l.ln.Addr().String(), Interface: l.iface})
+		h.Roads = append(h.Roads, HelloRoad{Road: l.road, Address: l.ln.Addr().String(), Interface: l.iface, MAC: n.helloMACLocked(l)})
 	}
 	return h
 }

@@ -35,6 +35,10 @@ func (n *Node) Choose(_ context.Context, peer string, pin roads.Road, exclude ..
 	if errors.Is(err, roads.ErrUnknownPeer) && n.Known(peer) {
 		return roads.Candidate{}, &roads.NotYetError{Peer: peer, Started: n.started, Now: time.Now()}
 	}
+	if err != nil && pin == "" && len(exclude) == 0 {
+		// Every road refused: wake the peer if it allows it.
+		return roads.Candidate{}, n.maybeWake(peer, err)
+	}
 	if err != nil {
 		return roads.Candidate{}, err
 	}

@@ -80,6 +80,10 @@ type Config struct {
 	// Allow lets nodes other than this tailnet user's own in: login names,
 	// tags ("tag:x") or stable node IDs.
 	Allow []string
+	// AllowWake lets this computer's peers wake it: hello publishes the
+	// MAC address of each lan and thunderbolt listener's interface
+	// (config.json "wake_on_lan": true).
+	AllowWake bool
 	// Roads fixes the road of named interfaces (tests; hardware netwatch
 	// does not recognise). If nil, netwatch classifies them.
 	Roads map[string]roads.Road

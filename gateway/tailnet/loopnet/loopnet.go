@@ -118,7 +118,13 @@ func (n *Net) SameUserAll() {
 // then on those nodes get only such injected map responses (testcontrol's
 // rule), so call it once the tailnet has settled.
 func (n *Net) SetOnline(k key.NodePublic, online bool, lastSeen time.Time) error {
-	node := n.Server.Node(k)
+	return SetOnline(n.Server, k, online, lastSeen)
+}
+
+// SetOnline is Net.SetOnline for any test control server (the lab runs its
+// own on another address).
+func SetOnline(s *testcontrol.Server, k key.NodePublic, online bool, lastSeen time.Time) error {
+	node := s.Node(k)
 	if node == nil {
 		return fmt.Errorf("loopnet: no node with key %v", k)
 	}
@@ -126,13 +132,23 @@ func (n *Net) SetOnline(k key.NodePublic, online bool, lastSeen time.Time) error
 	if !online {
 		patch.LastSeen = &lastSeen
 	}
-	for _, other := range n.Server.AllNodes() {
+	for _, other := range s.AllNodes() {
 		if other.Key == k {
 			continue
 		}
-		if !n.Server.AddRawMapResponse(other.Key, &tailcfg.MapResponse{PeersChangedPatch: []*tailcfg.PeerChange{patch}}) {
+		if !s.AddRawMapResponse(other.Key, &tailcfg.MapResponse{PeersChangedPatch: []*tailcfg.PeerChange{patch}}) {
 			return fmt.Errorf("loopnet: node %s has no map session to tell", other.Name)
 		}
 	}
 	return nil
+}
+
+// NodeByHost finds the node whose host name is host.
+func NodeByHost(s *testcontrol.Server, host string) (key.NodePublic, bool) {
+	for _, n := range s.AllNodes() {
+		if n.Hostinfo.Valid() && n.Hostinfo.Hostname() == host {
+			return n.Key, true
+		}
+	}
+	return key.NodePublic{}, false
 }
