@@ -93,7 +93,7 @@ func init() {
 	commands = []*command{
 		{name: "run", summary: "run Delta (the default when no command is given)"},
 		statusCommand, pingCommand, loginCommand,
-		callsCommand, showCommand, askCommand, dismissCommand,
+		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, receiptsCommand,
 		getCommand, callCommand, appsCommand,
 		openCommand, versionCommand, demoCommand,
 	}

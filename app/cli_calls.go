@@ -120,6 +120,26 @@ func writeRecord(w io.Writer, r *kit.Record, now time.Time) {
 		fmt.Fprintf(w, "set aside from %s; still asked about\n", by)
 	}
 	fmt.Fprintf(w, "digest:   %s\n", r.Digest)
+	if q := r.Request; q != nil {
+		body := q.Body()
+		switch {
+		case q.Truncated:
+			fmt.Fprintf(w, "sent:     %d bytes (over 64 KiB: only the size and digest are kept)\n", q.Size)
+		case len(body) == 0:
+			fmt.Fprintln(w, "sent:     no body")
+		case view.IsText(body):
+			fmt.Fprintf(w, "sent:     %s\n", view.Clip(string(body), 2000))
+		default:
+			fmt.Fprintf(w, "sent:     %d bytes of binary\n", q.Size)
+		}
+	}
+	if r.SettledBy != "" {
+		fmt.Fprintf(w, "settled by %s", r.SettledBy)
+		if r.SettleNote != "" {
+			fmt.Fprintf(w, ": %q", r.SettleNote)
+		}
+		fmt.Fprintln(w)
+	}
 	for _, a := range r.Attempts {
 		fmt.Fprintf(w, "attempt %d: %s %s at %s, first byte written: %t", a.N, a.Road, a.Address, a.StartedAt.Local().Format("15:04:05.000"), a.FirstByteWritten)
 		if a.Error != "" {
@@ -192,3 +212,75 @@ var (
 		return c.Dismiss(e.ctx, id)
 	})
 )
+
+type settleOpts struct {
+	carried, notCarried *bool
+	note                *string
+}
+
+// settleCommand is `delta settle ID --carried-out|--not-carried-out`.
+var settleCommand = &command{name: "settle", args: "ID --carried-out|--not-carried-out [--note TEXT]", summary: "say what happened to a call whose owner cannot tell: Delta stops asking", reads: true,
+	flags: func(fs *flag.FlagSet) any {
+		return &settleOpts{carried: fs.Bool("carried-out", false, "it happened"), notCarried: fs.Bool("not-carried-out", false, "it did not happen"),
+			note: fs.String("note", "", "what you saw, kept with the call")}
+	},
+	run: func(e *env, o any, args []string) error {
+		opts := o.(*settleOpts)
+		if len(args) != 1 || *opts.carried == *opts.notCarried {
+			return exitf(exitUsage, "settle takes one request id and one of --carried-out, --not-carried-out")
+		}
+		state := "carried_out"
+		if *opts.notCarried {
+			state = "not_carried_out"
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		r, err := c.SettleByPerson(e.ctx, args[0], state, *opts.note)
+		if err != nil {
+			return apiExit("settle "+args[0], e.downErr(err))
+		}
+		if e.json {
+			return e.printJSON(r)
+		}
+		writeRecord(e.stdout, r, time.Now())
+		return nil
+	}}
+
+type receiptsOpts struct{ state *string }
+
+// receiptsCommand is `delta receipts`: what this computer's apps received.
+var receiptsCommand = &command{name: "receipts", args: "[--state S]", summary: "the calls this computer's apps received in the last 7 days, those to check first at the top", reads: true,
+	flags: func(fs *flag.FlagSet) any {
+		return &receiptsOpts{state: fs.String("state", "", "only this state (running, answered, not_carried_out, app_unknown, interrupted, fenced)")}
+	},
+	run: func(e *env, o any, args []string) error {
+		if len(args) > 0 {
+			return exitf(exitUsage, "receipts: unexpected argument %q", args[0])
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		recs, err := c.Receipts(e.ctx, *o.(*receiptsOpts).state)
+		if err != nil {
+			return apiExit("receipts", e.downErr(err))
+		}
+		if e.json {
+			if recs == nil {
+				recs = []kit.Receipt{}
+			}
+			return e.printJSON(map[string]any{"receipts": recs})
+		}
+		if len(recs) == 0 {
+			fmt.Fprintln(e.stdout, "no calls received in the last 7 days")
+			return nil
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REQUEST ID\tRECEIVED\tSTATE\tFROM → APP\tREQUEST")
+		for _, r := range recs {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s %s\n", r.RequestID, r.ReceivedAt.Local().Format("Jan 2 15:04:05"), r.State, r.Caller, r.App, r.Method, view.Clip(r.Path, 50))
+		}
+		return tw.Flush()
+	}}

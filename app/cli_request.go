@@ -318,6 +318,8 @@ func apiExit(what string, err error) error {
 			code = exitUnavailable
 		case "bad_request":
 			code = exitUsage
+		case "conflict":
+			code = exitConflict
 		}
 		return &exitError{code: code, err: fmt.Errorf("%s: %s", what, ae.Detail)}
 	}

@@ -152,6 +152,20 @@ func TestCommandLine(t *testing.T) {
 	if !strings.Contains(out, "set aside from the local API") {
 		t.Fatalf("dismiss:\n%s", out)
 	}
+	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--carried-out", "--note", "found it in the app")...)
+	wantCode(t, "settle", code, exitOK, out, errOut)
+	if !strings.Contains(out, "carried_out") || !strings.Contains(out, `settled by a person: "found it in the app"`) || !strings.Contains(out, "sent:     no body") {
+		t.Fatalf("settle:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--not-carried-out")...)
+	wantCode(t, "settle a settled call", code, exitConflict, out, errOut)
+	out, errOut, code = delta(t, append(L, "settle", "cli-reset")...)
+	wantCode(t, "settle without a verdict", code, exitUsage, out, errOut)
+	out, errOut, code = delta(t, "receipts", "--state-dir", studio.dir, "--state", "app_unknown")
+	wantCode(t, "receipts", code, exitOK, out, errOut)
+	if !strings.Contains(out, "cli-reset") || !strings.Contains(out, "laptop → notes") {
+		t.Fatalf("receipts:\n%s", out)
+	}
 	out, errOut, code = delta(t, append(L, "show", "no-such-id")...)
 	wantCode(t, "show an unknown id", code, exitUnavailable, out, errOut)
 

@@ -7,13 +7,18 @@ import (
 	"github.com/delta-roads/delta/ui"
 )
 
-type openOpts struct{ print *bool }
+type openOpts struct {
+	print         *bool
+	call, receipt *string
+}
 
 // openCommand is `delta open`: a one-time login link to the running
 // Delta's status page, printed and opened in the browser.
-var openCommand = &command{name: "open", args: "[--print]", summary: "open the status page in the browser with a one-time login link (60 s)",
+var openCommand = &command{name: "open", args: "[--print] [--call ID | --receipt ID]", summary: "open the status page in the browser with a one-time login link (60 s)",
 	flags: func(fs *flag.FlagSet) any {
-		return &openOpts{print: fs.Bool("print", false, "print the link only; do not open a browser")}
+		return &openOpts{print: fs.Bool("print", false, "print the link only; do not open a browser"),
+			call:    fs.String("call", "", "open the page at this call (one this computer made)"),
+			receipt: fs.String("receipt", "", "open the page at what this computer received under this request id")}
 	},
 	run: func(e *env, o any, args []string) error {
 		if len(args) > 0 {
@@ -26,6 +31,12 @@ var openCommand = &command{name: "open", args: "[--print]", summary: "open the s
 		link, err := c.LoginLink(e.ctx)
 		if err != nil {
 			return e.downErr(fmt.Errorf("open: Delta at %s refused a login link: %w", c.URL(), err))
+		}
+		switch opts := o.(*openOpts); {
+		case *opts.call != "":
+			link += "#call-" + *opts.call
+		case *opts.receipt != "":
+			link += "#receipt-" + *opts.receipt
 		}
 		fmt.Fprintln(e.stdout, link)
 		if *o.(*openOpts).print {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -155,5 +156,85 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "Unsettled writes (0)") || !strings.Contains(text, "carried out") {
 		t.Errorf("after settling:\n%s", text)
+	}
+}
+
+// openLink runs `delta open --print` for a state folder, with extra flags.
+func openLink(t *testing.T, dir string, flags ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, append([]string{"open", "--print", "--state-dir", dir}, flags...)...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("delta open: %v: %s", err, errb.String())
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// TestSettleInBrowser: a call whose owner app reset after reading needs a
+// person. On the caller's page the person sees what was sent, "It
+// happened" does nothing until the box "I checked" is ticked, and then
+// settles it with the note. On the owner's page, opened at the receipt,
+// the received call is listed as app_unknown, with the registered apps.
+func TestSettleInBrowser(t *testing.T) {
+	ctx := browser(t)
+	laptop, studio, _ := startPair(t)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/reset-after-read/rent", []byte("pay the rent"),
+		"X-Delta-Request-Id", "page-person", "X-Delta-App", "editor", "Content-Type", "text/plain")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	if c := laptop.c.GetCall(t, "page-person", 30); c.State != "needs_person" {
+		t.Fatalf("call is %s, want needs_person", c.State)
+	}
+	text := bodyText(t, ctx, openLink(t, laptop.dir, "--call", "page-person"))
+	for _, want := range []string{"What was sent", "pay the rent", "I checked on studio", "It happened", "It did not happen", "delta open --receipt page-person"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the caller's page lacks %q:\n%s", want, text)
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	happened := `#settle-page-person button[value="carried_out"]`
+	// Not ticked: the browser does not submit the form.
+	if err := chromedp.Do(tctx, chromedp.Click(chromedp.CSS(happened))); err != nil {
+		t.Fatal(err)
+	}
+	if c := laptop.c.GetCall(t, "page-person", 0); c.State != "needs_person" {
+		t.Fatalf("settled without the box ticked: %s", c.State)
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.CSS(`#settle-page-person input[name="checked"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#settle-page-person input[name="note"]`), "the note is in the app"),
+		chromedp.Click(chromedp.CSS(happened)),
+		chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
+		t.Fatalf("settle from the page: %v", err)
+	}
+	if flash, _ := chromedp.Run(tctx, chromedp.Text(chromedp.CSS(".flash"))); !strings.Contains(flash, "settled by you: carried out") {
+		t.Errorf("after settling: %q", flash)
+	}
+	var rec struct {
+		State      string
+		SettledBy  string `json:"settled_by"`
+		SettleNote string `json:"settle_note"`
+	}
+	json.Unmarshal(laptop.c.Must(t, "GET", "/v1/calls/page-person", nil).Body, &rec)
+	if rec.State != "carried_out" || rec.SettledBy != "a person" || rec.SettleNote != "the note is in the app" {
+		t.Fatalf("the record after settling: %+v", rec)
+	}
+
+	// The owner's page, at the receipt.
+	link := openLink(t, studio.dir, "--receipt", "page-person")
+	if !strings.HasSuffix(link, "#receipt-page-person") {
+		t.Fatalf("delta open --receipt printed %q", link)
+	}
+	text = bodyText(t, ctx, link)
+	for _, want := range []string{"Received calls (1)", "laptop → notes", "POST /reset-after-read/rent", "page-person", "app_unknown", "check the app", "Registered apps (1)"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the owner's page lacks %q:\n%s", want, text)
+		}
+	}
+	if loc, _ := chromedp.Run(tctx, chromedp.Location()); !strings.HasSuffix(loc, "#receipt-page-person") {
+		t.Errorf("the owner's page is not at the receipt: %s", loc)
 	}
 }

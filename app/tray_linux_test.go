@@ -65,7 +65,7 @@ func TestTray(t *testing.T) {
 		return ok && head && call
 	})
 	calls, _ := uitest.Find(menu, "Unsettled writes (1)")
-	for _, want := range []string{line, "    Outcome unknown, sent ", "    Ask now", "    Copy request id", "    Dismiss…"} {
+	for _, want := range []string{line, "    Outcome unknown, sent ", "    Sent: x", "    It happened…", "    It did not happen…", "    Ask now", "    Copy request id", "    Dismiss…"} {
 		if _, ok := uitest.Find(calls.Children, want); !ok {
 			t.Errorf("the unsettled writes' submenu lacks %q:\n%s", want, uitest.Lines(menu))
 		}

@@ -30,6 +30,8 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("GET /v1/calls/{id}", g.handleGetCall)
 	mux.HandleFunc("POST /v1/calls/{id}/ask", g.handleAsk)
 	mux.HandleFunc("POST /v1/calls/{id}/dismiss", g.handleDismiss)
+	mux.HandleFunc("POST /v1/calls/{id}/settle", g.handleSettle)
+	mux.HandleFunc("GET /v1/receipts", g.handleReceipts)
 	mux.HandleFunc("GET /v1/apps", g.handleListApps)
 	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
 	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
@@ -183,6 +185,21 @@ type callView struct {
 	Answer      *proto.AnswerJSON `json:"answer,omitempty"`
 	// History is the call's steps, oldest first (GET /v1/calls/{id} only).
 	History []eventView `json:"history,omitempty"`
+	// Request is what was sent, while the journal keeps it (GET
+	// /v1/calls/{id} only).
+	Request *requestView `json:"request,omitempty"`
+	// SettledBy is "a person" for a person's settlement, with their note.
+	SettledBy  string `json:"settled_by,omitempty"`
+	SettleNote string `json:"settle_note,omitempty"`
+}
+
+type requestView struct {
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	Size       int         `json:"size"`
+	// Truncated: the body was over 64 KiB and only its size is kept (the
+	// call's digest names it).
+	Truncated bool `json:"truncated"`
 }
 
 type eventView struct {
@@ -206,7 +223,7 @@ type attemptView struct {
 func viewCall(c *journal.Call) callView {
 	v := callView{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
 		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
-		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, Detail: c.Detail, CreatedAt: proto.RFC3339(c.CreatedAt), UpdatedAt: proto.RFC3339(c.UpdatedAt),
+		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, SettledBy: c.SettledBy, SettleNote: c.SettleNote, Detail: c.Detail, CreatedAt: proto.RFC3339(c.CreatedAt), UpdatedAt: proto.RFC3339(c.UpdatedAt),
 		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []attemptView{}}
 	if !c.NextAskAt.IsZero() {
 		v.NextAskAt = proto.RFC3339(c.NextAskAt)
@@ -214,6 +231,9 @@ func viewCall(c *journal.Call) callView {
 	for _, a := range c.Attempts {
 		v.Attempts = append(v.Attempts, attemptView{N: a.N, Road: a.Road, Address: a.Address,
 			StartedAt: proto.RFC3339(a.StartedAt), FirstByte: a.FirstByte, Error: a.Error})
+	}
+	if rq := c.Request; rq != nil {
+		v.Request = &requestView{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated}
 	}
 	if c.Answer != nil {
 		v.Answer = &proto.AnswerJSON{Status: c.Answer.Status, Headers: c.Answer.Headers,
@@ -306,6 +326,65 @@ func (g *Gateway) handleAsk(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) handleDismiss(w http.ResponseWriter, r *http.Request) {
 	c, err := g.Dismiss(r.Context(), r.PathValue("id"), "the local API")
 	g.writeCallResult(w, r.PathValue("id"), c, err)
+}
+
+func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		State string `json:"state"`
+		Note  string `json:"note"`
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 16<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || body.State != "carried_out" && body.State != "not_carried_out" {
+		localError(w, proto.BadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "note": "…"}`)
+		return
+	}
+	if len(body.Note) > 1000 {
+		localError(w, proto.BadRequest, "the note is over 1,000 bytes")
+		return
+	}
+	c, err := g.Settle(r.Context(), r.PathValue("id"), journal.CallState(body.State), body.Note)
+	if errors.Is(err, journal.ErrNotSettleable) {
+		localError(w, proto.Conflict, err.Error())
+		return
+	}
+	g.writeCallResult(w, r.PathValue("id"), c, err)
+}
+
+// receiptView is one receipt in GET /v1/receipts.
+type receiptView struct {
+	RequestID  string `json:"request_id"`
+	Caller     string `json:"caller"`
+	CallerNode string `json:"caller_node"`
+	App        string `json:"app"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	State      string `json:"state"`
+	ReceivedAt string `json:"received_at"`
+	UpdatedAt  string `json:"updated_at"`
+}
+
+// handleReceipts lists what this computer's apps received in the last 7
+// days (the owner's receipts), those to check first.
+func (g *Gateway) handleReceipts(w http.ResponseWriter, r *http.Request) {
+	st := journal.ReceiptState(r.URL.Query().Get("state"))
+	switch st {
+	case "", journal.Running, journal.ReceiptAnswered, journal.ReceiptNotDone, journal.AppUnknown, journal.Interrupted, journal.Fenced:
+	default:
+		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not a receipt state (running, answered, not_carried_out, app_unknown, interrupted, fenced)", st))
+		return
+	}
+	recs, err := g.db.RecentReceipts(r.Context(), g.now().Add(-journal.ReceiptShown), st, 5000)
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	out := []receiptView{}
+	for _, rc := range recs {
+		out = append(out, receiptView{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
+			Path: rc.Path, State: string(rc.State), ReceivedAt: proto.RFC3339(rc.ReceivedAt), UpdatedAt: proto.RFC3339(rc.UpdatedAt)})
+	}
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"receipts": out})
 }
 
 // writeCallResult answers an Ask or a Dismiss.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/view"
 )
@@ -31,8 +32,29 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 			s.Unsettled = append(s.Unsettled, c)
 		}
 	}
-	s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls})
+	if err := g.db.WithRequests(ctx, all); err != nil {
+		return s, err
+	}
+	if s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls}); err != nil {
+		return s, err
+	}
+	recs, err := g.db.RecentReceipts(ctx, g.now().Add(-journal.ReceiptShown), "", 200)
+	if err != nil {
+		return s, err
+	}
+	for _, r := range recs {
+		s.Received = append(s.Received, receivedView(r))
+	}
+	apps, err := g.db.Apps(ctx)
+	for _, a := range apps {
+		s.Apps = append(s.Apps, view.App{Name: a.Name, URL: a.URL})
+	}
 	return s, err
+}
+
+func receivedView(r *journal.Receipt) view.Received {
+	return view.Received{CallerName: r.CallerName, Caller: r.Caller, RequestID: r.RequestID, App: r.App, Method: r.Method,
+		Path: r.Path, State: string(r.State), ReceivedAt: r.ReceivedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // Changed returns a channel that closes at the next change to what Snapshot
@@ -76,6 +98,17 @@ func (g *Gateway) Ask(ctx context.Context, id string) (*journal.Call, error) {
 	}
 	g.recon.Ask(ctx, c, true)
 	return g.db.Call(ctx, id)
+}
+
+// Settle records a person's settlement of an unknown or needs_person call:
+// to is carried_out or not_carried_out. The reconciler no longer asks
+// about it; an owner's later answer that says otherwise is an alarm.
+func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, note string) (*journal.Call, error) {
+	c, err := g.db.SettleByPerson(ctx, id, to, note)
+	if err == nil {
+		g.log.Info("call settled by a person", "request_id", id, "peer", c.Peer, "state", to, "note", note)
+	}
+	return c, err
 }
 
 // Dismiss sets a call aside: hidden from the menu, still reconciled. by

@@ -87,7 +87,12 @@ type Status struct {
 	Peers     any       `json:"peers"`
 	Counters  statsView `json:"counters"`
 	Unsettled int       `json:"unsettled"`
-	Cache     struct {
+	// Journal counts what the journal keeps besides calls and receipts.
+	Journal struct {
+		// RequestBytes are the bodies of calls kept for a person to check.
+		RequestBytes int64 `json:"request_bytes"`
+	} `json:"journal"`
+	Cache struct {
 		Entries int   `json:"entries"`
 		Bytes   int64 `json:"bytes"`
 	} `json:"cache"`
@@ -103,6 +108,9 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 		s.Tailnet = g.cfg.Tailnet.StatusJSON()
 	}
 	var err error
+	if s.Journal.RequestBytes, err = g.db.RequestBytes(r.Context()); err != nil {
+		return s, err
+	}
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()
 	return s, err

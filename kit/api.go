@@ -80,6 +80,27 @@ type Record struct {
 	Attempts    []Attempt `json:"attempts"`
 	Answer      *Stored   `json:"answer,omitempty"`
 	History     []Step    `json:"history,omitempty"`
+	// Request is what was sent, while the journal keeps it (CallRecord
+	// only).
+	Request *SentRequest `json:"request,omitempty"`
+	// SettledBy is "a person" when a person settled it, with their note.
+	SettledBy  string `json:"settled_by,omitempty"`
+	SettleNote string `json:"settle_note,omitempty"`
+}
+
+// SentRequest is what a call sent: its headers as sent and its body (up to
+// 64 KiB; Truncated when only its size is kept).
+type SentRequest struct {
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	Size       int         `json:"size"`
+	Truncated  bool        `json:"truncated"`
+}
+
+// Body is the kept body.
+func (s *SentRequest) Body() []byte {
+	b, _ := base64.StdEncoding.DecodeString(s.BodyBase64) // Delta writes valid base64
+	return b
 }
 
 // Settled reports whether the call's outcome is known for good: answered,
@@ -189,6 +210,45 @@ func (c *Client) Dismiss(ctx context.Context, id string) (*Record, error) {
 	var r Record
 	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/dismiss", nil, &r)
 	return &r, err
+}
+
+// SettleByPerson records a person's settlement of an unknown or
+// needs_person call: state is "carried_out" (it happened) or
+// "not_carried_out" (it did not), with what they saw. Delta then stops
+// asking the owner. A call in another state is an *APIError with Outcome
+// "conflict".
+func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*Record, error) {
+	var r Record
+	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/settle", map[string]string{"state": state, "note": note}, &r)
+	return &r, err
+}
+
+// Receipt is a call this computer's apps received (the owner's side).
+type Receipt struct {
+	RequestID  string    `json:"request_id"`
+	Caller     string    `json:"caller"`
+	CallerNode string    `json:"caller_node"`
+	App        string    `json:"app"`
+	Method     string    `json:"method"`
+	Path       string    `json:"path"`
+	State      string    `json:"state"`
+	ReceivedAt time.Time `json:"received_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// Receipts lists what this computer's apps received in the last 7 days,
+// those to check first (app_unknown, interrupted) at the top; state, if
+// not empty, keeps one state.
+func (c *Client) Receipts(ctx context.Context, state string) ([]Receipt, error) {
+	var out struct {
+		Receipts []Receipt `json:"receipts"`
+	}
+	q := ""
+	if state != "" {
+		q = "?state=" + url.QueryEscape(state)
+	}
+	err := c.api(ctx, http.MethodGet, "/v1/receipts"+q, nil, &out)
+	return out.Receipts, err
 }
 
 // App is an owner app registered with this computer's Delta.

@@ -131,12 +131,15 @@ func (a *App) do(ctx context.Context, act Action) {
 		if a.Quit != nil {
 			a.Quit()
 		}
-	case ActOpen, ActDismiss:
-		// "Dismiss…" opens the page at the call, where a person confirms
-		// with its Dismiss button (the login keeps the #fragment).
+	case ActOpen, ActDismiss, ActSettle:
+		// "Dismiss…" and "It happened…" open the page at the call, where a
+		// person confirms (the login keeps the #fragment).
 		url := a.Source.LoginLink()
-		if act.Kind == ActDismiss {
+		switch act.Kind {
+		case ActDismiss:
 			url += "#call-" + act.CallID
+		case ActSettle:
+			url += "#settle-" + act.CallID
 		}
 		if err := a.Open(url); err != nil {
 			a.Log.Warn("could not open the status page in a browser: "+err.Error(), "hint", "run `delta open` to print a login link")

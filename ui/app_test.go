@@ -110,7 +110,7 @@ func TestAppLoop(t *testing.T) {
 		t.Errorf("level %s, want unsettled", m.Level)
 	}
 
-	for _, key := range []string{"call/r1/copy", "open", "call/r1/dismiss"} {
+	for _, key := range []string{"call/r1/copy", "open", "call/r1/dismiss", "call/r1/happened", "call/r1/nothappened"} {
 		it, _ := m.Find(key)
 		tray.clicks <- *it.Action
 	}
@@ -121,7 +121,8 @@ func TestAppLoop(t *testing.T) {
 	if len(copied) != 1 || copied[0] != "r1" {
 		t.Errorf("copied %q, want the request id", copied)
 	}
-	if len(opened) != 2 || !strings.HasPrefix(opened[0], g.LocalURL()+"/login?code=") || !strings.HasSuffix(opened[1], "#call-r1") {
-		t.Errorf("opened %q: want a login link, then one to the call", opened)
+	if len(opened) != 4 || !strings.HasPrefix(opened[0], g.LocalURL()+"/login?code=") || !strings.HasSuffix(opened[1], "#call-r1") ||
+		!strings.HasSuffix(opened[2], "#settle-r1") || !strings.HasSuffix(opened[3], "#settle-r1") {
+		t.Errorf("opened %q: want a login link, then one to the call, then two to its settlement", opened)
 	}
 }

@@ -28,6 +28,7 @@ const (
 	ActAsk     ActionKind = "ask"     // ask the owner about a call now
 	ActCopyID  ActionKind = "copy-id" // copy a call's request id
 	ActDismiss ActionKind = "dismiss" // set a call aside: confirmed on the status page
+	ActSettle  ActionKind = "settle"  // a person says what happened: confirmed on the status page
 	ActOpen    ActionKind = "open"    // open the status page
 	ActLogin   ActionKind = "login"   // open the tailnet's login URL
 	ActQuit    ActionKind = "quit"
@@ -203,6 +204,16 @@ func callItems(c *record.Call, now time.Time) []Item {
 	}
 	if c.Detail != "" {
 		items = append(items, Item{Key: key + "/detail", Title: "    " + view.Clip(c.Detail, 90), Tooltip: c.Detail})
+	}
+	if c.Request != nil {
+		items = append(items, Item{Key: key + "/sent", Title: "    Sent: " + view.Excerpt(c.Request, 70)})
+	}
+	if c.State == record.NeedsPerson || c.State == record.Unknown {
+		items = append(items,
+			Item{Key: key + "/happened", Title: "    It happened…", Tooltip: "opens the status page at this call, where you confirm: Delta stops asking the owner",
+				Action: &Action{Kind: ActSettle, CallID: c.RequestID}},
+			Item{Key: key + "/nothappened", Title: "    It did not happen…", Tooltip: "opens the status page at this call, where you confirm: Delta stops asking the owner",
+				Action: &Action{Kind: ActSettle, CallID: c.RequestID}})
 	}
 	return append(items,
 		Item{Key: key + "/ask", Title: "    Ask now", Action: &Action{Kind: ActAsk, CallID: c.RequestID}},

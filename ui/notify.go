@@ -189,6 +189,13 @@ func noteFor(k noteKind, cs []*record.Call) Note {
 		case noteUnsettled:
 			return Note{Title: "A write's outcome is unknown",
 				Body: fmt.Sprintf("%s left this computer and no answer came. Delta will not send it again; it is asking %s whether it was carried out.", line, c.Peer)}
+		case noteCarried, noteNotCarried:
+			if c.SettledBy != "" {
+				return Note{Title: "Write settled by you",
+					Body: fmt.Sprintf("%s: %s. Delta no longer asks %s about it.", line, capitalize(view.Words(c.State)), c.Peer)}
+			}
+		}
+		switch k {
 		case noteCarried:
 			return Note{Title: "Write carried out",
 				Body: fmt.Sprintf("%s: %s says it was carried out. Nothing more to do.", line, c.Peer)}
@@ -196,8 +203,12 @@ func noteFor(k noteKind, cs []*record.Call) Note {
 			return Note{Title: "Write not carried out",
 				Body: fmt.Sprintf("%s: %s says it never arrived, so it was not carried out. It is safe to send it again.", line, c.Peer)}
 		default:
+			sent := ""
+			if c.Request != nil {
+				sent = " (sent: " + view.Excerpt(c.Request, 60) + ")"
+			}
 			return Note{Title: "A write needs you",
-				Body: fmt.Sprintf("%s: %s cannot tell whether its app carried it out. Check %s on %s, then dismiss it in Delta's menu.", line, c.Peer, c.App, c.Peer)}
+				Body: fmt.Sprintf("%s%s: %s cannot tell whether its app carried it out. Check %s on %s, then open the status page at this write and choose It happened or It did not happen.", line, sent, c.Peer, c.App, c.Peer)}
 		}
 	}
 	var lines []string

@@ -141,6 +141,16 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	c := &journal.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
 		Method: r.Method, Path: t.PathQuery, Digest: proto.Digest(r.Method, t.App, t.PathQuery, body)}
+	// What a person may have to check later: the headers as sent (the
+	// ticket aside) and the body.
+	sent := proto.ForwardHeaders(r.Header)
+	sent.Set(proto.HeaderRequestID, rid)
+	sent.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	sent.Set(proto.HeaderDigest, c.Digest)
+	if callerApp != "" {
+		sent.Set(proto.HeaderApp, callerApp)
+	}
+	c.Request = journal.KeepRequest(sent, body)
 	// The journal answers before anything that depends on the roads: a
 	// Delta that just started may not know its peer's roads yet, and an id
 	// it holds must still get its recorded outcome (or 409).

@@ -357,6 +357,7 @@ type Call struct {
 	Dismissed  bool   `json:"dismissed"`
 	Detail     string `json:"detail"`
 	OwnerState string `json:"owner_state"`
+	Asks       int    `json:"asks"`
 	CreatedAt  string `json:"created_at"`
 	Attempts   []struct {
 		Road      string `json:"road"`

@@ -11,7 +11,7 @@ import (
 
 const callCols = `request_id, peer, app, caller_app, method, path, digest, state, outcome,
 	dismissed, detail, owner_state, created_at, updated_at, answer_status,
-	answer_headers, answer_body, answer_omitted, asks, next_ask_at, dismissed_by`
+	answer_headers, answer_body, answer_omitted, asks, next_ask_at, dismissed_by, settled_by, settle_note`
 
 func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 	var c Call
@@ -22,7 +22,7 @@ func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 	var dismissed, omitted int
 	err := s.Scan(&c.RequestID, &c.Peer, &c.App, &c.CallerApp, &c.Method, &c.Path,
 		&c.Digest, &c.State, &c.Outcome, &dismissed, &c.Detail, &c.OwnerState,
-		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next, &c.DismissedBy)
+		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next, &c.DismissedBy, &c.SettledBy, &c.SettleNote)
 	if err != nil {
 		return nil, err
 	}
@@ -70,6 +70,9 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 			if err := putAttempt(ctx, tx, c.RequestID, a); err != nil {
 				return err
 			}
+		}
+		if c.Request != nil {
+			return putRequest(ctx, tx, c.RequestID, c.Request)
 		}
 		return nil
 	})
@@ -205,6 +208,9 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 		return nil, fmt.Errorf("journal: read call %s: %w", id, err)
 	}
 	if err := d.withAttempts(ctx, []*Call{c}); err != nil {
+		return nil, err
+	}
+	if err := d.withRequests(ctx, []*Call{c}); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -241,6 +241,7 @@ type SweepResult struct {
 	AnswersExpired int64
 	ReceiptsGone   int64
 	CallsGone      int64
+	RequestsGone   int64
 }
 
 // Sweep applies retention at now: answers older than 7 days are dropped
@@ -273,7 +274,43 @@ func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 			return fmt.Errorf("journal: delete old calls: %w", err)
 		}
 		s.CallsGone, _ = res.RowsAffected()
-		return nil
+		s.RequestsGone, err = sweepRequests(ctx, tx, now)
+		return err
 	})
 	return s, err
+}
+
+// ReceiptShown is how long the status page and GET /v1/receipts look back.
+const ReceiptShown = 7 * 24 * time.Hour
+
+// RecentReceipts lists the receipts received since since, those a person
+// may have to check first (app_unknown, interrupted), then running, then
+// the rest, newest first within each; state, if not empty, keeps only
+// that state. At most limit (500 if 0).
+func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state ReceiptState, limit int) ([]*Receipt, error) {
+	if limit <= 0 {
+		limit = 500
+	}
+	q := `SELECT ` + receiptCols + ` FROM receipts WHERE received_at >= ?`
+	args := []any{nanos(since)}
+	if state != "" {
+		q += ` AND state = ?`
+		args = append(args, state)
+	}
+	q += ` ORDER BY CASE state WHEN 'app_unknown' THEN 0 WHEN 'interrupted' THEN 0 WHEN 'running' THEN 1 ELSE 2 END, received_at DESC LIMIT ?`
+	args = append(args, limit)
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list receipts: %w", err)
+	}
+	defer rows.Close()
+	var out []*Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			return nil, fmt.Errorf("journal: list receipts: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }

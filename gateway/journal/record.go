@@ -10,6 +10,7 @@ type (
 	Attempt   = record.Attempt
 	Answer    = record.Answer
 	Event     = record.Event
+	Request   = record.Request
 )
 
 // The caller's call states (record.Sending …).

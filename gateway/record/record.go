@@ -56,7 +56,26 @@ type Call struct {
 	Asks        int     // how many times the owner was asked
 	NextAskAt   time.Time
 	Attempts    []Attempt
+	// Request is what was sent, while the journal keeps it; nil if not
+	// (or not read).
+	Request *Request
+	// SettledBy is "a person" when a person settled the call, with their
+	// note.
+	SettledBy  string
+	SettleNote string
 }
+
+// Request is what a call sent: its headers as sent and its body, up to
+// MaxKeptBody; a larger body keeps only its size (Truncated).
+type Request struct {
+	Headers   http.Header
+	Body      []byte
+	Size      int
+	Truncated bool
+}
+
+// MaxKeptBody is the largest request body the journal keeps.
+const MaxKeptBody = 64 << 10
 
 // Attempt is one try at sending a call.
 type Attempt struct {

@@ -44,13 +44,19 @@ var statusPageHTML string
 func stamp(t time.Time) string { return t.Local().Format("Mon 2 Jan 15:04:05 MST") }
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":      func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
-	"spark":    sparkline,
-	"ms":       func(v float64) string { return view.FormatMillis(v) },
-	"words":    func(s record.CallState) string { return view.Words(s) },
-	"stamp":    stamp,
-	"fullTime": func(t time.Time) string { return t.Local().Format(time.RFC1123) },
-	"history":  func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
+	"ago":        func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
+	"spark":      sparkline,
+	"ms":         func(v float64) string { return view.FormatMillis(v) },
+	"words":      func(s record.CallState) string { return view.Words(s) },
+	"stamp":      stamp,
+	"fullTime":   func(t time.Time) string { return t.Local().Format(time.RFC1123) },
+	"history":    func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
+	"excerpt":    func(r *record.Request) string { return view.Excerpt(r, 200) },
+	"istext":     func(b []byte) bool { return view.IsText(b) },
+	"str":        func(b []byte) string { return string(b) },
+	"received":   view.ReceivedWords,
+	"checkfirst": func(state string) bool { return state == "app_unknown" || state == "interrupted" },
+	"settleable": func(s record.CallState) bool { return s == record.Unknown || s == record.NeedsPerson },
 	"wrap": func(p pageData, c pageCall) callBox {
 		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
 	},
@@ -66,6 +72,9 @@ type Source interface {
 	// aside. Errors wrap record.ErrNotFound for a call that is not there.
 	Ask(ctx context.Context, id string) (*record.Call, error)
 	Dismiss(ctx context.Context, id, by string) (*record.Call, error)
+	// Settle records a person's settlement (carried_out or
+	// not_carried_out) with their note.
+	Settle(ctx context.Context, id string, to record.CallState, note string) (*record.Call, error)
 }
 
 // Page is the status page. Its fields are set before it serves.
@@ -257,8 +266,19 @@ func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
 		c, err = p.Source.Ask(r.Context(), id)
 	case "dismiss":
 		c, err = p.Source.Dismiss(r.Context(), id, "the status page")
+	case "settle":
+		to := record.CallState(r.PostForm.Get("state"))
+		if to != record.CarriedOut && to != record.NotCarriedOut {
+			pageError(w, http.StatusBadRequest, "The form names no settlement (It happened, or It did not happen); nothing was done.")
+			return
+		}
+		if r.PostForm.Get("checked") != "yes" {
+			pageError(w, http.StatusBadRequest, "Settling needs the box \"I checked\" ticked: go back, check on the other computer, tick it and choose again; nothing was done.")
+			return
+		}
+		c, err = p.Source.Settle(r.Context(), id, to, strings.TrimSpace(r.PostForm.Get("note")))
 	default:
-		pageError(w, http.StatusNotFound, fmt.Sprintf("%q is not an action of the status page (ask, dismiss).", r.PathValue("action")))
+		pageError(w, http.StatusNotFound, fmt.Sprintf("%q is not an action of the status page (ask, dismiss, settle).", r.PathValue("action")))
 		return
 	}
 	var flash string
@@ -269,6 +289,8 @@ func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
 		flash = err.Error()
 	case r.PathValue("action") == "dismiss":
 		flash = fmt.Sprintf("Call %s is set aside; Delta keeps asking its owner and will tell you when it settles.", id)
+	case r.PathValue("action") == "settle":
+		flash = fmt.Sprintf("Call %s is settled by you: %s. Delta no longer asks %s about it.", id, view.Words(c.State), c.Peer)
 	default:
 		flash = fmt.Sprintf("Asked %s about call %s: %s.", c.Peer, id, view.Words(c.State))
 		if c.Detail != "" {

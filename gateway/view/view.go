@@ -6,7 +6,9 @@ package view
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -40,6 +42,83 @@ type Snapshot struct {
 	Dismissed []*record.Call
 	// Recent are the newest calls in any state, newest first.
 	Recent []*record.Call
+	// Received are the calls this computer's apps received from its peers
+	// in the last 7 days, those a person may have to check first.
+	Received []Received
+	// Apps are the owner apps registered here.
+	Apps []App
+}
+
+// Received is one call this computer received (an owner's receipt).
+type Received struct {
+	CallerName string // the calling computer
+	Caller     string // its node ID
+	RequestID  string
+	App        string
+	Method     string
+	Path       string
+	// State is the receipt's: running, answered, not_carried_out,
+	// app_unknown, interrupted, fenced.
+	State      string
+	ReceivedAt time.Time
+	UpdatedAt  time.Time
+}
+
+// App is a registered owner app.
+type App struct {
+	Name string
+	URL  string
+}
+
+// ReceivedWords says what a receipt's state means to a person.
+func ReceivedWords(state string) string {
+	switch state {
+	case "running":
+		return "the app is working on it"
+	case "answered":
+		return "the app answered"
+	case "not_carried_out":
+		return "not carried out (the app was not listening)"
+	case "app_unknown":
+		return "the app took it and its connection broke before it answered: check the app"
+	case "interrupted":
+		return "Delta restarted while the app worked on it: check the app"
+	case "fenced":
+		return "never arrived; the id is fenced"
+	}
+	return state
+}
+
+// Excerpt is a short, one-line excerpt of a request body for people: the
+// text itself when it is text, else its size.
+func Excerpt(r *record.Request, n int) string {
+	if r == nil {
+		return ""
+	}
+	if r.Truncated {
+		return fmt.Sprintf("%d bytes (not kept: over 64 KiB)", r.Size)
+	}
+	if len(r.Body) == 0 {
+		return "no body"
+	}
+	if !IsText(r.Body) {
+		return fmt.Sprintf("%d bytes of binary", r.Size)
+	}
+	return Clip(strings.Join(strings.Fields(string(r.Body)), " "), n)
+}
+
+// IsText reports whether b is text a person can read: valid UTF-8 without
+// control characters other than whitespace.
+func IsText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	for _, r := range string(b) {
+		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' {
+			return false
+		}
+	}
+	return true
 }
 
 // Overall sums a snapshot up for the icon, the menu's first line and the

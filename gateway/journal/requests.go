@@ -1,0 +1,178 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/record"
+)
+
+// Retention of what calls sent.
+const (
+	// RequestRetention is how long a settled call's request is kept.
+	RequestRetention = 7 * 24 * time.Hour
+)
+
+// maxRequestStore bounds the bodies kept for settled calls: over it, the
+// oldest settled go first. Unsettled calls keep theirs. (A variable for
+// tests.)
+var maxRequestStore int64 = 32 << 20
+
+// KeepRequest is the request to keep of a call that sent body with
+// headers: the body itself up to record.MaxKeptBody, else its size only.
+func KeepRequest(headers http.Header, body []byte) *Request {
+	r := &Request{Headers: headers, Size: len(body)}
+	if len(body) > record.MaxKeptBody {
+		r.Truncated = true
+	} else {
+		r.Body = body
+	}
+	return r
+}
+
+func putRequest(ctx context.Context, tx *sql.Tx, id string, r *Request) error {
+	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO call_requests (request_id, headers, body, size, truncated) VALUES (?, ?, ?, ?, ?)`,
+		id, encodeHeaders(r.Headers), r.Body, r.Size, boolInt(r.Truncated))
+	if err != nil {
+		return fmt.Errorf("journal: record the request of call %s: %w", id, err)
+	}
+	return nil
+}
+
+// withRequests reads the kept requests of calls into them.
+func (d *DB) withRequests(ctx context.Context, calls []*Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	byID := make(map[string]*Call, len(calls))
+	args := make([]any, 0, len(calls))
+	for _, c := range calls {
+		byID[c.RequestID] = c
+		args = append(args, c.RequestID)
+	}
+	rows, err := d.db.QueryContext(ctx, `SELECT request_id, headers, body, size, truncated FROM call_requests
+		WHERE request_id IN (`+placeholders(len(args))+`)`, args...)
+	if err != nil {
+		return fmt.Errorf("journal: read the requests of %d calls: %w", len(calls), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, headers string
+		r := &Request{}
+		var trunc int
+		if err := rows.Scan(&id, &headers, &r.Body, &r.Size, &trunc); err != nil {
+			return fmt.Errorf("journal: read requests: %w", err)
+		}
+		r.Headers, r.Truncated = decodeHeaders(headers), trunc != 0
+		if c := byID[id]; c != nil {
+			c.Request = r
+		}
+	}
+	return rows.Err()
+}
+
+// WithRequests reads the kept requests of calls into them (the menu and
+// the page show them for unsettled calls).
+func (d *DB) WithRequests(ctx context.Context, calls []*Call) error { return d.withRequests(ctx, calls) }
+
+// RequestBytes is the size of the request bodies kept.
+func (d *DB) RequestBytes(ctx context.Context) (int64, error) {
+	var n int64
+	err := d.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(LENGTH(body)), 0) FROM call_requests`).Scan(&n)
+	return n, err
+}
+
+// sweepRequests drops the requests of calls settled longer than
+// RequestRetention ago, then, while the settled ones' bodies exceed
+// maxRequestStore, the oldest settled ones. It returns how many it dropped.
+func sweepRequests(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM call_requests WHERE request_id IN (
+		SELECT request_id FROM calls WHERE state != 'sending' AND state NOT IN `+unsettledSQL+` AND updated_at < ?)`,
+		nanos(now.Add(-RequestRetention)))
+	if err != nil {
+		return 0, fmt.Errorf("journal: drop old requests: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	// The bound: newest settled first, keep them while they fit.
+	rows, err := tx.QueryContext(ctx, `SELECT r.request_id, COALESCE(LENGTH(r.body), 0) FROM call_requests r JOIN calls c USING (request_id)
+		WHERE c.state != 'sending' AND c.state NOT IN `+unsettledSQL+` ORDER BY c.updated_at DESC, c.request_id`)
+	if err != nil {
+		return n, fmt.Errorf("journal: size the kept requests: %w", err)
+	}
+	var total int64
+	var drop []any
+	for rows.Next() {
+		var id string
+		var size int64
+		if err := rows.Scan(&id, &size); err != nil {
+			rows.Close()
+			return n, err
+		}
+		if total += size; total > maxRequestStore {
+			drop = append(drop, id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return n, err
+	}
+	for len(drop) > 0 {
+		batch := drop[:min(len(drop), 500)]
+		drop = drop[len(batch):]
+		res, err := tx.ExecContext(ctx, `DELETE FROM call_requests WHERE request_id IN (`+placeholders(len(batch))+`)`, batch...)
+		if err != nil {
+			return n, fmt.Errorf("journal: drop requests over the bound: %w", err)
+		}
+		m, _ := res.RowsAffected()
+		n += m
+	}
+	return n, nil
+}
+
+// ErrNotSettleable refuses a person's settlement of a call that is not
+// unknown or needs_person.
+var ErrNotSettleable = errors.New("only a call whose outcome is unknown or needs a person can be settled by a person")
+
+// SettleByPerson records a person's settlement of call id: to (carried_out
+// or not_carried_out), with their note. It is a compare-and-set from
+// unknown or needs_person: a reconciler that settled it first wins, and
+// the person is told what it is now (ErrNotSettleable, with cur).
+func (d *DB) SettleByPerson(ctx context.Context, id string, to CallState, note string) (cur *Call, err error) {
+	if to != CarriedOut && to != NotCarriedOut {
+		return nil, fmt.Errorf("journal: a person settles a call as carried_out or not_carried_out, not %q", to)
+	}
+	words := map[CallState]string{CarriedOut: "it happened", NotCarriedOut: "it did not happen"}[to]
+	detail := "a person settled it: " + words
+	if note != "" {
+		detail += " (" + note + ")"
+	}
+	var moved bool
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE calls SET state = ?, detail = ?, settled_by = 'a person', settle_note = ?, next_ask_at = NULL, updated_at = ?
+			WHERE request_id = ? AND state IN (?, ?)`, to, detail, note, nanos(d.now()), id, Unknown, NeedsPerson)
+		if err != nil {
+			return fmt.Errorf("journal: settle call %s: %w", id, err)
+		}
+		m, _ := res.RowsAffected()
+		moved = m == 1
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if moved {
+		d.notify()
+	}
+	cur, cerr := d.Call(ctx, id)
+	if cerr != nil {
+		return nil, cerr
+	}
+	if !moved {
+		return cur, fmt.Errorf("%w (it is %s)", ErrNotSettleable, cur.State)
+	}
+	return cur, nil
+}
