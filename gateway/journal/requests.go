@@ -77,7 +77,9 @@ func (d *DB) withRequests(ctx context.Context, calls []*Call) error {
 
 // WithRequests reads the kept requests of calls into them (the menu and
 // the page show them for unsettled calls).
-func (d *DB) WithRequests(ctx context.Context, calls []*Call) error { return d.withRequests(ctx, calls) }
+func (d *DB) WithRequests(ctx context.Context, calls []*Call) error {
+	return d.withRequests(ctx, calls)
+}
 
 // RequestBytes is the size of the request bodies kept.
 func (d *DB) RequestBytes(ctx context.Context) (int64, error) {
