@@ -286,10 +286,29 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	cancel()
 	if d.expect(err == nil && rec.State == "needs_person", "it needs a person: beta's Delta cannot say whether the app acted (%v)", errOr(err, rec)) {
 		d.say("   %s", rec.Detail)
-		d.say("   A person checks beta's notes, then dismisses it (the menu's Dismiss…, or:")
-		d.say("   delta --state-dir %s dismiss %s)", alpha.dir, person)
+		d.say("   What was sent is kept with the call, so a person can tell which write it was:")
+		if full, err := alpha.c.CallRecord(ctx, person); err == nil && full.Request != nil {
+			d.say("   %s", strings.TrimSpace(string(full.Request.Body())))
+		}
+		d.say("   On beta, `delta receipts` (or its status page) shows what it received: app_unknown.")
 	}
 	d.pause("a write that needs you")
+	d.say("A person checks beta's notes app, finds the note, and says so (the menu's It happened…, the")
+	d.say("status page, or: delta --state-dir %s settle %s --carried-out --note …):", alpha.dir, person)
+	found := false
+	for _, n := range app.Notes() {
+		found = found || n.RequestID == person
+	}
+	note := "the note is in beta's notes app"
+	if !found {
+		note = "no such note in beta's notes app"
+	}
+	state := map[bool]string{true: "carried_out", false: "not_carried_out"}[found]
+	rec, err = alpha.c.SettleByPerson(ctx, person, state, note)
+	if d.expect(err == nil && rec.State == state && rec.SettledBy == "a person", "the person's settlement is recorded: %s (%v)", state, errOr(err, rec)) {
+		d.say("   %s; Delta stops asking beta.", rec.Detail)
+	}
+	d.pause("settled by a person")
 }
 
 // unlessUnknown says what came instead of outcome unknown.
