@@ -9,7 +9,8 @@ export CGO_ENABLED := 1
 # CI's 2 cores.
 TSNET_PKGS = $(shell $(GO) list -f '{{.ImportPath}} {{join .Deps " "}}' ./... | awk '/ tailscale.com\// {print $$1}')
 ALL_PKGS = $(shell $(GO) list ./...)
-RACE_PKGS = $(filter-out $(TSNET_PKGS),$(ALL_PKGS))
+# packaging is tested by package-check.
+RACE_PKGS = $(filter-out $(TSNET_PKGS) %/packaging,$(ALL_PKGS))
 # Packages that need cgo on macOS are left out of the darwin vet. None: the
 # tray's cgo-only file is behind a build tag (ui/systray.go builds on darwin
 # only with cgo; ui/systray_nocgo.go stands in), so every package vets.
@@ -19,7 +20,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run demo clean
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg
 all: build
 
 build: deps
@@ -40,8 +41,9 @@ deps:
 	  command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
 	  command -v dbus-daemon >/dev/null 2>&1 || missing="$$missing dbus"; \
 	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium fonts-liberation"; \
+	  command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
 	else \
-	  for p in dbus-daemon:dbus chromium:chromium; do \
+	  for p in dbus-daemon:dbus chromium:chromium shellcheck:shellcheck; do \
 	    command -v $${p%%:*} >/dev/null 2>&1 || echo "make: $${p##*:} is not installed: the tests that need it will skip (Debian: apt-get install $${p##*:})" >&2; \
 	  done; \
 	fi; \
@@ -87,7 +89,31 @@ unit: deps
 	  $(GO) test -race -timeout 15m $(RACE_PKGS) && $(GO) test -timeout 15m $(TSNET_PKGS); \
 	fi
 
-test: vet vet-darwin unit
+test: vet vet-darwin package-check unit
+
+# package-check checks the packages on Linux: the macOS plists (parsed,
+# with their keys), Distribution.xml, every script under shellcheck, the
+# staged .pkg payload's layout and modes, the release workflow (actionlint),
+# and the .deb: built from a real binary, installed into a throwaway root,
+# its systemd unit's ExecStart run against a temporary state folder. With
+# DELTA_PKG=path/to/Delta.pkg (built on a Mac) it reads that package back.
+package-check: deps
+	$(GO) test -count=1 -v ./packaging/ 2>&1 | grep -v '^=== ' ; exit $${PIPESTATUS[0]}
+
+VERSION ?= dev
+DEB_ARCH = $(shell $(GO) env GOARCH)
+# deb builds bin/delta_$(VERSION)_$(DEB_ARCH).deb (dpkg-deb).
+deb: deps
+	rm -rf build/deb && mkdir -p build/deb bin
+	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o build/deb/delta ./app
+	$(GO) run ./packaging/cmd/stage deb build/deb/delta $(VERSION) $(DEB_ARCH) build/deb/root
+	dpkg-deb --root-owner-group --build build/deb/root bin/delta_$(VERSION)_$(DEB_ARCH).deb
+
+# app and pkg build Delta.app and Delta-$(VERSION).pkg on a Mac (signed and
+# notarized when the identities are in the environment: docs/release.md);
+# elsewhere they stop and say so.
+app pkg:
+	VERSION=$(VERSION) sh packaging/macos/build.sh $@
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/
@@ -101,4 +127,4 @@ demo: build
 	bin/delta demo $(ARGS)
 
 clean:
-	rm -rf bin
+	rm -rf bin build

@@ -95,7 +95,7 @@ func init() {
 		statusCommand, pingCommand, loginCommand,
 		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, receiptsCommand,
 		getCommand, callCommand, appsCommand,
-		openCommand, versionCommand, demoCommand,
+		openCommand, versionCommand, demoCommand, uninstallCommand,
 	}
 }
 

@@ -236,3 +236,20 @@ func TestDemoCheck(t *testing.T) {
 		t.Errorf("a step failed:\n%s", out)
 	}
 }
+
+func TestUninstallPlan(t *testing.T) {
+	argv, words := uninstallPlan("darwin", true, "/Users/a/Library/Application Support/Delta")
+	if strings.Join(argv, " ") != "sudo /bin/sh "+macUninstaller+" --purge" || !strings.Contains(words, "and your state folder") {
+		t.Errorf("darwin --purge: %q %q", argv, words)
+	}
+	if argv, words := uninstallPlan("darwin", false, "S"); len(argv) != 3 || !strings.Contains(words, "S stays") {
+		t.Errorf("darwin: %q %q", argv, words)
+	}
+	if argv, words := uninstallPlan("linux", true, "S"); argv != nil || !strings.Contains(words, "apt remove delta") || !strings.Contains(words, "rm -rf S") {
+		t.Errorf("linux --purge: %q %q", argv, words)
+	}
+	out, errOut, code := delta(t, "uninstall", "--state-dir", "/tmp/x")
+	if code != 0 || !strings.Contains(out, "apt remove delta") {
+		t.Errorf("delta uninstall on Linux: %d %s %s", code, out, errOut)
+	}
+}

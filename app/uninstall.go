@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+)
+
+// macUninstaller is the uninstall script inside the installed bundle.
+const macUninstaller = "/Applications/Delta.app/Contents/Resources/uninstall.sh"
+
+type uninstallOpts struct{ purge, yes *bool }
+
+// uninstallPlan is what `delta uninstall` does on goos: the command to run
+// (nil: none), or what to tell the person instead.
+func uninstallPlan(goos string, purge bool, stateDir string) (argv []string, words string) {
+	switch goos {
+	case "darwin":
+		argv = []string{"sudo", "/bin/sh", macUninstaller}
+		if purge {
+			argv = append(argv, "--purge")
+		}
+		return argv, "removes Delta.app and its LaunchAgent" + map[bool]string{true: ", and your state folder " + stateDir, false: "; your state folder " + stateDir + " stays (--purge removes it)"}[purge]
+	case "linux":
+		w := "Delta from the .deb is removed by the package manager: sudo apt remove delta (or sudo dpkg -r delta). "
+		if purge {
+			return nil, w + "Then remove the state folder yourself: rm -rf " + stateDir
+		}
+		return nil, w + "Your state folder " + stateDir + " stays."
+	}
+	return nil, "Delta has no installer on " + goos + ": remove the delta binary and, if you like, " + stateDir
+}
+
+// uninstallCommand is `delta uninstall`.
+var uninstallCommand = &command{name: "uninstall", args: "[--purge] [--yes]", summary: "remove Delta from this computer (the state folder only with --purge)",
+	flags: func(fs *flag.FlagSet) any {
+		return &uninstallOpts{purge: fs.Bool("purge", false, "also remove the state folder: the journal, this computer's identity and its logs"),
+			yes: fs.Bool("yes", false, "do not ask")}
+	},
+	run: func(e *env, o any, args []string) error {
+		if len(args) > 0 {
+			return exitf(exitUsage, "uninstall: unexpected argument %q", args[0])
+		}
+		opts := o.(*uninstallOpts)
+		argv, words := uninstallPlan(runtime.GOOS, *opts.purge, e.stateDir)
+		if argv == nil {
+			fmt.Fprintln(e.stdout, words)
+			return nil
+		}
+		if _, err := os.Stat(macUninstaller); err != nil {
+			return exitf(exitFailed, "uninstall: %s is not there: Delta.app was not installed from the .pkg (%v)", macUninstaller, err)
+		}
+		if !*opts.yes {
+			fmt.Fprintf(e.stdout, "This %s. Go on? [y/N] ", words)
+			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+				return exitf(exitFailed, "uninstall: nothing was removed")
+			}
+		}
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
+		if err := cmd.Run(); err != nil {
+			return exitf(exitFailed, "uninstall: %s: %v", strings.Join(argv, " "), err)
+		}
+		return nil
+	}}

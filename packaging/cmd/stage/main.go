@@ -1,0 +1,29 @@
+// Command stage lays out a package's payload from a built delta binary
+// (package packaging):
+//
+//	stage mac BINARY VERSION ROOT SCRIPTS   the .pkg's payload and scripts
+//	stage deb BINARY VERSION ARCH ROOT      the .deb's tree
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/delta-roads/delta/packaging"
+)
+
+func main() {
+	var err error
+	switch {
+	case len(os.Args) == 6 && os.Args[1] == "mac":
+		err = packaging.StageMac(os.Args[4], os.Args[5], os.Args[2], os.Args[3])
+	case len(os.Args) == 6 && os.Args[1] == "deb":
+		err = packaging.StageDeb(os.Args[5], os.Args[2], os.Args[3], os.Args[4])
+	default:
+		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT")
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stage:", err)
+		os.Exit(1)
+	}
+}

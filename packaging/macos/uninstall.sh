@@ -1,0 +1,41 @@
+#!/bin/sh
+# Removes Delta from this Mac: stops it for the console user, removes the
+# LaunchAgent and Delta.app and forgets the package. Each person's state
+# folder (its journal, identity and logs) is kept unless --purge is given;
+# then the invoking user's is removed too.
+#
+#   sudo /Applications/Delta.app/Contents/Resources/uninstall.sh [--purge]
+#   delta uninstall [--purge]          (the same, asking for sudo)
+set -u
+label=com.delta-roads.delta
+purge=no
+for arg in "$@"; do
+	case $arg in
+	--purge) purge=yes ;;
+	*) echo "uninstall: unknown argument $arg (usage: uninstall.sh [--purge])" >&2; exit 2 ;;
+	esac
+done
+if [ "$(id -u)" != 0 ]; then
+	echo "uninstall: run it as root: sudo $0 $*" >&2
+	exit 1
+fi
+user=$(stat -f%Su /dev/console 2>/dev/null || true)
+if [ -n "$user" ] && [ "$user" != root ] && [ "$user" != loginwindow ]; then
+	uid=$(id -u "$user")
+	launchctl bootout "gui/$uid/$label" 2>/dev/null || true
+	pkill -TERM -U "$uid" -x Delta 2>/dev/null || true
+fi
+rm -f "/Library/LaunchAgents/$label.plist"
+rm -rf /Applications/Delta.app
+pkgutil --forget "$label.pkg" >/dev/null 2>&1 || true
+echo "uninstall: removed Delta.app and its LaunchAgent"
+if [ "$purge" = yes ]; then
+	who=${SUDO_USER:-$user}
+	home=$(dscl . -read "/Users/$who" NFSHomeDirectory 2>/dev/null | awk '{print $2}')
+	if [ -n "$home" ] && [ -d "$home" ]; then
+		rm -rf "$home/Library/Application Support/Delta" "$home/Library/Logs/Delta"
+		echo "uninstall: removed $who's state folder and logs"
+	fi
+else
+	echo "uninstall: kept each person's state folder (~/Library/Application Support/Delta); --purge removes the invoking user's"
+fi

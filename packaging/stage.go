@@ -1,0 +1,182 @@
+package packaging
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/delta-roads/delta/assets"
+)
+
+//go:embed macos linux
+var files embed.FS
+
+// Identifiers of the macOS package.
+const (
+	BundleID  = "com.delta-roads.delta"
+	PackageID = "com.delta-roads.delta.pkg"
+	// AgentPlist is where the LaunchAgent goes.
+	AgentPlist = "Library/LaunchAgents/com.delta-roads.delta.plist"
+	// AppBinary is the program inside the bundle the agent runs.
+	AppBinary = "Applications/Delta.app/Contents/MacOS/Delta"
+)
+
+// Entry is one file of a staged payload: its path (slash-separated,
+// relative to the payload root) and mode.
+type Entry struct {
+	Path string
+	Mode fs.FileMode
+}
+
+// MacPayload is the macOS package's payload, as pkgbuild installs it at /.
+var MacPayload = []Entry{
+	{"Applications/Delta.app/Contents/Info.plist", 0o644},
+	{AppBinary, 0o755},
+	{"Applications/Delta.app/Contents/Resources/Delta.icns", 0o644},
+	{"Applications/Delta.app/Contents/Resources/uninstall.sh", 0o755},
+	{AgentPlist, 0o644},
+}
+
+// MacScripts are the package's scripts (pkgbuild --scripts).
+var MacScripts = []Entry{{"preinstall", 0o755}, {"postinstall", 0o755}}
+
+// DebPayload is the .deb's tree (DEBIAN/control included).
+var DebPayload = []Entry{
+	{"DEBIAN/control", 0o644},
+	{"usr/bin/delta", 0o755},
+	{"usr/lib/systemd/user/delta.service", 0o644},
+	{"etc/xdg/autostart/delta.desktop", 0o644},
+	{"usr/share/icons/hicolor/512x512/apps/delta.png", 0o644},
+}
+
+// File returns one of the packaging files ("macos/Info.plist"), with
+// @VERSION@ replaced.
+func File(name, version string) ([]byte, error) {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("packaging: %w", err)
+	}
+	return bytes.ReplaceAll(b, []byte("@VERSION@"), []byte(version)), nil
+}
+
+// StageMac lays out the macOS payload under root (and the scripts under
+// scripts) from the built binary (on a Mac, the universal one from lipo).
+func StageMac(root, scripts, binary, version string) error {
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("packaging: the delta binary: %w", err)
+	}
+	icns, err := ICNS(assets.AppIcon())
+	if err != nil {
+		return err
+	}
+	contents := map[string]func() ([]byte, error){
+		"Applications/Delta.app/Contents/Info.plist": func() ([]byte, error) { return File("macos/Info.plist", version) },
+		AppBinary: func() ([]byte, error) { return bin, nil },
+		"Applications/Delta.app/Contents/Resources/Delta.icns":   func() ([]byte, error) { return icns, nil },
+		"Applications/Delta.app/Contents/Resources/uninstall.sh": func() ([]byte, error) { return File("macos/uninstall.sh", version) },
+		AgentPlist: func() ([]byte, error) { return File("macos/com.delta-roads.delta.plist", version) },
+	}
+	if err := write(root, MacPayload, contents); err != nil {
+		return err
+	}
+	return write(scripts, MacScripts, map[string]func() ([]byte, error){
+		"preinstall":  func() ([]byte, error) { return File("macos/scripts/preinstall", version) },
+		"postinstall": func() ([]byte, error) { return File("macos/scripts/postinstall", version) },
+	})
+}
+
+// StageDeb lays out the .deb's tree under root from the built Linux binary
+// for arch (Debian's name: amd64, arm64).
+func StageDeb(root, binary, version, arch string) error {
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		return fmt.Errorf("packaging: the delta binary: %w", err)
+	}
+	control := fmt.Sprintf(`Package: delta
+Version: %s
+Architecture: %s
+Maintainer: Delta <delta@delta-roads.invalid>
+Depends: libc6
+Recommends: dbus-user-session
+Section: net
+Priority: optional
+Homepage: https://github.com/delta-roads/delta
+Description: lets a person's own computers talk to each other
+ Delta runs on each of a person's computers. Apps speak only to their own
+ Delta on loopback; it carries their requests to the person's other
+ computers over the Thunderbolt cable, the home network or the tailnet,
+ and sends writes at most once.
+`, debVersion(version), arch)
+	return write(root, DebPayload, map[string]func() ([]byte, error){
+		"DEBIAN/control":                                 func() ([]byte, error) { return []byte(control), nil },
+		"usr/bin/delta":                                  func() ([]byte, error) { return bin, nil },
+		"usr/lib/systemd/user/delta.service":             func() ([]byte, error) { return File("linux/delta.service", version) },
+		"etc/xdg/autostart/delta.desktop":                func() ([]byte, error) { return File("linux/delta.desktop", version) },
+		"usr/share/icons/hicolor/512x512/apps/delta.png": func() ([]byte, error) { return assets.AppIcon(), nil },
+	})
+}
+
+// debVersion makes a build's version one dpkg accepts: it must start with
+// a digit ("dev" becomes "0~dev").
+func debVersion(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if v == "" || v[0] < '0' || v[0] > '9' {
+		return "0~" + strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".+~", r) {
+				return r
+			}
+			return '.'
+		}, v)
+	}
+	return v
+}
+
+func write(root string, entries []Entry, contents map[string]func() ([]byte, error)) error {
+	for _, e := range entries {
+		get, ok := contents[e.Path]
+		if !ok {
+			return fmt.Errorf("packaging: no contents for %s", e.Path)
+		}
+		b, err := get()
+		if err != nil {
+			return err
+		}
+		p := filepath.Join(root, filepath.FromSlash(e.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, e.Mode); err != nil {
+			return err
+		}
+		if err := os.Chmod(p, e.Mode); err != nil { // past the umask
+			return err
+		}
+	}
+	return nil
+}
+
+// Tree lists the files under root with their modes, sorted: what a staged
+// payload (or a package read back) holds.
+func Tree(root string) ([]Entry, error) {
+	var out []Entry
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		out = append(out, Entry{Path: filepath.ToSlash(rel), Mode: fi.Mode().Perm()})
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, err
+}
