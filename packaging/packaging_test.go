@@ -327,4 +327,3 @@ func TestDeb(t *testing.T) {
 		t.Errorf("the unit's Delta is not headless:\n%s", logs.String())
 	}
 }
-
