@@ -189,31 +189,26 @@ func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, err
 
 func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn, error) {
 	router := c.cfg.Router
-	// report tells the router of a connection made; failures were told
-	// by the connect that failed, as it failed (join.go).
-	report := func(cand roads.Candidate, took time.Duration, err error) {
-		if err == nil {
-			router.Report(cand, took, nil)
-		}
-	}
+	// The router hears of each connection made here; of each failure from
+	// the connect that failed, as it failed (join.go).
 	cand = c.joined(cand)
 	if len(cand.Next) == 0 {
 		start := time.Now()
 		conn, err := cand.Dial(ctx)
 		if err != nil {
-			report(cand, 0, err)
 			return nil, err
 		}
-		report(cand, time.Since(start), nil)
+		router.Report(cand, time.Since(start), nil)
 		return &RoadConn{Conn: conn, Cand: cand}, nil
 	}
 	first := cand
 	first.Next = nil
-	rc, took, fails, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
-		func(f Failure, _ net.Conn) { report(f.Cand, f.Took, f.Err) })
-	for _, f := range fails {
-		report(f.Cand, 0, f.Err)
-	}
+	rc, took, _, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
+		func(f Failure, _ net.Conn) {
+			if f.Err == nil { // a loser that connected late: the road is up
+				router.Report(f.Cand, f.Took, nil)
+			}
+		})
 	if err != nil {
 		return nil, err
 	}
