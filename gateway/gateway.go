@@ -29,6 +29,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/peerclient"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/reconcile"
 	"github.com/delta-roads/delta/gateway/record"
@@ -40,6 +41,17 @@ import (
 
 // DefaultListen is the local API's address (DESIGN §3, §8).
 const DefaultListen = "127.0.0.1:7420"
+
+// The doors' limits, on the local API and every peer listener: a client
+// has 10 s for its headers and 60 s for a body it announced (an 8 MiB body
+// on a slow road fits), and an idle keep-alive connection is closed after
+// 90 s. The handler itself is not bounded here: a call may wait for its
+// owner, and a ?wait= long-poll, up to 600 s.
+const (
+	doorHeaderTimeout = 10 * time.Second
+	doorBodyTimeout   = 60 * time.Second
+	doorIdleTimeout   = 90 * time.Second
+)
 
 // DefaultBackoff is the reconciler's schedule (DESIGN §4): after that, every
 // last value.
@@ -280,7 +292,8 @@ func (g *Gateway) Start() (err error) {
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.localSrv = &http.Server{Handler: g.localHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	g.localSrv = &http.Server{Handler: proto.BodyDeadline(g.localHandler(), doorBodyTimeout), ReadHeaderTimeout: doorHeaderTimeout,
+		IdleTimeout: doorIdleTimeout, ErrorLog: errLog}
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
@@ -325,7 +338,8 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	if door == nil {
 		door = g.door
 	}
-	srv := &http.Server{Handler: g.owner.Handler(door, pl.Routes), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	srv := &http.Server{Handler: proto.BodyDeadline(g.owner.Handler(door, pl.Routes), doorBodyTimeout), ReadHeaderTimeout: doorHeaderTimeout,
+		IdleTimeout: doorIdleTimeout, ErrorLog: errLog}
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
 	g.peerMu.Unlock()

@@ -43,7 +43,20 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
 	})
-	return g.guardLocal(withOutcome(mux))
+	return cleanPaths(g.guardLocal(withOutcome(mux)))
+}
+
+// cleanPaths refuses a path with empty, "." or ".." segments before
+// anything routes it (proto.UncleanPath): Delta carries paths exactly as
+// written or not at all, and never answers with a redirect of its own.
+func cleanPaths(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := proto.UncleanPath(r.URL.Path); why != "" {
+			localError(w, proto.BadRequest, proto.NotSent(why+", which Delta does not carry (it could reach another app, another peer or Delta's own API)", ""))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // withOutcome gives every answer of Delta's own endpoints (status, calls,
@@ -88,6 +101,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			} else if r.Header.Get("Authorization") != "" {
 				why = "the Authorization header is not \"Bearer <token>\""
 			}
+			proto.RefuseAndClose(w) // no wait for a body that may never come
 			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
 			return
 		}

@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -399,6 +400,9 @@ func (cr *Caller) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 		cr.cfg.Log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}
 	cr.cfg.OnCall(e.o)
+	if e.state == journal.Answered || e.state == journal.Unknown {
+		cr.invalidate(c, e.ans)
+	}
 	if e.state == journal.Unknown {
 		cr.cfg.Log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
 		cr.cfg.Wake()
@@ -408,6 +412,33 @@ func (cr *Caller) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 		return
 	}
 	writeAnswer(w, e.ans, e.body, c.RequestID, e.road, e.replayed)
+}
+
+// invalidate drops the cached reads a call may have changed (RFC 9111
+// §4.4): its own URI, and the app's Location and Content-Location when
+// they name a path of the same app. A call whose outcome is unknown may
+// have acted too, so it invalidates as well; dropping more than needed
+// costs one read.
+func (cr *Caller) invalidate(c *journal.Call, ans *journal.Answer) {
+	if cr.cfg.Cache == nil {
+		return
+	}
+	cr.cfg.Cache.Invalidate(readcache.Key(c.Peer, c.App, c.Path))
+	if ans == nil {
+		return
+	}
+	for _, h := range []string{"Location", "Content-Location"} {
+		v := ans.Headers.Get(h)
+		u, err := url.Parse(v)
+		if v == "" || err != nil || u.IsAbs() || u.Host != "" || !strings.HasPrefix(u.Path, "/") {
+			continue // another origin's, or relative to a path Delta does not guess
+		}
+		pq := u.EscapedPath()
+		if u.RawQuery != "" {
+			pq += "?" + u.RawQuery
+		}
+		cr.cfg.Cache.Invalidate(readcache.Key(c.Peer, c.App, pq))
+	}
 }
 
 // refuseCall counts and writes an outcome that is not recorded in the

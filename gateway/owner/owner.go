@@ -109,11 +109,20 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			o.cfg.OnDoorRefusal()
 			name := o.cfg.Self().Name
 			o.cfg.Log.Warn("refused at the door", "remote", r.RemoteAddr, "err", err)
+			// Closed at once: the server neither waits for a body the
+			// caller announced (and may never send) nor keeps the
+			// connection.
+			proto.RefuseAndClose(w)
 			if errors.Is(err, ErrDoorUnauthorized) {
 				peerError(w, http.StatusUnauthorized, proto.PeerUnauthorized, fmt.Sprintf("%s refused the request at its door: %v", name, err))
 			} else {
 				peerError(w, http.StatusForbidden, proto.PeerForbidden, fmt.Sprintf("%s refused the request at its door: %v", name, err))
 			}
+			return
+		}
+		if why := proto.UncleanPath(r.URL.Path); why != "" {
+			proto.RefuseAndClose(w)
+			peerError(w, http.StatusBadRequest, proto.PeerBadRequest, why+", which Delta does not carry to an app; nothing was carried out")
 			return
 		}
 		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))

@@ -278,3 +278,24 @@ func TicketAuth(t string) string { return TicketScheme + t }
 // TicketFrom returns the ticket an Authorization header presents, and
 // whether it is of the ticket scheme at all.
 func TicketFrom(auth string) (string, bool) { return strings.CutPrefix(auth, TicketScheme) }
+
+// UncleanPath says why a request path is not carried as it is: an empty
+// segment ("//"), or a "." or ".." segment, spelled plainly or escaped
+// ("%2e%2e"). Go's ServeMux would answer such a path with a redirect to
+// its cleaned form, and a client that follows it resends the request
+// elsewhere: another app, another peer, Delta's own API. Delta refuses
+// them instead. "" means the path is clean.
+func UncleanPath(p string) string {
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		switch {
+		case i == 0 || s == "" && i == len(segs)-1:
+			// before the leading slash; a trailing slash
+		case s == "":
+			return "the path holds an empty segment (//)"
+		case s == "." || s == "..":
+			return fmt.Sprintf("the path holds a %q segment", s)
+		}
+	}
+	return ""
+}

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -83,3 +84,52 @@ func NotSent(cause, peer string) string {
 // then "nothing was carried out". Every such guarantee the owner gives is
 // written here.
 func NotCarriedOut(cause string) string { return cause + "; nothing was carried out" }
+
+// BodyDeadline gives a request that announces a body d to send all of it:
+// the connection's read deadline is set when the request arrives and
+// cleared once the body has been read to its end (or failed), so that a
+// handler that then waits long (a call waiting for its owner, a ?wait=
+// long-poll) keeps a connection without a deadline, on which the server
+// still sees a client that goes away. A client that announces a body and
+// never sends it is dropped after d instead of holding the connection
+// forever. Requests without a body get no deadline: their headers are
+// bounded by ReadHeaderTimeout.
+func BodyDeadline(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	once  sync.Once
+	clear func()
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(b.clear) // the body is over (or broken): no deadline on the rest
+	}
+	return n, err
+}
+
+// RefuseAndClose makes the answer written to w the connection's last:
+// Connection: close, and no wait for a body the client announced (the
+// server would otherwise read up to 256 KiB of it first, and a body that
+// never comes would hold the connection). Call it before writing.
+func RefuseAndClose(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	// Past the answer, reads of the request body fail at once. An error
+	// means the writer cannot set deadlines (a test recorder): nothing to
+	// cut short.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}

@@ -216,6 +216,14 @@ func (c *Cache) removeLocked(el *list.Element) {
 	c.used -= e.size()
 }
 
+// Invalidate drops every stored answer for base (all its variants): a
+// call to that URI may have changed it (RFC 9111 §4.4).
+func (c *Cache) Invalidate(base string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropBaseLocked(base)
+}
+
 func (c *Cache) dropBaseLocked(base string) {
 	for el := c.lru.Front(); el != nil; {
 		next := el.Next()
