@@ -112,3 +112,24 @@ func TestCallInvalidatesCache(t *testing.T) {
 		t.Fatalf("the read after a call to its URI came from the cache: %q (Age %q)", after.Body, after.Header.Get("Age"))
 	}
 }
+
+// TestStaleOnlyWhenTheRoadFails: a cached answer is served stale when the
+// peer cannot be reached, never when the owner's app is down (that is the
+// owner's answer).
+func TestStaleOnlyWhenTheRoadFails(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	const p = "/v1/peers/studio/notes/cache/s?cc=max-age%3D0"
+	if r := laptop.c.Must(t, "GET", p, nil); r.Status != 200 {
+		t.Fatalf("read: %d %s", r.Status, r.Body)
+	}
+	studio.register(t, "notes", "http://"+gatewaytest.DeadAddr(t)) // the app is down
+	if r := laptop.c.Must(t, "GET", p, nil); r.Outcome() != "unavailable" {
+		t.Fatalf("with the owner's app down: %d %q %s, want unavailable (not stale)", r.Status, r.Outcome(), r.Body)
+	}
+	studio.g.Close() // now the peer cannot be reached
+	if r := laptop.c.Must(t, "GET", p, nil); r.Outcome() != "stale" || r.Header.Get("X-Delta-Stale") == "" {
+		t.Fatalf("with the peer unreachable: %d %q %s, want stale", r.Status, r.Outcome(), r.Body)
+	}
+}

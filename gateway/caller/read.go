@@ -117,14 +117,17 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	var te *peerclient.TicketError
 	switch {
 	case errors.As(err, &nr) && !nr.FellBack: // after a fall-back, the first failure is the answer
-		fail = readFailure{o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
+		fail = readFailure{o: proto.Unavailable, roadFault: true, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		fail = readFailure{o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+		fail = readFailure{o: proto.Unavailable, roadFault: true, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
 	}
 	if fail.o == "" {
 		return // answered
 	}
-	if isGet && (fail.o == proto.Unavailable || fail.o == proto.Timeout) {
+	// Stale only when the peer could not be reached: an owner app that is
+	// down or slow is the owner's answer, not a reason to show old data
+	// as if the road had failed (docs/protocol.md).
+	if isGet && fail.roadFault && (fail.o == proto.Unavailable || fail.o == proto.Timeout) {
 		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.StaleOK() {
 			cr.cfg.OnRead(proto.Stale)
 			cr.serveCached(w, r, e, fail.detail)
