@@ -60,7 +60,7 @@ func Open(path string, opts Options) (*DB, error) {
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
 	q.Set("_foreign_keys", "on")
-	db, err := sql.Open("sqlite3", "file:"+path+"?"+q.Encode())
+	db, err := sql.Open("sqlite3", "file:"+uriPath(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
@@ -69,11 +69,54 @@ func Open(path string, opts Options) (*DB, error) {
 	if d.now == nil {
 		d.now = time.Now
 	}
+	if err := d.check(path); err != nil {
+		db.Close()
+		return nil, err
+	}
 	if err := d.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal: %s: %w", path, err)
 	}
 	return d, nil
+}
+
+// uriPath escapes a file path for an SQLite URI filename: "%", "?" and "#"
+// would otherwise end the path or start the parameters (a state folder
+// named "Delta #1?x" opened a database at "…/Delta " instead).
+func uriPath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(p)
+}
+
+// check runs PRAGMA quick_check before anything writes: a damaged journal
+// is refused, and left exactly as it is.
+func (d *DB) check(path string) error {
+	rows, err := d.db.Query("PRAGMA quick_check")
+	if err != nil {
+		return fmt.Errorf("journal: %s cannot be read as a journal (%v): Delta does not run on it and leaves it as it is; "+
+			"move it aside (mv %q %q) to start with an empty journal, knowing that the calls and receipts in it are then unknown to this Delta", path, err, path, path+".damaged")
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("journal: check %s: %w", path, err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("journal: %s cannot be checked (%v): Delta does not run on it and leaves it as it is; move it aside (mv %q %q) to start afresh", path, err, path, path+".damaged")
+	}
+	if len(problems) > 0 {
+		if len(problems) > 3 {
+			problems = append(problems[:3], fmt.Sprintf("and %d more", len(problems)-3))
+		}
+		return fmt.Errorf("journal: %s is damaged (quick_check: %s): Delta does not run on it and leaves it as it is; "+
+			"keep a copy, then move it aside (mv %q %q) to start with an empty journal", path, strings.Join(problems, "; "), path, path+".damaged")
+	}
+	return nil
 }
 
 // Close closes the database.

@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -325,5 +327,57 @@ func TestAttemptsAsTheyHappen(t *testing.T) {
 	db.BeginCall(ctx, un)
 	if got, _ := db.Call(ctx, "unsent"); got.State != Unavailable || got.Outcome != "unavailable" || got.Detail != un.Detail || len(got.Attempts) != 1 {
 		t.Errorf("a call recorded unsent: %+v", got)
+	}
+}
+
+// TestOpenOddFolderName: "#", "?" and "%" in the state folder's name open
+// the journal there, not somewhere cut short.
+func TestOpenOddFolderName(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Delta #1?x%20")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "delta.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the journal is not at %s: %v", path, err)
+	}
+}
+
+// TestDamagedJournalRefused: a journal that fails quick_check (or is not a
+// database) is refused with what to do, and left byte for byte as it was.
+func TestDamagedJournalRefused(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "delta.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		db.BeginCall(context.Background(), &Call{RequestID: fmt.Sprintf("c%03d", i), Peer: "p", App: "a", Method: "POST", Path: "/" + strings.Repeat("x", 200), Digest: "d"})
+	}
+	db.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	db.Close()
+	b, _ := os.ReadFile(path)
+	// Scribble over a page in the middle of the file.
+	for i := len(b) / 2; i < len(b)/2+2048 && i < len(b); i++ {
+		b[i] = 0x5a
+	}
+	os.WriteFile(path, b, 0o600)
+	_, err = Open(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "Delta does not run on it and leaves it as it is") || !strings.Contains(err.Error(), ".damaged") {
+		t.Fatalf("a damaged journal: %v", err)
+	}
+	after, _ := os.ReadFile(path)
+	if !bytes.Equal(after, b) {
+		t.Fatal("the damaged journal was changed")
+	}
+	os.WriteFile(path, []byte("not a database at all, just text"), 0o600)
+	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "leaves it as it is") {
+		t.Fatalf("a file that is not a database: %v", err)
 	}
 }
