@@ -100,14 +100,14 @@ func (k Key) Check(t string, now time.Time) (Claims, error) {
 		return c, ErrMalformed
 	}
 	head := t[:i]
-	sig, err := base64.RawURLEncoding.DecodeString(t[i+1:])
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(t[i+1:])
 	if err != nil {
 		return c, ErrMalformed
 	}
 	if !hmac.Equal(sig, k.sign(head)) {
 		return c, ErrForged
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(head[len("v1."):])
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(head[len("v1."):])
 	if err != nil || json.Unmarshal(payload, &c) != nil || c.Node == "" {
 		return c, ErrMalformed
 	}
