@@ -140,4 +140,3 @@ func FuzzDigest(f *testing.F) {
 		}
 	})
 }
-
