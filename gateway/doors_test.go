@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"bufio"
+	"fmt"
+	"log/slog"
 	"io"
 	"net"
 	"net/http"
@@ -131,5 +133,38 @@ func TestStaleOnlyWhenTheRoadFails(t *testing.T) {
 	studio.g.Close() // now the peer cannot be reached
 	if r := laptop.c.Must(t, "GET", p, nil); r.Outcome() != "stale" || r.Header.Get("X-Delta-Stale") == "" {
 		t.Fatalf("with the peer unreachable: %d %q %s, want stale", r.Status, r.Outcome(), r.Body)
+	}
+}
+
+// TestRefusalsLogSummarized: a flood of requests without a ticket is
+// counted one by one in /metrics and costs the log one line per source per
+// minute.
+func TestRefusalsLogSummarized(t *testing.T) {
+	logs := &gatewaytest.LogBuffer{}
+	laptop, studio := pair(t, func(n *node) {
+		if n.name == "studio" {
+			n.cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		}
+	})
+	tr := &http.Transport{MaxIdleConnsPerHost: 8}
+	defer tr.CloseIdleConnections()
+	const n = 2000
+	for range n {
+		resp, err := (&http.Client{Transport: tr}).Get("http://" + laptop.otherAddr + "/delta/v1/ping")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Fatalf("a ping without a ticket: %d", resp.StatusCode)
+		}
+	}
+	m := string(studio.c.Must(t, "GET", "/metrics", nil).Body)
+	if !strings.Contains(m, fmt.Sprintf("delta_door_refusals_total %d", n)) {
+		t.Errorf("metrics do not count %d refusals:\n%s", n, m)
+	}
+	if lines := strings.Count(logs.String(), "refused at the door"); lines != 1 {
+		t.Errorf("%d log lines for %d refusals from one source within a minute, want 1", lines, n)
 	}
 }

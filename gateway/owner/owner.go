@@ -74,6 +74,7 @@ type Owner struct {
 	cfg       Config
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
+	refusals  *refusalLog
 }
 
 // New returns the owner side.
@@ -84,7 +85,7 @@ func New(cfg Config) *Owner {
 	if cfg.OnReplay == nil {
 		cfg.OnReplay = func() {}
 	}
-	return &Owner{cfg: cfg}
+	return &Owner{cfg: cfg, refusals: &refusalLog{log: cfg.Log, now: time.Now}}
 }
 
 type callerKey struct{}
@@ -108,7 +109,7 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 		if err != nil {
 			o.cfg.OnDoorRefusal()
 			name := o.cfg.Self().Name
-			o.cfg.Log.Warn("refused at the door", "remote", r.RemoteAddr, "err", err)
+			o.refusals.refused(r.RemoteAddr, err)
 			// Closed at once: the server neither waits for a body the
 			// caller announced (and may never send) nor keeps the
 			// connection.
