@@ -3,8 +3,8 @@ package gateway_test
 import (
 	"bufio"
 	"fmt"
-	"log/slog"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
