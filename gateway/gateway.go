@@ -257,6 +257,13 @@ func (g *Gateway) Start() (err error) {
 	} else if n > 0 {
 		g.log.Warn("calls were being sent when Delta stopped; they are now unknown and will be reconciled", "calls", n)
 	}
+	if c, err := g.db.Continuity(ctx); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	} else if c.Broken != "" {
+		g.log.Error("JOURNAL CONTINUITY BROKEN: this computer's journal cannot vouch for the calls its apps received before "+
+			c.Since.Local().Format(time.RFC3339)+"; callers asking about them are told it no longer knows (a person must check), never that they did not arrive",
+			"why", c.Broken)
+	}
 	if n, err := g.db.RecoverReceipts(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	} else if n > 0 {

@@ -45,6 +45,10 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	for _, r := range recs {
 		s.Received = append(s.Received, receivedView(r))
 	}
+	if c, err := g.db.Continuity(ctx); err == nil && c.Broken != "" {
+		s.JournalWarning = "This computer's journal cannot vouch for the calls it received before " + c.Since.Local().Format("Mon 2 Jan 15:04") +
+			" (" + c.Broken + "): callers asking about them are told a person must check."
+	}
 	apps, err := g.db.Apps(ctx)
 	for _, a := range apps {
 		s.Apps = append(s.Apps, view.App{Name: a.Name, URL: a.URL})

@@ -91,6 +91,9 @@ type Status struct {
 	Journal struct {
 		// RequestBytes are the bodies of calls kept for a person to check.
 		RequestBytes int64 `json:"request_bytes"`
+		// Continuity is what the journal vouches for (since, and why not
+		// before, when it is broken).
+		Continuity journal.Continuity `json:"continuity"`
 	} `json:"journal"`
 	Cache struct {
 		Entries int   `json:"entries"`
@@ -109,6 +112,9 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 	}
 	var err error
 	if s.Journal.RequestBytes, err = g.db.RequestBytes(r.Context()); err != nil {
+		return s, err
+	}
+	if s.Journal.Continuity, err = g.db.Continuity(r.Context()); err != nil {
 		return s, err
 	}
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())

@@ -77,6 +77,9 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	sep := func(key string) { add(Item{Key: "sep/" + key, Separator: true}) }
 
 	add(Item{Key: "headline", Title: headline})
+	if s.JournalWarning != "" {
+		add(Item{Key: "journal", Title: "Journal: it cannot vouch for older calls…", Tooltip: s.JournalWarning, Action: &Action{Kind: ActOpen}})
+	}
 	if t := s.Tailnet; t != nil && t.Message != "" && t.State != "Running" && !t.NeedsLogin {
 		add(Item{Key: "tailnet", Title: view.Clip(s.Tailnet.Message, 70)})
 	}

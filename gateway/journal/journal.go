@@ -43,6 +43,12 @@ type DB struct {
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
+
+	// continuity (continuity.go)
+	contPath    string
+	incarnation string
+	contMu      sync.Mutex
+	contErr     error // the last failure to write the continuity file
 }
 
 // Options configure Open.
@@ -65,7 +71,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
-	d := &DB{db: db, now: opts.Now, changed: make(chan struct{})}
+	d := &DB{db: db, now: opts.Now, changed: make(chan struct{}), contPath: ContinuityFile(path)}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -73,9 +79,14 @@ func Open(path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, err
 	}
-	if err := d.migrate(); err != nil {
+	fresh, err := d.migrate()
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("journal: %s: %w", path, err)
+	}
+	if err := d.checkContinuity(fresh); err != nil {
+		db.Close()
+		return nil, err
 	}
 	return d, nil
 }
@@ -122,47 +133,50 @@ func (d *DB) check(path string) error {
 // Close closes the database.
 func (d *DB) Close() error { return d.db.Close() }
 
-func (d *DB) migrate() error {
+// migrate brings the schema up to date; fresh reports whether the journal
+// was just made.
+func (d *DB) migrate() (fresh bool, err error) {
 	var have int
 	if err := d.db.QueryRow("PRAGMA user_version").Scan(&have); err != nil {
-		return fmt.Errorf("read schema version: %w", err)
+		return false, fmt.Errorf("read schema version: %w", err)
 	}
+	fresh = have == 0
 	names, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
-		return err
+		return false, err
 	}
 	sort.Strings(names)
 	for _, name := range names {
 		base := strings.TrimPrefix(name, "migrations/")
 		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
 		if err != nil {
-			return fmt.Errorf("migration %s: name must start with its number", base)
+			return false, fmt.Errorf("migration %s: name must start with its number", base)
 		}
 		if v <= have {
 			continue
 		}
 		text, err := migrations.ReadFile(name)
 		if err != nil {
-			return err
+			return false, err
 		}
 		tx, err := d.db.Begin()
 		if err != nil {
-			return err
+			return false, err
 		}
 		if _, err := tx.Exec(string(text)); err != nil {
 			tx.Rollback()
-			return fmt.Errorf("migration %s: %w", base, err)
+			return false, fmt.Errorf("migration %s: %w", base, err)
 		}
 		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", v)); err != nil {
 			tx.Rollback()
-			return err
+			return false, err
 		}
 		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: commit: %w", base, err)
+			return false, fmt.Errorf("migration %s: commit: %w", base, err)
 		}
 		have = v
 	}
-	return nil
+	return fresh, nil
 }
 
 // Changed returns a channel that is closed at the next change to a call or

@@ -122,9 +122,10 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 			return fmt.Errorf("journal: record receipt %s from %s as running: %w", r.RequestID, r.Caller, err)
 		}
 		dec = Forward
-		return nil
+		return countReceipt(ctx, tx)
 	})
 	if err == nil && dec == Forward {
+		d.continuityAfterReceipt()
 		d.notify()
 	}
 	return dec, old, err
@@ -215,11 +216,15 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time)
 			caller, id, nanos(now), nanos(now)); err != nil {
 			return fmt.Errorf("journal: write fence for %s from %s: %w", id, caller, err)
 		}
+		if err := countReceipt(ctx, tx); err != nil {
+			return err
+		}
 		fenced = true
 		out = &Receipt{Caller: caller, RequestID: id, State: NeverArrived, ReceivedAt: now, UpdatedAt: now}
 		return nil
 	})
-	if fenced {
+	if fenced && err == nil {
+		d.continuityAfterReceipt()
 		d.notify()
 	}
 	return out, err

@@ -47,6 +47,9 @@ type Snapshot struct {
 	Received []Received
 	// Apps are the owner apps registered here.
 	Apps []App
+	// JournalWarning, if not empty, says that this computer's journal
+	// cannot vouch for the calls received before some time.
+	JournalWarning string
 }
 
 // Received is one call this computer received (an owner's receipt).

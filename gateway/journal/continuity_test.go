@@ -1,0 +1,116 @@
+package journal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestContinuity: a journal that was emptied, lost its last commits (its
+// WAL) or is another one than the file beside it names cannot vouch for
+// the past: a call created before the break is answered expired (the
+// caller settles needs_person), never never_arrived. An intact journal
+// reopened vouches as before.
+func TestContinuity(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "delta.db")
+	db, err := Open(path, Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := db.Continuity(ctx); c.Broken != "" || !c.Since.Equal(clk.now()) {
+		t.Fatalf("a fresh journal: %+v", c)
+	}
+	clk.add(time.Hour)
+	callAt := clk.now()
+	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "r1", Digest: "d"})
+	db.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "r2", Digest: "d"}) // only in the WAL
+	// A copy of delta.db alone (what a sync or a backup gives), taken now.
+	lost := filepath.Join(t.TempDir(), "delta.db")
+	copyFile(t, path, lost)
+	copyFile(t, ContinuityFile(path), ContinuityFile(lost))
+	db.Close()
+
+	clk.add(time.Hour)
+	// Intact: reopened, it vouches as before.
+	db, err = Open(path, Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := db.Continuity(ctx); c.Broken != "" {
+		t.Fatalf("an intact journal reopened: %+v", c)
+	}
+	if r, _ := db.Lookup(ctx, "n1", "never", callAt); r.State != NeverArrived {
+		t.Fatalf("an intact journal on an unseen id: %s", r.State)
+	}
+	db.Close()
+
+	for _, tc := range []struct {
+		name  string
+		setup func() string // returns the journal's path
+		why   string
+	}{
+		{"emptied", func() string {
+			p := filepath.Join(t.TempDir(), "delta.db")
+			copyFile(t, ContinuityFile(path), ContinuityFile(p)) // the journal gone, its file kept
+			return p
+		}, "new or was emptied"},
+		{"the WAL lost", func() string { return lost }, "commits lost"},
+		{"another journal", func() string {
+			p := filepath.Join(t.TempDir(), "delta.db")
+			other, err := Open(p, Options{Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other.Close()
+			copyFile(t, ContinuityFile(path), ContinuityFile(p))
+			return p
+		}, "another one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.setup()
+			db, err := Open(p, Options{Now: clk.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			c, _ := db.Continuity(ctx)
+			if !strings.Contains(c.Broken, tc.why) || !c.Since.Equal(clk.now()) {
+				t.Fatalf("continuity: %+v, want broken (%s) since now", c, tc.why)
+			}
+			// Asked about r2 (received before the break, perhaps lost
+			// with it) and about an id it never saw: expired, never
+			// never_arrived.
+			for _, id := range []string{"r2", "unseen"} {
+				r, err := db.Lookup(ctx, "n1", id, callAt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.State == NeverArrived {
+					t.Fatalf("%s: a journal that cannot vouch said never_arrived", id)
+				}
+			}
+			// A call made after the break (and the skew) is vouched for.
+			if r, _ := db.Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute)); r.State != NeverArrived {
+				t.Fatalf("a call after the break: %s", r.State)
+			}
+		})
+	}
+}
