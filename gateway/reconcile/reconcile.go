@@ -207,7 +207,7 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 		t.Detail = map[string]string{
 			string(journal.Interrupted): fmt.Sprintf("%s restarted while its app was working on it; nobody knows whether the app acted: a person must check", c.Peer),
 			string(journal.AppUnknown):  fmt.Sprintf("%s's app took the call and its connection broke before it answered; it may or may not have acted: a person must check", c.Peer),
-			string(journal.Expired):     fmt.Sprintf("%s no longer keeps records that old; a person must check", c.Peer),
+			string(journal.Expired):     fmt.Sprintf("%s has no record that can vouch for this call (its journal keeps 90 days, and it began, or lost part of itself, after this call was made): a person must check", c.Peer),
 		}[st.State]
 	default:
 		detail := fmt.Sprintf("%s answered with a state Delta does not know (%q); asking again at %s", c.Peer, st.State, next.Format(time.TimeOnly))
