@@ -283,3 +283,49 @@ func TestBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerJournalLost: the owner's Delta is killed while its app works,
+// then its journal is lost the way a copy of delta.db alone loses it
+// (emptied, or its WAL removed). Restarted, it must not tell the caller
+// the call never arrived: the caller settles needs_person, and the log
+// and status say the journal's continuity broke.
+func TestOwnerJournalLost(t *testing.T) {
+	for _, lose := range []string{"emptied", "wal removed"} {
+		t.Run(lose, func(t *testing.T) {
+			laptop, studio, app := startPair(t)
+			id := "lost-journal-" + strings.ReplaceAll(lose, " ", "-")
+			result := laptop.callAsync("/v1/peers/studio/notes/hold/"+id, id, "60")
+			<-app.Arrived()
+			studio.kill(t)
+			if r := <-result; r == nil || r.Outcome() != "outcome_unknown" {
+				t.Fatalf("the calling app was told %v, want outcome_unknown", r)
+			}
+			app.Release("/hold/" + id) // the app acted
+			db := filepath.Join(studio.dir, "delta.db")
+			switch lose {
+			case "emptied":
+				for _, f := range []string{db, db + "-wal", db + "-shm"} {
+					os.Remove(f)
+				}
+			case "wal removed":
+				os.Remove(db + "-wal")
+				os.Remove(db + "-shm")
+			}
+			studio.start(t)
+			call := laptop.c.GetCall(t, id, 60)
+			if call.State == "not_carried_out" {
+				t.Fatalf("a lost journal turned a call its app carried out into not_carried_out: %s", call.Detail)
+			}
+			if call.State != "needs_person" || call.OwnerState != "expired" {
+				t.Fatalf("the call is %s (owner %q: %s), want needs_person after expired", call.State, call.OwnerState, call.Detail)
+			}
+			if !studio.log.Contains("JOURNAL CONTINUITY BROKEN") {
+				t.Errorf("studio's log does not say its journal's continuity broke")
+			}
+			st := studio.c.Must(t, "GET", "/v1/status", nil)
+			if !strings.Contains(string(st.Body), `"broken": "`) {
+				t.Errorf("studio's status does not say it: %s", st.Body)
+			}
+		})
+	}
+}
