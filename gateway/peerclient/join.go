@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -16,6 +17,10 @@ import (
 // the hold-down once, at once). On success each waiter dials its own connection, at
 // once: the road is known to be up, and a call never goes out on another
 // call's connection.
+
+// verdictGrace is how long a failed connect's verdict is handed to
+// callers that arrive after it (see joinDial).
+const verdictGrace = 250 * time.Millisecond
 
 // flight is one connect in flight.
 type flight struct {
@@ -97,10 +102,23 @@ func (c *Client) joinDial(cand roads.Candidate) func(ctx context.Context) (net.C
 				c.cfg.Router.Report(cand, 0, err)
 			}
 			f.err, f.abandoned = err, err != nil && ctx.Err() != nil
-			c.fl.mu.Lock()
-			delete(c.fl.m, key)
-			c.fl.mu.Unlock()
 			close(f.done)
+			if err == nil || f.abandoned {
+				c.fl.mu.Lock()
+				delete(c.fl.m, key)
+				c.fl.mu.Unlock()
+				return conn, err
+			}
+			// A failure's verdict stands a moment longer: a caller that
+			// chose this road just before the router heard of the failure
+			// gets the verdict instead of dialling again.
+			time.AfterFunc(verdictGrace, func() {
+				c.fl.mu.Lock()
+				if c.fl.m[key] == f {
+					delete(c.fl.m, key)
+				}
+				c.fl.mu.Unlock()
+			})
 			return conn, err
 		}
 	}
@@ -115,4 +133,12 @@ func (c *Client) waiting(cand roads.Candidate) int {
 		return f.waiting
 	}
 	return 0
+}
+
+// inFlight reports whether a connect (or a failed one's verdict) to cand
+// is in the table (for tests).
+func (c *Client) inFlight(cand roads.Candidate) bool {
+	c.fl.mu.Lock()
+	defer c.fl.mu.Unlock()
+	return c.fl.m[flightKey(cand)] != nil
 }

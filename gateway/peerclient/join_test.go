@@ -104,8 +104,15 @@ func TestJoinFailure(t *testing.T) {
 	if len(r.errs) != 1 || r.oks != 0 {
 		t.Fatalf("the router heard %d failures and %d successes, want the one connect's failure", len(r.errs), r.oks)
 	}
-	// Nothing is in flight now: the next caller connects for itself.
-	if _, err := c.Dial(context.Background(), cand); !errors.Is(err, cause) || dials.Load() != 2 {
+	// Just after, the verdict still stands: a caller that chose the road
+	// before the router heard of the failure gets it without dialling.
+	var je *JoinedError
+	if _, err := c.Dial(context.Background(), cand); !errors.As(err, &je) || !errors.Is(err, cause) || dials.Load() != 1 {
+		t.Fatalf("just after the verdict: %v, %d connects", err, dials.Load())
+	}
+	// Once it has passed, the next caller connects for itself.
+	waitFor(t, "the verdict to pass", func() bool { return !c.inFlight(cand) })
+	if _, err := c.Dial(context.Background(), cand); errors.As(err, &je) || !errors.Is(err, cause) || dials.Load() != 2 {
 		t.Fatalf("after the verdict: %v, %d connects", err, dials.Load())
 	}
 }
