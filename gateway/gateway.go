@@ -42,16 +42,10 @@ import (
 // DefaultListen is the local API's address (DESIGN §3, §8).
 const DefaultListen = "127.0.0.1:7420"
 
-// The doors' limits, on the local API and every peer listener: a client
-// has 10 s for its headers and 60 s for a body it announced (an 8 MiB body
-// on a slow road fits), and an idle keep-alive connection is closed after
-// 90 s. The handler itself is not bounded here: a call may wait for its
-// owner, and a ?wait= long-poll, up to 600 s.
-const (
-	doorHeaderTimeout = 10 * time.Second
-	doorBodyTimeout   = 60 * time.Second
-	doorIdleTimeout   = 90 * time.Second
-)
+// doorLimits are the limits of the local API and every peer listener: 10 s
+// for a request's headers, 60 s for the whole request (an 8 MiB body on a
+// slow road fits), 90 s for an idle keep-alive connection.
+var doorLimits = proto.DoorLimits{Header: 10 * time.Second, Request: 60 * time.Second, Idle: 90 * time.Second}
 
 // DefaultBackoff is the reconciler's schedule (DESIGN §4): after that, every
 // last value.
@@ -299,8 +293,7 @@ func (g *Gateway) Start() (err error) {
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.localSrv = &http.Server{Handler: proto.BodyDeadline(g.localHandler(), doorBodyTimeout), ReadHeaderTimeout: doorHeaderTimeout,
-		IdleTimeout: doorIdleTimeout, ErrorLog: errLog}
+	g.localSrv = proto.DoorServer(g.localHandler(), errLog, doorLimits)
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
@@ -345,8 +338,7 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	if door == nil {
 		door = g.door
 	}
-	srv := &http.Server{Handler: proto.BodyDeadline(g.owner.Handler(door, pl.Routes), doorBodyTimeout), ReadHeaderTimeout: doorHeaderTimeout,
-		IdleTimeout: doorIdleTimeout, ErrorLog: errLog}
+	srv := proto.DoorServer(g.owner.Handler(door, pl.Routes), errLog, doorLimits)
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
 	g.peerMu.Unlock()

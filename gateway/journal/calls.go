@@ -216,8 +216,12 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 	return c, nil
 }
 
-// withAttempts reads the attempts of calls into them.
-func (d *DB) withAttempts(ctx context.Context, calls []*Call) error {
+// forCalls reads, in one query, rows that belong to calls (their
+// attempts, their kept requests): query selects from a table whose rows
+// name a request id, and ends in "WHERE request_id IN" (the ids are added,
+// then order). scan reads one row and returns its request id and what to
+// do with its call.
+func (d *DB) forCalls(ctx context.Context, calls []*Call, what, query, order string, scan func(*sql.Rows) (string, func(*Call), error)) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -227,26 +231,35 @@ func (d *DB) withAttempts(ctx context.Context, calls []*Call) error {
 		byID[c.RequestID] = c
 		args = append(args, c.RequestID)
 	}
-	rows, err := d.db.QueryContext(ctx, `SELECT request_id, n, road, address, started_at, first_byte, error FROM attempts
-		WHERE request_id IN (`+placeholders(len(args))+`) ORDER BY request_id, n`, args...)
+	rows, err := d.db.QueryContext(ctx, query+` (`+placeholders(len(args))+`) `+order, args...)
 	if err != nil {
-		return fmt.Errorf("journal: read the attempts of %d calls: %w", len(calls), err)
+		return fmt.Errorf("journal: read the %s of %d calls: %w", what, len(calls), err)
 	}
 	defer rows.Close()
 	for rows.Next() {
+		id, apply, err := scan(rows)
+		if err != nil {
+			return fmt.Errorf("journal: read the %s of calls: %w", what, err)
+		}
+		if c := byID[id]; c != nil {
+			apply(c)
+		}
+	}
+	return rows.Err()
+}
+
+// withAttempts reads the attempts of calls into them.
+func (d *DB) withAttempts(ctx context.Context, calls []*Call) error {
+	return d.forCalls(ctx, calls, "attempts", `SELECT request_id, n, road, address, started_at, first_byte, error FROM attempts
+		WHERE request_id IN`, `ORDER BY request_id, n`, func(rows *sql.Rows) (string, func(*Call), error) {
 		var id string
 		var a Attempt
 		var started int64
 		var fb int
-		if err := rows.Scan(&id, &a.N, &a.Road, &a.Address, &started, &fb, &a.Error); err != nil {
-			return fmt.Errorf("journal: read attempts: %w", err)
-		}
+		err := rows.Scan(&id, &a.N, &a.Road, &a.Address, &started, &fb, &a.Error)
 		a.StartedAt, a.FirstByte = fromNanos(started), fb != 0
-		if c := byID[id]; c != nil {
-			c.Attempts = append(c.Attempts, a)
-		}
-	}
-	return rows.Err()
+		return id, func(c *Call) { c.Attempts = append(c.Attempts, a) }, err
+	})
 }
 
 // CallFilter selects calls for Calls.

@@ -45,34 +45,15 @@ func putRequest(ctx context.Context, tx *sql.Tx, id string, r *Request) error {
 
 // withRequests reads the kept requests of calls into them.
 func (d *DB) withRequests(ctx context.Context, calls []*Call) error {
-	if len(calls) == 0 {
-		return nil
-	}
-	byID := make(map[string]*Call, len(calls))
-	args := make([]any, 0, len(calls))
-	for _, c := range calls {
-		byID[c.RequestID] = c
-		args = append(args, c.RequestID)
-	}
-	rows, err := d.db.QueryContext(ctx, `SELECT request_id, headers, body, size, truncated FROM call_requests
-		WHERE request_id IN (`+placeholders(len(args))+`)`, args...)
-	if err != nil {
-		return fmt.Errorf("journal: read the requests of %d calls: %w", len(calls), err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return d.forCalls(ctx, calls, "requests", `SELECT request_id, headers, body, size, truncated FROM call_requests
+		WHERE request_id IN`, "", func(rows *sql.Rows) (string, func(*Call), error) {
 		var id, headers string
 		r := &Request{}
 		var trunc int
-		if err := rows.Scan(&id, &headers, &r.Body, &r.Size, &trunc); err != nil {
-			return fmt.Errorf("journal: read requests: %w", err)
-		}
+		err := rows.Scan(&id, &headers, &r.Body, &r.Size, &trunc)
 		r.Headers, r.Truncated = decodeHeaders(headers), trunc != 0
-		if c := byID[id]; c != nil {
-			c.Request = r
-		}
-	}
-	return rows.Err()
+		return id, func(c *Call) { c.Request = r }, err
+	})
 }
 
 // WithRequests reads the kept requests of calls into them (the menu and

@@ -4,49 +4,63 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestBodyDeadline: a body announced and not sent fails the handler's read
-// after d; a body read to its end leaves a handler that then works longer
-// than d its request and its answer.
-func TestBodyDeadline(t *testing.T) {
-	const d = 100 * time.Millisecond
+// TestDoorServer: a body announced and not sent fails the handler's read
+// at the request limit; a handler that works longer than that after
+// reading its body still answers, and still learns through its context
+// that its client went away.
+func TestDoorServer(t *testing.T) {
+	const limit = 100 * time.Millisecond
 	results := make(chan string, 2)
-	srv := httptest.NewServer(BodyDeadline(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, err := io.ReadAll(r.Body)
-		if err != nil {
+	read := make(chan struct{}, 1)
+	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
 			results <- "read: " + err.Error()
 			return
 		}
+		read <- struct{}{}
 		select {
 		case <-r.Context().Done():
-			results <- "context ended while working"
-		case <-time.After(4 * d): // the work outlasts the body's deadline
-			results <- "worked"
+			results <- "saw the client go"
+		case <-time.After(10 * time.Second): // a failure, not a wait
+			results <- "never saw the client go"
 		}
-		w.WriteHeader(204)
-	}), d))
+	}), nil, DoorLimits{Header: limit, Request: limit, Idle: limit})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
 	defer srv.Close()
 
-	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	conn, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	conn.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"))
-	if got := <-results; !strings.Contains(got, "timeout") {
-		t.Errorf("a body that never came: %q, want the read to time out", got)
+	select {
+	case got := <-results:
+		if !strings.Contains(got, "timeout") {
+			t.Errorf("a body that never came: %q, want the read to time out", got)
+		}
+	case <-time.After(10 * time.Second): // a failure, not a wait
+		t.Fatal("a body that never came held the handler's read past the request's limit")
 	}
-	resp, err := http.Post(srv.URL, "text/plain", strings.NewReader("0123456789"))
+
+	conn2, err := net.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if got := <-results; got != "worked" || resp.StatusCode != 204 {
-		t.Errorf("a handler working past the body's deadline: %q %d", got, resp.StatusCode)
+	conn2.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789"))
+	<-read
+	time.Sleep(3 * limit) // past the request's limit: the scenario, not a wait for a condition
+	conn2.Close()
+	if got := <-results; got != "saw the client go" {
+		t.Errorf("a handler working past the request's limit: %q", got)
 	}
 }

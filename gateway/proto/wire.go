@@ -2,7 +2,7 @@ package proto
 
 import (
 	"encoding/json"
-	"io"
+	"log"
 	"net/http"
 	"sync"
 	"time"
@@ -85,41 +85,22 @@ func NotSent(cause, peer string) string {
 // written here.
 func NotCarriedOut(cause string) string { return cause + "; nothing was carried out" }
 
-// BodyDeadline gives a request that announces a body d to send all of it:
-// the connection's read deadline is set when the request arrives and
-// cleared once the body has been read to its end (or failed), so that a
-// handler that then waits long (a call waiting for its owner, a ?wait=
-// long-poll) keeps a connection without a deadline, on which the server
-// still sees a client that goes away. A client that announces a body and
-// never sends it is dropped after d instead of holding the connection
-// forever. Requests without a body get no deadline: their headers are
-// bounded by ReadHeaderTimeout.
-func BodyDeadline(next http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		}
-		next.ServeHTTP(w, r)
-	})
+// DoorLimits bound what a client may take of a listener.
+type DoorLimits struct {
+	// Header is how long a client has for its request's headers; Request
+	// for the whole request, its body included (a body announced and
+	// never sent is dropped then). Idle closes a keep-alive connection no
+	// request uses. The handler itself is not bounded: a call may wait
+	// for its owner, and a ?wait= long-poll, up to 600 s (the server lifts
+	// the read deadline once the body is read, and still sees a client
+	// that goes away).
+	Header, Request, Idle time.Duration
 }
 
-type deadlineBody struct {
-	io.ReadCloser
-	once  sync.Once
-	clear func()
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.once.Do(b.clear) // the body is over (or broken): no deadline on the rest
-	}
-	return n, err
+// DoorServer is the http.Server of each of Delta's doors (the local API,
+// every peer listener), with its limits.
+func DoorServer(h http.Handler, errLog *log.Logger, l DoorLimits) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog}
 }
 
 // RefuseAndClose makes the answer written to w the connection's last:
