@@ -7,11 +7,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
@@ -166,5 +170,187 @@ func TestRefusalsLogSummarized(t *testing.T) {
 	}
 	if lines := strings.Count(logs.String(), "refused at the door"); lines != 1 {
 		t.Errorf("%d log lines for %d refusals from one source within a minute, want 1", lines, n)
+	}
+}
+
+// TestHeaderSpellings: a header that the owner app would read as one of
+// Delta's own (X_Delta_Caller is HTTP_X_DELTA_CALLER behind CGI, WSGI or
+// PHP) never reaches it, and a request that holds one of Delta's headers
+// twice is refused, on the local API and at the owner's door: Delta and the
+// app never read two different values.
+func TestHeaderSpellings(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	send := func(url string, hdr http.Header) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader("x"))
+		req.Header = hdr
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	forged := http.Header{"Authorization": {"Bearer " + laptop.c.Token}}
+	for _, k := range []string{"X_Delta_Caller", "x_delta_forward_secret", "X-DELTA_App", "X_Delta_Request_Id"} {
+		forged[k] = []string{"forged"}
+	}
+	resp := send(laptop.c.URL+"/v1/peers/studio/notes/answer/spelled", forged)
+	if resp.Header.Get(proto.HeaderOutcome) != "answered" {
+		t.Fatalf("a call with forged spellings: %d %q", resp.StatusCode, resp.Header.Get(proto.HeaderOutcome))
+	}
+	seen := app.Seen()
+	got := seen[len(seen)-1].Header
+	for k, vs := range got {
+		if proto.IsDeltaName(k) && slices.Contains(vs, "forged") {
+			t.Errorf("the owner app got %s: %q", k, vs)
+		}
+	}
+	if got.Get(proto.HeaderCaller) != "laptop" {
+		t.Errorf("the owner app got X-Delta-Caller %q, want laptop", got.Get(proto.HeaderCaller))
+	}
+
+	before := app.Requests()
+	for _, k := range []string{proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp} {
+		h := http.Header{"Authorization": {"Bearer " + laptop.c.Token}}
+		v := map[string][2]string{proto.HeaderRequestID: {"twice-1", "twice-2"}, proto.HeaderTimeout: {"30", "1"}, proto.HeaderRoute: {"lan", "tailnet"}, proto.HeaderApp: {"a", "b"}}[k]
+		h[k] = v[:]
+		resp := send(laptop.c.URL+"/v1/peers/studio/notes/answer/twice", h)
+		if resp.StatusCode != 400 || resp.Header.Get(proto.HeaderOutcome) != "bad_request" {
+			t.Errorf("%s twice on the local API: %d %q, want 400 bad_request", k, resp.StatusCode, resp.Header.Get(proto.HeaderOutcome))
+		}
+	}
+	tk := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})
+	for _, k := range []string{"Authorization", proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderDigest} {
+		h := http.Header{"Authorization": {proto.TicketAuth(tk)}, proto.HeaderRequestID: {"door-twice"}}
+		h[k] = map[string][]string{"Authorization": {proto.TicketAuth(tk), proto.TicketAuth(tk)}, proto.HeaderRequestID: {"door-twice", "door-twice-2"}, proto.HeaderTimeout: {"30", "5"}, proto.HeaderDigest: {"00", "01"}}[k]
+		resp := send("http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/twice", h)
+		if resp.StatusCode != 400 || !resp.Close {
+			t.Errorf("%s twice at the owner's door: %d (closed %v), want 400 and closed", k, resp.StatusCode, resp.Close)
+		}
+	}
+	if n := app.Requests() - before; n != 0 {
+		t.Errorf("the owner app got %d requests that held a header twice", n)
+	}
+}
+
+// TestConnectionCapPerSource: one source that opens connections and sends
+// nothing holds at most its cap of each door (256 of a peer listener, 512
+// of the local API); the rest are closed at once, counted, and logged as
+// one line; a real peer's call and a real app's request still go through.
+func TestConnectionCapPerSource(t *testing.T) {
+	logs := &gatewaytest.LogBuffer{}
+	laptop, studio := pair(t, func(n *node) {
+		if n.name == "studio" {
+			n.cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+		}
+	})
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	// The attacker is 127.0.0.2: another source than both Deltas.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	hold := func(addr string, n int) {
+		for range n {
+			c, err := d.Dial("tcp", addr)
+			if err != nil {
+				t.Fatalf("dial %s from 127.0.0.2: %v", addr, err)
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	metric := func(want string) func() bool {
+		return func() bool {
+			return strings.Contains(string(studio.c.Must(t, "GET", "/metrics", nil).Body), want)
+		}
+	}
+	hold(laptop.otherAddr, 300) // studio's peer listener
+	gatewaytest.WaitFor(t, 10*time.Second, "44 connections over the peer listener's cap refused", metric("delta_door_connections_refused_total 44\n"))
+	if r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/capped", []byte("x")); r.Outcome() != "answered" {
+		t.Fatalf("a real peer's call while one source holds its cap: %d %q %s", r.Status, r.Outcome(), r.Body)
+	}
+	hold(strings.TrimPrefix(studio.g.LocalURL(), "http://"), 600) // studio's local API
+	gatewaytest.WaitFor(t, 10*time.Second, "88 more over the local API's cap refused", metric("delta_door_connections_refused_total 132\n"))
+	if r := studio.c.Must(t, "GET", "/v1/status", nil); r.Status != 200 {
+		t.Fatalf("a real app's request while one source holds the local API's cap: %d %s", r.Status, r.Body)
+	}
+	if n := strings.Count(logs.String(), "over 256 connections at once"); n != 1 {
+		t.Errorf("%d log lines for 44 refused connections from one source, want 1:\n%s", n, logs)
+	}
+}
+
+// TestFenceCap: a ticket holder asking about ids the owner never saw gets a
+// fence written for each, up to owner.FencesPerMinute a minute; past that
+// it is answered 429 with nothing written, while questions about calls the
+// owner has still answer.
+func TestFenceCap(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	if r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/known", []byte("x"), "X-Delta-Request-Id", "known-call"); r.Outcome() != "answered" {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	tk := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	ask := func(id string) *http.Response {
+		t.Helper()
+		// A call made well after the journal began (within ClockSkew of
+		// its birth, or undated, the answer is "expired", without a fence).
+		at := time.Now().Add(journal.ClockSkew + time.Minute)
+		req, _ := http.NewRequest("GET", "http://"+laptop.otherAddr+"/delta/v1/calls/"+id+"?created_at="+url.QueryEscape(proto.RFC3339(at)), nil)
+		req.Header.Set("Authorization", proto.TicketAuth(tk))
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	receipts := func() int {
+		rs, err := studio.g.Journal().Receipts(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rs)
+	}
+	before := receipts()
+	var refused *http.Response
+	for i := range owner.FencesPerMinute + 1 {
+		if resp := ask(fmt.Sprintf("random-%d", i)); resp.StatusCode != 200 {
+			refused = resp
+			if i < owner.FencesPerMinute-1 { // a minute may turn once meanwhile: then the cap comes later
+				t.Fatalf("question %d refused with %d, under the cap of %d", i+1, resp.StatusCode, owner.FencesPerMinute)
+			}
+		}
+	}
+	if refused == nil {
+		// The minute turned during the run; one more minute's worth is
+		// not waited for: the next questions must reach the cap.
+		for i := 0; refused == nil && i <= owner.FencesPerMinute; i++ {
+			if resp := ask(fmt.Sprintf("more-%d", i)); resp.StatusCode != 200 {
+				refused = resp
+			}
+		}
+	}
+	if refused == nil || refused.StatusCode != 429 || refused.Header.Get("Retry-After") == "" || refused.Header.Get(proto.HeaderOutcome) != string(proto.PeerTooManyFences) {
+		t.Fatalf("over the cap: %+v, want 429 too_many_fences with Retry-After", refused)
+	}
+	written := receipts() - before
+	if resp := ask("one-more"); resp.StatusCode != 429 {
+		t.Fatalf("a question over the cap: %d, want 429", resp.StatusCode)
+	}
+	if got := receipts() - before; got != written || written%owner.FencesPerMinute != 0 {
+		t.Errorf("fences written: %d then %d, want a multiple of %d and nothing over the cap", written, got, owner.FencesPerMinute)
+	}
+	if resp := ask("known-call"); resp.StatusCode != 200 {
+		t.Errorf("a question about a call the owner has, over the fence cap: %d, want 200", resp.StatusCode)
+	}
+	m := string(studio.c.Must(t, "GET", "/metrics", nil).Body)
+	if !strings.Contains(m, "delta_fences_refused_total ") {
+		t.Errorf("metrics do not count refused fences:\n%s", m)
 	}
 }

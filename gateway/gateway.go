@@ -47,6 +47,28 @@ const DefaultListen = "127.0.0.1:7420"
 // slow road fits), 90 s for an idle keep-alive connection.
 var doorLimits = proto.DoorLimits{Header: 10 * time.Second, Request: 60 * time.Second, Idle: 90 * time.Second}
 
+// Connections one source may hold at once: a peer (its pooled reads at
+// c=64, its one-use calls and its reconciler fit four times over), and the
+// local API, where every app of this computer is one source, 127.0.0.1.
+// Both stay well under a process's usual 1,024 files, so one client cannot
+// fill the table and starve a peer (the adversarial run held 1,009).
+const (
+	peerConnsPerSource  = 256
+	localConnsPerSource = 512
+)
+
+// limits are doorLimits with a cap of perSource connections per source,
+// each refusal counted and summarized in the log.
+func (g *Gateway) limits(perSource int) proto.DoorLimits {
+	l := doorLimits
+	l.PerSource = perSource
+	l.OnRefused = func(remote string) {
+		g.stats.inc("door_connections_refused")
+		g.refusals.Refused(remote, fmt.Errorf("over %d connections at once from one source; closed at once", perSource))
+	}
+	return l
+}
+
 // DefaultBackoff is the reconciler's schedule (DESIGN §4): after that, every
 // last value.
 var DefaultBackoff = []time.Duration{1 * time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, 60 * time.Second}
@@ -137,6 +159,7 @@ type Gateway struct {
 	recon    *reconcile.Reconciler
 	caller   *caller.Caller
 	page     *statuspage.Page
+	refusals *proto.RefusalLog // connections over a door's cap
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
@@ -269,6 +292,7 @@ func (g *Gateway) Start() (err error) {
 
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.stats = newStats()
+	g.refusals = proto.NewRefusalLog(g.log, time.Now)
 	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback,
 		OnConnect: g.stats.connect})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -293,13 +317,13 @@ func (g *Gateway) Start() (err error) {
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.localSrv = proto.DoorServer(g.localHandler(), errLog, doorLimits)
+	g.localSrv = proto.DoorServer(g.localHandler(), errLog, g.limits(localConnsPerSource))
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
 		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
-		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay})
+		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay, OnFenceRefusal: func() { g.stats.inc("fences_refused") }})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	var peerAddrs []string
 	for _, pl := range pls {
@@ -338,7 +362,7 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	if door == nil {
 		door = g.door
 	}
-	srv := proto.DoorServer(g.owner.Handler(door, pl.Routes), errLog, doorLimits)
+	srv := proto.DoorServer(g.owner.Handler(door, pl.Routes), errLog, g.limits(peerConnsPerSource))
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
 	g.peerMu.Unlock()

@@ -122,6 +122,9 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, o, detail := g.parseTarget(r)
+	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
+		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
+	}
 	if o != "" {
 		if isCall {
 			g.stats.call(o)

@@ -57,7 +57,7 @@ func TestContinuity(t *testing.T) {
 	if c, _ := db.Continuity(ctx); c.Broken != "" {
 		t.Fatalf("an intact journal reopened: %+v", c)
 	}
-	if r, _ := db.Lookup(ctx, "n1", "never", callAt); r.State != NeverArrived {
+	if r, _ := db.Lookup(ctx, "n1", "never", callAt, nil); r.State != NeverArrived {
 		t.Fatalf("an intact journal on an unseen id: %s", r.State)
 	}
 	db.Close()
@@ -99,7 +99,7 @@ func TestContinuity(t *testing.T) {
 			// with it) and about an id it never saw: expired, never
 			// never_arrived.
 			for _, id := range []string{"r2", "unseen"} {
-				r, err := db.Lookup(ctx, "n1", id, callAt)
+				r, err := db.Lookup(ctx, "n1", id, callAt, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,7 +108,7 @@ func TestContinuity(t *testing.T) {
 				}
 			}
 			// A call made after the break (and the skew) is vouched for.
-			if r, _ := db.Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute)); r.State != NeverArrived {
+			if r, _ := db.Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute), nil); r.State != NeverArrived {
 				t.Fatalf("a call after the break: %s", r.State)
 			}
 		})

@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -35,6 +36,10 @@ var migrations embed.FS
 
 // ErrNotFound is returned when a call, receipt or app does not exist.
 var ErrNotFound = record.ErrNotFound
+
+// ErrTooManyFences is Lookup's refusal to write a fence its caller's
+// mayFence did not allow; nothing was written.
+var ErrTooManyFences = errors.New("journal: too many fences for this caller; none written")
 
 // DB is an open journal. It is safe for concurrent use.
 type DB struct {

@@ -155,11 +155,11 @@ func TestReceiveDecisions(t *testing.T) {
 func TestFenceAndRestart(t *testing.T) {
 	db, clk, path := open(t)
 	// Asked about before it arrives: fenced, and refused when it arrives.
-	got, err := db.Lookup(ctx, "n1", "early", clk.now())
+	got, err := db.Lookup(ctx, "n1", "early", clk.now(), nil)
 	if err != nil || got.State != NeverArrived {
 		t.Fatalf("lookup of an unseen id: %v %v", got, err)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "early", clk.now()); got.State != NeverArrived {
+	if got, _ := db.Lookup(ctx, "n1", "early", clk.now(), nil); got.State != NeverArrived {
 		t.Errorf("second lookup: %s", got.State)
 	}
 	if dec, old, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != Fenced {
@@ -176,7 +176,7 @@ func TestFenceAndRestart(t *testing.T) {
 	if n, _ := db2.RecoverReceipts(ctx); n != 1 {
 		t.Errorf("recovered %d receipts, want 1", n)
 	}
-	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now()); got.State != Interrupted {
+	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now(), nil); got.State != Interrupted {
 		t.Errorf("restarted receipt: %s", got.State)
 	}
 }
@@ -214,16 +214,16 @@ func TestSweepAndWatermark(t *testing.T) {
 	}
 	// A call created before the watermark (plus skew) is expired, never
 	// never_arrived; a newer one is fenced.
-	if got, _ := db.Lookup(ctx, "n1", "old", start); got.State != Expired {
+	if got, _ := db.Lookup(ctx, "n1", "old", start, nil); got.State != Expired {
 		t.Errorf("lookup of a swept call: %s, want expired", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute)); got.State != Expired {
+	if got, _ := db.Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute), nil); got.State != Expired {
 		t.Errorf("lookup within the clock skew of the watermark: %s, want expired", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour)); got.State != NeverArrived {
+	if got, _ := db.Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour), nil); got.State != NeverArrived {
 		t.Errorf("lookup of a young unseen call: %s, want never_arrived", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "undated", time.Time{}); got.State != Expired {
+	if got, _ := db.Lookup(ctx, "n1", "undated", time.Time{}, nil); got.State != Expired {
 		t.Errorf("lookup without created_at after a sweep: %s, want expired", got.State)
 	}
 }

@@ -188,7 +188,9 @@ func (d *DB) Receipts(ctx context.Context) ([]*Receipt, error) {
 // transaction and reports NeverArrived, unless the call is older than the
 // sweep watermark (plus ClockSkew): then it reports Expired, because a
 // receipt may have been swept. A fenced id reports NeverArrived again.
-func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time) (*Receipt, error) {
+// mayFence, if not nil, is asked before a fence is written; when it says
+// no, nothing is written and the error is ErrTooManyFences.
+func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time, mayFence func() bool) (*Receipt, error) {
 	var out *Receipt
 	fenced := false
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -210,6 +212,9 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time)
 		if swept.Valid && (createdAt.IsZero() || createdAt.Before(fromNanos(swept.Int64).Add(ClockSkew))) {
 			out = &Receipt{Caller: caller, RequestID: id, State: Expired}
 			return nil
+		}
+		if mayFence != nil && !mayFence() {
+			return ErrTooManyFences
 		}
 		now := d.now()
 		if _, err := tx.ExecContext(ctx, `INSERT INTO receipts (caller, request_id, digest, state, received_at, updated_at) VALUES (?, ?, '', 'fenced', ?, ?)`,

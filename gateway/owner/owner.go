@@ -67,6 +67,9 @@ type Config struct {
 	// OnDoorRefusal and OnReplay, if not nil, count door refusals and
 	// replayed answers.
 	OnDoorRefusal, OnReplay func()
+	// OnFenceRefusal, if not nil, counts questions refused over
+	// FencesPerMinute.
+	OnFenceRefusal func()
 }
 
 // Owner serves the peer API.
@@ -74,7 +77,8 @@ type Owner struct {
 	cfg       Config
 	proxyOnce sync.Once
 	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
-	refusals  *refusalLog
+	refusals  *proto.RefusalLog
+	fences    *fenceCap
 }
 
 // New returns the owner side.
@@ -82,10 +86,13 @@ func New(cfg Config) *Owner {
 	if cfg.OnDoorRefusal == nil {
 		cfg.OnDoorRefusal = func() {}
 	}
+	if cfg.OnFenceRefusal == nil {
+		cfg.OnFenceRefusal = func() {}
+	}
 	if cfg.OnReplay == nil {
 		cfg.OnReplay = func() {}
 	}
-	return &Owner{cfg: cfg, refusals: &refusalLog{log: cfg.Log, now: time.Now}}
+	return &Owner{cfg: cfg, refusals: proto.NewRefusalLog(cfg.Log, time.Now), fences: &fenceCap{seen: map[string]*fenceCount{}}}
 }
 
 type callerKey struct{}
@@ -109,7 +116,7 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 		if err != nil {
 			o.cfg.OnDoorRefusal()
 			name := o.cfg.Self().Name
-			o.refusals.refused(r.RemoteAddr, err)
+			o.refusals.Refused(r.RemoteAddr, err)
 			// Closed at once: the server neither waits for a body the
 			// caller announced (and may never send) nor keeps the
 			// connection.
@@ -119,6 +126,11 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			} else {
 				peerError(w, http.StatusForbidden, proto.PeerForbidden, fmt.Sprintf("%s refused the request at its door: %v", name, err))
 			}
+			return
+		}
+		if n := proto.Repeated(r.Header, "Authorization", proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderApp, proto.HeaderDigest); n != "" {
+			proto.RefuseAndClose(w)
+			peerError(w, http.StatusBadRequest, proto.PeerBadRequest, proto.NotCarriedOut(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n)))
 			return
 		}
 		if why := proto.UncleanPath(r.URL.Path); why != "" {
@@ -434,7 +446,14 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	rec, err := o.cfg.DB.Lookup(r.Context(), callerOf(r).Node, id, created)
+	node := callerOf(r).Node
+	rec, err := o.cfg.DB.Lookup(r.Context(), node, id, created, func() bool { return o.fences.allow(node, time.Now()) })
+	if errors.Is(err, journal.ErrTooManyFences) {
+		o.cfg.OnFenceRefusal()
+		w.Header().Set("Retry-After", "60")
+		peerError(w, http.StatusTooManyRequests, proto.PeerTooManyFences, fmt.Sprintf("%s was asked about more than %d calls it never saw from %s within a minute; ask again later (nothing was written)", o.cfg.Self().Name, FencesPerMinute, callerOf(r).Name))
+		return
+	}
 	if err != nil {
 		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", o.cfg.Self().Name, err))
 		return

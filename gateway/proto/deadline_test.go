@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -63,4 +64,68 @@ func TestDoorServer(t *testing.T) {
 	if got := <-results; got != "saw the client go" {
 		t.Errorf("a handler working past the request's limit: %q", got)
 	}
+}
+
+// TestPerSourceCap: one source holds at most PerSource connections; one over
+// is closed at once and reported, and a connection that ends frees its
+// place.
+func TestPerSourceCap(t *testing.T) {
+	refused := make(chan string, 10)
+	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), nil,
+		DoorLimits{Header: 10 * time.Second, Request: 10 * time.Second, Idle: 10 * time.Second, PerSource: 3,
+			OnRefused: func(remote string) {
+				select {
+				case refused <- remote:
+				default:
+				}
+			}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	dial := func() net.Conn {
+		t.Helper()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	// works reports whether a request on c is answered.
+	works := func(c net.Conn) bool {
+		c.SetDeadline(time.Now().Add(10 * time.Second)) // a failure, not a wait
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			return false
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}
+	held := []net.Conn{dial(), dial(), dial()}
+	for i, c := range held {
+		if !works(c) {
+			t.Fatalf("connection %d of 3 was not served", i+1)
+		}
+	}
+	if works(dial()) {
+		t.Fatal("a fourth connection from one source was served past the cap of 3")
+	}
+	if got := <-refused; !strings.HasPrefix(got, "127.0.0.1:") {
+		t.Errorf("refusal reported for %q, want the remote address", got)
+	}
+	held[0].Close()
+	// Its place is freed when the server sees it closed: wait for that.
+	for range 100 {
+		if c := dial(); works(c) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition the server reaches on its own
+	}
+	t.Fatal("a connection that ended did not free its place")
 }

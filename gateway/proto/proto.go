@@ -81,6 +81,7 @@ const (
 	PeerAppUnknown    PeerError = "app_unknown"       // 409: the app's connection broke mid-call
 	PeerInterrupted   PeerError = "interrupted"       // 409: the owner restarted mid-call
 	PeerAnswerExpired PeerError = "answer_expired"    // 409: answered; the answer is no longer kept
+	PeerTooManyFences PeerError = "too_many_fences"   // 429: asked about too many unseen ids; ask later
 )
 
 // Headers of the local and peer APIs.
@@ -235,13 +236,47 @@ func WriteError(w http.ResponseWriter, status int, b ErrorBody) {
 	json.NewEncoder(w).Encode(b)
 }
 
-// StripDelta removes every X-Delta-* header from h.
+// StripDelta removes every X-Delta-* header from h, however it is spelled:
+// an app behind CGI, WSGI, PHP or Rack reads "X_Delta_Caller" (and
+// "x_dElTa-caller") as HTTP_X_DELTA_CALLER, the header Delta vouches for,
+// so every name that folds to X-Delta-* goes.
 func StripDelta(h http.Header) {
 	for k := range h {
-		if strings.HasPrefix(k, "X-Delta-") {
+		if IsDeltaName(k) {
 			delete(h, k)
 		}
 	}
+}
+
+// IsDeltaName reports whether header name k reads as one of Delta's own
+// (X-Delta-*) once case is folded and "_" read as "-".
+func IsDeltaName(k string) bool {
+	const p = "x-delta-"
+	if len(k) < len(p) {
+		return false
+	}
+	for i := range len(p) {
+		c := k[i] | 0x20 // ASCII lower case; '-' and '_' stay apart
+		if k[i] == '_' {
+			c = '-'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Repeated names the first of names that h holds more than once, or "".
+// Delta refuses such a request: of two request ids, two timeouts or two
+// tickets, Delta and the app could each read another.
+func Repeated(h http.Header, names ...string) string {
+	for _, n := range names {
+		if len(h.Values(n)) > 1 {
+			return n
+		}
+	}
+	return ""
 }
 
 // hopHeaders are removed between hops (RFC 9110 §7.6.1), with the

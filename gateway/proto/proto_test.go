@@ -65,8 +65,27 @@ func TestStripHop(t *testing.T) {
 		h.Set(k, "v")
 	}
 	h.Set("Connection", "X-Custom")
+	// Spellings an app behind CGI, WSGI, PHP or Rack reads as X-Delta-*
+	// (HTTP_X_DELTA_CALLER), set raw as a client could send them.
+	for _, k := range []string{"X_Delta_Caller", "x_delta_forward_secret", "X-DELTA-APP", "x-Delta_Timeout", "X_DELTA-REQUEST-ID"} {
+		h[k] = []string{"forged"}
+	}
+	h["X-Deltas"] = []string{"kept"} // not one of Delta's
 	StripHop(h)
-	if len(h) != 1 || h.Get("X-Kept") != "v" {
+	if len(h) != 2 || h.Get("X-Kept") != "v" || h.Get("X-Deltas") != "kept" {
 		t.Errorf("after StripHop: %v", h)
+	}
+}
+
+func TestRepeated(t *testing.T) {
+	h := http.Header{}
+	h.Add(HeaderRequestID, "a")
+	h.Add(HeaderTimeout, "1")
+	h.Add(HeaderTimeout, "30")
+	if got := Repeated(h, HeaderRequestID, HeaderTimeout); got != HeaderTimeout {
+		t.Errorf("Repeated = %q, want %q", got, HeaderTimeout)
+	}
+	if got := Repeated(h, HeaderRequestID, HeaderApp); got != "" {
+		t.Errorf("Repeated = %q, want none", got)
 	}
 }

@@ -3,6 +3,7 @@ package proto
 import (
 	"encoding/json"
 	"log"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -95,12 +96,70 @@ type DoorLimits struct {
 	// the read deadline once the body is read, and still sees a client
 	// that goes away).
 	Header, Request, Idle time.Duration
+	// PerSource caps the connections one source address holds at once
+	// (0: no cap); one over it is closed as soon as it is accepted, and
+	// OnRefused told its remote address.
+	PerSource int
+	OnRefused func(remote string)
 }
 
 // DoorServer is the http.Server of each of Delta's doors (the local API,
 // every peer listener), with its limits.
 func DoorServer(h http.Handler, errLog *log.Logger, l DoorLimits) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog}
+	if l.PerSource > 0 {
+		srv.ConnState = (&sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}}).state
+	}
+	return srv
+}
+
+// sourceCap counts each source's connections from the server's ConnState
+// hook: counted when new, released when closed or hijacked (each happens
+// once per connection), closed at once when over the cap. A hook rather
+// than a wrapped listener keeps *tls.Conn visible to the server. The
+// source is remembered per connection: a closed connection may no longer
+// know its remote address (tsnet's do not).
+type sourceCap struct {
+	max     int
+	refused func(string)
+
+	mu    sync.Mutex
+	n     map[string]int
+	conns map[net.Conn]string
+}
+
+func (c *sourceCap) state(conn net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateNew:
+		remote := "unknown"
+		if a := conn.RemoteAddr(); a != nil {
+			remote = a.String()
+		}
+		src := remote
+		if h, _, err := net.SplitHostPort(remote); err == nil {
+			src = h
+		}
+		c.mu.Lock()
+		c.conns[conn] = src
+		c.n[src]++
+		over := c.n[src] > c.max
+		c.mu.Unlock()
+		if over {
+			conn.Close() // the server sees it closed and reports StateClosed
+			if c.refused != nil {
+				c.refused(remote)
+			}
+		}
+	case http.StateClosed, http.StateHijacked:
+		c.mu.Lock()
+		if src, ok := c.conns[conn]; ok {
+			delete(c.conns, conn)
+			if c.n[src]--; c.n[src] <= 0 {
+				delete(c.n, src)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 // RefuseAndClose makes the answer written to w the connection's last:

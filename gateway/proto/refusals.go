@@ -1,4 +1,4 @@
-package owner
+package proto
 
 import (
 	"log/slog"
@@ -10,13 +10,13 @@ import (
 // refusalEvery is how often the log speaks of one source's refusals.
 const refusalEvery = time.Minute
 
-// refusalLog writes at most one line per source per minute about the
-// requests refused at the door: the first refusal with its cause, and in
-// the next line how many more came meanwhile. A flood of bad requests
-// (20,000 pings without a ticket) costs the log a line a minute, not
-// megabytes, in the folder that holds the journal. /metrics counts every
-// refusal.
-type refusalLog struct {
+// RefusalLog writes at most one line per source per minute about the
+// requests (or connections) refused at a door: the first refusal with its
+// cause, and in the next line how many more came meanwhile. A flood of bad
+// requests (20,000 pings without a ticket) costs the log a line a minute,
+// not megabytes, in the folder that holds the journal. /metrics counts
+// every refusal.
+type RefusalLog struct {
 	log *slog.Logger
 	now func() time.Time
 
@@ -29,7 +29,14 @@ type refusalSource struct {
 	more     int // refused since loggedAt, not logged
 }
 
-func (l *refusalLog) refused(remote string, err error) {
+// NewRefusalLog returns a RefusalLog writing to log.
+func NewRefusalLog(log *slog.Logger, now func() time.Time) *RefusalLog {
+	return &RefusalLog{log: log, now: now}
+}
+
+// Refused notes a refusal of remote (an address, with or without a port)
+// for err.
+func (l *RefusalLog) Refused(remote string, err error) {
 	src := remote
 	if h, _, e := net.SplitHostPort(remote); e == nil {
 		src = h
