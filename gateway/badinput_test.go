@@ -115,7 +115,7 @@ func TestBadInput(t *testing.T) {
 // TestBadAppRegistration: only loopback http URLs are accepted.
 func TestBadAppRegistration(t *testing.T) {
 	checkNoLeaks(t)
-	_, studio := pair(t, nil)
+	laptop, studio := pair(t, nil)
 	for _, tc := range []struct{ body, detail string }{
 		{`{"url": "http://192.168.1.20:8080"}`, "not on a loopback address"},
 		{`{"url": "http://example.com:8080"}`, "not on a loopback address"},
@@ -125,6 +125,19 @@ func TestBadAppRegistration(t *testing.T) {
 		{`{"url": "http://user:pw@127.0.0.1:80"}`, "credentials"},
 		{`{"address": "http://127.0.0.1:80"}`, "unknown field"},
 		{`not json`, "is not {\"url\""},
+		{`{"url": "http://127.0.0.1:0"}`, "not one of 1-65535"},
+		{`{"url": "http://127.0.0.1:65536"}`, "not one of 1-65535"},
+		{`{"url": "http://127.0.0.1:8080?x=1"}`, "without path"},
+		{`{"url": "http://127.0.0.1:8080?"}`, "without path"},
+		{`{"url": "http://127.0.0.1:8080#f"}`, "without path"},
+		{`{"url": "http:127.0.0.1:8080"}`, "without path"},
+		{`{"url": "http://localhost:8080"}`, "not on a loopback address"}, // a name a hosts file can move
+		{`{"url": "http://[::1%25lo]:8080"}`, "not on a loopback address"},
+		{`{"url": "http://127.0.0.1:8080"} {"url": "http://10.0.0.1:1"}`, "more follows"},
+		{`{"url": "http://127.0.0.1:8080", "url": "http://10.0.0.1:1"}`, "not on a loopback address"}, // the last one counts, and is checked
+		{`{"url": "` + studio.g.LocalURL() + `"}`, "Delta's own door"},
+		{`{"url": "http://` + laptop.otherAddr + `"}`, "Delta's own door"}, // studio's peer listener
+		{`{"url": "http://127.0.0.1:8080", "secret": "mine"}`, "unknown field"},
 	} {
 		r := studio.c.Must(t, "PUT", "/v1/apps/notes", []byte(tc.body))
 		if r.Status != 400 || r.Outcome() != "bad_request" || !strings.Contains(r.Err.Detail, tc.detail) {
@@ -136,9 +149,17 @@ func TestBadAppRegistration(t *testing.T) {
 	}
 	// A good one, then re-pointed: the secret stays.
 	s1 := studio.register(t, "notes", "http://127.0.0.1:9")
-	s2 := studio.register(t, "notes", "http://[::1]:10")
+	s2 := studio.register(t, "notes", "HTTP://[::1]:10/")
 	if s1 == "" || s1 != s2 {
 		t.Errorf("secret changed on re-registration: %q → %q", s1, s2)
+	}
+	if r := studio.c.Must(t, "GET", "/v1/apps/notes", nil); !strings.Contains(string(r.Body), `"url": "http://[::1]:10"`) {
+		t.Errorf("the registered URL is not kept as http://HOST:PORT: %s", r.Body)
+	}
+	// Another name that differs only in case: a person could not tell
+	// which app a call went to.
+	if r := studio.c.Must(t, "PUT", "/v1/apps/Notes", []byte(`{"url": "http://127.0.0.1:11"}`)); r.Status != 400 || !strings.Contains(r.Err.Detail, "differs only in case") {
+		t.Errorf("app Notes beside notes: %d %s", r.Status, r.Body)
 	}
 	if r := studio.c.Must(t, "DELETE", "/v1/apps/notes", nil); r.Status != 204 {
 		t.Errorf("delete: %d", r.Status)

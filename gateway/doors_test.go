@@ -354,3 +354,40 @@ func TestFenceCap(t *testing.T) {
 		t.Errorf("metrics do not count refused fences:\n%s", m)
 	}
 }
+
+// TestStaticTicketClaims: in static mode whoever holds the network key
+// signs what it likes, so the door admits only what it can check: a name
+// among this computer's peers (not its own), a ticket that lives no longer
+// than ticket.Lifetime.
+func TestStaticTicketClaims(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	now := time.Now()
+	for _, tc := range []struct {
+		what   string
+		claims ticket.Claims
+		status int
+	}{
+		{"a name that is not a peer", ticket.Claims{Node: "node-mallory", Name: "mallory", Expires: now.Add(time.Minute)}, 403},
+		{"the owner's own name", ticket.Claims{Node: "node-studio", Name: "studio", Expires: now.Add(time.Minute)}, 403},
+		{"a ticket for a year", ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: now.Add(365 * 24 * time.Hour)}, 401},
+		{"a good ticket", ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: now.Add(time.Minute)}, 201},
+	} {
+		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/"+tc.claims.Name, strings.NewReader("x"))
+		req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(tc.claims)))
+		req.Header.Set(proto.HeaderRequestID, "claims-"+tc.claims.Name+tc.claims.Expires.Format("2006"))
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s: %d, want %d", tc.what, resp.StatusCode, tc.status)
+		}
+	}
+	if n := app.Requests(); n != 1 {
+		t.Errorf("the owner app got %d requests, want the good ticket's 1", n)
+	}
+}

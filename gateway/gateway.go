@@ -148,18 +148,19 @@ type Gateway struct {
 	stats  *stats
 	token  string
 
-	lock     *os.File
-	localLn  net.Listener
-	localSrv *http.Server
-	peerMu   sync.Mutex
-	peerSrvs []*http.Server
-	peerLns  []net.Listener
-	pc       *peerclient.Client
-	owner    *owner.Owner
-	recon    *reconcile.Reconciler
-	caller   *caller.Caller
-	page     *statuspage.Page
-	refusals *proto.RefusalLog // connections over a door's cap
+	lock      *os.File
+	localLn   net.Listener
+	localSrv  *http.Server
+	peerMu    sync.Mutex
+	peerSrvs  []*http.Server
+	peerLns   []net.Listener
+	doorAddrs []net.Addr // every peer listener's, for notOwnDoor
+	pc        *peerclient.Client
+	owner     *owner.Owner
+	recon     *reconcile.Reconciler
+	caller    *caller.Caller
+	page      *statuspage.Page
+	refusals  *proto.RefusalLog // connections over a door's cap
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
@@ -365,6 +366,7 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	srv := proto.DoorServer(g.owner.Handler(door, pl.Routes), errLog, g.limits(peerConnsPerSource))
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
+	g.doorAddrs = append(g.doorAddrs, pl.Listener.Addr())
 	g.peerMu.Unlock()
 	ln := pl.Listener
 	g.goBackground(func() { srv.Serve(ln) })

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -453,15 +454,34 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 	}
 	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
+	err := dec.Decode(&body)
+	if err == nil && dec.More() {
+		err = errors.New("more follows the object")
+	}
+	if err != nil {
 		localError(w, proto.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"}: `+err.Error())
 		return
 	}
-	if err := checkAppURL(body.URL); err != nil {
+	u, err := checkAppURL(body.URL)
+	if err == nil {
+		err = g.notOwnDoor(u)
+	}
+	if err != nil {
 		localError(w, proto.BadRequest, err.Error())
 		return
 	}
-	a, err := g.db.PutApp(r.Context(), name, strings.TrimSuffix(body.URL, "/"))
+	apps, err := g.db.Apps(r.Context())
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
+	for _, a := range apps {
+		if a.Name != name && strings.EqualFold(a.Name, name) {
+			localError(w, proto.BadRequest, fmt.Sprintf("app name %q differs only in case from the registered app %q; a person could not tell them apart (remove %q first)", name, a.Name, a.Name))
+			return
+		}
+	}
+	a, err := g.db.PutApp(r.Context(), name, u)
 	if err != nil {
 		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
 		return
@@ -470,25 +490,50 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 	proto.WriteJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
 }
 
-// checkAppURL accepts only http URLs on a loopback address with a port and
-// no path, query or credentials.
-func checkAppURL(s string) error {
+// checkAppURL accepts only http URLs on a loopback address with a port
+// (1-65535) and no path, query or credentials, and returns it as Delta
+// keeps it: http://HOST:PORT.
+func checkAppURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return fmt.Errorf("app url %q is not a URL: %w", s, err)
+		return "", fmt.Errorf("app url %q is not a URL: %w", s, err)
 	}
 	if u.Scheme != "http" {
-		return fmt.Errorf("app url %q must start with http:// (the app listens on loopback)", s)
+		return "", fmt.Errorf("app url %q must start with http:// (the app listens on loopback)", s)
 	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
-		return fmt.Errorf("app url %q must be only http://HOST:PORT, without path, query or credentials", s)
+	if u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
+		return "", fmt.Errorf("app url %q must be only http://HOST:PORT, without path, query or credentials", s)
 	}
 	if u.Port() == "" {
-		return fmt.Errorf("app url %q has no port", s)
+		return "", fmt.Errorf("app url %q has no port", s)
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		return "", fmt.Errorf("app url %q has port %s, not one of 1-65535", s, u.Port())
 	}
 	ip := net.ParseIP(u.Hostname())
 	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("app url %q is not on a loopback address (127.0.0.0/8 or ::1); Delta forwards only to apps on this computer", s)
+		return "", fmt.Errorf("app url %q is not on a loopback address (127.0.0.0/8 or ::1); Delta forwards only to apps on this computer", s)
+	}
+	return "http://" + u.Host, nil
+}
+
+// notOwnDoor refuses an app URL that is one of Delta's own doors (its
+// local API or a peer listener, on loopback or every address): a peer's
+// call forwarded there would come back into Delta.
+func (g *Gateway) notOwnDoor(appURL string) error {
+	u, _ := url.Parse(appURL) // checked by checkAppURL
+	ip := net.ParseIP(u.Hostname())
+	g.peerMu.Lock()
+	addrs := slices.Clone(g.doorAddrs)
+	g.peerMu.Unlock()
+	for _, a := range append(addrs, g.localLn.Addr()) {
+		ta, ok := a.(*net.TCPAddr)
+		if !ok || strconv.Itoa(ta.Port) != u.Port() {
+			continue
+		}
+		if ta.IP.IsUnspecified() || ta.IP.Equal(ip) {
+			return fmt.Errorf("app url %q is Delta's own door (%s), not an app", appURL, ta)
+		}
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	}
 	cfg.Router = router
-	cfg.Door = TicketDoor{Key: k, Now: now}
+	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name}
 	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now}
 	cfg.SelfFunc = func() view.Self { return self }
 	return nil
@@ -109,10 +109,21 @@ func newKey() []byte {
 }
 
 // TicketDoor admits requests that carry `Authorization: Delta <ticket>`
-// signed with Key.
+// signed with Key, from one of this computer's configured peers. Every
+// holder of a static network's key can sign what it likes, so the door
+// checks what it can: the name is a configured peer's (never this
+// computer's own, never one it does not know), and the ticket lives no
+// longer than ticket.Lifetime (ticket.Check). The node id is the
+// holder's word: within a static network every key holder is trusted
+// alike, which docs/protocol.md says; tailnet mode binds a caller to its
+// tailnet identity instead.
 type TicketDoor struct {
 	Key ticket.Key
 	Now func() time.Time
+	// Known reports whether a name is one of this computer's peers; Self
+	// is this computer's name. If Known is nil, any name is admitted.
+	Known func(name string) bool
+	Self  string
 }
 
 // Identify implements Door.
@@ -128,6 +139,9 @@ func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 	c, err := d.Key.Check(t, d.Now())
 	if err != nil {
 		return gateway.Caller{}, fmt.Errorf("%w: %w", gateway.ErrDoorUnauthorized, err)
+	}
+	if d.Known != nil && (c.Name == d.Self || !d.Known(c.Name)) {
+		return gateway.Caller{}, fmt.Errorf("the ticket names %q, which is not one of this computer's peers in config.json", c.Name)
 	}
 	return gateway.Caller{Node: c.Node, Name: c.Name}, nil
 }

@@ -31,7 +31,13 @@ var (
 	ErrMalformed = errors.New("ticket is malformed")
 	ErrForged    = errors.New("ticket's signature does not match")
 	ErrExpired   = errors.New("ticket has expired")
+	ErrTooLong   = errors.New("ticket lives too long")
 )
+
+// MaxSkew is how far ahead of this computer's clock the minting computer's
+// may run: a ticket is refused if it expires later than Lifetime+MaxSkew
+// from now (whoever holds a key cannot make a ticket for a year).
+const MaxSkew = 5 * time.Minute
 
 // Claims is what a ticket says.
 type Claims struct {
@@ -113,6 +119,10 @@ func (k Key) Check(t string, now time.Time) (Claims, error) {
 	}
 	if !now.Before(c.Expires) {
 		return c, fmt.Errorf("%w (at %s)", ErrExpired, c.Expires.UTC().Format(time.RFC3339))
+	}
+	if c.Expires.After(now.Add(Lifetime + MaxSkew)) {
+		return c, fmt.Errorf("%w: it is valid until %s, longer than a ticket lives (%s, and %s of clock difference)",
+			ErrTooLong, c.Expires.UTC().Format(time.RFC3339), Lifetime, MaxSkew)
 	}
 	return c, nil
 }

@@ -29,6 +29,14 @@ func TestTickets(t *testing.T) {
 	if _, err := k.Check(parts[0]+"."+strings.Split(other, ".")[1]+"."+parts[2], now); !errors.Is(err, ErrForged) {
 		t.Errorf("swapped claims: %v", err)
 	}
+	// A key holder cannot mint a ticket for a year: it lives at most
+	// Lifetime, give or take MaxSkew of clock difference.
+	if _, err := k.Check(k.Mint(Claims{Node: "n1", Name: "laptop", Expires: now.Add(365 * 24 * time.Hour)}), now); !errors.Is(err, ErrTooLong) {
+		t.Errorf("a ticket for a year: %v, want ErrTooLong", err)
+	}
+	if _, err := k.Check(k.Mint(Claims{Node: "n1", Name: "laptop", Expires: now.Add(Lifetime + MaxSkew)}), now); err != nil {
+		t.Errorf("a ticket from a clock MaxSkew ahead: %v", err)
+	}
 	for _, bad := range []string{"", "v1.", "v2.a.b", "v1.a", "v1.a.!!"} {
 		if _, err := k.Check(bad, now); err == nil {
 			t.Errorf("%q accepted", bad)
