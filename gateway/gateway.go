@@ -351,6 +351,7 @@ func (g *Gateway) Start() (err error) {
 		})
 	}
 	g.goBackground(g.sweepLoop)
+	g.goBackground(g.flushLoop)
 	self := g.Self()
 	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
 	return nil
@@ -443,6 +444,12 @@ func (g *Gateway) Close() error {
 	if err := statedir.RemoveLocal(g.cfg.StateDir); err != nil {
 		g.log.Warn("could not remove local.json; apps will find no Delta there anyway", "err", err)
 	}
+	if b := g.db.Behind(); b.Held > 0 {
+		if left, ferr := g.db.Flush(context.Background()); ferr != nil {
+			g.log.Error("stopping with call outcomes the journal could not write; those calls are reconciled with their owners at the next start",
+				"held", left, "err", ferr)
+		}
+	}
 	var err error
 	if g.cfg.Journal == nil {
 		err = g.db.Close()
@@ -501,6 +508,27 @@ func (e CallEvents) Changed() <-chan struct{} { return e.db.Changed() }
 func (g *Gateway) dropInterface(iface string) {
 	if n := g.pc.DropInterface(iface); n > 0 {
 		g.log.Info("closed the connections over a lost interface", "interface", iface, "connections", n)
+	}
+}
+
+// flushLoop writes the outcomes the journal holds in memory (a full disk)
+// once a second until it can.
+func (g *Gateway) flushLoop() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+			b := g.db.Behind()
+			if b.Held == 0 {
+				continue
+			}
+			if left, err := g.db.Flush(g.ctx); err == nil && left == 0 {
+				g.log.Info("the journal takes writes again: every outcome held in memory is written", "written", b.Held, "held_since", b.Since)
+			}
+		}
 	}
 }
 

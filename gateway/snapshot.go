@@ -49,6 +49,8 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 		s.JournalWarning = "This computer's journal cannot vouch for the calls it received before " + c.Since.Local().Format("Mon 2 Jan 15:04") +
 			" (" + c.Broken + "): callers asking about them are told a person must check."
 	}
+	b := g.db.Behind()
+	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull
 	apps, err := g.db.Apps(ctx)
 	for _, a := range apps {
 		s.Apps = append(s.Apps, view.App{Name: a.Name, URL: a.URL})
@@ -122,4 +124,18 @@ func (g *Gateway) Dismiss(ctx context.Context, id, by string) (*journal.Call, er
 		return nil, err
 	}
 	return g.db.Call(ctx, id)
+}
+
+// behindWords says what the menu and the page say of outcomes the journal
+// holds in memory, or "".
+func behindWords(b journal.Behind) string {
+	if b.Held == 0 {
+		return ""
+	}
+	what := "The journal cannot write"
+	if b.DiskFull {
+		what = "The disk is full"
+	}
+	return fmt.Sprintf("%s (%v): %d call outcome(s) since %s are held in memory, and apps are told so. Free space; Delta writes them then. If Delta stops before, those calls are reconciled with their owners.",
+		what, b.Err, b.Held, b.Since.Local().Format("15:04:05"))
 }

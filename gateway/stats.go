@@ -79,6 +79,27 @@ func (s *stats) snapshot() statsView {
 	return v
 }
 
+// BehindJSON is what the journal holds in memory because it could not
+// write it.
+type BehindJSON struct {
+	Held     int    `json:"held_outcomes"`
+	Since    string `json:"since"`
+	Error    string `json:"error"`
+	DiskFull bool   `json:"disk_full"`
+}
+
+// behindJSON is the journal's Behind for /v1/status, nil when it is not.
+func behindJSON(b journal.Behind) *BehindJSON {
+	if b.Held == 0 {
+		return nil
+	}
+	j := &BehindJSON{Held: b.Held, Since: proto.RFC3339(b.Since), DiskFull: b.DiskFull}
+	if b.Err != nil {
+		j.Error = b.Err.Error()
+	}
+	return j
+}
+
 // Status is the JSON of GET /v1/status.
 type Status struct {
 	Self      view.Self `json:"self"`
@@ -94,6 +115,9 @@ type Status struct {
 		// Continuity is what the journal vouches for (since, and why not
 		// before, when it is broken).
 		Continuity journal.Continuity `json:"continuity"`
+		// Behind, when the journal could not write (a full disk), counts
+		// the outcomes it holds in memory until it can.
+		Behind *BehindJSON `json:"behind,omitempty"`
 	} `json:"journal"`
 	Cache struct {
 		Entries int   `json:"entries"`
@@ -117,6 +141,7 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 	if s.Journal.Continuity, err = g.db.Continuity(r.Context()); err != nil {
 		return s, err
 	}
+	s.Journal.Behind = behindJSON(g.db.Behind())
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()
 	return s, err
@@ -157,6 +182,11 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)
 	fmt.Fprintf(w, "# TYPE delta_cache_bytes gauge\ndelta_cache_bytes %d\n", s.Cache.Bytes)
+	held := 0
+	if s.Journal.Behind != nil {
+		held = s.Journal.Behind.Held
+	}
+	fmt.Fprintf(w, "# HELP delta_journal_held_outcomes Outcomes held in memory because the journal could not write them.\n# TYPE delta_journal_held_outcomes gauge\ndelta_journal_held_outcomes %d\n", held)
 }
 
 func writeFamily[K ~string](w io.Writer, name, help, label string, m map[K]uint64) {

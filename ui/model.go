@@ -77,6 +77,13 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	sep := func(key string) { add(Item{Key: "sep/" + key, Separator: true}) }
 
 	add(Item{Key: "headline", Title: headline})
+	if s.JournalBehind != "" {
+		title := "Journal: cannot write; outcomes held in memory…"
+		if s.JournalDiskFull {
+			title = "Disk full: call outcomes not yet written…"
+		}
+		add(Item{Key: "journal-behind", Title: title, Tooltip: s.JournalBehind, Action: &Action{Kind: ActOpen}})
+	}
 	if s.JournalWarning != "" {
 		add(Item{Key: "journal", Title: "Journal: it cannot vouch for older calls…", Tooltip: s.JournalWarning, Action: &Action{Kind: ActOpen}})
 	}

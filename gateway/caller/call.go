@@ -396,8 +396,13 @@ func (cr *Caller) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 	}
 	// Not cr.cfg.Ctx: an outcome is recorded even while the gateway closes (Close
 	// waits for it before it closes the journal).
-	if moved, _, err := cr.cfg.DB.Move(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, t); err != nil || !moved {
+	moved, held, err := cr.cfg.DB.MoveOrHold(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, t)
+	if err != nil || !moved {
 		cr.cfg.Log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
+	}
+	if held {
+		cr.cfg.Log.Error("the journal could not write a call's outcome; it is held in memory and written when the journal takes writes again", "request_id", c.RequestID, "outcome", e.o, "err", cr.cfg.DB.Behind().Err)
+		markBehind(w)
 	}
 	cr.cfg.OnCall(e.o)
 	if e.state == journal.Answered || e.state == journal.Unknown {
@@ -465,6 +470,12 @@ func (cr *Caller) replyCallError(w http.ResponseWriter, o proto.Outcome, detail,
 	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road})
 }
 
+// markBehind says on an answer that its outcome is held in memory, not yet
+// in the journal.
+func markBehind(w http.ResponseWriter) {
+	w.Header().Set(proto.HeaderJournal, "behind; this outcome is held in memory because the journal could not write it (is the disk full?), and is written when it can")
+}
+
 // writeAnswer writes the owner app's answer to the app.
 func writeAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, rid, road string, replayed bool) {
 	h := w.Header()
@@ -518,6 +529,9 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 	road := ""
 	if n := len(c.Attempts); n > 0 {
 		road = c.Attempts[n-1].Road
+	}
+	if c.Behind {
+		markBehind(w)
 	}
 	if c.Answer != nil && (c.State == journal.Answered || c.State == journal.CarriedOut) {
 		cr.cfg.OnCall(proto.Answered)

@@ -213,6 +213,7 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 	if err := d.withRequests(ctx, []*Call{c}); err != nil {
 		return nil, err
 	}
+	d.overlayCall(c)
 	return c, nil
 }
 
@@ -295,6 +296,9 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
 	calls, err := d.queryCalls(ctx, q, args...)
 	if err == nil {
 		err = d.withAttempts(ctx, calls)
+	}
+	for _, c := range calls {
+		d.overlayCall(c)
 	}
 	return calls, err
 }

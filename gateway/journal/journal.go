@@ -46,6 +46,8 @@ type DB struct {
 	db  *sql.DB
 	now func() time.Time
 
+	behind behind // outcomes not yet written (behind.go)
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
 

@@ -48,6 +48,9 @@ type Receipt struct {
 	UpdatedAt     time.Time
 	Answer        *Answer // nil until answered, and after it expired
 	AnswerExpired bool
+	// Behind: State and Answer are held in memory, not yet written (the
+	// journal could not write them; behind.go).
+	Behind bool
 }
 
 // Decision is what the owner does with an arriving call.
@@ -99,6 +102,7 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 		old, err = scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, r.Caller, r.RequestID))
 		switch {
 		case err == nil:
+			d.overlayReceipt(old)
 			switch {
 			case old.State == Fenced:
 				dec = Busy
@@ -135,6 +139,10 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 // not_carried_out, or app_unknown). It reports whether the receipt was
 // still running.
 func (d *DB) FinishReceipt(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (bool, error) {
+	return d.finishReceipt(ctx, caller, id, state, ans)
+}
+
+func (d *DB) finishReceipt(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (bool, error) {
 	var res sql.Result
 	var err error
 	now := nanos(d.now())
@@ -162,6 +170,7 @@ func (d *DB) Receipt(ctx context.Context, caller, id string) (*Receipt, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
 	}
+	d.overlayReceipt(r)
 	return r, err
 }
 
@@ -178,6 +187,7 @@ func (d *DB) Receipts(ctx context.Context) ([]*Receipt, error) {
 		if err != nil {
 			return nil, err
 		}
+		d.overlayReceipt(r)
 		out = append(out, r)
 	}
 	return out, rows.Err()
@@ -196,6 +206,7 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		r, err := scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, caller, id))
 		if err == nil {
+			d.overlayReceipt(r)
 			out = r
 			if r.State == Fenced {
 				out.State = NeverArrived
@@ -320,6 +331,7 @@ func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state ReceiptS
 		if err != nil {
 			return nil, fmt.Errorf("journal: list receipts: %w", err)
 		}
+		d.overlayReceipt(r)
 		out = append(out, r)
 	}
 	return out, rows.Err()

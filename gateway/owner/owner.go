@@ -315,6 +315,9 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		return
 	case journal.Replay:
 		o.cfg.OnReplay()
+		if old.Behind {
+			w.Header().Set(proto.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
+		}
 		writeOwnerAnswer(w, old.Answer, nil, true)
 		return
 	case journal.Busy:
@@ -339,6 +342,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		ans   *journal.Answer
 		body  []byte
 		err   error
+		held  bool // the outcome is held in memory, not yet written
 	}
 	done := make(chan result, 1)
 	o.cfg.Go(func() {
@@ -367,8 +371,12 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		default:
 			out = result{state: journal.AppUnknown, err: err}
 		}
-		if _, ferr := o.cfg.DB.FinishReceipt(context.Background(), t.caller.Node, rid, out.state, out.ans); ferr != nil {
+		_, held, ferr := o.cfg.DB.FinishReceiptOrHold(context.Background(), t.caller.Node, rid, out.state, out.ans)
+		if ferr != nil {
 			o.cfg.Log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.caller.Name, "err", ferr)
+		}
+		if out.held = held; held {
+			o.cfg.Log.Error("the journal could not write a receipt's outcome; it is held in memory and written when the journal takes writes again", "request_id", rid, "caller", t.caller.Name, "state", out.state, "err", o.cfg.DB.Behind().Err)
 		}
 		done <- out
 	})
@@ -377,6 +385,9 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	defer timer.Stop()
 	select {
 	case res := <-done:
+		if res.held {
+			w.Header().Set(proto.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
+		}
 		switch res.state {
 		case journal.ReceiptAnswered:
 			writeOwnerAnswer(w, res.ans, res.body, false)

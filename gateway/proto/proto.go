@@ -97,6 +97,10 @@ const (
 	HeaderSecret        = "X-Delta-Forward-Secret"
 	HeaderDigest        = "X-Delta-Digest"
 	HeaderAnswerOmitted = "X-Delta-Answer-Omitted"
+	// HeaderJournal is "behind" on an outcome the journal holds in memory
+	// because it could not write it (a full disk): the same outcome is
+	// told to every repeat, and written when space frees.
+	HeaderJournal = "X-Delta-Journal"
 )
 
 // Limits shared by both sides of a hop.

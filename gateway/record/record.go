@@ -63,6 +63,9 @@ type Call struct {
 	// note.
 	SettledBy  string
 	SettleNote string
+	// Behind: the outcome is held in memory, not yet written (the journal
+	// could not write it: a full disk); it is written when space frees.
+	Behind bool
 }
 
 // Request is what a call sent: its headers as sent and its body, up to

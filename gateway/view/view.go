@@ -50,6 +50,12 @@ type Snapshot struct {
 	// JournalWarning, if not empty, says that this computer's journal
 	// cannot vouch for the calls received before some time.
 	JournalWarning string
+	// JournalBehind, if not empty, says that the journal could not write
+	// (a full disk) and holds outcomes in memory.
+	JournalBehind string
+	// JournalDiskFull: the journal could not write because the disk is
+	// full.
+	JournalDiskFull bool
 }
 
 // Received is one call this computer received (an owner's receipt).
