@@ -329,3 +329,43 @@ func TestOwnerJournalLost(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerJournalLost: the caller's journal is lost after a call was
+// carried out (emptied, or its WAL removed after a kill). The restarted
+// caller says its continuity broke; the app that sends the same call with
+// the same id again is answered with the owner's stored answer, and the
+// owner app is not asked twice.
+func TestCallerJournalLost(t *testing.T) {
+	for _, lose := range []string{"emptied", "wal removed"} {
+		t.Run(lose, func(t *testing.T) {
+			laptop, _, app := startPair(t)
+			id := "lost-caller-" + strings.ReplaceAll(lose, " ", "-")
+			if r := <-laptop.callAsync("/v1/peers/studio/notes/answer/"+id, id, "10"); r.Outcome() != "answered" {
+				t.Fatalf("the call: %d %q %s", r.Status, r.Outcome(), r.Body)
+			}
+			laptop.kill(t)
+			db := filepath.Join(laptop.dir, "delta.db")
+			switch lose {
+			case "emptied":
+				for _, f := range []string{db, db + "-wal", db + "-shm"} {
+					os.Remove(f)
+				}
+			case "wal removed":
+				os.Remove(db + "-wal")
+				os.Remove(db + "-shm")
+			}
+			laptop.start(t)
+			if !laptop.log.Contains("JOURNAL CONTINUITY BROKEN") {
+				t.Errorf("the caller's log does not say its journal's continuity broke:\n%s", laptop.log)
+			}
+			r := <-laptop.callAsync("/v1/peers/studio/notes/answer/"+id, id, "10")
+			if r.Outcome() != "answered" || r.Header.Get("X-Delta-Replayed") != "true" {
+				t.Fatalf("the same call again after the caller lost its journal: %d %q (replayed %q) %s, want the owner's stored answer",
+					r.Status, r.Outcome(), r.Header.Get("X-Delta-Replayed"), r.Body)
+			}
+			if n := app.Effects("/answer/" + id); n != 1 {
+				t.Fatalf("the owner app acted %d times, want once", n)
+			}
+		})
+	}
+}

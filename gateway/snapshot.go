@@ -46,8 +46,9 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 		s.Received = append(s.Received, receivedView(r))
 	}
 	if c, err := g.db.Continuity(ctx); err == nil && c.Broken != "" {
-		s.JournalWarning = "This computer's journal cannot vouch for the calls it received before " + c.Since.Local().Format("Mon 2 Jan 15:04") +
-			" (" + c.Broken + "): callers asking about them are told a person must check."
+		s.JournalWarning = "This computer's journal cannot vouch for the calls it received or sent before " + c.Since.Local().Format("Mon 2 Jan 15:04") +
+			" (" + c.Broken + "): callers asking about calls it received are told a person must check, and calls it sent may be missing from its list " +
+			"(an app that sends one again is answered by the owner, which keeps it; it is not carried out twice)."
 	}
 	b := g.db.Behind()
 	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull

@@ -72,11 +72,19 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 			}
 		}
 		if c.Request != nil {
-			return putRequest(ctx, tx, c.RequestID, c.Request)
+			if err := putRequest(ctx, tx, c.RequestID, c.Request); err != nil {
+				return err
+			}
+		}
+		if c.State == Sending { // one the journal must not lose: counted for continuity
+			return countReceipt(ctx, tx)
 		}
 		return nil
 	})
 	if err == nil && existing == nil {
+		if c.State == Sending {
+			d.continuityAfterReceipt()
+		}
 		d.notify()
 	}
 	return existing, err

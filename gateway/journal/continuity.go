@@ -13,14 +13,16 @@ import (
 )
 
 // Continuity: an owner's journal must never answer never_arrived for a
-// call it may have received. A journal that is new, emptied, truncated
+// call it may have received, and a caller's must say when calls it sent
+// may be missing from its list. A journal that is new, emptied, truncated
 // (its WAL lost), or restored from an older or another copy cannot vouch
 // for the time before it, so Delta tells it apart from the journal that
 // can, with two records that must agree:
 //
 //   - in the database (table meta): an incarnation id, made when the
-//     journal is made, and the count of receipts ever made (calls received
-//     and fences written), counted in the same transaction as each;
+//     journal is made, and the count of records ever made that it must
+//     not lose (calls received, fences written, and calls this computer
+//     began sending), counted in the same transaction as each;
 //   - in a file beside it (<journal>.continuity): the same incarnation and
 //     the count as of the last receipt, written after each commit.
 //
