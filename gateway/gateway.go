@@ -280,7 +280,7 @@ func (g *Gateway) Start() (err error) {
 	} else if c.Broken != "" {
 		g.log.Error("JOURNAL CONTINUITY BROKEN: this computer's journal cannot vouch for the calls its apps received before "+
 			c.Since.Local().Format(time.RFC3339)+"; callers asking about them are told it no longer knows (a person must check), never that they did not arrive; "+
-				"calls this computer sent before then may be missing from its list (one sent again is answered by its owner, which keeps it, not carried out twice)",
+			"calls this computer sent before then may be missing from its list (one sent again is answered by its owner, which keeps it, not carried out twice)",
 			"why", c.Broken)
 	}
 	if n, err := g.db.RecoverReceipts(ctx); err != nil {
