@@ -91,18 +91,20 @@ unit: deps
 
 test: vet vet-darwin package-check unit fuzz-short
 
-# soak runs the fault soak (app TestFaultSoak) for SOAK (make test runs it
-# for 60 s): 16 apps' calls under random faults, judged against the owner
-# app's log of effects. As root, inside the offline namespace like unit.
+# soak runs the fault soaks for SOAK each (make test runs them for 30 s in
+# static mode and 60 s in the lab): 16 apps' calls under random faults,
+# judged against the owner app's log of effects (app TestFaultSoak and,
+# as root, TestFaultSoakLab with roads pulled). As root, inside the
+# offline namespace like unit.
 SOAK ?= 5m
 soak: deps
 	@if [ "$$(id -u)" = 0 ]; then \
 	  tools/offline-ns down $(OFFLINE_NS); tools/offline-ns up $(OFFLINE_NS) || exit 1; \
 	  trap 'tools/offline-ns down $(OFFLINE_NS)' EXIT; \
-	  DELTA_SOAK=$(SOAK) $(GO) test -exec "$(CURDIR)/tools/offline-ns exec $(OFFLINE_NS)" -run '^TestFaultSoak$$' -v -timeout 90m ./app | grep -v 'level=INFO'; \
+	  DELTA_SOAK=$(SOAK) $(GO) test -exec "$(CURDIR)/tools/offline-ns exec $(OFFLINE_NS)" -run '^TestFaultSoak(Lab)?$$' -v -timeout 90m ./app | grep -v 'level=INFO'; \
 	  exit $${PIPESTATUS[0]}; \
 	else \
-	  DELTA_SOAK=$(SOAK) TS_NO_LOGS_NO_SUPPORT=true $(GO) test -run '^TestFaultSoak$$' -v -timeout 90m ./app; \
+	  DELTA_SOAK=$(SOAK) TS_NO_LOGS_NO_SUPPORT=true $(GO) test -run '^TestFaultSoak(Lab)?$$' -v -timeout 90m ./app; \
 	fi
 
 # Fuzz targets: header and request-id validation, names, paths, the
