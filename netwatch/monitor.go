@@ -2,6 +2,7 @@ package netwatch
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -33,7 +34,11 @@ func Read(roadsOverride map[string]roads.Road) State {
 				}
 			}
 		}
-		c := Classify(ifc.Name, ifc.Flags, driver(ifc.Name), addrs)
+		c := Classify(ifc.Name, ifc.Flags, driver(ifc.Name), addrs, linkMedia(ifc.Name))
+		c.Index = ifc.Index
+		if wireless(ifc.Name) {
+			c.Wireless = true
+		}
 		if r, ok := roadsOverride[ifc.Name]; ok && c.Road != "" {
 			c.Road = r
 		}
@@ -210,7 +215,11 @@ func (m *Monitor) receive(events chan<- struct{}) {
 			return
 		default:
 		}
-		if err != nil && !errors.Is(err, errClosed) {
+		var pe *ParsePanicError
+		switch {
+		case errors.As(err, &pe):
+			m.log.Warn("netwatch: a routing message could not be parsed; reading the interfaces again", "panic", fmt.Sprint(pe.Panic), "message", fmt.Sprintf("% 02x", pe.Msg))
+		case err != nil && !errors.Is(err, errClosed):
 			m.log.Debug("netwatch: receive", "err", err) // ENOBUFS: events were lost; the re-read covers them
 		}
 		select {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,8 +36,46 @@ type Interface struct {
 	// Running reports whether the interface is up with a carrier (a pulled
 	// cable clears it while the interface stays up).
 	Running bool
+	// Index is the OS's interface index; Wireless says it is Wi-Fi (from
+	// its media on macOS, /sys on Linux). They order two interfaces on one
+	// network (InterfaceFor).
+	Index    int
+	Wireless bool
+	// Local are every address of the interface, a road or not (a VM
+	// adapter's, a tunnel's): Owns asks them.
+	Local []netip.Addr
 	// Why says why Road is empty.
 	Why string
+}
+
+// Media is an interface's link state as the OS reports it apart from its
+// flags: on macOS SIOCGIFMEDIA, because IFF_RUNNING stays set there on a
+// link that ifconfig shows as "status: inactive" (a pulled Thunderbolt or
+// Ethernet cable). Known is false where the OS has none (Linux, whose
+// IFF_RUNNING is the carrier, and interfaces without media).
+type Media struct {
+	Known    bool
+	Active   bool
+	Wireless bool
+}
+
+// ifmediareq's bits (net/if_media.h): ifm_status's IFM_AVALID (the status
+// is valid) and IFM_ACTIVE (the link is up), and the type of ifm_active
+// (IFM_TYPE: IFM_ETHER, IFM_IEEE80211).
+const (
+	ifmAvalid    = 0x1
+	ifmActive    = 0x2
+	ifmTypeMask  = 0xe0
+	ifmIEEE80211 = 0x80
+)
+
+// MediaFromIfmediareq reads SIOCGIFMEDIA's ifm_status and ifm_active. It
+// is pure, for table tests on every OS.
+func MediaFromIfmediareq(status, active int) Media {
+	if status&ifmAvalid == 0 {
+		return Media{Wireless: active&ifmTypeMask == ifmIEEE80211}
+	}
+	return Media{Known: true, Active: status&ifmActive != 0, Wireless: active&ifmTypeMask == ifmIEEE80211}
 }
 
 // Current reads and classifies this computer's interfaces, sorted by name.
@@ -53,10 +92,21 @@ func Current() []Interface {
 var tunnelPrefixes = []string{"utun", "tailscale", "wg", "tun", "tap", "ipsec", "ppp",
 	"awdl", "llw", "p2p", "ap1", "anpi", "gif", "stf", "XHC", "docker", "virbr"}
 
+// vmPrefixes name a virtual machine's or an overlay's adapters, whose
+// private addresses are this computer's own business (VirtualBox gives
+// every Mac 192.168.56.1): VirtualBox, VMware Fusion, Parallels, ZeroTier,
+// Apple Virtualization.
+var vmPrefixes = []string{"vboxnet", "vmnet", "vnic", "feth", "vmenet"}
+
 // Classify decides what an interface is from its name, flags, driver (Linux;
-// "" elsewhere) and addresses. It is pure, for table tests.
-func Classify(name string, flags net.Flags, driver string, prefixes []netip.Prefix) Interface {
-	ifc := Interface{Name: name, Running: flags&net.FlagUp != 0 && flags&net.FlagRunning != 0}
+// "" elsewhere), addresses and media (macOS; the zero Media elsewhere). It
+// is pure, for table tests.
+func Classify(name string, flags net.Flags, driver string, prefixes []netip.Prefix, media Media) Interface {
+	ifc := Interface{Name: name, Running: flags&net.FlagUp != 0 && flags&net.FlagRunning != 0 && (!media.Known || media.Active),
+		Wireless: media.Wireless}
+	for _, p := range prefixes {
+		ifc.Local = append(ifc.Local, p.Addr().WithZone(""))
+	}
 	switch {
 	case flags&net.FlagLoopback != 0:
 		ifc.Why = "loopback"
@@ -68,6 +118,12 @@ func Classify(name string, flags net.Flags, driver string, prefixes []netip.Pref
 	for _, p := range tunnelPrefixes {
 		if strings.HasPrefix(name, p) {
 			ifc.Why = "a tunnel or not a road (" + p + "*)"
+			return ifc
+		}
+	}
+	for _, p := range vmPrefixes {
+		if strings.HasPrefix(name, p) {
+			ifc.Why = "a virtual machine's or an overlay's adapter (" + p + "*)"
 			return ifc
 		}
 	}
@@ -110,18 +166,54 @@ func driver(name string) string {
 // InterfaceFor returns the running interface of st, of the given road,
 // whose network holds ip: the interface a road's connections to ip must be
 // bound to. It returns "" if there is none (loopback, or a routed address).
+// Of two on networks equally narrow (a Mac on one /24 by Wi-Fi and by
+// Ethernet), the wired one wins, then the lower index, then the name: the
+// same one every time.
 func (st State) InterfaceFor(road roads.Road, ip netip.Addr) string {
 	ip = ip.WithZone("")
-	best, bits := "", -1
-	for name, ifc := range st {
+	var best *Interface
+	bits := -1
+	for _, ifc := range st {
 		if ifc.Road != road || !ifc.Running {
 			continue
 		}
 		for _, n := range ifc.Nets {
-			if n.Contains(ip) && n.Bits() > bits {
-				best, bits = name, n.Bits()
+			if !n.Contains(ip) {
+				continue
+			}
+			if n.Bits() > bits || n.Bits() == bits && before(ifc, *best) {
+				ifc := ifc
+				best, bits = &ifc, n.Bits()
 			}
 		}
 	}
-	return best
+	if best == nil {
+		return ""
+	}
+	return best.Name
+}
+
+// before orders two interfaces on one network: wired first, then the lower
+// index, then the name.
+func before(a, b Interface) bool {
+	if a.Wireless != b.Wireless {
+		return !a.Wireless
+	}
+	if a.Index != b.Index {
+		return a.Index < b.Index
+	}
+	return a.Name < b.Name
+}
+
+// Owns reports whether ip is one of the addresses of st's interfaces: a
+// peer's road to it would lead back to this computer (two Macs with
+// VirtualBox both have 192.168.56.1, and a hello may carry it).
+func (st State) Owns(ip netip.Addr) bool {
+	ip = ip.WithZone("")
+	for _, ifc := range st {
+		if slices.Contains(ifc.Local, ip) {
+			return true
+		}
+	}
+	return false
 }

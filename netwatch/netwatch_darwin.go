@@ -3,13 +3,18 @@ package netwatch
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"syscall"
 
 	"golang.org/x/net/route"
+	"golang.org/x/sys/unix"
 )
 
-// rtMon receives interface and address messages from the routing socket.
+// rtMon receives messages from the routing socket, modelled on Tailscale's
+// net/netmon/netmon_darwin.go (darwinRouteMon): interface, address and
+// route messages are changes unless isChange says not, and a panic in
+// route.ParseRIB is recovered.
 type rtMon struct {
 	f   *os.File
 	buf []byte
@@ -27,8 +32,9 @@ func newOSMon() (osMon, error) {
 	return &rtMon{f: os.NewFile(uintptr(fd), "route"), buf: make([]byte, 64<<10)}, nil
 }
 
-// Receive returns after a message about an interface or an address; other
-// routing messages (routes come and go all the time) are skipped.
+// Receive returns after a message that may mean a change (the caller reads
+// the interfaces again); routine ones (RTM_MISS, link-local routes,
+// tunnels) are skipped.
 func (m *rtMon) Receive() error {
 	for {
 		n, err := m.f.Read(m.buf)
@@ -38,17 +44,72 @@ func (m *rtMon) Receive() error {
 		if err != nil {
 			return err
 		}
-		msgs, err := route.ParseRIB(route.RIBTypeRoute, m.buf[:n])
+		msgs, err := parseRIB(m.buf[:n])
 		if err != nil {
-			return nil // unknown message: re-read to be safe
+			return err // unparsable (or a recovered panic): read again to be safe
 		}
 		for _, msg := range msgs {
-			switch msg.(type) {
-			case *route.InterfaceMessage, *route.InterfaceAddrMessage, *route.InterfaceAnnounceMessage:
+			if isChange(toRouteMsg(msg)) {
 				return nil
 			}
 		}
 	}
 }
 
+// parseRIB is route.ParseRIB with a recover ("permanent panic protection,
+// as we have been burned by ParseRIB panics too many times": Tailscale).
+func parseRIB(b []byte) (msgs []route.Message, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			msgs, err = nil, &ParsePanicError{Panic: p, Msg: append([]byte(nil), b...)}
+		}
+	}()
+	return route.ParseRIB(route.RIBTypeRoute, b)
+}
+
+// toRouteMsg reads what isChange needs from a message.
+func toRouteMsg(msg route.Message) routeMsg {
+	switch msg := msg.(type) {
+	case *route.RouteMessage:
+		return routeMsg{Kind: kindRoute, Type: msg.Type, Dst: ipOf(addrAt(msg.Addrs, unix.RTAX_DST)), Interface: linkName(msg.Addrs)}
+	case *route.InterfaceAddrMessage:
+		return routeMsg{Kind: kindIfAddr, Type: msg.Type, Interface: linkName(msg.Addrs)}
+	case *route.InterfaceMulticastAddrMessage:
+		return routeMsg{Kind: kindIfMaddr, Type: msg.Type}
+	case *route.InterfaceMessage:
+		return routeMsg{Kind: kindIfInfo, Type: msg.Type, Interface: msg.Name}
+	case *route.InterfaceAnnounceMessage:
+		return routeMsg{Kind: kindIfAnnounce, Type: msg.Type, Interface: msg.Name}
+	}
+	return routeMsg{Kind: kindOther}
+}
+
+// addrAt is addrs[i] (an RTAX_* index, net/route.h), if there is one.
+func addrAt(addrs []route.Addr, i int) route.Addr {
+	if len(addrs) > i {
+		return addrs[i]
+	}
+	return nil
+}
+
+func linkName(addrs []route.Addr) string {
+	if la, ok := addrAt(addrs, unix.RTAX_IFP).(*route.LinkAddr); ok {
+		return la.Name
+	}
+	return ""
+}
+
+func ipOf(a route.Addr) netip.Addr {
+	switch a := a.(type) {
+	case *route.Inet4Addr:
+		return netip.AddrFrom4(a.IP)
+	case *route.Inet6Addr:
+		return netip.AddrFrom16(a.IP)
+	}
+	return netip.Addr{}
+}
+
 func (m *rtMon) Close() error { return m.f.Close() }
+
+// rtmMiss is unix.RTM_MISS (a build fails if not).
+var _ = [1]struct{}{}[unix.RTM_MISS-rtmMiss]

@@ -38,8 +38,14 @@ func TestClassify(t *testing.T) {
 		{"wg0", up, "", p("10.8.0.1/24"), "", 0},
 		{"awdl0", up, "", p("fe80::2/64"), "", 0},
 		{"en5", up, "", p("fe80::2/64"), "", 0},
+		// A developer's Mac: VM and overlay adapters are never roads.
+		{"vboxnet0", up, "", p("192.168.56.1/24"), "", 0},
+		{"vmnet8", up, "", p("172.16.150.1/24"), "", 0},
+		{"vnic0", up, "", p("10.211.55.2/24"), "", 0},
+		{"feth3071", up, "", p("10.147.17.5/24"), "", 0},
+		{"vmenet0", up, "", nil, "", 0},
 	} {
-		got := Classify(tc.name, tc.flags, tc.driver, tc.addrs)
+		got := Classify(tc.name, tc.flags, tc.driver, tc.addrs, Media{})
 		if got.Road != tc.road || len(got.Addrs) != tc.n || (got.Road == "" && got.Why == "") {
 			t.Errorf("%s (%s): %+v, want road %q with %d addresses", tc.name, tc.driver, got, tc.road, tc.n)
 		}
@@ -57,7 +63,7 @@ func TestCurrent(t *testing.T) {
 func TestInterfaceFor(t *testing.T) {
 	st := State{}
 	add := func(name string, flags net.Flags, p string) {
-		st[name] = Classify(name, flags, "", []netip.Prefix{netip.MustParsePrefix(p)})
+		st[name] = Classify(name, flags, "", []netip.Prefix{netip.MustParsePrefix(p)}, Media{})
 	}
 	run := net.FlagUp | net.FlagRunning
 	add("en0", run, "169.254.10.2/16")
@@ -77,6 +83,117 @@ func TestInterfaceFor(t *testing.T) {
 	} {
 		if got := st.InterfaceFor(tc.road, netip.MustParseAddr(tc.ip)); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.road, tc.ip, got, tc.want)
+		}
+	}
+}
+
+// TestMediaOnMacOS: macOS keeps IFF_RUNNING set on a link that ifconfig
+// shows as "status: inactive" (from an ifconfig fixture: "en1:
+// flags=8963<UP,BROADCAST,SMART,RUNNING,PROMISC,SIMPLEX,MULTICAST> …
+// status: inactive" for a Thunderbolt port, and "bridge0:
+// flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> … member: en1
+// … status: inactive"); SIOCGIFMEDIA's status decides.
+func TestMediaOnMacOS(t *testing.T) {
+	const ether, wifi = 0x20, 0x80 // IFM_ETHER, IFM_IEEE80211
+	for _, tc := range []struct {
+		status, active int
+		want           Media
+	}{
+		{0x3, ether, Media{Known: true, Active: true}},                       // IFM_AVALID|IFM_ACTIVE: "status: active"
+		{0x1, ether, Media{Known: true}},                                     // IFM_AVALID alone: "status: inactive"
+		{0x0, ether, Media{}},                                                // no valid status: flags decide
+		{0x3, wifi | 0x16, Media{Known: true, Active: true, Wireless: true}}, // Wi-Fi, with a subtype
+	} {
+		if got := MediaFromIfmediareq(tc.status, tc.active); got != tc.want {
+			t.Errorf("MediaFromIfmediareq(%#x, %#x) = %+v, want %+v", tc.status, tc.active, got, tc.want)
+		}
+	}
+	// 0x8963 and 0x8863 in ifconfig are BSD's bits; Go's net.Flags of them:
+	flags := net.FlagUp | net.FlagBroadcast | net.FlagRunning | net.FlagMulticast
+	tb := []netip.Prefix{netip.MustParsePrefix("169.254.3.1/16")}
+	if got := Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x1, ether)); got.Road != roads.Thunderbolt || got.Running {
+		t.Errorf("bridge0 with status: inactive: %+v, want a thunderbolt road that is not running", got)
+	}
+	if got := Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x3, ether)); !got.Running {
+		t.Errorf("bridge0 with status: active: %+v, want running", got)
+	}
+	if got := Classify("en0", flags, "", []netip.Prefix{netip.MustParsePrefix("192.168.1.237/24")}, Media{}); !got.Running {
+		t.Errorf("an interface without media: %+v, want its flags to decide (running)", got)
+	}
+	// The pull seen: Diff says the road was lost.
+	before := State{"bridge0": Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x3, ether))}
+	after := State{"bridge0": Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x1, ether))}
+	if c := Diff(before, after); len(c.Lost) != 1 || c.Lost[0] != "bridge0" {
+		t.Errorf("a pulled cable on macOS: %+v, want bridge0 lost", c)
+	}
+}
+
+// TestInterfaceForTies: a Mac on one /24 by Wi-Fi (en0) and by Ethernet
+// (en7), as in an ifconfig fixture (en0 192.168.1.237, en7 192.168.1.204):
+// the wired one, every time; of two wired, the lower index; a narrower
+// network wins over both.
+func TestInterfaceForTies(t *testing.T) {
+	mk := func(name string, index int, wireless bool, prefix string) Interface {
+		ifc := Classify(name, net.FlagUp|net.FlagRunning, "", []netip.Prefix{netip.MustParsePrefix(prefix)}, Media{})
+		ifc.Index, ifc.Wireless = index, wireless
+		return ifc
+	}
+	peer := netip.MustParseAddr("192.168.1.20")
+	for range 20 { // map order changes from run to run
+		st := State{"en0": mk("en0", 4, true, "192.168.1.237/24"), "en7": mk("en7", 12, false, "192.168.1.204/24")}
+		if got := st.InterfaceFor(roads.LAN, peer); got != "en7" {
+			t.Fatalf("Wi-Fi and Ethernet on one /24: %q, want en7 (wired)", got)
+		}
+		st = State{"en8": mk("en8", 14, false, "192.168.1.30/24"), "en7": mk("en7", 12, false, "192.168.1.204/24")}
+		if got := st.InterfaceFor(roads.LAN, peer); got != "en7" {
+			t.Fatalf("two wired on one /24: %q, want en7 (the lower index)", got)
+		}
+		st = State{"en0": mk("en0", 4, true, "192.168.1.17/28"), "en7": mk("en7", 12, false, "192.168.1.204/24")}
+		if got := st.InterfaceFor(roads.LAN, peer); got != "en0" {
+			t.Fatalf("a narrower network: %q, want en0", got)
+		}
+	}
+}
+
+// TestOwns: a peer's road to one of this computer's own addresses (both
+// Macs have VirtualBox's 192.168.56.1) leads back here, adapters that are
+// not roads included.
+func TestOwns(t *testing.T) {
+	st := State{}
+	for name, p := range map[string]string{"vboxnet0": "192.168.56.1/24", "en0": "192.168.1.237/24"} {
+		st[name] = Classify(name, net.FlagUp|net.FlagRunning, "", []netip.Prefix{netip.MustParsePrefix(p)}, Media{})
+	}
+	for ip, want := range map[string]bool{"192.168.56.1": true, "192.168.1.237": true, "192.168.1.20": false} {
+		if got := st.Owns(netip.MustParseAddr(ip)); got != want {
+			t.Errorf("Owns(%s) = %v, want %v", ip, got, want)
+		}
+	}
+}
+
+// TestIsChange: which routing messages (macOS) make the monitor read the
+// interfaces again, after Tailscale's netmon_darwin.go.
+func TestIsChange(t *testing.T) {
+	const rtmAdd, rtmDelete = 0x1, 0x2
+	for _, tc := range []struct {
+		what string
+		m    routeMsg
+		want bool
+	}{
+		{"a default route changes", routeMsg{Kind: kindRoute, Type: rtmAdd, Dst: netip.MustParseAddr("0.0.0.0"), Interface: "en0"}, true},
+		{"a route is deleted on bridge0", routeMsg{Kind: kindRoute, Type: rtmDelete, Dst: netip.MustParseAddr("169.254.0.0"), Interface: "bridge0"}, true},
+		{"RTM_MISS", routeMsg{Kind: kindRoute, Type: rtmMiss, Dst: netip.MustParseAddr("192.168.1.9")}, false},
+		{"a link-local destination", routeMsg{Kind: kindRoute, Type: rtmAdd, Dst: netip.MustParseAddr("fe80::b476:66ff:fe30:c8f6"), Interface: "en0"}, false},
+		{"a route on utun3", routeMsg{Kind: kindRoute, Type: rtmAdd, Dst: netip.MustParseAddr("100.64.0.0"), Interface: "utun3"}, false},
+		{"an address on awdl0", routeMsg{Kind: kindIfAddr, Interface: "awdl0"}, false},
+		{"an address on vboxnet0", routeMsg{Kind: kindIfAddr, Interface: "vboxnet0"}, false},
+		{"an address on en0", routeMsg{Kind: kindIfAddr, Interface: "en0"}, true},
+		{"a multicast address", routeMsg{Kind: kindIfMaddr}, false},
+		{"RTM_IFINFO (a link's state)", routeMsg{Kind: kindIfInfo, Interface: "en1"}, true},
+		{"an interface arrives", routeMsg{Kind: kindIfAnnounce, Interface: "en9"}, true},
+		{"something else", routeMsg{Kind: kindOther}, true},
+	} {
+		if got := isChange(tc.m); got != tc.want {
+			t.Errorf("%s: isChange = %v, want %v", tc.what, got, tc.want)
 		}
 	}
 }

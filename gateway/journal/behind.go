@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	sqlite3 "github.com/mattn/go-sqlite3"
 )
 
 // Outcomes the journal could not write (a full disk, an I/O error) are
@@ -58,12 +56,6 @@ func (d *DB) Behind() Behind {
 		return Behind{}
 	}
 	return Behind{Held: n, Since: b.since, Err: b.lastErr, DiskFull: IsDiskFull(b.lastErr)}
-}
-
-// IsDiskFull reports whether err is SQLite's "database or disk is full".
-func IsDiskFull(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && se.Code == sqlite3.ErrFull
 }
 
 // holdable reports whether a failed write is held rather than reported:

@@ -127,10 +127,8 @@ func (n *Node) candidatesLocked(p *peer) []roads.Candidate {
 		if err != nil {
 			continue
 		}
-		iface := n.ifaces.InterfaceFor(hr.Road, ap.Addr())
-		if iface == "" && !ap.Addr().IsLoopback() {
-			// No running interface of this road reaches it now (a cable
-			// pulled): no such road until one does.
+		iface, ok := localRoad(n.ifaces, hr.Road, ap.Addr())
+		if !ok {
 			continue
 		}
 		road, addr := hr.Road, hr.Address
@@ -138,6 +136,23 @@ func (n *Node) candidatesLocked(p *peer) []roads.Candidate {
 			Dial: func(ctx context.Context) (net.Conn, error) { return n.dialLocal(ctx, p, road, addr, iface) }})
 	}
 	return cands
+}
+
+// localRoad decides whether a peer's lan or thunderbolt address from its
+// hello is a road from here, and the local interface it is bound to: not
+// one of this computer's own addresses (two Macs with VirtualBox both have
+// 192.168.56.1: a road to it leads back here), and only while a running
+// interface of that road reaches it (not after a cable is pulled).
+// Loopback addresses, in tests, need no interface.
+func localRoad(st netwatch.State, road roads.Road, ip netip.Addr) (iface string, ok bool) {
+	if ip.IsLoopback() {
+		return "", true
+	}
+	if st.Owns(ip) {
+		return "", false
+	}
+	iface = st.InterfaceFor(road, ip)
+	return iface, iface != ""
 }
 
 // dialLocal connects to a peer's lan or thunderbolt address, bound to the
