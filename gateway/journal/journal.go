@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,6 +65,22 @@ type Options struct {
 	Now func() time.Time
 }
 
+// connPragmas are run on every new connection of a journal on goos. On
+// macOS, fsync(2) leaves the data in the drive's cache, and SQLite issues
+// F_FULLFSYNC only with fullfsync (and, for WAL checkpoints,
+// checkpoint_fullfsync) on: without them a "durable" receipt is not
+// durable across a power loss on Apple hardware. mattn's DSN has no key
+// for them, so a ConnectHook runs them (driver_cgo.go).
+func connPragmas(goos string) []string {
+	if goos == "darwin" || goos == "ios" {
+		return []string{"PRAGMA fullfsync = ON", "PRAGMA checkpoint_fullfsync = ON"}
+	}
+	return nil
+}
+
+// onConnect are the pragmas this build runs on every connection.
+var onConnect = connPragmas(runtime.GOOS)
+
 // Open opens (creating if needed) the journal at path and brings its schema
 // up to date.
 func Open(path string, opts Options) (*DB, error) {
@@ -73,7 +90,7 @@ func Open(path string, opts Options) (*DB, error) {
 	q.Set("_busy_timeout", "10000")
 	q.Set("_txlock", "immediate")
 	q.Set("_foreign_keys", "on")
-	db, err := sql.Open("sqlite3", "file:"+uriPath(path)+"?"+q.Encode())
+	db, err := sql.Open(driverName, "file:"+uriPath(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}

@@ -1,0 +1,7 @@
+//go:build !cgo
+
+package journal
+
+// driverName is mattn's stub without cgo: it opens nothing (a build without
+// cgo is for vetting only).
+const driverName = "sqlite3"
