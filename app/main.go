@@ -219,33 +219,53 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	sd := &ui.Shutdown{Close: func() error {
+		log.Info("stopping: listeners close first, calls in flight are recorded")
+		err := g.Close()
+		if node != nil {
+			if cerr := node.Close(); err == nil {
+				err = cerr
+			}
+		}
+		return err
+	}}
 	if withTray {
-		runTray(ctx, g, log)
+		runTray(ctx, g, log, sd)
 	} else {
 		<-ctx.Done()
 	}
-	log.Info("stopping: listeners close first, calls in flight are recorded")
-	err = g.Close()
-	if node != nil {
-		if cerr := node.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
+	return sd.Finish()
 }
+
+// exitWait bounds how long the tray's exit callback (the system's
+// terminate on macOS: logout, restart) waits for the gateway to close
+// before AppKit exits the process: calls in flight are recorded by then,
+// or recovered at the next start.
+const exitWait = 10 * time.Second
 
 // runTray runs the menu and notifications on the main goroutine until Quit
 // or ctx ends (a signal), and waits for them to stop.
-func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger) {
+func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.Shutdown) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	go func() {
 		<-ctx.Done()
-		ui.QuitSystray()
+		ui.QuitSystray(sd)
 	}()
-	ui.RunSystray(log, func(t *ui.Systray) {
+	onExit := func() {
+		// The system's terminate (macOS), or systray's own exit: AppKit
+		// exit()s the process when this returns. No tray call here.
+		sd.Begin()
+		cancel()
+		if err, done := sd.FinishWithin(exitWait); !done {
+			log.Error("the gateway did not close within the exit's limit; what it had not recorded is recovered at the next start", "limit", exitWait)
+		} else if err != nil {
+			log.Error("closing the gateway", "err", err)
+		}
+	}
+	ui.RunSystray(log, sd, func(t *ui.Systray) {
 		log.Info("tray is up")
-		app := &ui.App{Source: g, Tray: t, Log: log, Quit: ui.QuitSystray}
+		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting}
 		wg.Go(func() { app.Run(ctx) })
 		n := &ui.Notifier{Events: g.CallEvents(), Sender: ui.SystemSender(), Log: log}
 		wg.Go(func() {
@@ -253,7 +273,7 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger) {
 				log.Error("notifications stopped", "err", err)
 			}
 		})
-	})
+	}, onExit)
 	cancel()
 	wg.Wait()
 }

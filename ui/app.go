@@ -60,6 +60,9 @@ type App struct {
 	Quit func()
 	// Now is the clock for ages. If nil, time.Now.
 	Now func() time.Time
+	// Quitting, if not nil, reports a quit in progress: the menu is not
+	// drawn again (on macOS a tray call then may never return).
+	Quitting func() bool
 
 	wg sync.WaitGroup
 }
@@ -98,6 +101,14 @@ func (a *App) Run(ctx context.Context) {
 	}
 }
 
+// show shows m, unless a quit is in progress.
+func (a *App) show(m Menu) {
+	if a.Quitting != nil && a.Quitting() {
+		return
+	}
+	a.Tray.Show(m)
+}
+
 // draw shows the menu as it is now and returns when to draw again even if
 // nothing changes: ages tick, hold-downs end.
 func (a *App) draw(ctx context.Context) time.Duration {
@@ -109,7 +120,7 @@ func (a *App) draw(ctx context.Context) time.Duration {
 		return 5 * time.Second
 	}
 	now := a.Now()
-	a.Tray.Show(Build(snap, now))
+	a.show(Build(snap, now))
 	next := time.Minute - time.Duration(now.Second())*time.Second // ages are in minutes beyond the first
 	if len(snap.Unsettled) > 0 {
 		next = min(next, 10*time.Second)

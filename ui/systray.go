@@ -27,24 +27,33 @@ type Systray struct {
 	shape string
 	level Level
 	items map[string]*systray.MenuItem
+	sd    *Shutdown
 }
 
 // RunSystray runs the system tray on the calling goroutine, which must be
 // the main one (macOS needs it), until QuitSystray. ready runs once the tray
-// is up, on its own goroutine; after RunSystray returns, clean up (on
-// macOS systray's exit callback is not called).
-func RunSystray(log *slog.Logger, ready func(t *Systray)) {
-	t := &Systray{log: log, clicks: make(chan Action, 16), items: map[string]*systray.MenuItem{}}
+// is up, on its own goroutine. onExit is systray's exit callback: on macOS
+// the system's terminate (logout, restart, Activity Monitor's Quit) runs it
+// and then exit()s, so it must close what needs closing, within a bounded
+// time and without touching the tray (Shutdown); after a QuitSystray,
+// RunSystray returns (fyne does not call onExit on macOS then: clean up
+// after it too).
+func RunSystray(log *slog.Logger, sd *Shutdown, ready func(t *Systray), onExit func()) {
+	t := &Systray{log: log, clicks: make(chan Action, 16), items: map[string]*systray.MenuItem{}, sd: sd}
 	systray.Run(func() {
 		t.setIcon(OK)
 		systray.SetTooltip("Delta")
 		ready(t)
-	}, nil)
+	}, onExit)
 }
 
-// QuitSystray makes RunSystray return. It may be called from any goroutine,
-// more than once.
-func QuitSystray() { systray.Quit() }
+// QuitSystray makes RunSystray return: the quit is marked first (sd), so
+// that no tray update starts that the stopped main loop would never serve.
+// It may be called from any goroutine, more than once.
+func QuitSystray(sd *Shutdown) {
+	sd.Begin()
+	systray.Quit()
+}
 
 // Clicks implements Tray.
 func (t *Systray) Clicks() <-chan Action { return t.clicks }
@@ -62,6 +71,9 @@ func (t *Systray) setIcon(l Level) {
 // Show implements Tray: items whose keys did not move are updated in place
 // (an open menu stays open); otherwise the menu is rebuilt.
 func (t *Systray) Show(m Menu) {
+	if t.sd.Quitting() { // fyne's calls wait for the main thread, which no longer serves them
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if m.Level != t.level {

@@ -12,12 +12,12 @@ const TrayAvailable = false
 type Systray struct{}
 
 // RunSystray is not reached in a build without a tray (TrayAvailable).
-func RunSystray(log *slog.Logger, ready func(t *Systray)) {
+func RunSystray(log *slog.Logger, sd *Shutdown, ready func(t *Systray), onExit func()) {
 	log.Error("this build of Delta has no tray: macOS's menu bar needs cgo")
 }
 
 // QuitSystray does nothing in a build without a tray.
-func QuitSystray() {}
+func QuitSystray(sd *Shutdown) { sd.Begin() }
 
 // Clicks implements Tray.
 func (t *Systray) Clicks() <-chan Action { return nil }
