@@ -263,11 +263,16 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 			log.Error("closing the gateway", "err", err)
 		}
 	}
+	var sender ui.SenderCloser
 	ui.RunSystray(log, sd, func(t *ui.Systray) {
 		log.Info("tray is up")
-		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting}
+		// Made once the tray runs: on macOS the notification center
+		// needs the application.
+		notes := make(chan ui.Action, 16)
+		sender = ui.SystemSender(log, notes)
+		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting, Notes: notes}
 		wg.Go(func() { app.Run(ctx) })
-		n := &ui.Notifier{Events: g.CallEvents(), Sender: ui.SystemSender(), Log: log}
+		n := &ui.Notifier{Events: g.CallEvents(), Sender: sender, Log: log}
 		wg.Go(func() {
 			if err := n.Run(ctx); err != nil {
 				log.Error("notifications stopped", "err", err)
@@ -276,6 +281,9 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 	}, onExit)
 	cancel()
 	wg.Wait()
+	if sender != nil {
+		sender.Close()
+	}
 }
 
 func envOr(name, def string) string {

@@ -63,6 +63,9 @@ type App struct {
 	// Quitting, if not nil, reports a quit in progress: the menu is not
 	// drawn again (on macOS a tray call then may never return).
 	Quitting func() bool
+	// Notes, if not nil, delivers the actions clicked on notifications
+	// ("Open status page", "Ask now"), done as menu clicks are.
+	Notes <-chan Action
 
 	wg sync.WaitGroup
 }
@@ -96,6 +99,8 @@ func (a *App) Run(ctx context.Context) {
 			next := a.draw(ctx)
 			redraw.Reset(next)
 		case act := <-a.Tray.Clicks():
+			a.do(ctx, act)
+		case act := <-a.Notes:
 			a.do(ctx, act)
 		}
 	}
@@ -147,6 +152,10 @@ func (a *App) do(ctx context.Context, act Action) {
 		// person confirms (the login keeps the #fragment).
 		url := a.Source.LoginLink()
 		switch act.Kind {
+		case ActOpen:
+			if act.CallID != "" { // a notification's "Open status page"
+				url += "#call-" + act.CallID
+			}
 		case ActDismiss:
 			url += "#call-" + act.CallID
 		case ActSettle:

@@ -15,6 +15,32 @@ import (
 type Note struct {
 	Title string
 	Body  string
+	// RequestID is the call the note is about, when it is about one: its
+	// actions ("Open status page", "Ask now") act on it.
+	RequestID string
+}
+
+// Notification actions: the keys a notification server (or the macOS
+// delegate) reports when a person clicks the note or one of its buttons.
+const (
+	NoteOpen = "open" // "Open status page" (also the note's body, "default")
+	NoteAsk  = "ask"  // "Ask now"
+)
+
+// NoteAction is what clicking a note's action asks for, as a menu click
+// would: the status page at the call, or asking its owner now. ok is false
+// for keys Delta did not give.
+func NoteAction(key, requestID string) (Action, bool) {
+	if requestID == "" {
+		return Action{Kind: ActOpen}, key == NoteOpen || key == "default"
+	}
+	switch key {
+	case NoteOpen, "default":
+		return Action{Kind: ActOpen, CallID: requestID}, true
+	case NoteAsk:
+		return Action{Kind: ActAsk, CallID: requestID}, true
+	}
+	return Action{}, false
 }
 
 // Sender shows notifications: the system's notification center on macOS,
@@ -183,34 +209,45 @@ func (n *Notifier) compose(ctx context.Context, evs []record.Event) []Note {
 // noteFor writes the notification for calls that all reached kind k.
 func noteFor(k noteKind, cs []*record.Call) Note {
 	if len(cs) == 1 {
-		c := cs[0]
-		line := view.CallLine(c)
-		switch k {
-		case noteUnsettled:
-			return Note{Title: "A write's outcome is unknown",
-				Body: fmt.Sprintf("%s left this computer and no answer came. Delta will not send it again; it is asking %s whether it was carried out.", line, c.Peer)}
-		case noteCarried, noteNotCarried:
-			if c.SettledBy != "" {
-				return Note{Title: "Write settled by you",
-					Body: fmt.Sprintf("%s: %s. Delta no longer asks %s about it.", line, capitalize(view.Words(c.State)), c.Peer)}
-			}
-		}
-		switch k {
-		case noteCarried:
-			return Note{Title: "Write carried out",
-				Body: fmt.Sprintf("%s: %s says it was carried out. Nothing more to do.", line, c.Peer)}
-		case noteNotCarried:
-			return Note{Title: "Write not carried out",
-				Body: fmt.Sprintf("%s: %s says it never arrived, so it was not carried out. It is safe to send it again.", line, c.Peer)}
-		default:
-			sent := ""
-			if c.Request != nil {
-				sent = " (sent: " + view.Excerpt(c.Request, 60) + ")"
-			}
-			return Note{Title: "A write needs you",
-				Body: fmt.Sprintf("%s%s: %s cannot tell whether its app carried it out. Check %s on %s, then open the status page at this write and choose It happened or It did not happen.", line, sent, c.Peer, c.App, c.Peer)}
+		n := noteForOne(k, cs[0])
+		n.RequestID = cs[0].RequestID
+		return n
+	}
+	return noteForMany(k, cs)
+}
+
+// noteForOne writes the notification for one call.
+func noteForOne(k noteKind, c *record.Call) Note {
+	line := view.CallLine(c)
+	switch k {
+	case noteUnsettled:
+		return Note{Title: "A write's outcome is unknown",
+			Body: fmt.Sprintf("%s left this computer and no answer came. Delta will not send it again; it is asking %s whether it was carried out.", line, c.Peer)}
+	case noteCarried, noteNotCarried:
+		if c.SettledBy != "" {
+			return Note{Title: "Write settled by you",
+				Body: fmt.Sprintf("%s: %s. Delta no longer asks %s about it.", line, capitalize(view.Words(c.State)), c.Peer)}
 		}
 	}
+	switch k {
+	case noteCarried:
+		return Note{Title: "Write carried out",
+			Body: fmt.Sprintf("%s: %s says it was carried out. Nothing more to do.", line, c.Peer)}
+	case noteNotCarried:
+		return Note{Title: "Write not carried out",
+			Body: fmt.Sprintf("%s: %s says it never arrived, so it was not carried out. It is safe to send it again.", line, c.Peer)}
+	default:
+		sent := ""
+		if c.Request != nil {
+			sent = " (sent: " + view.Excerpt(c.Request, 60) + ")"
+		}
+		return Note{Title: "A write needs you",
+			Body: fmt.Sprintf("%s%s: %s cannot tell whether its app carried it out. Check %s on %s, then open the status page at this write and choose It happened or It did not happen.", line, sent, c.Peer, c.App, c.Peer)}
+	}
+}
+
+// noteForMany writes the notification that counts calls of one kind.
+func noteForMany(k noteKind, cs []*record.Call) Note {
 	var lines []string
 	for i, c := range cs {
 		if i == 3 {

@@ -90,12 +90,19 @@ func (b *Bus) Connect() (*dbus.Conn, error) {
 
 // Notification is one Notify call the fake server received.
 type Notification struct {
+	ID                     uint32
 	AppName, Summary, Body string
-	HasImage               bool // an image-data hint came with it (Delta's icon)
+	HasImage               bool     // an image-data hint came with it (Delta's icon)
+	Actions                []string // key, label, key, label, …
 }
 
 // Notifications is a fake org.freedesktop.Notifications server.
 type Notifications struct {
+	// Caps are the capabilities it reports (SetCaps); ServeNotifications
+	// sets "body" and "icon-static" (no actions), as a minimal server does.
+	Caps []string
+
+	conn *dbus.Conn
 	mu   sync.Mutex
 	got  []Notification
 	wake chan struct{}
@@ -106,15 +113,31 @@ func (n *Notifications) Notify(appName string, replaces uint32, icon, summary, b
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, img := hints["image-data"]
-	n.got = append(n.got, Notification{AppName: appName, Summary: summary, Body: body, HasImage: img})
+	id := uint32(len(n.got) + 1)
+	n.got = append(n.got, Notification{ID: id, AppName: appName, Summary: summary, Body: body, HasImage: img, Actions: actions})
 	close(n.wake)
 	n.wake = make(chan struct{})
-	return uint32(len(n.got)), nil
+	return id, nil
+}
+
+// SetCaps sets the capabilities it reports.
+func (n *Notifications) SetCaps(caps ...string) {
+	n.mu.Lock()
+	n.Caps = caps
+	n.mu.Unlock()
+}
+
+// Invoke emits ActionInvoked for notification id, as a server does when
+// a person clicks one of its actions.
+func (n *Notifications) Invoke(id uint32, key string) error {
+	return n.conn.Emit("/org/freedesktop/Notifications", "org.freedesktop.Notifications.ActionInvoked", id, key)
 }
 
 // GetCapabilities implements org.freedesktop.Notifications.
 func (n *Notifications) GetCapabilities() ([]string, *dbus.Error) {
-	return []string{"body", "icon-static"}, nil
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.Caps, nil
 }
 
 // GetServerInformation implements org.freedesktop.Notifications.
@@ -128,7 +151,7 @@ func (n *Notifications) CloseNotification(id uint32) *dbus.Error { return nil }
 // ServeNotifications owns org.freedesktop.Notifications on the bus.
 func (b *Bus) ServeNotifications(t testing.TB) *Notifications {
 	t.Helper()
-	n := &Notifications{wake: make(chan struct{})}
+	n := &Notifications{wake: make(chan struct{}), Caps: []string{"body", "icon-static"}, conn: b.Conn}
 	if err := b.Conn.Export(n, "/org/freedesktop/Notifications", "org.freedesktop.Notifications"); err != nil {
 		t.Fatal(err)
 	}

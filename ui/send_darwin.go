@@ -1,0 +1,79 @@
+//go:build darwin && cgo
+
+package ui
+
+/*
+#cgo CFLAGS: -x objective-c -fobjc-arc
+#cgo LDFLAGS: -framework Foundation -framework UserNotifications
+#include <stdlib.h>
+
+void deltaNotifySetup(const char *openTitle, const char *askTitle);
+int deltaNotify(const char *title, const char *body, const char *requestID, char *errBuf, int errLen);
+*/
+import "C"
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"sync"
+	"unsafe"
+)
+
+// unSender shows notifications through UNUserNotificationCenter
+// (notify_darwin.m, after kolide/launcher's notify_darwin.{go,m}).
+type unSender struct {
+	log  *slog.Logger
+	acts chan<- Action
+}
+
+// The one sender whose delegate gets the clicks (a process has one
+// notification center).
+var (
+	noteMu   sync.Mutex
+	noteLog  *slog.Logger
+	noteActs chan<- Action
+)
+
+func systemSender(log *slog.Logger, acts chan<- Action) SenderCloser {
+	exe, _ := os.Executable()
+	if !bundled(exe) {
+		// UNUserNotificationCenter outside a bundle raises an exception,
+		// and macOS shows a bundle's notifications only.
+		return &logSender{log: log, why: "Delta runs unbundled (" + exe + "), and macOS shows only an app bundle's notifications; Delta.app shows them"}
+	}
+	noteMu.Lock()
+	noteLog, noteActs = log, acts
+	noteMu.Unlock()
+	open, ask := C.CString("Open status page"), C.CString("Ask now")
+	defer C.free(unsafe.Pointer(open))
+	defer C.free(unsafe.Pointer(ask))
+	C.deltaNotifySetup(open, ask)
+	return &unSender{log: log, acts: acts}
+}
+
+func (u *unSender) Send(n Note) error {
+	title, body, rid := C.CString(n.Title), C.CString(n.Body), C.CString(n.RequestID)
+	defer C.free(unsafe.Pointer(title))
+	defer C.free(unsafe.Pointer(body))
+	defer C.free(unsafe.Pointer(rid))
+	var buf [256]C.char
+	if C.deltaNotify(title, body, rid, &buf[0], C.int(len(buf))) != 0 {
+		return errors.New("notification center: " + C.GoString(&buf[0]))
+	}
+	return nil
+}
+
+func (u *unSender) Close() error { return nil }
+
+// deltaNoteAction is the delegate's click, handed to Go.
+//
+//export deltaNoteAction
+func deltaNoteAction(action, requestID *C.char) {
+	noteMu.Lock()
+	log, acts := noteLog, noteActs
+	noteMu.Unlock()
+	if log != nil {
+		deliver(log, acts, C.GoString(action), C.GoString(requestID))
+	}
+}
