@@ -154,6 +154,10 @@ func run(args []string, stderr io.Writer) error {
 		}
 	}
 
+	// No App Nap for the gateway on macOS (its probes, reconciler and
+	// relays would be throttled while the Mac is idle).
+	defer ui.NoAppNap()()
+
 	// The state folder's lock comes before anything else uses the folder.
 	lock, err := statedir.Lock(s.stateDir)
 	if err != nil {

@@ -197,3 +197,21 @@ func TestIsChange(t *testing.T) {
 		}
 	}
 }
+
+// TestPickName: macOS's LocalHostName first, then its ComputerName as a
+// DNS label, then the host name's first label (a DHCP-given one can change
+// with the network).
+func TestPickName(t *testing.T) {
+	for _, tc := range []struct{ local, computer, host, want string }{
+		{"Alices-MacBook-Pro", "Alice’s MacBook Pro", "dhcp-10-0-0-7.corp.example", "Alices-MacBook-Pro"},
+		{"", "Alice’s MacBook Pro", "dhcp-10-0-0-7.corp.example", "Alices-MacBook-Pro"},
+		{"", "", "studio.local", "studio"},
+		{"", "  __ ", "studio", "studio"},
+		{"", "Mac mini (2)", "", "Mac-mini-2"},
+		{"", "", "", ""},
+	} {
+		if got := pickName(tc.local, tc.computer, tc.host); got != tc.want {
+			t.Errorf("pickName(%q, %q, %q) = %q, want %q", tc.local, tc.computer, tc.host, got, tc.want)
+		}
+	}
+}

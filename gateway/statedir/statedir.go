@@ -177,16 +177,17 @@ func ReadConfig(dir string) (*Config, error) {
 	return &fc, nil
 }
 
-// Self names this computer in static mode: the config's name (else the
-// host name) and node ID (else one made on first start, kept in node-id).
-func (fc *Config) Self(dir string) (view.Self, error) {
+// Self names this computer in static mode: the config's name (else
+// computerName's: netwatch.ComputerName) and node ID (else one made on
+// first start, kept in node-id).
+func (fc *Config) Self(dir string, computerName func() (string, error)) (view.Self, error) {
 	s := view.Self{Name: fc.Name, Node: fc.NodeID}
 	if s.Name == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return s, fmt.Errorf("statedir: no name in %s and the host name is unknown: %w", ConfigFile, err)
+		h, err := computerName()
+		if err != nil || h == "" {
+			return s, fmt.Errorf("statedir: no name in %s and the computer's name is unknown: %v", ConfigFile, err)
 		}
-		s.Name, _, _ = strings.Cut(h, ".")
+		s.Name = h
 	}
 	if s.Node == "" {
 		id, err := LoadOrCreateSecret(filepath.Join(dir, NodeIDFile))

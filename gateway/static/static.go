@@ -20,6 +20,7 @@ import (
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/netwatch"
 )
 
 // DefaultPeerListen is the peer API's address when neither the flag nor the
@@ -36,7 +37,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	if err != nil {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
 	}
-	self, err := fc.Self(dir)
+	self, err := fc.Self(dir, netwatch.ComputerName)
 	if err != nil {
 		return err
 	}

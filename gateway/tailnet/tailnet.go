@@ -169,11 +169,11 @@ func New(cfg Config) (*Node, error) {
 		return nil, errors.New("tailnet: no state folder")
 	}
 	if cfg.Hostname == "" {
-		h, err := os.Hostname()
-		if err != nil {
-			return nil, fmt.Errorf("tailnet: no --hostname and the host name is unknown: %w", err)
+		h, err := netwatch.ComputerName() // LocalHostName on macOS, not a DHCP-given host name
+		if err != nil || h == "" {
+			return nil, fmt.Errorf("tailnet: no --hostname and the computer's name is unknown: %v", err)
 		}
-		cfg.Hostname, _, _ = strings.Cut(h, ".")
+		cfg.Hostname = h
 	}
 	cfg.Hostname = strings.ToLower(cfg.Hostname)
 	if cfg.TailnetPort == 0 {
