@@ -8,6 +8,7 @@
 package netwatch
 
 import (
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -216,4 +218,17 @@ func (st State) Owns(ip netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// LocalNetworkHint is what a failed lan or thunderbolt connect adds to its
+// error on macOS 15 and later, where Local Network privacy blocks an app
+// that was not allowed with "no route to host" (EHOSTUNREACH), and only to
+// addresses on directly connected networks (connected: an interface of
+// this computer is on the peer's network). "" when it does not apply.
+// Pure, for tests on every OS.
+func LocalNetworkHint(goos string, err error, connected bool) string {
+	if goos != "darwin" || !connected || !errors.Is(err, syscall.EHOSTUNREACH) {
+		return ""
+	}
+	return "macOS may be blocking Local Network access for Delta: allow it in System Settings › Privacy & Security › Local Network"
 }

@@ -3,6 +3,8 @@ package netwatch
 import (
 	"net"
 	"net/netip"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/roads"
@@ -212,6 +214,23 @@ func TestPickName(t *testing.T) {
 	} {
 		if got := pickName(tc.local, tc.computer, tc.host); got != tc.want {
 			t.Errorf("pickName(%q, %q, %q) = %q, want %q", tc.local, tc.computer, tc.host, got, tc.want)
+		}
+	}
+}
+
+func TestLocalNetworkHint(t *testing.T) {
+	unreach := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	if LocalNetworkHint("darwin", unreach, true) == "" {
+		t.Error("no hint for EHOSTUNREACH to a connected network on macOS")
+	}
+	for _, tc := range []struct {
+		goos      string
+		err       error
+		connected bool
+	}{{"linux", unreach, true}, {"darwin", refused, true}, {"darwin", unreach, false}} {
+		if h := LocalNetworkHint(tc.goos, tc.err, tc.connected); h != "" {
+			t.Errorf("%s %v connected=%v: hint %q, want none", tc.goos, tc.err, tc.connected, h)
 		}
 	}
 }

@@ -168,6 +168,10 @@ func (a *App) do(ctx context.Context, act Action) {
 		if err := a.Open(act.URL); err != nil {
 			a.Log.Warn("could not open the tailnet's login page: "+err.Error(), "url", act.URL)
 		}
+	case ActSettings:
+		if err := a.Open(act.URL); err != nil {
+			a.Log.Warn("could not open System Settings: "+err.Error(), "url", act.URL)
+		}
 	case ActCopyID:
 		if err := a.Copy(act.CallID); err != nil {
 			a.Log.Warn("could not copy the request id to the clipboard: "+err.Error(), "request_id", act.CallID)

@@ -32,7 +32,14 @@ const (
 	ActOpen    ActionKind = "open"    // open the status page
 	ActLogin   ActionKind = "login"   // open the tailnet's login URL
 	ActQuit    ActionKind = "quit"
+	// ActSettings opens System Settings at URL (macOS's Local Network
+	// privacy pane).
+	ActSettings ActionKind = "settings"
 )
+
+// LocalNetworkSettings opens System Settings at Privacy & Security › Local
+// Network.
+const LocalNetworkSettings = "x-apple.systempreferences:com.apple.preference.security?Privacy_LocalNetwork"
 
 // Action is a click's meaning.
 type Action struct {
@@ -163,6 +170,10 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 		}
 		if r.LastError != "" && r.State != "up" {
 			it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + view.Clip(r.LastError, 90), Tooltip: r.LastError})
+			if strings.Contains(r.LastError, "blocking Local Network access") { // netwatch.LocalNetworkHint
+				it.Children = append(it.Children, Item{Key: rk + "/local-network", Title: "    macOS may block Local Network access: allow Delta…",
+					Tooltip: "System Settings › Privacy & Security › Local Network", Action: &Action{Kind: ActSettings, URL: LocalNetworkSettings}})
+			}
 		}
 	}
 	return it

@@ -190,3 +190,32 @@ func TestBuildActionsAndShape(t *testing.T) {
 		t.Error("settling the call did not change the shape")
 	}
 }
+
+// TestLocalNetworkItem: a road whose error carries macOS's Local Network
+// hint gets an item that opens System Settings at that pane.
+func TestLocalNetworkItem(t *testing.T) {
+	p := studio("down", time.Time{})
+	p.Roads[0].LastError = "connect to studio via thunderbolt (169.254.3.2:7422 on bridge0): dial tcp 169.254.3.2:7422: connect: no route to host (macOS may be blocking Local Network access for Delta: allow it in System Settings › Privacy & Security › Local Network)"
+	m := Build(view.Snapshot{Peers: []roads.PeerStatus{p}}, now)
+	var found *Item
+	var walk func([]Item)
+	walk = func(items []Item) {
+		for i := range items {
+			if strings.HasSuffix(items[i].Key, "/local-network") {
+				found = &items[i]
+			}
+			walk(items[i].Children)
+		}
+	}
+	walk(m.Items)
+	if found == nil || found.Action == nil || found.Action.Kind != ActSettings || found.Action.URL != LocalNetworkSettings {
+		t.Fatalf("no Local Network item that opens System Settings:\n%s", strings.Join(titles(m.Items, ""), "\n"))
+	}
+	p.Roads[0].LastError = "connect: connection refused"
+	m = Build(view.Snapshot{Peers: []roads.PeerStatus{p}}, now)
+	found = nil
+	walk(m.Items)
+	if found != nil {
+		t.Errorf("a Local Network item for another error")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/pintls"
@@ -172,6 +173,9 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: netwatch.BindControl(iface, road)}
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
+			if hint := netwatch.LocalNetworkHint(runtime.GOOS, err, iface != ""); hint != "" {
+				err = fmt.Errorf("%w (%s)", err, hint)
+			}
 			if iface != "" {
 				return nil, fmt.Errorf("connect to %s via %s (%s on %s): %w", p.name, road, addr, iface, err)
 			}
