@@ -48,6 +48,8 @@ type proc struct {
 	tray     bool     // run with the tray (no --headless)
 	wrap     []string // runs the binary under this command (ip netns exec NS)
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// defaultListen leaves --listen out: the local API's default port.
+	defaultListen bool
 }
 
 func freeAddr(t *testing.T) string {
@@ -84,7 +86,10 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 func (p *proc) start(t *testing.T) {
 	t.Helper()
 	p.log = &gatewaytest.LogBuffer{}
-	argv := append(append([]string{}, p.wrap...), bin, "--state-dir", p.dir, "--listen", "127.0.0.1:0")
+	argv := append(append([]string{}, p.wrap...), bin, "--state-dir", p.dir)
+	if !p.defaultListen {
+		argv = append(argv, "--listen", "127.0.0.1:0")
+	}
 	if !p.tray {
 		argv = append(argv, "--headless")
 	}
@@ -250,9 +255,12 @@ func TestOwnerCrash(t *testing.T) {
 func TestOneDeltaPerStateFolder(t *testing.T) {
 	laptop, _ := twoProcs(t)
 	laptop.start(t)
-	out, err := exec.Command(bin, "--state-dir", laptop.dir, "--listen", "127.0.0.1:0").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "another Delta is running with state folder") ||
-		!strings.Contains(string(out), "pid ") {
+	// A second one for the same user (launchd's and a login item's, say)
+	// exits 0, so launchd does not start it again and again, and brings
+	// the running one forward: its status page (printed when headless).
+	out, err := exec.Command(bin, "--state-dir", laptop.dir, "--listen", "127.0.0.1:0", "--headless").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Delta is already running for this user") ||
+		!strings.Contains(string(out), "pid ") || !strings.Contains(string(out), "/login?code=") {
 		t.Fatalf("second Delta: %v\n%s", err, out)
 	}
 	for name, want := range map[string]os.FileMode{"local-token": 0o600, ".": 0o700} {

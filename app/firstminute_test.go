@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/kit"
 )
 
 // TestBadStarts: each mistake of a first start is refused, or warned
@@ -108,4 +110,52 @@ func freePortT(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestSecondUser: another user's Delta holds the default ports (here the
+// test holds them: 127.0.0.1:7420 and the lan port 7422 on the lan
+// address). A Delta with its own state folder and the default ports takes
+// free ones, names its local API's in local.json (where apps and the kit
+// find it), publishes its lan port in hello, and says it in the log and
+// in /v1/status (the menu shows the same notices).
+func TestSecondUser(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:7420", "127.0.0.1:7422"} {
+		if ln, err := net.Listen("tcp", addr); err == nil { // else something else holds it: taken either way
+			t.Cleanup(func() { ln.Close() })
+		}
+	}
+	c := tailnettest.Start(t, tailnettest.Options{})
+	p := &proc{name: "second", dir: t.TempDir(), defaultListen: true,
+		args: []string{"--headless", "--control-url", c.URL, "--hostname", "second", "--lan-addrs", "127.0.0.1"}}
+	p.start(t)
+	if strings.HasSuffix(p.c.URL, ":7420") {
+		t.Fatalf("the local API is on the taken default port: %s", p.c.URL)
+	}
+	k, err := kit.Open(p.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Status(t.Context()); err != nil {
+		t.Fatalf("the kit does not find the Delta on its fallback port: %v", err)
+	}
+	var st struct {
+		Notices []string
+		Tailnet struct {
+			LAN []string `json:"lan_listeners"`
+		}
+	}
+	gatewaytest.WaitFor(t, 30*time.Second, "the lan listener on a free port", func() bool {
+		r := p.c.Must(t, "GET", "/v1/status", nil)
+		return json.Unmarshal(r.Body, &st) == nil && len(st.Tailnet.LAN) == 1
+	})
+	if strings.Contains(st.Tailnet.LAN[0], ":7422") {
+		t.Errorf("the lan listener is on the taken port: %v", st.Tailnet.LAN)
+	}
+	joined := strings.Join(st.Notices, "\n")
+	for _, want := range []string{"port 7420 is taken", "lan port 7422 is taken"} {
+		if !strings.Contains(joined, want) || !p.log.Contains(want) {
+			t.Errorf("the status and the log do not say %q:\nstatus: %q\nlog: %s", want, st.Notices, p.log)
+		}
+	}
+	// Chosen by the person, a taken port stays an error (TestTakenLANPort).
 }

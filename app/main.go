@@ -35,6 +35,7 @@ import (
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/tailnet"
+	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/ui"
 )
 
@@ -62,6 +63,10 @@ type settings struct {
 	uploadLogs bool
 	// verbose copies tsnet's own log lines to stderr.
 	verbose bool
+	// defaultListen and defaultLANPort: the ports are the defaults, not
+	// chosen by the person (flag or environment), so a taken one (another
+	// user's Delta) is replaced with a free one.
+	defaultListen, defaultLANPort bool
 }
 
 // serverFlags defines Delta's own flags on fs, into s; lanAddrs receives
@@ -95,6 +100,15 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("%w: unexpected argument %q (delta run takes flags only; delta -h lists the commands)", errUsage, fs.Arg(0))
 	}
+	s.defaultListen, s.defaultLANPort = os.Getenv("DELTA_LISTEN") == "", os.Getenv("DELTA_LAN_PORT") == ""
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			s.defaultListen = false
+		case "lan-port":
+			s.defaultLANPort = false
+		}
+	})
 	if s.stateDir == "" {
 		return s, errors.New("no state folder: set --state-dir or DELTA_STATE_DIR (HOME is not set either)")
 	}
@@ -160,6 +174,10 @@ func run(args []string, stderr io.Writer) error {
 
 	// The state folder's lock comes before anything else uses the folder.
 	lock, err := statedir.Lock(s.stateDir)
+	var held *statedir.HeldError
+	if errors.As(err, &held) {
+		return bringForward(held, withTray, stderr, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -172,7 +190,7 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, Logger: log, Version: version}
+	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version}
 	var node *tailnet.Node
 	if len(fc.Peers) > 0 {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
@@ -192,7 +210,7 @@ func run(args []string, stderr io.Writer) error {
 		log.Info("tailnet mode: Delta contacts the tailnet's control server and the DERP relays it names, and nothing else",
 			"control_server", controlServer(s.controlURL), "log_upload", logUploadWords(s.uploadLogs), "tailscale_log", filepath.Join(logDir, "tailscale.log"))
 		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
-			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANAddrs: s.lanAddrs, Allow: fc.Allow, AllowWake: fc.WakeOnLAN,
+			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANPortFallback: s.defaultLANPort, LANAddrs: s.lanAddrs, Allow: fc.Allow, AllowWake: fc.WakeOnLAN,
 			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs,
 			TSLogf: func(format string, args ...any) {
 				line := fmt.Sprintf(format, args...)
@@ -221,6 +239,11 @@ func run(args []string, stderr io.Writer) error {
 		}
 		return err
 	}
+	if node != nil {
+		for _, n := range node.Notices() {
+			g.AddNotice(n)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	sd := &ui.Shutdown{Close: func() error {
@@ -239,6 +262,35 @@ func run(args []string, stderr io.Writer) error {
 		<-ctx.Done()
 	}
 	return sd.Finish()
+}
+
+// bringForward is a second Delta for the same user (its state folder is
+// held): it opens the running one's status page (prints its link without
+// a desktop) and exits 0, so that launchd (KeepAlive on failure) does not
+// start it again and again. If the running one does not answer, the
+// refusal stands (err).
+func bringForward(held *statedir.HeldError, desktop bool, stderr io.Writer, err error) error {
+	c, kerr := kit.Open(held.Dir)
+	if kerr != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	link, lerr := c.LoginLink(ctx)
+	if lerr != nil {
+		return fmt.Errorf("%w (and it did not answer: %v)", err, lerr)
+	}
+	who := c.URL()
+	if held.Local != nil {
+		who = fmt.Sprintf("pid %d, %s", held.Local.PID, held.Local.URL)
+	}
+	fmt.Fprintf(stderr, "Delta is already running for this user (%s); this one exits. Its status page: %s\n", who, link)
+	if desktop {
+		if oerr := ui.OpenURL(link); oerr != nil {
+			fmt.Fprintf(stderr, "could not open a browser (%v); open the link above within 60 s\n", oerr)
+		}
+	}
+	return nil
 }
 
 // exitWait bounds how long the tray's exit callback (the system's

@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
@@ -84,7 +85,11 @@ type Config struct {
 	StateLock *os.File
 	// Listen is the local API's address; it must be a loopback address.
 	// Port 0 takes a free port (see LocalURL). If empty, DefaultListen.
-	Listen string
+	// With ListenFallback, a port in use (another user's Delta: ports are
+	// per computer) is replaced with a free one, said in the log and the
+	// menu; local.json names it either way.
+	Listen         string
+	ListenFallback bool
 	// PeerListeners serve the peer API, each behind its own door (the
 	// tailnet listener with WhoIs, the TLS listener with tickets, static
 	// mode's plain TCP). Start takes them over; Close closes them.
@@ -161,6 +166,9 @@ type Gateway struct {
 	caller    *caller.Caller
 	page      *statuspage.Page
 	refusals  *proto.RefusalLog // connections over a door's cap
+
+	noticeMu sync.Mutex
+	notices  []string // said in the log, the menu and the status (AddNotice)
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
@@ -309,7 +317,17 @@ func (g *Gateway) Start() (err error) {
 			ln.Close()
 		}
 	})
-	if g.localLn, err = net.Listen("tcp", g.cfg.Listen); err != nil {
+	g.localLn, err = net.Listen("tcp", g.cfg.Listen)
+	if errors.Is(err, syscall.EADDRINUSE) && g.cfg.ListenFallback {
+		// Another user's Delta has the port (ports are per computer,
+		// Deltas per user): a free one, named in local.json.
+		host, port, _ := net.SplitHostPort(g.cfg.Listen)
+		if g.localLn, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err == nil {
+			g.AddNotice(fmt.Sprintf("The local API's port %s is taken on this computer (another user's Delta?): this Delta's is %s, in local.json, where apps and the kit find it.",
+				port, g.localLn.Addr()))
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("gateway: local API: %w", err)
 	}
 	undo = append(undo, func() { g.localLn.Close() })
@@ -460,6 +478,23 @@ func (g *Gateway) Close() error {
 	}
 	g.cancel = nil
 	return err
+}
+
+// AddNotice says something a person should know about this Delta (a
+// port it could not take) in the log, and keeps it for the menu, the
+// status page and /v1/status.
+func (g *Gateway) AddNotice(s string) {
+	g.log.Warn(s)
+	g.noticeMu.Lock()
+	g.notices = append(g.notices, s)
+	g.noticeMu.Unlock()
+}
+
+// Notices are what AddNotice said.
+func (g *Gateway) Notices() []string {
+	g.noticeMu.Lock()
+	defer g.noticeMu.Unlock()
+	return slices.Clone(g.notices)
 }
 
 // LocalURL is the local API's base URL, e.g. "http://127.0.0.1:7420".

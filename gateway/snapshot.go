@@ -50,6 +50,7 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 			" (" + c.Broken + "): callers asking about calls it received are told a person must check, and calls it sent may be missing from its list " +
 			"(an app that sends one again is answered by the owner, which keeps it; it is not carried out twice)."
 	}
+	s.Notices = g.Notices()
 	b := g.db.Behind()
 	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull
 	apps, err := g.db.Apps(ctx)

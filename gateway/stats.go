@@ -108,6 +108,9 @@ type Status struct {
 	Peers     any       `json:"peers"`
 	Counters  statsView `json:"counters"`
 	Unsettled int       `json:"unsettled"`
+	// Notices are what a person should know about this Delta (a port it
+	// could not take).
+	Notices []string `json:"notices"`
 	// Journal counts what the journal keeps besides calls and receipts.
 	Journal struct {
 		// RequestBytes are the bodies of calls kept for a person to check.
@@ -130,7 +133,10 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 	if peers == nil {
 		peers = []roads.PeerStatus{}
 	}
-	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: peers, Counters: g.stats.snapshot()}
+	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: peers, Counters: g.stats.snapshot(), Notices: g.Notices()}
+	if s.Notices == nil {
+		s.Notices = []string{}
+	}
 	if g.cfg.Tailnet != nil {
 		s.Tailnet = g.cfg.Tailnet.StatusJSON()
 	}

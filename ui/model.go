@@ -84,6 +84,9 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	sep := func(key string) { add(Item{Key: "sep/" + key, Separator: true}) }
 
 	add(Item{Key: "headline", Title: headline})
+	for i, n := range s.Notices {
+		add(Item{Key: fmt.Sprintf("notice-%d", i), Title: view.Clip(n, 80), Tooltip: n})
+	}
 	if s.JournalBehind != "" {
 		title := "Journal: cannot write; outcomes held in memory…"
 		if s.JournalDiskFull {

@@ -219,3 +219,12 @@ func TestLocalNetworkItem(t *testing.T) {
 		t.Errorf("a Local Network item for another error")
 	}
 }
+
+func TestNoticesInMenu(t *testing.T) {
+	n := "The local API's port 7420 is taken on this computer (another user's Delta?): this Delta's is 127.0.0.1:51234, in local.json, where apps and the kit find it."
+	m := Build(view.Snapshot{Notices: []string{n}}, now)
+	lines := strings.Join(titles(m.Items, ""), "\n")
+	if !strings.Contains(lines, "port 7420 is taken") {
+		t.Errorf("the menu does not show the notice:\n%s", lines)
+	}
+}

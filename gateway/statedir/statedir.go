@@ -214,14 +214,33 @@ func Lock(dir string) (*os.File, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		holder := ""
+		he := &HeldError{Dir: dir, Err: err}
 		if lf, err := ReadLocal(dir); err == nil {
-			holder = fmt.Sprintf(" (pid %d, %s)", lf.PID, lf.URL)
+			he.Local = &lf
 		}
-		return nil, fmt.Errorf("gateway: another Delta is running with state folder %s%s: %w", dir, holder, err)
+		return nil, he
 	}
 	return f, nil
 }
+
+// HeldError is Lock's refusal: another Delta holds the state folder (the
+// same user's, since the folder is theirs). Local is what that one wrote
+// in local.json, if it did.
+type HeldError struct {
+	Dir   string
+	Local *LocalFile
+	Err   error
+}
+
+func (e *HeldError) Error() string {
+	holder := ""
+	if e.Local != nil {
+		holder = fmt.Sprintf(" (pid %d, %s)", e.Local.PID, e.Local.URL)
+	}
+	return fmt.Sprintf("gateway: another Delta is running with state folder %s%s: %v", e.Dir, holder, e.Err)
+}
+
+func (e *HeldError) Unwrap() error { return e.Err }
 
 // LoadOrCreateSecret reads a secret file, or writes a new random one
 // (mode 0600) when there is none.

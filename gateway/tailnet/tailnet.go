@@ -72,6 +72,10 @@ type Config struct {
 	// LANPort is the TLS listener's port on lan and thunderbolt addresses.
 	// If 0, a free port per address (tests); the app passes 7422.
 	LANPort int
+	// LANPortFallback takes a free port (one, for every address) when
+	// LANPort is in use: the default port, which another user's Delta may
+	// hold. Notices says so.
+	LANPortFallback bool
 	// LANAddrs are the addresses to serve the TLS listener on, each
 	// "IP" or "IP%interface" with an optional "road=" prefix
 	// ("thunderbolt=169.254.3.1%bridge0"). If nil, this computer's lan and
@@ -130,8 +134,11 @@ type Node struct {
 	saveKick  chan struct{}
 	started   time.Time // when Start was called
 
-	mu       sync.Mutex
-	lanLns   []lanListener
+	mu     sync.Mutex
+	lanLns []lanListener
+
+	noticeMu sync.Mutex
+	notices  []string
 	ifaces   netwatch.State
 	self     view.Self
 	selfUser tailcfg.UserID
@@ -293,6 +300,14 @@ func (n *Node) lanSpecs(st netwatch.State) []string {
 	return specs
 }
 
+// Notices are what a person should know about this node (a port it could
+// not take).
+func (n *Node) Notices() []string {
+	n.noticeMu.Lock()
+	defer n.noticeMu.Unlock()
+	return slices.Clone(n.notices)
+}
+
 // openLAN opens the TLS listener for one "road=ip[%zone]" spec.
 func (n *Node) openLAN(spec string) (lanListener, error) {
 	road, addr := roads.LAN, spec
@@ -309,6 +324,21 @@ func (n *Node) openLAN(spec string) (lanListener, error) {
 	}
 	hostport := net.JoinHostPort(addr, strconv.Itoa(n.cfg.LANPort))
 	ln, err := net.Listen("tcp", hostport)
+	if errors.Is(err, syscall.EADDRINUSE) && n.cfg.LANPortFallback {
+		// Another user's Delta has the default port (ports are per
+		// computer): a free one, kept for every address, and hello
+		// tells the peers.
+		if ln, err = net.Listen("tcp", net.JoinHostPort(addr, "0")); err == nil {
+			taken := n.cfg.LANPort
+			n.cfg.LANPort = ln.Addr().(*net.TCPAddr).Port
+			n.cfg.LANPortFallback = false // chosen: the same one on every address from now on
+			note := fmt.Sprintf("The lan port %d is taken on this computer (another user's Delta?): this Delta's TLS listeners take port %d, and its hello tells its peers.", taken, n.cfg.LANPort)
+			n.log.Warn(note)
+			n.noticeMu.Lock()
+			n.notices = append(n.notices, note)
+			n.noticeMu.Unlock()
+		}
+	}
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return lanListener{}, fmt.Errorf("tailnet: the TLS listener of the %s road cannot take port %d on %s: it is in use "+
 			"(another Delta on this computer? give each its own with --lan-port or DELTA_LAN_PORT): %w", road, n.cfg.LANPort, addr, err)

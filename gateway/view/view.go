@@ -56,6 +56,9 @@ type Snapshot struct {
 	// JournalDiskFull: the journal could not write because the disk is
 	// full.
 	JournalDiskFull bool
+	// Notices are what a person should know about this Delta (a port it
+	// could not take and the one it took instead).
+	Notices []string
 }
 
 // Received is one call this computer received (an owner's receipt).
