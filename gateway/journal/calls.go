@@ -77,13 +77,12 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 			}
 		}
 		if c.State == Sending { // one the journal must not lose: counted for continuity
-			return countReceipt(ctx, tx)
+			return d.countReceipt(ctx, tx)
 		}
 		return nil
 	})
 	if err == nil && existing == nil {
 		if c.State == Sending {
-			d.continuityAfterReceipt()
 		}
 		d.notify()
 	}

@@ -72,13 +72,16 @@ func setMeta(ctx context.Context, tx *sql.Tx, key, value string) error {
 	return err
 }
 
-// countReceipt adds one to the receipts ever made, in tx.
-func countReceipt(ctx context.Context, tx *sql.Tx) error {
+// countReceipt adds one to the records ever made, in tx, and has the
+// writer save the continuity file after the commit (continuityAfterCommit):
+// once per group commit, before any of its callers is answered.
+func (d *DB) countReceipt(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('receipts', '1')
 		ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`)
 	if err != nil {
 		return fmt.Errorf("journal: count the receipt: %w", err)
 	}
+	d.commit.counted++ // the writer's own field: f runs on the writer
 	return nil
 }
 
@@ -140,22 +143,20 @@ func (d *DB) checkContinuity(fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("journal: record its continuity: %w", err)
 	}
-	d.incarnation = inc
-	return d.saveContinuity()
+	d.incarnation, d.commit.records = inc, count
+	return d.saveContinuity(count)
 }
 
 // saveContinuity writes the continuity file from the database (after a
 // commit that made a receipt). Written without an fsync of its own: behind
 // the database it only weakens what a later restore would be caught by;
 // it is never ahead of a committed count.
-func (d *DB) saveContinuity() error {
+//
+// count is the committed count: the writer keeps it (records), as every
+// counted write is its own.
+func (d *DB) saveContinuity(count int64) error {
 	d.contMu.Lock()
 	defer d.contMu.Unlock()
-	countS, _, err := d.meta(context.Background(), d.db, "receipts")
-	if err != nil {
-		return fmt.Errorf("journal: read the receipt count: %w", err)
-	}
-	count, _ := strconv.ParseInt(countS, 10, 64)
 	b, _ := json.Marshal(continuityFile{Incarnation: d.incarnation, Receipts: count})
 	tmp := d.contPath + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
@@ -167,11 +168,11 @@ func (d *DB) saveContinuity() error {
 	return nil
 }
 
-// continuityAfterReceipt writes the file after a commit that made a
-// receipt; a failure is kept for Continuity to report (the journal itself
+// continuityAfterCommit writes the file after a commit that counted a
+// record; a failure is kept for Continuity to report (the journal itself
 // is committed either way).
-func (d *DB) continuityAfterReceipt() {
-	err := d.saveContinuity()
+func (d *DB) continuityAfterCommit() {
+	err := d.saveContinuity(d.commit.records)
 	d.contMu.Lock()
 	d.contErr = err
 	d.contMu.Unlock()

@@ -126,10 +126,9 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 			return fmt.Errorf("journal: record receipt %s from %s as running: %w", r.RequestID, r.Caller, err)
 		}
 		dec = Forward
-		return countReceipt(ctx, tx)
+		return d.countReceipt(ctx, tx)
 	})
 	if err == nil && dec == Forward {
-		d.continuityAfterReceipt()
 		d.notify()
 	}
 	return dec, old, err
@@ -143,21 +142,28 @@ func (d *DB) FinishReceipt(ctx context.Context, caller, id string, state Receipt
 }
 
 func (d *DB) finishReceipt(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (bool, error) {
-	var res sql.Result
-	var err error
+	var n int64
 	now := nanos(d.now())
-	if ans != nil {
-		res, err = d.db.ExecContext(ctx, `UPDATE receipts SET state = ?, updated_at = ?, answer_status = ?, answer_headers = ?,
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		var res sql.Result
+		var err error
+		if ans != nil {
+			res, err = tx.ExecContext(ctx, `UPDATE receipts SET state = ?, updated_at = ?, answer_status = ?, answer_headers = ?,
 			answer_body = ?, answer_digest = ?, answer_omitted = ? WHERE caller = ? AND request_id = ? AND state = 'running'`,
-			state, now, ans.Status, encodeHeaders(ans.Headers), ans.Body, ans.BodyDigest, boolInt(ans.Omitted), caller, id)
-	} else {
-		res, err = d.db.ExecContext(ctx, `UPDATE receipts SET state = ?, updated_at = ? WHERE caller = ? AND request_id = ? AND state = 'running'`,
-			state, now, caller, id)
-	}
+				state, now, ans.Status, encodeHeaders(ans.Headers), ans.Body, ans.BodyDigest, boolInt(ans.Omitted), caller, id)
+		} else {
+			res, err = tx.ExecContext(ctx, `UPDATE receipts SET state = ?, updated_at = ? WHERE caller = ? AND request_id = ? AND state = 'running'`,
+				state, now, caller, id)
+		}
+		if err != nil {
+			return fmt.Errorf("journal: record receipt %s from %s as %s: %w", id, caller, state, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
 	if err != nil {
-		return false, fmt.Errorf("journal: record receipt %s from %s as %s: %w", id, caller, state, err)
+		return false, err
 	}
-	n, _ := res.RowsAffected()
 	if n > 0 {
 		d.notify()
 	}
@@ -232,7 +238,7 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 			caller, id, nanos(now), nanos(now)); err != nil {
 			return fmt.Errorf("journal: write fence for %s from %s: %w", id, caller, err)
 		}
-		if err := countReceipt(ctx, tx); err != nil {
+		if err := d.countReceipt(ctx, tx); err != nil {
 			return err
 		}
 		fenced = true
@@ -240,7 +246,6 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 		return nil
 	})
 	if fenced && err == nil {
-		d.continuityAfterReceipt()
 		d.notify()
 	}
 	return out, err

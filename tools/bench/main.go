@@ -1,0 +1,748 @@
+// Command bench is `make bench`: Delta side by side with its baselines, in
+// one run on this machine, everything on loopback.
+//
+// It starts an owner app, nginx (Debian's) as two proxy hops with
+// keep-alive upstreams (and a variant with TLS on the middle hop, like
+// the lan road), and two pairs of Deltas as processes: static mode on the
+// lan road (plain TCP), and tailnet mode on a loopback tailnet (Tailscale's
+// test control server and DERP in this process) with the lan road's pinned
+// TLS and tickets. wrk (Debian's) loads each: reads of 1 KiB, 64 KiB and
+// 1 MiB at 1, 16 and 64 connections, and calls (each on a new connection,
+// with its own request id) at 1, 16 and 64. Then the idle cost of a Delta
+// with the tailnet up and the time from its start to serving its local API.
+// It writes the figures, as ratios to direct and to nginx, into
+// docs/benchmarks.md between its markers.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
+	"github.com/delta-roads/delta/kit"
+)
+
+var (
+	duration = flag.Duration("d", 5*time.Second, "how long wrk loads each cell")
+	doc      = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
+	quick    = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// target is one way to reach the owner app.
+type target struct {
+	name    string
+	readURL string // + "/r/<size>"
+	callURL string
+	headers []string
+}
+
+// cell is one wrk run's figures.
+type cell struct {
+	rate      float64 // requests per second
+	p50, p99  time.Duration
+	errors    int
+	requests  int
+	transport string
+}
+
+func run() error {
+	for _, tool := range []string{"wrk", "nginx"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
+				return fmt.Errorf("%s is not installed (Debian: apt-get install %s; make deps installs it as root)", tool, tool)
+			}
+		}
+	}
+	root, err := os.MkdirTemp("", "delta-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	bin := filepath.Join(root, "delta")
+	fmt.Println("building delta …")
+	if out, err := exec.Command("go", "build", "-o", bin, "./app").CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./app: %v\n%s", err, out)
+	}
+
+	appAddr, stopApp, err := ownerApp()
+	if err != nil {
+		return err
+	}
+	defer stopApp()
+	direct := target{name: "direct", readURL: "http://" + appAddr, callURL: "http://" + appAddr + "/c"}
+
+	nginxPlain, nginxTLS, stopNginx, err := startNginx(root, appAddr)
+	if err != nil {
+		return err
+	}
+	defer stopNginx()
+
+	var procs []*deltaProc
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	staticPair, err := startStatic(ctx, root, bin, &procs)
+	if err != nil {
+		return err
+	}
+	tn, err := loopnet.Start(loopnet.Options{})
+	if err != nil {
+		return err
+	}
+	defer tn.Close()
+	tlsPair, startup, err := startTailnet(ctx, root, bin, tn, &procs)
+	if err != nil {
+		return err
+	}
+	for _, p := range []*deltaProc{staticPair[1], tlsPair[1]} {
+		if _, err := p.kit.RegisterApp(ctx, "bench", "http://"+appAddr); err != nil {
+			return fmt.Errorf("register the owner app on %s: %w", p.name, err)
+		}
+	}
+	deltaStatic := staticPair[0].target("delta (static, plain TCP)", "studio")
+	deltaTLS := tlsPair[0].target("delta (lan road, pinned TLS)", "studio")
+	deltaTLS.headers = append(deltaTLS.headers, "X-Delta-Route: lan")
+
+	targets := []target{direct, nginxPlain, nginxTLS, deltaStatic, deltaTLS}
+	sizes := []string{"1k", "64k", "1m"}
+	conns := []int{1, 16, 64}
+	if *quick {
+		sizes, conns = []string{"1k"}, []int{16}
+	}
+	reads := map[string]cell{}
+	for _, size := range sizes {
+		for _, c := range conns {
+			for _, tg := range targets {
+				key := fmt.Sprintf("%s|%d|%s", size, c, tg.name)
+				r, err := wrk(ctx, root, tg.readURL+"/r/"+size, tg.headers, c, false)
+				if err != nil {
+					return fmt.Errorf("read %s: %w", key, err)
+				}
+				fmt.Printf("read %-4s c=%-2d %-30s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", size, c, tg.name, r.rate, r.p50, r.p99, r.errors)
+				reads[key] = r
+			}
+		}
+	}
+	calls := map[string]cell{}
+	for _, c := range conns {
+		for _, tg := range targets {
+			key := fmt.Sprintf("%d|%s", c, tg.name)
+			r, err := wrk(ctx, root, tg.callURL, tg.headers, c, true)
+			if err != nil {
+				return fmt.Errorf("call %s: %w", key, err)
+			}
+			fmt.Printf("call c=%-2d %-30s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", c, tg.name, r.rate, r.p50, r.p99, r.errors)
+			calls[key] = r
+		}
+	}
+	idle, err := idleCost(tlsPair[0], 30*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle (%s): %s\n", tlsPair[0].name, idle)
+
+	section := report(targets, sizes, conns, reads, calls, idle, startup)
+	fmt.Println(section)
+	if *doc == "" {
+		return nil
+	}
+	return writeSection(*doc, section)
+}
+
+// ownerApp serves GET /r/{1k,64k,1m} and POST /c on loopback.
+func ownerApp() (string, func(), error) {
+	bodies := map[string][]byte{"1k": bytes.Repeat([]byte("x"), 1<<10), "64k": bytes.Repeat([]byte("x"), 64<<10), "1m": bytes.Repeat([]byte("x"), 1<<20)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /r/{size}", func(w http.ResponseWriter, r *http.Request) {
+		b, ok := bodies[r.PathValue("size")]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+		w.Write(b)
+	})
+	mux.HandleFunc("POST /c", func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"ok":true}`))
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// startNginx runs nginx with two hops to the owner app, plain and with TLS
+// on the middle hop.
+func startNginx(root, appAddr string) (plain, tls target, stop func(), err error) {
+	dir := filepath.Join(root, "nginx")
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		return plain, tls, nil, err
+	}
+	certFile, keyFile, err := selfSigned(dir)
+	if err != nil {
+		return plain, tls, nil, err
+	}
+	ports := make([]int, 4)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return plain, tls, nil, err
+		}
+	}
+	// hop 1 (ports[0]) → hop 2 (ports[1]) → app; TLS: hop 1 (ports[2]) →
+	// https hop 2 (ports[3]) → app. Keep-alive upstreams on both hops.
+	conf := fmt.Sprintf(`daemon off;
+worker_processes 2;
+pid %[1]s/nginx.pid;
+error_log %[1]s/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path %[1]s/body;
+  proxy_temp_path %[1]s/proxy;
+  fastcgi_temp_path %[1]s/fastcgi;
+  uwsgi_temp_path %[1]s/uwsgi;
+  scgi_temp_path %[1]s/scgi;
+  keepalive_requests 100000;
+  proxy_http_version 1.1;
+  proxy_set_header Connection "";
+  proxy_buffering on;
+  proxy_buffers 64 16k;
+  upstream app { server %[2]s; keepalive 128; }
+  upstream hop2 { server 127.0.0.1:%[4]d; keepalive 128; }
+  upstream hop2tls { server 127.0.0.1:%[6]d; keepalive 128; }
+  server { listen 127.0.0.1:%[3]d; location / { proxy_pass http://hop2; } }
+  server { listen 127.0.0.1:%[4]d; location / { proxy_pass http://app; } }
+  server { listen 127.0.0.1:%[5]d; location / { proxy_pass https://hop2tls; proxy_ssl_protocols TLSv1.3; proxy_ssl_session_reuse on; proxy_ssl_verify off; } }
+  server { listen 127.0.0.1:%[6]d ssl; ssl_certificate %[7]s; ssl_certificate_key %[8]s; ssl_protocols TLSv1.3; location / { proxy_pass http://app; } }
+}
+`, dir, appAddr, ports[0], ports[1], ports[2], ports[3], certFile, keyFile)
+	confFile := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
+		return plain, tls, nil, err
+	}
+	exe := "nginx"
+	if _, err := exec.LookPath(exe); err != nil {
+		exe = "/usr/sbin/nginx"
+	}
+	cmd := exec.Command(exe, "-p", dir, "-c", confFile)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return plain, tls, nil, fmt.Errorf("start nginx: %w", err)
+	}
+	stop = func() { cmd.Process.Signal(syscall.SIGQUIT); cmd.Wait() }
+	for _, p := range []int{ports[0], ports[2]} {
+		if err := waitDial(fmt.Sprintf("127.0.0.1:%d", p), 10*time.Second); err != nil {
+			stop()
+			return plain, tls, nil, fmt.Errorf("nginx did not start: %v\n%s", err, stderr.String())
+		}
+	}
+	plain = target{name: "nginx (2 hops)", readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
+	tls = target{name: "nginx (2 hops, TLS between)", readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
+	return plain, tls, stop, nil
+}
+
+func selfSigned(dir string) (certFile, keyFile string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "hop2"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(24 * time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return "", "", err
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+}
+
+// deltaProc is one Delta process.
+type deltaProc struct {
+	name, dir string
+	cmd       *exec.Cmd
+	done      chan struct{}
+	kit       *kit.Client
+	token     string
+	started   time.Time
+}
+
+func (p *deltaProc) target(name, peer string) target {
+	base := strings.TrimSuffix(p.kit.URL(), "/") + "/v1/peers/" + peer + "/bench"
+	return target{name: name, readURL: base, callURL: base + "/c", headers: []string{"Authorization: Bearer " + p.token}}
+}
+
+func startDelta(ctx context.Context, root, bin, name string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	return startIn(ctx, bin, name, dir, args, env, procs)
+}
+
+func startIn(ctx context.Context, bin, name, dir string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
+	out, err := os.Create(dir + ".out")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, append([]string{"run", "--state-dir", dir, "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "TS_NO_LOGS_NO_SUPPORT=true"), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	p := &deltaProc{name: name, dir: dir, cmd: cmd, done: make(chan struct{}), started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, err
+	}
+	*procs = append(*procs, p)
+	go func() { cmd.Wait(); out.Close(); close(p.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("%s stopped at once (its output: %s.out)", name, dir)
+		default:
+		}
+		if lf, err := statedir.ReadLocal(dir); err == nil && lf.PID == cmd.Process.Pid {
+			if p.kit, err = kit.Open(dir); err == nil {
+				if _, err := p.kit.Status(ctx); err == nil {
+					break
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%s did not start within 60 s (its output: %s.out)", name, dir)
+		}
+		time.Sleep(5 * time.Millisecond) // polling another process's file: it sends no event
+	}
+	tok, err := os.ReadFile(filepath.Join(dir, "local-token"))
+	if err != nil {
+		return nil, err
+	}
+	p.token = strings.TrimSpace(string(tok))
+	return p, nil
+}
+
+func (p *deltaProc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// startStatic starts laptop and studio in static mode on the lan road.
+func startStatic(ctx context.Context, root, bin string, procs *[]*deltaProc) ([2]*deltaProc, error) {
+	var pair [2]*deltaProc
+	names := [2]string{"static-laptop", "static-studio"}
+	ports := [2]int{}
+	for i := range ports {
+		var err error
+		if ports[i], err = freePort(); err != nil {
+			return pair, err
+		}
+	}
+	for i, name := range names {
+		other := 1 - i
+		short := map[int]string{0: "laptop", 1: "studio"}
+		cfg := map[string]any{"name": short[i], "peer_listen": fmt.Sprintf("127.0.0.1:%d", ports[i]), "network_key": "00112233445566778899aabbccddeeff",
+			"peers": []any{map[string]any{"name": short[other], "roads": map[string]string{"lan": fmt.Sprintf("127.0.0.1:%d", ports[other])}}}}
+		dir := filepath.Join(root, name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return pair, err
+		}
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+			return pair, err
+		}
+		p, err := startIn(ctx, bin, name, dir, []string{"--headless"}, nil, procs)
+		if err != nil {
+			return pair, err
+		}
+		pair[i] = p
+	}
+	return pair, nil
+}
+
+// startTailnet starts laptop and studio on the loopback tailnet, the lan
+// road on 127.0.0.1 with pinned TLS and tickets; laptop with its tray when
+// a session bus can be had (a private dbus-daemon). It returns how long
+// laptop took from its start to serving its local API.
+func startTailnet(ctx context.Context, root, bin string, tn *loopnet.Net, procs *[]*deltaProc) ([2]*deltaProc, time.Duration, error) {
+	var pair [2]*deltaProc
+	var startup time.Duration
+	busEnv, stopBus := privateBus(root)
+	_ = stopBus // ends with the process group: the harness's exit
+	for i, name := range []string{"laptop", "studio"} {
+		port, err := freePort()
+		if err != nil {
+			return pair, 0, err
+		}
+		args := []string{"--control-url", tn.URL, "--hostname", name, "--lan-addrs", "127.0.0.1", "--lan-port", strconv.Itoa(port)}
+		var env []string
+		if i == 0 && busEnv != "" {
+			env = []string{"DBUS_SESSION_BUS_ADDRESS=" + busEnv}
+		} else {
+			args = append(args, "--headless")
+		}
+		p, err := startDelta(ctx, root, bin, "tailnet-"+name, args, env, procs)
+		if err != nil {
+			return pair, 0, err
+		}
+		if i == 0 {
+			startup = time.Since(p.started)
+		}
+		pair[i] = p
+	}
+	for _, p := range pair {
+		if err := waitCond(60*time.Second, p.name+" logged in", func() bool {
+			st, err := p.kit.Status(ctx)
+			return err == nil && st.Tailnet != nil && st.Tailnet.State == "Running"
+		}); err != nil {
+			return pair, 0, err
+		}
+	}
+	tn.SameUserAll()
+	err := waitCond(60*time.Second, "laptop to find studio on the lan road", func() bool {
+		st, err := pair[0].kit.Status(ctx)
+		if err != nil {
+			return false
+		}
+		for _, p := range st.Peers {
+			if p.Name == "studio" {
+				for _, r := range p.Roads {
+					if r.Road == "lan" && r.State == "up" {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	return pair, startup, err
+}
+
+// privateBus starts a dbus-daemon for the tray, or returns "" without one.
+func privateBus(root string) (string, func()) {
+	daemon, err := exec.LookPath("dbus-daemon")
+	if err != nil {
+		return "", func() {}
+	}
+	conf := filepath.Join(root, "bus.conf")
+	os.WriteFile(conf, []byte(`<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig><type>session</type><listen>unix:path=`+filepath.Join(root, "bus")+`</listen><auth>EXTERNAL</auth>
+<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>
+`), 0o600)
+	cmd := exec.Command(daemon, "--config-file="+conf, "--nofork", "--print-address")
+	out, err := cmd.StdoutPipe()
+	if err != nil || cmd.Start() != nil {
+		return "", func() {}
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		return "", func() {}
+	}
+	return strings.TrimSpace(line), func() { cmd.Process.Kill(); cmd.Wait() }
+}
+
+// wrk runs one cell. A call cell sends each request on a new connection
+// with its own request id (a Lua script).
+func wrk(ctx context.Context, root, url string, headers []string, conns int, call bool) (cell, error) {
+	args := []string{"-t1", fmt.Sprintf("-c%d", conns), fmt.Sprintf("-d%ds", int(duration.Seconds())), "--latency", "--timeout", "10s"}
+	for _, h := range headers {
+		args = append(args, "-H", h)
+	}
+	if call {
+		script := filepath.Join(root, "call.lua")
+		// wrk.format's headers replace wrk.headers (the -H ones): copy them.
+		lua := fmt.Sprintf(`local n = 0
+local prefix = "%d"
+local body = string.rep("x", 1024)
+request = function()
+  n = n + 1
+  local h = {}
+  for k, v in pairs(wrk.headers) do h[k] = v end
+  h["X-Delta-Request-Id"] = "bench-" .. prefix .. "-" .. n
+  h["X-Delta-Timeout"] = "10"
+  h["Connection"] = "close"
+  return wrk.format("POST", nil, h, body)
+end
+`, time.Now().UnixNano())
+		if err := os.WriteFile(script, []byte(lua), 0o644); err != nil {
+			return cell{}, err
+		}
+		args = append(args, "-s", script)
+	}
+	args = append(args, url)
+	out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
+	if err != nil {
+		return cell{}, fmt.Errorf("wrk %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return parseWrk(string(out))
+}
+
+var (
+	rateRe  = regexp.MustCompile(`Requests/sec:\s+([0-9.]+)`)
+	totalRe = regexp.MustCompile(`(\d+) requests in`)
+	pctRe   = regexp.MustCompile(`(?m)^\s+(50|99)%\s+([0-9.]+)(us|ms|s)\s*$`)
+	errRe   = regexp.MustCompile(`Non-2xx or 3xx responses: (\d+)`)
+	sockRe  = regexp.MustCompile(`Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+)
+
+// parseWrk reads wrk's --latency output.
+func parseWrk(out string) (cell, error) {
+	var c cell
+	m := rateRe.FindStringSubmatch(out)
+	if m == nil {
+		return c, fmt.Errorf("no Requests/sec in wrk's output:\n%s", out)
+	}
+	c.rate, _ = strconv.ParseFloat(m[1], 64)
+	if m := totalRe.FindStringSubmatch(out); m != nil {
+		c.requests, _ = strconv.Atoi(m[1])
+	}
+	for _, m := range pctRe.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		d := time.Duration(v * float64(map[string]time.Duration{"us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[m[3]]))
+		if m[1] == "50" {
+			c.p50 = d
+		} else {
+			c.p99 = d
+		}
+	}
+	if m := errRe.FindStringSubmatch(out); m != nil {
+		c.errors, _ = strconv.Atoi(m[1])
+	}
+	if m := sockRe.FindStringSubmatch(out); m != nil {
+		for _, s := range m[1:] {
+			n, _ := strconv.Atoi(s)
+			c.errors += n
+		}
+	}
+	return c, nil
+}
+
+// idle measures a Delta's RSS and CPU over d while nothing uses it.
+type idleFigures struct {
+	rssMB   float64
+	cpuPct  float64
+	window  time.Duration
+	hasTray bool
+}
+
+func (f idleFigures) String() string {
+	return fmt.Sprintf("RSS %.1f MB, CPU %.2f %% over %s (tray: %v)", f.rssMB, f.cpuPct, f.window, f.hasTray)
+}
+
+func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
+	f := idleFigures{window: d}
+	out, _ := os.ReadFile(p.dir + ".out")
+	f.hasTray = bytes.Contains(out, []byte("tray is up"))
+	time.Sleep(5 * time.Second) // let the benchmark's connections close: the idle state is the point
+	t0, err := cpuTicks(p.cmd.Process.Pid)
+	if err != nil {
+		return f, err
+	}
+	start := time.Now()
+	time.Sleep(d) // the measurement window itself
+	t1, err := cpuTicks(p.cmd.Process.Pid)
+	if err != nil {
+		return f, err
+	}
+	const hz = 100 // USER_HZ on Linux
+	f.cpuPct = float64(t1-t0) / hz / time.Since(start).Seconds() * 100
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return f, err
+	}
+	if m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+		kb, _ := strconv.Atoi(string(m[1]))
+		f.rssMB = float64(kb) / 1024
+	}
+	return f, nil
+}
+
+// cpuTicks is a process's utime+stime in clock ticks (/proc/PID/stat).
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	s = s[strings.LastIndexByte(s, ')')+2:]
+	f := strings.Fields(s)
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + st, nil
+}
+
+func report(targets []target, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration) string {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	cpu := "unknown CPU"
+	if info, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.+)`).FindSubmatch(info); m != nil {
+			cpu = strings.TrimSpace(string(m[1]))
+		}
+	}
+	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench -d %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk.\n\n",
+		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), *duration, *duration)
+	b.WriteString("### Reads (requests per second; p50 / p99)\n\n| size, connections |")
+	for _, t := range targets {
+		fmt.Fprintf(&b, " %s |", t.name)
+	}
+	b.WriteString(" Delta static ÷ nginx | Delta TLS ÷ nginx TLS |\n|---|")
+	for range targets {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|---|\n")
+	for _, size := range sizes {
+		for _, c := range conns {
+			fmt.Fprintf(&b, "| %s, c=%d |", size, c)
+			for _, t := range targets {
+				r := reads[fmt.Sprintf("%s|%d|%s", size, c, t.name)]
+				fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), r.p50, r.p99, errNote(r))
+			}
+			get := func(n string) float64 { return reads[fmt.Sprintf("%s|%d|%s", size, c, n)].rate }
+			fmt.Fprintf(&b, " **%.2f** | **%.2f** |\n", get(targets[3].name)/get(targets[1].name), get(targets[4].name)/get(targets[2].name))
+		}
+	}
+	b.WriteString("\n### Calls (1 KiB, each on a new connection with its own request id; per second, p50 / p99)\n\n| connections |")
+	for _, t := range targets {
+		fmt.Fprintf(&b, " %s |", t.name)
+	}
+	b.WriteString("\n|---|")
+	for range targets {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, c := range conns {
+		fmt.Fprintf(&b, "| c=%d |", c)
+		for _, t := range targets {
+			r := calls[fmt.Sprintf("%d|%s", c, t.name)]
+			fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), r.p50, r.p99, errNote(r))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
+	return b.String()
+}
+
+func rate(r float64) string {
+	if r >= 1000 {
+		return fmt.Sprintf("%.1fk", r/1000)
+	}
+	return fmt.Sprintf("%.0f", r)
+}
+
+func errNote(c cell) string {
+	if c.errors == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ⚠ %d errors", c.errors)
+}
+
+const begin, end = "<!-- bench:begin (written by make bench) -->", "<!-- bench:end -->"
+
+// writeSection replaces the text between the markers in path (or adds it
+// after the title).
+func writeSection(path, section string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	s := string(b)
+	block := begin + "\n" + section + end
+	if i, j := strings.Index(s, begin), strings.Index(s, end); i >= 0 && j > i {
+		s = s[:i] + block + s[j+len(end):]
+	} else {
+		nl := strings.Index(s, "\n\n")
+		s = s[:nl+2] + "## Side by side: direct, nginx and Delta (`make bench`)\n\n" + block + "\n\n" + s[nl+2:]
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func waitDial(addr string, d time.Duration) error {
+	return waitCond(d, addr+" to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+}
+
+func waitCond(d time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: not within %s", what, d)
+		}
+		time.Sleep(20 * time.Millisecond) // polling other processes: they send no event
+	}
+	return nil
+}
