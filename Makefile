@@ -20,7 +20,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps
 all: build
 
 build: deps
@@ -147,8 +147,30 @@ deb: deps
 app pkg:
 	VERSION=$(VERSION) sh packaging/macos/build.sh $@
 
-bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/
+# bench runs the side-by-side harness (tools/bench: direct, nginx, two
+# pairs of Deltas under wrk; it rewrites its section of docs/benchmarks.md)
+# and the in-process benchmarks. BENCH_TIME is wrk's time per cell.
+BENCH_TIME ?= 5s
+bench: deps bench-deps
+	$(GO) run ./tools/bench -d $(BENCH_TIME)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/
+
+# bench-deps installs nginx and wrk (Debian's) when root; make test does
+# not need them.
+bench-deps:
+	@missing=""; \
+	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
+	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "make: installing$$missing with apt-get (its output: /tmp/delta-apt.log)"; \
+	    { apt-get update -o DPkg::Lock::Timeout=600 -qq && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade -o DPkg::Lock::Timeout=600 $$missing; \
+	    } >/tmp/delta-apt.log 2>&1 || { tail -20 /tmp/delta-apt.log >&2; echo "make: apt-get could not install$$missing" >&2; exit 1; }; \
+	  else \
+	    echo "make: make bench needs:$$missing (Debian: apt-get install$$missing)" >&2; exit 1; \
+	  fi; \
+	fi
 
 run: deps
 	$(GO) run ./app $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(ARGS)

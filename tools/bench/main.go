@@ -71,11 +71,10 @@ type target struct {
 
 // cell is one wrk run's figures.
 type cell struct {
-	rate      float64 // requests per second
-	p50, p99  time.Duration
-	errors    int
-	requests  int
-	transport string
+	rate     float64 // requests per second
+	p50, p99 time.Duration
+	errors   int
+	requests int
 }
 
 func run() error {
