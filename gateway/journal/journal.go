@@ -49,6 +49,8 @@ type DB struct {
 	behind behind     // outcomes not yet written (behind.go)
 	commit *committer // the group commit's writer (commit.go)
 
+	appCache appCache // the registered apps, read once each (apps.go)
+
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every change
 

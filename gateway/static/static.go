@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
@@ -67,7 +68,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	}
 	cfg.Router = router
-	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name}
+	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name, Checked: &ticket.Checked{}}
 	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now}
 	cfg.SelfFunc = func() view.Self { return self }
 	return nil
@@ -125,6 +126,9 @@ type TicketDoor struct {
 	// is this computer's name. If Known is nil, any name is admitted.
 	Known func(name string) bool
 	Self  string
+	// Checked remembers tickets verified already (each is sent on every
+	// request for minutes).
+	Checked *ticket.Checked
 }
 
 // Identify implements Door.
@@ -137,7 +141,13 @@ func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 		}
 		return gateway.Caller{}, fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", gateway.ErrDoorUnauthorized)
 	}
-	c, err := d.Key.Check(t, d.Now())
+	var c ticket.Claims
+	var err error
+	if d.Checked != nil {
+		c, err = d.Checked.Check(d.Key, t, d.Now())
+	} else {
+		c, err = d.Key.Check(t, d.Now())
+	}
 	if err != nil {
 		return gateway.Caller{}, fmt.Errorf("%w: %w", gateway.ErrDoorUnauthorized, err)
 	}
@@ -153,9 +163,22 @@ type MintedTickets struct {
 	Key  ticket.Key
 	Self view.Self
 	Now  func() time.Time
+
+	mu      sync.Mutex
+	held    string
+	expires time.Time
 }
 
 // Ticket implements Tickets.
-func (m *MintedTickets) Ticket(_ context.Context, _ string, _ bool) (string, error) {
-	return m.Key.Mint(ticket.Claims{Node: m.Self.Node, Name: m.Self.Name, Expires: m.Now().Add(ticket.Lifetime)}), nil
+// A ticket is minted once and sent until half its life has passed (or the
+// door refused it: renew), not minted for every request.
+func (m *MintedTickets) Ticket(_ context.Context, _ string, renew bool) (string, error) {
+	now := m.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if renew || m.held == "" || now.After(m.expires.Add(-ticket.Lifetime/2)) {
+		m.expires = now.Add(ticket.Lifetime)
+		m.held = m.Key.Mint(ticket.Claims{Node: m.Self.Node, Name: m.Self.Name, Expires: m.expires})
+	}
+	return m.held, nil
 }

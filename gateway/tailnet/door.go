@@ -84,7 +84,7 @@ func (d ticketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 	if !ok {
 		return gateway.Caller{}, fmt.Errorf("%w: the request has no \"Authorization: Delta <ticket>\" header", gateway.ErrDoorUnauthorized)
 	}
-	c, err := n.key.Check(t, time.Now())
+	c, err := n.checked.Check(n.key, t, time.Now())
 	if err != nil {
 		return gateway.Caller{}, fmt.Errorf("%w: %w", gateway.ErrDoorUnauthorized, err)
 	}

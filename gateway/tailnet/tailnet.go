@@ -139,6 +139,8 @@ type Node struct {
 
 	noticeMu sync.Mutex
 	notices  []string
+
+	checked  ticket.Checked // tickets verified already (door.go)
 	ifaces   netwatch.State
 	self     view.Self
 	selfUser tailcfg.UserID

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -125,4 +126,40 @@ func (k Key) Check(t string, now time.Time) (Claims, error) {
 			ErrTooLong, c.Expires.UTC().Format(time.RFC3339), Lifetime, MaxSkew)
 	}
 	return c, nil
+}
+
+// Checked remembers tickets already checked, so that a caller's ticket,
+// sent on every request for up to Lifetime, is verified once (its HMAC, its
+// base64, its JSON) and then found by its exact spelling. The zero value
+// is ready; it holds at most maxChecked tickets and forgets them all when
+// full. Expiry is checked every time.
+type Checked struct {
+	mu sync.Mutex
+	m  map[string]Claims
+}
+
+const maxChecked = 1024
+
+// Check is k.Check(t, now), remembered.
+func (c *Checked) Check(k Key, t string, now time.Time) (Claims, error) {
+	c.mu.Lock()
+	cl, ok := c.m[t]
+	c.mu.Unlock()
+	if ok {
+		if !now.Before(cl.Expires) {
+			return cl, fmt.Errorf("%w (at %s)", ErrExpired, cl.Expires.UTC().Format(time.RFC3339))
+		}
+		return cl, nil
+	}
+	cl, err := k.Check(t, now)
+	if err != nil {
+		return cl, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxChecked {
+		c.m = map[string]Claims{}
+	}
+	c.m[t] = cl
+	c.mu.Unlock()
+	return cl, nil
 }

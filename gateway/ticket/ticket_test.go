@@ -62,3 +62,26 @@ func TestLoadOrCreate(t *testing.T) {
 		t.Errorf("bad key file: %v", err)
 	}
 }
+
+// TestChecked: a remembered ticket is still refused once expired, and a
+// changed one is checked, not found.
+func TestChecked(t *testing.T) {
+	k := NewKey()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tk := k.Mint(Claims{Node: "n1", Name: "laptop", Expires: now.Add(Lifetime)})
+	var c Checked
+	for range 2 {
+		if cl, err := c.Check(k, tk, now); err != nil || cl.Node != "n1" {
+			t.Fatalf("%+v %v", cl, err)
+		}
+	}
+	if _, err := c.Check(k, tk, now.Add(Lifetime)); !errors.Is(err, ErrExpired) {
+		t.Errorf("a remembered ticket past its expiry: %v", err)
+	}
+	if _, err := c.Check(k, tk[:len(tk)-1]+"A", now); err == nil {
+		t.Errorf("a changed ticket passed")
+	}
+	if _, err := c.Check(NewKey(), "v1.x.y", now); err == nil {
+		t.Errorf("a malformed ticket passed")
+	}
+}
