@@ -73,15 +73,19 @@ func (d *DB) RequestBytes(ctx context.Context) (int64, error) {
 // RequestRetention ago, then, while the settled ones' bodies exceed
 // maxRequestStore, the oldest settled ones. It returns how many it dropped.
 func sweepRequests(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
+	// Driven from call_requests (the few kept requests: CROSS JOIN keeps
+	// it the outer table), never a scan of every call: with 1M calls the
+	// scan held the writer 208 ms at every sweep.
 	res, err := tx.ExecContext(ctx, `DELETE FROM call_requests WHERE request_id IN (
-		SELECT request_id FROM calls WHERE state != 'sending' AND state NOT IN `+unsettledSQL+` AND updated_at < ?)`,
+		SELECT r.request_id FROM call_requests r CROSS JOIN calls c ON c.request_id = r.request_id
+		WHERE c.state != 'sending' AND c.state NOT IN `+unsettledSQL+` AND c.updated_at < ?)`,
 		nanos(now.Add(-RequestRetention)))
 	if err != nil {
 		return 0, fmt.Errorf("journal: drop old requests: %w", err)
 	}
 	n, _ := res.RowsAffected()
 	// The bound: newest settled first, keep them while they fit.
-	rows, err := tx.QueryContext(ctx, `SELECT r.request_id, COALESCE(LENGTH(r.body), 0) FROM call_requests r JOIN calls c USING (request_id)
+	rows, err := tx.QueryContext(ctx, `SELECT r.request_id, COALESCE(LENGTH(r.body), 0) FROM call_requests r CROSS JOIN calls c ON c.request_id = r.request_id
 		WHERE c.state != 'sending' AND c.state NOT IN `+unsettledSQL+` ORDER BY c.updated_at DESC, c.request_id`)
 	if err != nil {
 		return n, fmt.Errorf("journal: size the kept requests: %w", err)

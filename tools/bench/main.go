@@ -51,6 +51,7 @@ var (
 	duration = flag.Duration("d", 5*time.Second, "how long wrk loads each cell")
 	doc      = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
 	quick    = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
+	idleOnly = flag.Bool("idle", false, "only the idle Delta's figures (nothing written)")
 )
 
 func main() {
@@ -131,6 +132,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Idle first, before any load has grown its heap: the tray process
+	// with the tailnet up, as a person's Mac runs it most of the day.
+	idle, err := idleCost(tlsPair[0], 30*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle (%s): %s; start to local API %s\n", tlsPair[0].name, idle, startup.Round(time.Millisecond))
+	if *idleOnly {
+		return nil
+	}
 	for _, p := range []*deltaProc{staticPair[1], tlsPair[1]} {
 		if _, err := p.kit.RegisterApp(ctx, "bench", "http://"+appAddr); err != nil {
 			return fmt.Errorf("register the owner app on %s: %w", p.name, err)
@@ -172,12 +183,6 @@ func run() error {
 			calls[key] = r
 		}
 	}
-	idle, err := idleCost(tlsPair[0], 30*time.Second)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("idle (%s): %s\n", tlsPair[0].name, idle)
-
 	section := report(targets, sizes, conns, reads, calls, idle, startup)
 	fmt.Println(section)
 	if *doc == "" {
@@ -589,7 +594,7 @@ func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
 	f := idleFigures{window: d}
 	out, _ := os.ReadFile(p.dir + ".out")
 	f.hasTray = bytes.Contains(out, []byte("tray is up"))
-	time.Sleep(5 * time.Second) // let the benchmark's connections close: the idle state is the point
+	time.Sleep(5 * time.Second) // let start-up work (login, discovery, first probes) settle: the idle state is the point
 	t0, err := cpuTicks(p.cmd.Process.Pid)
 	if err != nil {
 		return f, err
@@ -655,7 +660,7 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 			fmt.Fprintf(&b, "| %s, c=%d |", size, c)
 			for _, t := range targets {
 				r := reads[fmt.Sprintf("%s|%d|%s", size, c, t.name)]
-				fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), r.p50, r.p99, errNote(r))
+				fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), dur(r.p50), dur(r.p99), errNote(r))
 			}
 			get := func(n string) float64 { return reads[fmt.Sprintf("%s|%d|%s", size, c, n)].rate }
 			fmt.Fprintf(&b, " **%.2f** | **%.2f** |\n", get(targets[3].name)/get(targets[1].name), get(targets[4].name)/get(targets[2].name))
@@ -674,12 +679,23 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 		fmt.Fprintf(&b, "| c=%d |", c)
 		for _, t := range targets {
 			r := calls[fmt.Sprintf("%d|%s", c, t.name)]
-			fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), r.p50, r.p99, errNote(r))
+			fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), dur(r.p50), dur(r.p99), errNote(r))
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
 	return b.String()
+}
+
+// dur rounds wrk's figures (given to 2 decimals) for the table.
+func dur(d time.Duration) string {
+	switch {
+	case d >= 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Microsecond).String()
 }
 
 func rate(r float64) string {
