@@ -47,16 +47,7 @@ deps:
 	    command -v $${p%%:*} >/dev/null 2>&1 || echo "make: $${p##*:} is not installed: the tests that need it will skip (Debian: apt-get install $${p##*:})" >&2; \
 	  done; \
 	fi; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "make: installing$$missing with apt-get (its output: /tmp/delta-apt.log)"; \
-	    { apt-get update -o DPkg::Lock::Timeout=600 -qq && \
-	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade -o DPkg::Lock::Timeout=600 $$missing; \
-	    } >/tmp/delta-apt.log 2>&1 || { tail -20 /tmp/delta-apt.log >&2; echo "make: apt-get could not install$$missing (see /tmp/delta-apt.log)" >&2; exit 1; }; \
-	  else \
-	    echo "make: Delta's build needs: $$missing (Debian: apt-get install $$missing)" >&2; exit 1; \
-	  fi; \
-	fi
+	tools/apt-install $$missing
 
 vet: deps
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "make: not gofmt-formatted (run gofmt -w):" $$unformatted >&2; exit 1; fi
@@ -161,16 +152,7 @@ bench-deps:
 	@missing=""; \
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "make: installing$$missing with apt-get (its output: /tmp/delta-apt.log)"; \
-	    { apt-get update -o DPkg::Lock::Timeout=600 -qq && \
-	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --no-upgrade -o DPkg::Lock::Timeout=600 $$missing; \
-	    } >/tmp/delta-apt.log 2>&1 || { tail -20 /tmp/delta-apt.log >&2; echo "make: apt-get could not install$$missing" >&2; exit 1; }; \
-	  else \
-	    echo "make: make bench needs:$$missing (Debian: apt-get install$$missing)" >&2; exit 1; \
-	  fi; \
-	fi
+	tools/apt-install $$missing
 
 run: deps
 	$(GO) run ./app $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(ARGS)

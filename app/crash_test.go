@@ -309,16 +309,7 @@ func TestOwnerJournalLost(t *testing.T) {
 				t.Fatalf("the calling app was told %v, want outcome_unknown", r)
 			}
 			app.Release("/hold/" + id) // the app acted
-			db := filepath.Join(studio.dir, "delta.db")
-			switch lose {
-			case "emptied":
-				for _, f := range []string{db, db + "-wal", db + "-shm"} {
-					os.Remove(f)
-				}
-			case "wal removed":
-				os.Remove(db + "-wal")
-				os.Remove(db + "-shm")
-			}
+			loseJournal(studio.dir, lose)
 			studio.start(t)
 			call := laptop.c.GetCall(t, id, 60)
 			if call.State == "not_carried_out" {
@@ -352,16 +343,7 @@ func TestCallerJournalLost(t *testing.T) {
 				t.Fatalf("the call: %d %q %s", r.Status, r.Outcome(), r.Body)
 			}
 			laptop.kill(t)
-			db := filepath.Join(laptop.dir, "delta.db")
-			switch lose {
-			case "emptied":
-				for _, f := range []string{db, db + "-wal", db + "-shm"} {
-					os.Remove(f)
-				}
-			case "wal removed":
-				os.Remove(db + "-wal")
-				os.Remove(db + "-shm")
-			}
+			loseJournal(laptop.dir, lose)
 			laptop.start(t)
 			if !laptop.log.Contains("JOURNAL CONTINUITY BROKEN") {
 				t.Errorf("the caller's log does not say its journal's continuity broke:\n%s", laptop.log)
@@ -375,5 +357,19 @@ func TestCallerJournalLost(t *testing.T) {
 				t.Fatalf("the owner app acted %d times, want once", n)
 			}
 		})
+	}
+}
+
+// loseJournal does to a stopped Delta's journal what a copy, a sync or a
+// backup of delta.db alone gives: "emptied" removes it with its WAL,
+// "wal removed" only the WAL (the commits since the last checkpoint).
+func loseJournal(dir, how string) {
+	db := filepath.Join(dir, "delta.db")
+	files := []string{db + "-wal", db + "-shm"}
+	if how == "emptied" {
+		files = append(files, db)
+	}
+	for _, f := range files {
+		os.Remove(f)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -216,10 +215,7 @@ func faultSoak(t *testing.T, s soakSetup) {
 			// Once, past half-way: what a copy or a backup of delta.db
 			// alone gives. The app registry goes with it.
 			studio.kill(t)
-			db := filepath.Join(studio.dir, "delta.db")
-			for _, f := range []string{db, db + "-wal", db + "-shm"} {
-				os.Remove(f)
-			}
+			loseJournal(studio.dir, "emptied")
 			studio.start(t)
 			if s.afterStart != nil {
 				s.afterStart(studio)
