@@ -45,5 +45,15 @@ func TestTamperedTicketsFail(t *testing.T) {
 		if _, err := k.Check(string(b), now); err == nil {
 			t.Fatalf("a ticket with byte %d changed passed", i)
 		}
+		// Found by FuzzCheck (testdata/fuzz/FuzzCheck/361fa9329fa77918):
+		// base64 decoding skips line breaks, so one inserted anywhere
+		// passed.
+		for _, br := range []string{"\n", "\r"} {
+			if i > 0 {
+				if _, err := k.Check(good[:i]+br+good[i:], now); err == nil {
+					t.Fatalf("a ticket with %q inserted at %d passed", br, i)
+				}
+			}
+		}
 	}
 }
