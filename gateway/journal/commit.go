@@ -76,9 +76,20 @@ func (d *DB) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	// Once taken, the operation is waited for even if ctx ends: whether it
-	// committed must be known.
-	return <-op.done
+	// Once queued, the operation is waited for even if ctx ends: whether
+	// it committed must be known. The writer answers every operation it
+	// takes before it stops; one it never took was not written.
+	select {
+	case err := <-op.done:
+		return err
+	case <-d.commit.closed:
+		select {
+		case err := <-op.done:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
 }
 
 func (d *DB) writer() {
@@ -89,6 +100,16 @@ func (d *DB) writer() {
 		select {
 		case first = <-c.ops:
 		case <-c.stop:
+			// What is queued already is written, then nothing more.
+			var rest []*writeOp
+			for len(c.ops) > 0 {
+				rest = append(rest, <-c.ops)
+			}
+			for len(rest) > 0 {
+				n := min(len(rest), maxBatch)
+				d.runBatch(rest[:n])
+				rest = rest[n:]
+			}
 			return
 		}
 		batch := []*writeOp{first}
@@ -111,15 +132,15 @@ func (d *DB) runBatch(batch []*writeOp) {
 	for len(batch) > 0 {
 		failed, err := d.commitOnce(batch)
 		if failed < 0 {
-			for _, op := range batch {
-				op.done <- err // nil: committed
-			}
-			if err == nil {
+			if err == nil { // counted before anyone is answered
 				c := d.commit
 				c.mu.Lock()
 				c.batches++
 				c.writes += int64(len(batch))
 				c.mu.Unlock()
+			}
+			for _, op := range batch {
+				op.done <- err // nil: committed
 			}
 			return
 		}

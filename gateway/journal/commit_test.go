@@ -76,3 +76,15 @@ func TestGroupCommit(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteAfterClose: a write after Close fails at once with ErrClosed,
+// never hangs.
+func TestWriteAfterClose(t *testing.T) {
+	db, _, _ := open(t)
+	db.Close()
+	for range maxBatch + 1 { // more than the queue holds
+		if err := db.tx(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+			t.Fatalf("a write after Close: %v, want ErrClosed", err)
+		}
+	}
+}
