@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/gatewaytest/smalldisk"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -34,17 +35,11 @@ func onDisk(t *testing.T, n *node, disk *smalldisk.Disk) {
 }
 
 // behind reads /v1/status's journal.behind.
-func behind(t *testing.T, n *node) *struct {
-	Held     int  `json:"held_outcomes"`
-	DiskFull bool `json:"disk_full"`
-} {
+func behind(t *testing.T, n *node) *gateway.BehindJSON {
 	t.Helper()
 	var s struct {
 		Journal struct {
-			Behind *struct {
-				Held     int  `json:"held_outcomes"`
-				DiskFull bool `json:"disk_full"`
-			} `json:"behind"`
+			Behind *gateway.BehindJSON `json:"behind"`
 		} `json:"journal"`
 	}
 	if err := json.Unmarshal(n.c.Must(t, "GET", "/v1/status", nil).Body, &s); err != nil {

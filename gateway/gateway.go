@@ -369,8 +369,8 @@ func (g *Gateway) Start() (err error) {
 			}
 		})
 	}
-	g.goBackground(g.sweepLoop)
-	g.goBackground(g.flushLoop)
+	g.goBackground(func() { g.every(g.cfg.SweepEvery, g.sweep) })
+	g.goBackground(func() { g.every(time.Second, g.flush) })
 	self := g.Self()
 	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
 	return nil
@@ -547,41 +547,38 @@ func (g *Gateway) dropInterface(iface string) {
 	}
 }
 
-// flushLoop writes the outcomes the journal holds in memory (a full disk)
-// once a second until it can.
-func (g *Gateway) flushLoop() {
-	t := time.NewTicker(time.Second)
+// every runs f every d until the gateway closes.
+func (g *Gateway) every(d time.Duration, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-g.ctx.Done():
 			return
 		case <-t.C:
-			b := g.db.Behind()
-			if b.Held == 0 {
-				continue
-			}
-			if left, err := g.db.Flush(g.ctx); err == nil && left == 0 {
-				g.log.Info("the journal takes writes again: every outcome held in memory is written", "written", b.Held, "held_since", b.Since)
-			}
+			f()
 		}
 	}
 }
 
-func (g *Gateway) sweepLoop() {
-	t := time.NewTicker(g.cfg.SweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.ctx.Done():
-			return
-		case <-t.C:
-			if r, err := g.db.Sweep(g.ctx, g.now()); err != nil {
-				g.log.Error("retention sweep failed", "err", err)
-			} else if r.AnswersExpired+r.ReceiptsGone+r.CallsGone > 0 {
-				g.log.Info("retention sweep", "answers_expired", r.AnswersExpired, "receipts_removed", r.ReceiptsGone, "calls_removed", r.CallsGone)
-			}
-		}
+// flush writes the outcomes the journal holds in memory (a full disk), if
+// any: once a second (every) until it can.
+func (g *Gateway) flush() {
+	b := g.db.Behind()
+	if b.Held == 0 {
+		return
+	}
+	if left, err := g.db.Flush(g.ctx); err == nil && left == 0 {
+		g.log.Info("the journal takes writes again: every outcome held in memory is written", "written", b.Held, "held_since", b.Since)
+	}
+}
+
+// sweep runs the retention sweep (hourly: every).
+func (g *Gateway) sweep() {
+	if r, err := g.db.Sweep(g.ctx, g.now()); err != nil {
+		g.log.Error("retention sweep failed", "err", err)
+	} else if r.AnswersExpired+r.ReceiptsGone+r.CallsGone > 0 {
+		g.log.Info("retention sweep", "answers_expired", r.AnswersExpired, "receipts_removed", r.ReceiptsGone, "calls_removed", r.CallsGone)
 	}
 }
 

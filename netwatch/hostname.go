@@ -1,6 +1,7 @@
 package netwatch
 
 import (
+	"fmt"
 	"os"
 	"strings"
 )
@@ -16,7 +17,10 @@ func ComputerName() (string, error) {
 	if name := pickName(local, computer, h); name != "" {
 		return name, nil
 	}
-	return "", err
+	if err != nil {
+		return "", fmt.Errorf("the host name is unknown: %w", err)
+	}
+	return "", fmt.Errorf("no LocalHostName, ComputerName or host name (%q) makes a DNS label", h)
 }
 
 // pickName chooses among macOS's LocalHostName and ComputerName and the

@@ -316,7 +316,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	case journal.Replay:
 		o.cfg.OnReplay()
 		if old.Behind {
-			w.Header().Set(proto.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
+			o.markBehind(w)
 		}
 		writeOwnerAnswer(w, old.Answer, nil, true)
 		return
@@ -386,7 +386,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	select {
 	case res := <-done:
 		if res.held {
-			w.Header().Set(proto.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
+			o.markBehind(w)
 		}
 		switch res.state {
 		case journal.ReceiptAnswered:
@@ -404,6 +404,12 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	case <-r.Context().Done():
 		// The caller hung up; the app's answer is still recorded.
 	}
+}
+
+// markBehind says on an answer that its outcome is held in memory, not yet
+// in this computer's journal.
+func (o *Owner) markBehind(w http.ResponseWriter) {
+	w.Header().Set(proto.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
 }
 
 // busyError names a receipt's state as the 409 error (DESIGN §4).

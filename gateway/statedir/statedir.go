@@ -184,8 +184,8 @@ func (fc *Config) Self(dir string, computerName func() (string, error)) (view.Se
 	s := view.Self{Name: fc.Name, Node: fc.NodeID}
 	if s.Name == "" {
 		h, err := computerName()
-		if err != nil || h == "" {
-			return s, fmt.Errorf("statedir: no name in %s and the computer's name is unknown: %v", ConfigFile, err)
+		if err != nil {
+			return s, fmt.Errorf("statedir: no name in %s, and %w", ConfigFile, err)
 		}
 		s.Name = h
 	}

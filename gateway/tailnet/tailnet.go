@@ -179,8 +179,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	if cfg.Hostname == "" {
 		h, err := netwatch.ComputerName() // LocalHostName on macOS, not a DHCP-given host name
-		if err != nil || h == "" {
-			return nil, fmt.Errorf("tailnet: no --hostname and the computer's name is unknown: %v", err)
+		if err != nil {
+			return nil, fmt.Errorf("tailnet: no --hostname, and %w", err)
 		}
 		cfg.Hostname = h
 	}
