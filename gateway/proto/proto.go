@@ -146,11 +146,21 @@ func ParseTimeout(v string) (time.Duration, error) {
 	if !timeoutRe.MatchString(v) {
 		return 0, fmt.Errorf("X-Delta-Timeout %q is not seconds written as digits with at most 3 decimals (for example 30 or 2.5)", v)
 	}
-	f, err := strconv.ParseFloat(v, 64)
+	// Whole seconds and milliseconds are read as integers: through a float,
+	// 130.915 s became 130.914999999 s and wrote back as 130.914.
+	whole, frac, _ := strings.Cut(v, ".")
+	sec, err := strconv.Atoi(whole)
 	if err != nil {
 		return 0, fmt.Errorf("X-Delta-Timeout %q: %w", v, err)
 	}
-	d := time.Duration(f * float64(time.Second))
+	ms := 0
+	if frac != "" {
+		ms, err = strconv.Atoi((frac + "00")[:3])
+		if err != nil {
+			return 0, fmt.Errorf("X-Delta-Timeout %q: %w", v, err)
+		}
+	}
+	d := time.Duration(sec)*time.Second + time.Duration(ms)*time.Millisecond
 	if d <= 0 {
 		return 0, fmt.Errorf("X-Delta-Timeout %q must be more than 0 seconds", v)
 	}
@@ -167,7 +177,11 @@ func FormatTimeout(d time.Duration) string {
 	if ms < 1 {
 		ms = 1
 	}
-	return strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64)
+	s := strconv.FormatInt(ms/1000, 10)
+	if rest := ms % 1000; rest != 0 {
+		s += strings.TrimRight(fmt.Sprintf(".%03d", rest), "0")
+	}
+	return s
 }
 
 // CheckName reports why s is not a valid peer or app name, or nil. what is
