@@ -249,6 +249,9 @@ func (n *Node) Start() (err error) {
 		return fmt.Errorf("tailnet: start tsnet: %w", err)
 	}
 	undo = append(undo, func() { n.srv.Close() })
+	if err := setTimeWait(n.srv); err != nil {
+		return fmt.Errorf("tailnet: %w", err)
+	}
 	if n.lc, err = n.srv.LocalClient(); err != nil {
 		return fmt.Errorf("tailnet: %w", err)
 	}
