@@ -184,6 +184,14 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		c := rc.RouteCounters()
 		writeFamily(w, "delta_route_invalidations_total", "Roads dropped, by cause.", "cause", c.Invalidations)
 		writeFamily(w, "delta_route_races_won_total", "Connects won in a race across roads, by road.", "road", c.RacesWon)
+		if len(c.Upkeep) > 0 {
+			req, bytes := map[string]uint64{}, map[string]uint64{}
+			for k, v := range c.Upkeep {
+				req[k], bytes[k] = v.Requests, v.Bytes
+			}
+			writeFamily(w, "delta_upkeep_requests_total", "Requests sent to peers only to keep the roads known (probes, hellos, tickets), by kind.", "kind", req)
+			writeFamily(w, "delta_upkeep_bytes_total", "Bytes both ways on the connections of those requests, by kind.", "kind", bytes)
+		}
 		fmt.Fprintf(w, "# HELP delta_route_hold_down_refusals_total Callers refused at once because a road is held down.\n# TYPE delta_route_hold_down_refusals_total counter\ndelta_route_hold_down_refusals_total %d\n", c.HoldDownRefusals)
 	}
 	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)

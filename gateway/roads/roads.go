@@ -211,7 +211,25 @@ type RouteCounters struct {
 	HoldDownRefusals uint64            `json:"hold_down_refusals"`
 	RacesWon         map[Road]uint64   `json:"races_won"`
 	Invalidations    map[string]uint64 `json:"invalidations"` // by cause
+	// Upkeep is what was sent to peers only to keep the roads known, by
+	// kind (UpkeepProbe, UpkeepHello, UpkeepTicket); empty where a router
+	// does not count it.
+	Upkeep map[string]Traffic `json:"upkeep,omitempty"`
 }
+
+// Traffic is a count of requests and the bytes their connections carried,
+// both ways.
+type Traffic struct {
+	Requests uint64 `json:"requests"`
+	Bytes    uint64 `json:"bytes"`
+}
+
+// Kinds of upkeep traffic.
+const (
+	UpkeepProbe  = "probe"
+	UpkeepHello  = "hello"
+	UpkeepTicket = "ticket"
+)
 
 // Counted is a Router that keeps RouteCounters (the route book).
 type Counted interface {

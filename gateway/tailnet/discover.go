@@ -266,7 +266,7 @@ func (n *Node) fetchHello(p *peer) {
 }
 
 func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
-	ctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.hello), helloTimeout)
 	defer cancel()
 	n.mu.Lock()
 	addr := p.tsAddr
@@ -390,7 +390,7 @@ func (n *Node) prober() {
 // answers during a burst ends the burst, and its peer's idle connections
 // are closed so that the next read takes the road that came back.
 func (n *Node) ping(c roads.Candidate) {
-	ctx, cancel := context.WithTimeout(n.ctx, c.Road.ConnectTimeout()+2*time.Second)
+	ctx, cancel := context.WithTimeout(metered(n.ctx, &n.upkeep.probe), c.Road.ConnectTimeout()+2*time.Second)
 	defer cancel()
 	start := time.Now()
 	err := func() error {

@@ -163,7 +163,7 @@ func (n *Node) Ticket(ctx context.Context, peer string, renew bool) (string, err
 	n.mu.Lock()
 	addr := p.tsAddr
 	n.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.ticket), helloTimeout)
 	defer cancel()
 	body, _ := json.Marshal(ticketRequest{Pin: n.pin})
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/delta/v1/tickets", strings.NewReader(string(body)))

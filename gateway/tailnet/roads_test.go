@@ -1,6 +1,7 @@
 package tailnet_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +69,26 @@ func TestNotLoggedIn(t *testing.T) {
 	}
 	if r := nd.c.Must(t, "GET", "/v1/peers/studio/notes/x", nil); r.Status != 404 || !strings.Contains(r.Err.Detail, "not one of this computer's peers") {
 		t.Errorf("read before login: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestUpkeepCounted: the probes, hellos and tickets that keep the roads
+// known are counted where they leave, requests and bytes, in /metrics.
+func TestUpkeepCounted(t *testing.T) {
+	_, laptop, studio, _ := labPair(t)
+	waitRoadUp(t, laptop, studio, "lan")
+	m := string(laptop.c.Must(t, "GET", "/metrics", nil).Body)
+	for _, kind := range []string{"probe", "hello", "ticket"} {
+		for _, fam := range []string{"delta_upkeep_requests_total", "delta_upkeep_bytes_total"} {
+			var v int
+			line := fam + `{kind="` + kind + `"} `
+			i := strings.Index(m, line)
+			if i < 0 {
+				t.Fatalf("no %s in the metrics:\n%s", line, m)
+			}
+			if _, err := fmt.Sscan(m[i+len(line):], &v); err != nil || v < 1 {
+				t.Errorf("%s%d (%v): nothing counted", line, v, err)
+			}
+		}
 	}
 }

@@ -102,7 +102,11 @@ func (n *Node) Changed() <-chan struct{} { return n.book.Changed() }
 func (n *Node) Won(road roads.Road) { n.book.Won(road) }
 
 // RouteCounters are the route book's counts (for status).
-func (n *Node) RouteCounters() routes.Counters { return n.book.Counters() }
+func (n *Node) RouteCounters() routes.Counters {
+	c := n.book.Counters()
+	c.Upkeep = n.upkeep.counters()
+	return c
+}
 
 // candidatesLocked are a named peer's roads: the tailnet, and each lan or
 // thunderbolt address of its hello that a running local interface of the
@@ -118,7 +122,7 @@ func (n *Node) candidatesLocked(p *peer) []roads.Candidate {
 		if err != nil && ctx.Err() != nil {
 			return nil, fmt.Errorf("connect to %s via the tailnet (%s) timed out after %.0f s: %w", name, tsAddr, tailnet.ConnectTimeout().Seconds(), ctx.Err())
 		}
-		return c, err
+		return meterConn(ctx, c), err
 	}}}
 	for _, hr := range p.hello.Roads {
 		if hr.Road != roads.LAN && hr.Road != roads.Thunderbolt {
@@ -172,6 +176,7 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 		n.mu.Unlock()
 		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: netwatch.BindControl(iface, road)}
 		raw, err := d.DialContext(ctx, "tcp", addr)
+		raw = meterConn(ctx, raw)
 		if err != nil {
 			if hint := netwatch.LocalNetworkHint(runtime.GOOS, err, iface != ""); hint != "" {
 				err = fmt.Errorf("%w (%s)", err, hint)

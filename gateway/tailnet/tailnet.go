@@ -131,6 +131,7 @@ type Node struct {
 	wg        sync.WaitGroup
 	kick      chan struct{}
 	probeKick chan struct{}
+	upkeep    upkeep
 	saveKick  chan struct{}
 	started   time.Time // when Start was called
 
@@ -267,12 +268,14 @@ func (n *Node) Start() (err error) {
 			l.ln.Close()
 		}
 	})
+	// Hellos and tickets, a few an hour for each peer: a connection each,
+	// so that its bytes are counted to the request's kind (upkeep.go).
 	n.httc = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return n.srv.Dial(ctx, network, addr)
+			c, err := n.srv.Dial(ctx, network, addr)
+			return meterConn(ctx, c), err
 		},
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
+		DisableKeepAlives: true,
 	}}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if n.mon, err = netwatch.Start(netwatch.Options{OnChange: n.onNetChange, Roads: n.cfg.Roads, Logger: n.log}); err != nil {
