@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +58,16 @@ func BenchmarkCall1KiB(b *testing.B) {
 		for b.Loop() {
 			post(b, fresh, laptop.c.URL+"/v1/peers/studio/bench/c", laptop.c.Token, fmt.Sprintf("bench-%d", n.Add(1)), body)
 		}
+	})
+	// 16 callers at once, as make bench's c=16 cell: concurrent calls
+	// share the journals' fsyncs (group commit).
+	b.Run("two-deltas-c16", func(b *testing.B) {
+		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				post(b, fresh, laptop.c.URL+"/v1/peers/studio/bench/c", laptop.c.Token, fmt.Sprintf("bench-%d", n.Add(1)), body)
+			}
+		})
 	})
 }
 

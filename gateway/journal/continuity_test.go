@@ -1,7 +1,9 @@
 package journal
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,5 +114,71 @@ func TestContinuity(t *testing.T) {
 				t.Fatalf("a call after the break: %s", r.State)
 			}
 		})
+	}
+}
+
+// TestContinuitySlots: the file's two slots are written in turn in place;
+// a torn write spoils one and the other still holds the count before it; a
+// file of earlier versions (one JSON object) is read; a file with no slot
+// that holds is refused at Open with the reason.
+func TestContinuitySlots(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "delta.db")
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, _, err := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: fmt.Sprint("r", i), Digest: "d"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	b, err := os.ReadFile(ContinuityFile(path))
+	if err != nil || len(b) != 2*contSlot {
+		t.Fatalf("the continuity file: %d bytes, %v", len(b), err)
+	}
+	f, err := decodeContinuity(b)
+	if err != nil || f.Receipts != 3 {
+		t.Fatalf("decoded %+v, %v; want 3 receipts", f, err)
+	}
+	s0, err0 := decodeSlot(b[:contSlot])
+	s1, err1 := decodeSlot(b[contSlot:])
+	if err0 != nil || err1 != nil || s0.Receipts+s1.Receipts != 5 { // 3 then 2: written in turn
+		t.Fatalf("slots %+v %v, %+v %v: not written in turn", s0, err0, s1, err1)
+	}
+
+	// The newer slot torn: the other one's count, behind by one.
+	torn := bytes.Clone(b)
+	newer := 0
+	if s1.Receipts > s0.Receipts {
+		newer = contSlot
+	}
+	copy(torn[newer+20:], "\x00\x00\x00\x00")
+	if f, err := decodeContinuity(torn); err != nil || f.Receipts != 2 {
+		t.Fatalf("one slot torn: %+v, %v; want the other's 2", f, err)
+	}
+	// Both torn: no count to trust, refused by name.
+	copy(torn[contSlot-newer+20:], "\x00\x00\x00\x00")
+	if _, err := decodeContinuity(torn); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("both slots torn: %v", err)
+	}
+	os.WriteFile(ContinuityFile(path), torn, 0o600)
+	if _, err := Open(path, Options{}); err == nil || !strings.Contains(err.Error(), "is not Delta's continuity file (slot 1") {
+		t.Fatalf("Open with both slots torn: %v", err)
+	}
+
+	// An earlier version's file: one JSON object, read, then rewritten as slots.
+	os.WriteFile(ContinuityFile(path), []byte(`{"incarnation":"`+f.Incarnation+`","receipts":3}`), 0o600)
+	db, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := db.Continuity(ctx); c.Broken != "" || c.FileError != "" {
+		t.Fatalf("opened with an earlier version's file: %+v", c)
+	}
+	db.Close()
+	if b, _ := os.ReadFile(ContinuityFile(path)); len(b) != 2*contSlot {
+		t.Fatalf("not rewritten as slots: %q", b)
 	}
 }

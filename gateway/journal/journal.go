@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -58,7 +59,9 @@ type DB struct {
 	contPath    string
 	incarnation string
 	contMu      sync.Mutex
-	contErr     error // the last failure to write the continuity file
+	contErr     error    // the last failure to write the continuity file
+	contF       *os.File // the file, open for its slots to be written in place
+	contNext    int64    // the slot written next (0 or 1)
 }
 
 // Options configure Open.
@@ -164,6 +167,12 @@ func (d *DB) check(path string) error {
 // Close closes the database.
 func (d *DB) Close() error {
 	d.stopWriter()
+	d.contMu.Lock()
+	if d.contF != nil {
+		d.contF.Close()
+		d.contF = nil
+	}
+	d.contMu.Unlock()
 	return d.db.Close()
 }
 
