@@ -22,7 +22,7 @@ import (
 // ratios; see docs/benchmarks.md.
 func BenchmarkRead1KiB(b *testing.B) {
 	laptop, studio, owner := benchPair(b)
-	pooled := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	pooled := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.Run("direct", func(b *testing.B) {
 		for b.Loop() {
 			get(b, pooled, owner.URL+"/r", "")
@@ -32,6 +32,15 @@ func BenchmarkRead1KiB(b *testing.B) {
 		for b.Loop() {
 			get(b, pooled, laptop.c.URL+"/v1/peers/studio/bench/r", laptop.c.Token)
 		}
+	})
+	// 16 readers at once, as make bench's c=16 cell.
+	b.Run("two-deltas-c16", func(b *testing.B) {
+		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				get(b, pooled, laptop.c.URL+"/v1/peers/studio/bench/r", laptop.c.Token)
+			}
+		})
 	})
 	_ = studio
 }

@@ -177,12 +177,17 @@ func (cr *Caller) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	cr.cfg.OnRead(proto.Answered)
 	cbuf := proto.CopyBuffers.Get()
 	defer proto.CopyBuffers.Put(cbuf)
-	if !isGet {
+	// A copy is kept only of an answer the cache may store (known before
+	// its body: status, no-store, Vary: *, a length over the limit).
+	if !isGet || !cr.cfg.Cache.Storable(resp.StatusCode, reqHeader, resp.Header, resp.ContentLength) {
 		io.CopyBuffer(w, resp.Body, cbuf)
 		return
 	}
 	limit := cr.cfg.Cache.MaxEntry()
 	buf := &bytes.Buffer{}
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength)) // one allocation, not a doubling series
+	}
 	n, err := io.CopyBuffer(io.MultiWriter(w, &cappedWriter{buf: buf, limit: limit}), resp.Body, cbuf)
 	if err != nil || n > limit {
 		return

@@ -141,27 +141,11 @@ var storableStatus = []int{200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501
 // Put stores an answer if RFC 9111 allows a private cache to, and reports
 // whether it did.
 func (c *Cache) Put(base string, req http.Header, status int, resp http.Header, body []byte, road string) bool {
-	if !slices.Contains(storableStatus, status) {
-		return false
-	}
-	if _, ok := Directives(req)["no-store"]; ok {
+	names, ok := storable(status, req, resp)
+	if !ok {
 		return false
 	}
 	d := Directives(resp)
-	if _, ok := d["no-store"]; ok {
-		return false
-	}
-	var names []string
-	for _, v := range resp.Values("Vary") {
-		for n := range strings.SplitSeq(v, ",") {
-			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n == "*" {
-				return false
-			} else if n != "" {
-				names = append(names, n)
-			}
-		}
-	}
-	slices.Sort(names)
 	now := c.now()
 	e := &Entry{Status: status, Header: resp.Clone(), Body: body, Road: road,
 		varyNames: names, stored: now, lifetime: lifetime(d, resp, now)}
@@ -197,6 +181,40 @@ func (c *Cache) Put(base string, req http.Header, status int, resp http.Header, 
 		c.removeLocked(c.lru.Back())
 	}
 	return true
+}
+
+// Storable reports whether an answer with this status and these headers
+// may be stored, before its body is read: the relay keeps a copy of the
+// body only then. contentLength is the answer's length, -1 if unknown.
+func (c *Cache) Storable(status int, req, resp http.Header, contentLength int64) bool {
+	_, ok := storable(status, req, resp)
+	return ok && contentLength <= c.maxEntry
+}
+
+// storable is what Put and Storable check first, with the Vary field
+// names (sorted) of an answer that may be stored.
+func storable(status int, req, resp http.Header) (varyNames []string, ok bool) {
+	if !slices.Contains(storableStatus, status) {
+		return nil, false
+	}
+	if _, ok := Directives(req)["no-store"]; ok {
+		return nil, false
+	}
+	if _, ok := Directives(resp)["no-store"]; ok {
+		return nil, false
+	}
+	var names []string
+	for _, v := range resp.Values("Vary") {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n == "*" {
+				return nil, false
+			} else if n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, true
 }
 
 // MaxEntry is the largest answer (in bytes) the cache stores.

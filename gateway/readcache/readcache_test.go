@@ -61,6 +61,10 @@ func TestWhatIsStored(t *testing.T) {
 		{404, nil, hdr(), true, true},
 	} {
 		k := Key("p", "a", fmt.Sprint(i))
+		// What the relay asks before it keeps a copy agrees with Put.
+		if got := c.Storable(tc.status, tc.req, tc.resp, -1); got != tc.stored {
+			t.Errorf("case %d: Storable=%v, want %v", i, got, tc.stored)
+		}
 		if got := c.Put(k, tc.req, tc.status, tc.resp, []byte("b"), "lan"); got != tc.stored {
 			t.Errorf("case %d: stored=%v, want %v", i, got, tc.stored)
 			continue
@@ -73,6 +77,21 @@ func TestWhatIsStored(t *testing.T) {
 			if _, ok := Directives(tc.resp)["no-cache"]; ok && e.Fresh(time.Now()) {
 				t.Errorf("case %d: a no-cache answer is fresh", i)
 			}
+		}
+	}
+}
+
+// TestStorableLength: an answer whose length is over the largest entry is
+// not copied for the cache; one of unknown length is (and Put then judges
+// the copy).
+func TestStorableLength(t *testing.T) {
+	c := New(8<<20, nil)
+	for _, tc := range []struct {
+		length int64
+		want   bool
+	}{{-1, true}, {0, true}, {1 << 20, true}, {c.MaxEntry(), true}, {c.MaxEntry() + 1, false}} {
+		if got := c.Storable(200, nil, hdr(), tc.length); got != tc.want {
+			t.Errorf("length %d: Storable=%v, want %v", tc.length, got, tc.want)
 		}
 	}
 }
