@@ -20,7 +20,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers
 all: build
 
 build: deps
@@ -145,6 +145,16 @@ BENCH_TIME ?= 5s
 bench: deps bench-deps
 	$(GO) run ./tools/bench -d $(BENCH_TIME)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/
+
+# bench-peers: one person's computers on a loopback tailnet, home and 1, 10
+# and 50 peers; what home sends to keep its roads known, each node's CPU,
+# and the menu's redraw (about 35 minutes: a 10-minute window per size).
+# PEERS and PEERS_WINDOW choose others.
+PEERS ?= 1,10,50
+PEERS_WINDOW ?= 10m
+bench-peers: deps
+	DELTA_BENCH_PEERS=$(PEERS) DELTA_BENCH_PEERS_WINDOW=$(PEERS_WINDOW) $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 90m ./gateway/tailnet/ | grep --line-buffered -v 'level='; \
+	  exit $${PIPESTATUS[0]}
 
 # bench-deps installs nginx and wrk (Debian's) when root; make test does
 # not need them.
