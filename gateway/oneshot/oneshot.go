@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -69,12 +70,18 @@ func Do(ctx context.Context, dial func(context.Context) (net.Conn, error), req *
 	defer stop()
 
 	req.Close = true // one request per connection: Connection: close
-	bw := bufio.NewWriterSize(conn, 32<<10)
+	bw := writers.Get().(*bufio.Writer)
+	bw.Reset(conn)
+	defer func() { bw.Reset(nil); writers.Put(bw) }()
 	werr := req.Write(bw)
 	if werr == nil {
 		werr = bw.Flush()
 	}
-	br := bufio.NewReader(conn)
+	// The answer is read whole before Do returns (read), so the reader is
+	// free again then.
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(conn)
+	defer func() { br.Reset(nil); readers.Put(br) }()
 	if werr != nil {
 		if !conn.wrote.Load() {
 			return nil, &Error{Op: "send the request", Err: werr, Timeout: IsTimeout(werr)}
@@ -93,6 +100,14 @@ func Do(ctx context.Context, dial func(context.Context) (net.Conn, error), req *
 	}
 	return resp, nil
 }
+
+// writers and readers are the buffers of exchanges, lent for one each (a
+// call made two 32 KiB writers and two 4 KiB readers of garbage: half of
+// what a call through two Deltas allocated).
+var (
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+)
 
 func read(br *bufio.Reader, req *http.Request, maxBody int64) (*Response, error) {
 	resp, err := http.ReadResponse(br, req)
