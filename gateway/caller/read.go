@@ -179,7 +179,11 @@ func (cr *Caller) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	defer proto.CopyBuffers.Put(cbuf)
 	// A copy is kept only of an answer the cache may store (known before
 	// its body: status, no-store, Vary: *, a length over the limit).
-	if !isGet || !cr.cfg.Cache.Storable(resp.StatusCode, reqHeader, resp.Header, resp.ContentLength) {
+	var admitted *readcache.Admission
+	if isGet {
+		admitted = cr.cfg.Cache.Storable(resp.StatusCode, reqHeader, resp.Header, resp.ContentLength)
+	}
+	if admitted == nil {
 		io.CopyBuffer(w, resp.Body, cbuf)
 		return
 	}
@@ -192,10 +196,11 @@ func (cr *Caller) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	if err != nil || n > limit {
 		return
 	}
-	stored := resp.Header.Clone()
-	proto.StripHop(stored)
-	stored.Del("Content-Length")
-	cr.cfg.Cache.Put(key, reqHeader, resp.StatusCode, stored, buf.Bytes(), string(cand.Road))
+	// The app has its header (w's map, written): what is kept is trimmed
+	// in place, and PutAdmitted keeps its own copy.
+	proto.StripHop(resp.Header)
+	resp.Header.Del("Content-Length")
+	cr.cfg.Cache.PutAdmitted(admitted, key, resp.Header, buf.Bytes(), string(cand.Road))
 }
 
 // serveCached writes a stored answer: fresh when stale is "", else labelled

@@ -141,11 +141,57 @@ var storableStatus = []int{200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501
 // Put stores an answer if RFC 9111 allows a private cache to, and reports
 // whether it did.
 func (c *Cache) Put(base string, req http.Header, status int, resp http.Header, body []byte, road string) bool {
-	names, ok := storable(status, req, resp)
-	if !ok {
+	a := c.Storable(status, req, resp, -1)
+	if a == nil {
 		return false
 	}
+	return c.PutAdmitted(a, base, resp, body, road)
+}
+
+// Admission is an answer Storable found may be stored, with what it read
+// of the headers, so that PutAdmitted reads nothing twice.
+type Admission struct {
+	status     int
+	req        http.Header
+	varyNames  []string // sorted
+	directives map[string]string
+}
+
+// Storable returns the admission of an answer with this status and these
+// headers, or nil if it may not be stored, before its body is read: the
+// relay keeps a copy of the body only then. contentLength is the answer's
+// length, -1 if unknown.
+func (c *Cache) Storable(status int, req, resp http.Header, contentLength int64) *Admission {
+	if contentLength > c.maxEntry || !slices.Contains(storableStatus, status) {
+		return nil
+	}
+	if _, ok := Directives(req)["no-store"]; ok {
+		return nil
+	}
 	d := Directives(resp)
+	if _, ok := d["no-store"]; ok {
+		return nil
+	}
+	var names []string
+	for _, v := range resp.Values("Vary") {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n == "*" {
+				return nil
+			} else if n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return &Admission{status: status, req: req, varyNames: names, directives: d}
+}
+
+// PutAdmitted stores the answer a admitted, with resp as the header to keep
+// (the admitted one less what must not be stored: the same caching fields)
+// and its body, and reports whether it did (it may still be over the
+// largest entry).
+func (c *Cache) PutAdmitted(a *Admission, base string, resp http.Header, body []byte, road string) bool {
+	status, req, names, d := a.status, a.req, a.varyNames, a.directives
 	now := c.now()
 	e := &Entry{Status: status, Header: resp.Clone(), Body: body, Road: road,
 		varyNames: names, stored: now, lifetime: lifetime(d, resp, now)}
@@ -156,8 +202,8 @@ func (c *Cache) Put(base string, req http.Header, status int, resp http.Header, 
 	if noCache {
 		e.lifetime = 0
 	}
-	if a, err := strconv.Atoi(resp.Get("Age")); err == nil && a > 0 {
-		e.initialAge = time.Duration(a) * time.Second
+	if age, err := strconv.Atoi(resp.Get("Age")); err == nil && age > 0 {
+		e.initialAge = time.Duration(age) * time.Second
 	}
 	e.Header.Del("Age")
 	e.key = variant(base, names, req)
@@ -181,40 +227,6 @@ func (c *Cache) Put(base string, req http.Header, status int, resp http.Header, 
 		c.removeLocked(c.lru.Back())
 	}
 	return true
-}
-
-// Storable reports whether an answer with this status and these headers
-// may be stored, before its body is read: the relay keeps a copy of the
-// body only then. contentLength is the answer's length, -1 if unknown.
-func (c *Cache) Storable(status int, req, resp http.Header, contentLength int64) bool {
-	_, ok := storable(status, req, resp)
-	return ok && contentLength <= c.maxEntry
-}
-
-// storable is what Put and Storable check first, with the Vary field
-// names (sorted) of an answer that may be stored.
-func storable(status int, req, resp http.Header) (varyNames []string, ok bool) {
-	if !slices.Contains(storableStatus, status) {
-		return nil, false
-	}
-	if _, ok := Directives(req)["no-store"]; ok {
-		return nil, false
-	}
-	if _, ok := Directives(resp)["no-store"]; ok {
-		return nil, false
-	}
-	var names []string
-	for _, v := range resp.Values("Vary") {
-		for n := range strings.SplitSeq(v, ",") {
-			if n = http.CanonicalHeaderKey(strings.TrimSpace(n)); n == "*" {
-				return nil, false
-			} else if n != "" {
-				names = append(names, n)
-			}
-		}
-	}
-	slices.Sort(names)
-	return names, true
 }
 
 // MaxEntry is the largest answer (in bytes) the cache stores.

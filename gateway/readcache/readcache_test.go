@@ -62,7 +62,7 @@ func TestWhatIsStored(t *testing.T) {
 	} {
 		k := Key("p", "a", fmt.Sprint(i))
 		// What the relay asks before it keeps a copy agrees with Put.
-		if got := c.Storable(tc.status, tc.req, tc.resp, -1); got != tc.stored {
+		if got := c.Storable(tc.status, tc.req, tc.resp, -1) != nil; got != tc.stored {
 			t.Errorf("case %d: Storable=%v, want %v", i, got, tc.stored)
 		}
 		if got := c.Put(k, tc.req, tc.status, tc.resp, []byte("b"), "lan"); got != tc.stored {
@@ -90,7 +90,7 @@ func TestStorableLength(t *testing.T) {
 		length int64
 		want   bool
 	}{{-1, true}, {0, true}, {1 << 20, true}, {c.MaxEntry(), true}, {c.MaxEntry() + 1, false}} {
-		if got := c.Storable(200, nil, hdr(), tc.length); got != tc.want {
+		if got := c.Storable(200, nil, hdr(), tc.length) != nil; got != tc.want {
 			t.Errorf("length %d: Storable=%v, want %v", tc.length, got, tc.want)
 		}
 	}

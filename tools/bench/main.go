@@ -646,15 +646,20 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 	}
 	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench -d %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk.\n\n",
 		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), *duration, *duration)
-	b.WriteString("### Reads (requests per second; p50 / p99)\n\n| size, connections |")
-	for _, t := range targets {
-		fmt.Fprintf(&b, " %s |", t.name)
+	// header writes a table's first two rows: first, a column per target,
+	// then extra.
+	header := func(first string, extra ...string) {
+		b.WriteString("| " + first + " |")
+		for _, t := range targets {
+			fmt.Fprintf(&b, " %s |", t.name)
+		}
+		for _, e := range extra {
+			b.WriteString(" " + e + " |")
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(targets)+len(extra)) + "\n")
 	}
-	b.WriteString(" Delta static ÷ nginx | Delta TLS ÷ nginx TLS |\n|---|")
-	for range targets {
-		b.WriteString("---|")
-	}
-	b.WriteString("---|---|\n")
+	b.WriteString("### Reads (requests per second; p50 / p99)\n\n")
+	header("size, connections", "Delta static ÷ nginx", "Delta TLS ÷ nginx TLS")
 	for _, size := range sizes {
 		for _, c := range conns {
 			fmt.Fprintf(&b, "| %s, c=%d |", size, c)
@@ -666,15 +671,8 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 			fmt.Fprintf(&b, " **%.2f** | **%.2f** |\n", get(targets[3].name)/get(targets[1].name), get(targets[4].name)/get(targets[2].name))
 		}
 	}
-	b.WriteString("\n### Calls (1 KiB, each on a new connection with its own request id; per second, p50 / p99)\n\n| connections |")
-	for _, t := range targets {
-		fmt.Fprintf(&b, " %s |", t.name)
-	}
-	b.WriteString("\n|---|")
-	for range targets {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	b.WriteString("\n### Calls (1 KiB, each on a new connection with its own request id; per second, p50 / p99)\n\n")
+	header("connections")
 	for _, c := range conns {
 		fmt.Fprintf(&b, "| c=%d |", c)
 		for _, t := range targets {
