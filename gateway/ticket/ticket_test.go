@@ -78,7 +78,11 @@ func TestChecked(t *testing.T) {
 	if _, err := c.Check(k, tk, now.Add(Lifetime)); !errors.Is(err, ErrExpired) {
 		t.Errorf("a remembered ticket past its expiry: %v", err)
 	}
-	if _, err := c.Check(k, tk[:len(tk)-1]+"A", now); err == nil {
+	changed := tk[:len(tk)-1] + "A"
+	if changed == tk { // one ticket in 16 ends in A already
+		changed = tk[:len(tk)-1] + "Q"
+	}
+	if _, err := c.Check(k, changed, now); err == nil {
 		t.Errorf("a changed ticket passed")
 	}
 	if _, err := c.Check(NewKey(), "v1.x.y", now); err == nil {
