@@ -27,6 +27,7 @@ const (
 	exitConflict    = 6 // the request id is in use for another request
 	exitAppError    = 7 // the owner app answered with an HTTP error status (4xx, 5xx)
 	exitNeedsPerson = 8 // the call needs a person: its owner cannot say whether it was carried out
+	exitCut         = 9 // the answer broke off on its way and could not be continued: what was printed is not the whole
 )
 
 // exitError carries an exit code with its message.

@@ -115,8 +115,36 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 		if err != nil {
 			return err
 		}
-		ans, err := c.Get(e.ctx, args[0], args[1], args[2], &kit.ReadOptions{Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h})
-		return e.answer(ans, err, "", false)
+		ro := &kit.ReadOptions{Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h}
+		if e.json {
+			// The body goes inside the JSON: held whole.
+			ans, err := c.Get(e.ctx, args[0], args[1], args[2], ro)
+			return e.answer(ans, err, "", false)
+		}
+		bar := newProgress(e.stderr, args[0]+" "+args[1]+args[2])
+		ro.Progress = bar.report
+		r, err := c.Stream(e.ctx, args[0], args[1], args[2], ro)
+		if err != nil {
+			return e.answer(nil, err, "", false)
+		}
+		defer r.Body.Close()
+		if r.Stale {
+			fmt.Fprintf(e.stderr, "delta: a stale answer (%s)\n", r.StaleReason)
+		}
+		// The body streams to standard output as it arrives: nothing is
+		// held whole.
+		_, err = io.Copy(e.stdout, r.Body)
+		bar.finish()
+		var cut *kit.Cut
+		switch {
+		case errors.As(err, &cut):
+			return exitf(exitCut, "%v", cut)
+		case err != nil:
+			return exitf(exitFailed, "could not write the answer: %v", err)
+		case r.Status >= 400:
+			return exitf(exitAppError, "the owner app answered %d %s", r.Status, http.StatusText(r.Status))
+		}
+		return nil
 	}}
 
 // callCommand is `delta call PEER APP PATH`.
@@ -129,14 +157,16 @@ var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [
 		}
 		method := strings.ToUpper(*opts.method)
 		switch method {
-		case "POST", "PUT", "PATCH", "DELETE":
-		default:
-			return exitf(exitUsage, "call: -X %s is not a call method (POST, PUT, PATCH, DELETE); reads go through delta get", *opts.method)
+		case "GET", "HEAD", "OPTIONS":
+			return exitf(exitUsage, "call: -X %s is a read; reads go through delta get", *opts.method)
+		case "CONNECT", "TRACE", "":
+			return exitf(exitUsage, "call: -X %q is not a method Delta carries", *opts.method)
 		}
-		body, err := readData(*opts.data)
+		body, size, closeData, err := openData(*opts.data)
 		if err != nil {
 			return exitf(exitUsage, "call: --data: %v", err)
 		}
+		defer closeData()
 		c, err := e.client()
 		if err != nil {
 			return err
@@ -146,21 +176,39 @@ var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [
 		if id == "" {
 			id = kit.NewRequestID()
 		}
-		ans, err := c.Call(e.ctx, args[0], args[1], method, args[2], body, &kit.CallOptions{RequestID: id, Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h})
+		bar := newProgress(e.stderr, "to "+args[0]+" "+args[1]+args[2])
+		ans, err := c.CallStream(e.ctx, args[0], args[1], method, args[2], body, size,
+			&kit.CallOptions{RequestID: id, Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h, Progress: bar.report})
+		bar.finish()
 		return e.answer(ans, err, id, *opts.settle)
 	}}
 
-// readData reads --data: text, @FILE, or - for standard input.
-func readData(v string) ([]byte, error) {
+// openData opens --data: text, @FILE (streamed, never read whole), or -
+// for standard input (streamed, of unknown length). It returns the body,
+// its size (-1 if unknown) and what closes it.
+func openData(v string) (io.Reader, int64, func(), error) {
 	switch {
 	case v == "":
-		return nil, nil
+		return nil, 0, func() {}, nil
 	case v == "-":
-		return io.ReadAll(os.Stdin)
+		return os.Stdin, -1, func() {}, nil
 	case strings.HasPrefix(v, "@"):
-		return os.ReadFile(v[1:])
+		f, err := os.Open(v[1:])
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		fi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, 0, nil, err
+		}
+		size := fi.Size()
+		if !fi.Mode().IsRegular() {
+			size = -1
+		}
+		return f, size, func() { f.Close() }, nil
 	}
-	return []byte(v), nil
+	return strings.NewReader(v), int64(len(v)), func() {}, nil
 }
 
 // answer prints a read's or a call's result and returns the exit code of

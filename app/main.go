@@ -190,7 +190,8 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version}
+	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version,
+		MaxCallBytes: fc.MaxCallBytes}
 	var node *tailnet.Node
 	if len(fc.Peers) > 0 {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))

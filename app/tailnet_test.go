@@ -30,6 +30,13 @@ type statusView struct {
 			CheckedAt              time.Time `json:"checked_at"`
 		}
 	}
+	Sessions  int
+	Transfers []struct {
+		Kind, Peer, App, Path, Road string
+		Received                    int64   `json:"received_bytes"`
+		Sent                        int64   `json:"sent_bytes"`
+		Rate                        float64 `json:"bytes_per_second"`
+	}
 }
 
 func (p *proc) status(t *testing.T) statusView {

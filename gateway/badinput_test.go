@@ -17,7 +17,7 @@ import (
 // problem; nothing is sent and nothing is written to the journal.
 func TestBadInput(t *testing.T) {
 	checkNoLeaks(t)
-	laptop, studio := pair(t, nil)
+	laptop, studio := pair(t, func(n *node) { n.cfg.MaxCallBytes = 8 << 20 })
 	app := gatewaytest.StartOwnerApp(t)
 	studio.register(t, "notes", app.URL)
 	const path = "/v1/peers/studio/notes/answer/1"
@@ -52,7 +52,9 @@ func TestBadInput(t *testing.T) {
 		{name: "wrong token", hdr: []string{"Authorization", "Bearer nope"}, status: 401, outcome: "unauthorized", detail: "does not match"},
 		{name: "not a bearer token", hdr: []string{"Authorization", "Basic eDp5"}, status: 401, outcome: "unauthorized", detail: "not \"Bearer <token>\""},
 		{name: "foreign Host", hdr: []string{"Host", "evil.example:7420"}, status: 400, outcome: "bad_request", detail: "not a loopback name"},
-		{name: "method neither read nor call", method: "OPTIONS", status: 405, outcome: "bad_request", detail: "neither a read"},
+		{name: "TRACE", method: "TRACE", status: 405, outcome: "bad_request", detail: "TRACE is not carried"},
+		{name: "CONNECT", method: "CONNECT", status: 405, outcome: "bad_request", detail: "CONNECT asks for a tunnel"},
+		{name: "app name malformed once unescaped", path: "/v1/peers/studio/n%2Fotes/x", status: 400, outcome: "bad_request", detail: "app name"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

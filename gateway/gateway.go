@@ -37,6 +37,7 @@ import (
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/statuspage"
+	"github.com/delta-roads/delta/gateway/transfer"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -129,6 +130,10 @@ type Config struct {
 	// Tailnet, if not nil, is the tailnet this gateway is attached to: its
 	// state is "tailnet" in /v1/status, and its summary is in the menu.
 	Tailnet TailnetReporter
+	// MaxCallBytes is the largest body a call may carry, going out and
+	// coming in (config.json's max_call_bytes). If 0,
+	// proto.DefaultMaxCallBytes (16 GiB).
+	MaxCallBytes int64
 }
 
 // TailnetReporter is what the gateway shows of its tailnet (tailnet.Node).
@@ -164,6 +169,7 @@ type Gateway struct {
 	owner     *owner.Owner
 	recon     *reconcile.Reconciler
 	caller    *caller.Caller
+	transfers *transfer.Set // under way: reads, calls, sessions
 	page      *statuspage.Page
 	refusals  *proto.RefusalLog // connections over a door's cap
 
@@ -223,6 +229,12 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
+	}
+	if cfg.MaxCallBytes == 0 {
+		cfg.MaxCallBytes = proto.DefaultMaxCallBytes
+	}
+	if cfg.MaxCallBytes < 0 {
+		return nil, fmt.Errorf("gateway: max_call_bytes is %d; it must be a size in bytes", cfg.MaxCallBytes)
 	}
 	return &Gateway{cfg: cfg, log: cfg.Logger, now: cfg.Now}, nil
 }
@@ -300,7 +312,12 @@ func (g *Gateway) Start() (err error) {
 		return fmt.Errorf("gateway: %w", err)
 	}
 
+	spool := filepath.Join(dir, statedir.SpoolDir)
+	if err := owner.CleanSpool(spool); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
+	g.transfers = transfer.New(g.now)
 	g.stats = newStats()
 	g.refusals = proto.NewRefusalLog(g.log, time.Now)
 	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback,
@@ -341,9 +358,11 @@ func (g *Gateway) Start() (err error) {
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
-		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit})
+		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit,
+		OnCut: g.stats.cut, OnResume: func() { g.stats.inc("reads_resumed") }, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
-		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay, OnFenceRefusal: func() { g.stats.inc("fences_refused") }})
+		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay, OnFenceRefusal: func() { g.stats.inc("fences_refused") },
+		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	var peerAddrs []string
 	for _, pl := range pls {
@@ -544,6 +563,9 @@ func (e CallEvents) Changed() <-chan struct{} { return e.db.Changed() }
 func (g *Gateway) dropInterface(iface string) {
 	if n := g.pc.DropInterface(iface); n > 0 {
 		g.log.Info("closed the connections over a lost interface", "interface", iface, "connections", n)
+	}
+	if n := g.owner.InterfaceLost(iface); n > 0 {
+		g.log.Info("closed the sessions that came in over a lost interface", "interface", iface, "sessions", n)
 	}
 }
 

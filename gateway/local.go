@@ -106,6 +106,12 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
 			return
 		}
+		if why := proto.Refused(r.Method, r.RequestURI); why != "" {
+			w.Header().Set("Allow", "GET, HEAD, OPTIONS, and any method of a call (POST, PUT, PATCH, DELETE, …)")
+			proto.RefuseAndClose(w)
+			proto.WriteError(w, http.StatusMethodNotAllowed, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -116,12 +122,6 @@ func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
 
 func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	isCall := proto.IsCall(r.Method)
-	if !isCall && !proto.IsRead(r.Method) {
-		w.Header().Set("Allow", "GET, HEAD, POST, PUT, PATCH, DELETE")
-		proto.WriteError(w, http.StatusMethodNotAllowed, proto.ErrorBody{Error: string(proto.BadRequest),
-			Detail: proto.NotSent(fmt.Sprintf("method %s is neither a read (GET, HEAD) nor a call (POST, PUT, PATCH, DELETE)", r.Method), "")})
-		return
-	}
 	t, o, detail := g.parseTarget(r)
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
@@ -132,7 +132,17 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 		} else {
 			g.stats.read(o)
 		}
-		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer})
+		proto.RefuseAndClose(w) // no body that may follow is read
+		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer}.With(proto.NothingSent))
+		return
+	}
+	if proto.IsUpgrade(r.Header) {
+		if !g.router.Known(t.Peer) {
+			g.stats.read(proto.NotFound)
+			proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer}.With(proto.NothingSent))
+			return
+		}
+		g.caller.Session(w, r, t)
 		return
 	}
 	if isCall {
@@ -141,21 +151,28 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	if !g.router.Known(t.Peer) {
 		g.stats.read(proto.NotFound)
-		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer})
+		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}
 	g.caller.Read(w, r, t)
 }
 
+// parseTarget reads /v1/peers/{peer}/{app}/{path...}: the names as they
+// spell (percent-escapes decoded, then checked), and the path after them
+// exactly as the app wrote it.
 func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
-	t := caller.Target{Peer: r.PathValue("peer"), App: r.PathValue("app")}
-	if err := proto.CheckName("peer", t.Peer); err != nil {
-		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
-	}
-	if err := proto.CheckName("app", t.App); err != nil {
-		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
+	var t caller.Target
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/peers/")
+	if !ok {
+		return t, proto.BadRequest, proto.NotSent(fmt.Sprintf("the path %q is not /v1/peers/PEER/APP/PATH", r.URL.EscapedPath()), "")
 	}
 	var err error
+	if t.Peer, rest, err = proto.SplitTarget(rest, "peer"); err != nil {
+		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
+	}
+	if t.App, rest, err = proto.SplitTarget(rest[1:], "app"); err != nil {
+		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
+	}
 	if t.Timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
 		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 	}
@@ -163,11 +180,6 @@ func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, st
 		if t.Pin, err = roads.Parse(v); err != nil {
 			return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 		}
-	}
-	prefix := "/v1/peers/" + t.Peer + "/" + t.App
-	rest := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
-	if rest == "" {
-		rest = "/"
 	}
 	if strings.ContainsRune(rest, 0) {
 		return t, proto.BadRequest, proto.NotSent("the path holds a NUL character", "")

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -96,33 +96,15 @@ func (g *Gateway) pingOnce(ctx context.Context, cand roads.Candidate, renew bool
 	if err != nil {
 		return 0, connect, 0, fmt.Errorf("connect to %s failed: %w", cand, err)
 	}
-	defer rc.Close()
-	used := false
-	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(context.Context, string, string) (net.Conn, error) {
-		if used {
-			return nil, errors.New("ping: one connection only")
-		}
-		used = true
-		return rc, nil
-	}}
-	defer tr.CloseIdleConnections()
 	actx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodGet, "http://"+cand.Address+"/delta/v1/ping", nil)
-	if err != nil {
-		return 0, connect, 0, err
-	}
-	if tk != "" {
-		req.Header.Set("Authorization", proto.TicketAuth(tk))
-	}
 	start = time.Now()
-	resp, err := tr.RoundTrip(req)
+	reply, err := peerclient.Ping(actx, peerclient.Try{Cand: cand, Ticket: tk}, rc)
 	answer = time.Since(start)
 	if err != nil {
 		return 0, connect, answer, fmt.Errorf("%s connected but did not answer the ping: %w", cand, err)
 	}
-	resp.Body.Close()
-	return resp.StatusCode, connect, answer, nil
+	return reply.Status, connect, answer, nil
 }
 
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -10,6 +10,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/transfer"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -41,6 +42,11 @@ func (s *stats) ask()            { s.inc("reconciler_asks") }
 func (s *stats) alarm()          { s.inc("reconciler_alarms") }
 func (s *stats) replay()         { s.inc("owner_replays") }
 func (s *stats) doorRefusal()    { s.inc("door_refusals") }
+
+// cut counts an answer that broke off on its way to an app, whose
+// connection was cut rather than ended as if whole: reads_cut_read,
+// reads_cut_call_answer.
+func (s *stats) cut(what string) { s.inc("answers_cut_" + what) }
 
 // connect counts a connect to a road (road_connects_lan), or a caller that
 // joined one in flight instead (road_connects_joined_lan).
@@ -126,6 +132,12 @@ type Status struct {
 		Entries int   `json:"entries"`
 		Bytes   int64 `json:"bytes"`
 	} `json:"cache"`
+	// Transfers are those that have run for a second or more: a big read,
+	// call or session, with road, bytes and rate.
+	Transfers []transfer.View `json:"transfers"`
+	// Sessions counts the sessions open (WebSocket and other upgrades),
+	// both this computer's apps' and those its owner apps hold for peers.
+	Sessions int `json:"sessions"`
 }
 
 func (g *Gateway) status(r *http.Request) (Status, error) {
@@ -148,6 +160,7 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 		return s, err
 	}
 	s.Journal.Behind = behindJSON(g.db.Behind())
+	s.Transfers, s.Sessions = g.transfers.Long(), g.transfers.Sessions()
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()
 	return s, err
@@ -196,6 +209,8 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)
 	fmt.Fprintf(w, "# TYPE delta_cache_bytes gauge\ndelta_cache_bytes %d\n", s.Cache.Bytes)
+	fmt.Fprintf(w, "# HELP delta_sessions_open Sessions (upgrades: WebSocket) open.\n# TYPE delta_sessions_open gauge\ndelta_sessions_open %d\n", s.Sessions)
+	fmt.Fprintf(w, "# HELP delta_transfers_long Transfers that have run for a second or more.\n# TYPE delta_transfers_long gauge\ndelta_transfers_long %d\n", len(s.Transfers))
 	held := 0
 	if s.Journal.Behind != nil {
 		held = s.Journal.Behind.Held

@@ -32,7 +32,7 @@ func (c *Client) api(ctx context.Context, method, path string, in, out any) erro
 			return fmt.Errorf("kit: %w", err)
 		}
 	}
-	resp, _, err := c.send(ctx, c.reads, method, path, body, http.Header{"Content-Type": {"application/json"}})
+	resp, _, err := c.send(ctx, c.reads, method, path, bytes.NewReader(body), int64(len(body)), http.Header{"Content-Type": {"application/json"}})
 	if err != nil {
 		return err
 	}

@@ -172,11 +172,15 @@ type Answer struct {
 type ReadOptions struct {
 	// Route pins the road ("thunderbolt", "lan", "tailnet").
 	Route string
-	// Timeout is how long the owner may take (X-Delta-Timeout; Delta's
-	// default 30 s when 0).
+	// Timeout is how long the owner may take to begin its answer, and
+	// the longest silence while the answer's body moves (X-Delta-Timeout;
+	// Delta's default 30 s when 0). It never bounds the whole transfer.
 	Timeout time.Duration
 	// Header holds extra request headers (Accept, Cache-Control, …).
 	Header http.Header
+	// Progress, if not nil, is told the bytes of the answer's body read so
+	// far and its length (-1 if unknown) as they arrive.
+	Progress func(done, total int64)
 }
 
 // CallOptions adjust a call. The zero value is the default.
@@ -185,19 +189,52 @@ type CallOptions struct {
 	// mint it yourself and keep it before calling when the app must find
 	// the call again after a crash.
 	RequestID string
-	// Timeout is how long the owner may take (default 30 s when 0).
+	// Timeout is how long the owner may take once it has the whole body
+	// (default 30 s when 0).
 	Timeout time.Duration
 	// Route pins the road.
 	Route string
 	// Header holds extra request headers (Content-Type, …).
 	Header http.Header
+	// Progress, if not nil, is told the bytes of the body sent so far and
+	// its size (-1 if unknown) as they leave.
+	Progress func(done, total int64)
 }
 
-// Get reads path from app on peer (GET), on pooled connections. A read is
-// safe: Delta may retry it on a fresh road, and serve a cached answer
-// marked Stale when the peer cannot be reached. Errors: *Unavailable (no
-// answer; Outcome says why), *LocalDeltaDown.
+// Get reads path from app on peer (GET), on pooled connections, and holds
+// the whole answer in memory: for answers of any size, Stream. A read is
+// safe: Delta may retry it on a fresh road, resume its answer on another
+// road when the first is lost, and serve a cached answer marked Stale
+// when the peer cannot be reached. Errors: *Unavailable (no answer;
+// Outcome says why), *Cut (the answer broke off: what came is not the
+// whole), *LocalDeltaDown.
 func (c *Client) Get(ctx context.Context, peer, app, path string, opt *ReadOptions) (*Answer, error) {
+	r, err := c.Stream(ctx, peer, app, path, opt)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Body.Close()
+	a := &r.Answer
+	a.Body, err = io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Response is an owner app's answer whose body streams: read Body as it
+// arrives, and close it. Answer holds the status and headers (its Body is
+// nil). Body returns a *Cut error, never io.EOF, when the answer broke off
+// before its end: an answer that ends cleanly is whole.
+type Response struct {
+	Answer
+	Body io.ReadCloser
+}
+
+// Stream reads path from app on peer (GET) as Get does, and returns the
+// answer with its body still to read: nothing is held whole, whatever its
+// size.
+func (c *Client) Stream(ctx context.Context, peer, app, path string, opt *ReadOptions) (*Response, error) {
 	if opt == nil {
 		opt = &ReadOptions{}
 	}
@@ -206,32 +243,40 @@ func (c *Client) Get(ctx context.Context, peer, app, path string, opt *ReadOptio
 		h = http.Header{}
 	}
 	setCommon(h, c.App, opt.Route, opt.Timeout)
-	resp, _, err := c.send(ctx, c.reads, http.MethodGet, peerPath(peer, app, path), nil, h)
+	resp, _, err := c.send(ctx, c.reads, http.MethodGet, peerPath(peer, app, path), nil, 0, h)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	return answerOrError(resp, "")
+	return streamOrError(resp, "", opt.Progress)
 }
 
-// Call sends method (POST, PUT, PATCH, DELETE) to path of app on peer,
-// at most once, on a connection of its own. The result is one of:
+// Call sends method to path of app on peer, at most once, on a connection
+// of its own, with body whole in memory; CallStream sends a body of any
+// size. method is any method that is not a read (POST, PUT, PATCH,
+// DELETE, PROPFIND, …). The result is one of:
 //   - an *Answer, nil: the owner app's answer (any HTTP status);
-//   - *Unavailable: it was not carried out (nothing was sent, or the owner
-//     proved it did not act); Detail says which;
+//   - *Unavailable: it was not carried out: nothing was sent
+//     (NothingSent), or the owner proved it did not act; Detail says why;
 //   - *OutcomeUnknown: it left and no answer came; Delta never sends it
 //     again and reconciles it; Settle waits for what happened;
 //   - *Conflict: the request id is in use for another request;
 //   - *LocalDeltaDown: this computer's Delta is not running; nothing was
 //     sent.
 func (c *Client) Call(ctx context.Context, peer, app, method, path string, body []byte, opt *CallOptions) (*Answer, error) {
+	return c.CallStream(ctx, peer, app, method, path, bytes.NewReader(body), int64(len(body)), opt)
+}
+
+// CallStream is Call with a body read from body as it is sent: size is
+// its length, or -1 if unknown. Delta streams it to the owner, which
+// forwards it to its app only once it has arrived whole; it is never held
+// whole in memory on either computer.
+func (c *Client) CallStream(ctx context.Context, peer, app, method, path string, body io.Reader, size int64, opt *CallOptions) (*Answer, error) {
 	if opt == nil {
 		opt = &CallOptions{}
 	}
 	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-	default:
-		return nil, fmt.Errorf("kit: %s is not a call (POST, PUT, PATCH, DELETE); reads go through Get", method)
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return nil, fmt.Errorf("kit: %q is not a call's method; reads go through Get", method)
 	}
 	id := opt.RequestID
 	if id == "" {
@@ -243,7 +288,10 @@ func (c *Client) Call(ctx context.Context, peer, app, method, path string, body 
 	}
 	h.Set(HeaderRequestID, id)
 	setCommon(h, c.App, opt.Route, opt.Timeout)
-	resp, handedOver, err := c.send(ctx, c.calls, method, peerPath(peer, app, path), body, h)
+	if opt.Progress != nil && body != nil {
+		body = &progress{r: body, total: size, report: opt.Progress}
+	}
+	resp, handedOver, err := c.send(ctx, c.calls, method, peerPath(peer, app, path), body, size, h)
 	if err != nil {
 		var down *LocalDeltaDown
 		if errors.As(err, &down) {
@@ -256,16 +304,26 @@ func (c *Client) Call(ctx context.Context, peer, app, method, path string, body 
 		}
 		return nil, err
 	}
-	defer resp.Body.Close()
-	return answerOrError(resp, id)
+	r, err := streamOrError(resp, id, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Body.Close()
+	a := &r.Answer
+	a.Body, err = io.ReadAll(r.Body)
+	if err != nil {
+		// Recorded before it was told: Settle reads it back.
+		return nil, &OutcomeUnknown{RequestID: a.RequestID, Peer: peer, Detail: fmt.Sprintf("the owner's answer was recorded, but reading it from the local Delta failed (%v): Settle(%q) has it", err, a.RequestID)}
+	}
+	return a, nil
 }
 
 // send makes one request to the local API. handedOver reports whether a
 // connection to Delta was made (then a call may have been handed over).
 // A failed connect is a *LocalDeltaDown, after one fresh look at
 // local.json (Delta may have restarted elsewhere: nothing was sent, so a
-// second connect is safe).
-func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body []byte, h http.Header) (*http.Response, bool, error) {
+// second connect is safe). body is read at most once.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body io.Reader, size int64, h http.Header) (*http.Response, bool, error) {
 	for reload := false; ; reload = true {
 		base, tok, err := c.endpoint(reload)
 		if err != nil {
@@ -273,12 +331,13 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		}
 		var connected bool
 		tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { connected = true }})
-		req, err := http.NewRequestWithContext(tctx, method, base+path, bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(tctx, method, base+path, nil)
 		if err != nil {
 			return nil, false, fmt.Errorf("kit: %w", err)
 		}
-		if body == nil {
-			req.Body, req.ContentLength = http.NoBody, 0
+		if body != nil && size != 0 {
+			// Not closed by the client: the app's reader stays the app's.
+			req.Body, req.ContentLength = io.NopCloser(body), size
 		}
 		req.Header = h.Clone()
 		req.Header.Set("Authorization", "Bearer "+tok)
@@ -317,27 +376,16 @@ func peerPath(peer, app, path string) string {
 	return "/v1/peers/" + url.PathEscape(peer) + "/" + url.PathEscape(app) + path
 }
 
-// maxBody bounds what the kit reads of an answer: Delta's own limit on a
-// stored answer is 8 MiB; reads may be larger, up to this.
-const maxBody = 1 << 30
-
-// answerOrError turns a local API answer into an Answer or a typed error.
-func answerOrError(resp *http.Response, id string) (*Answer, error) {
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+// streamOrError turns a local API answer into a Response whose body
+// streams, or a typed error (reading, and closing, Delta's own JSON).
+func streamOrError(resp *http.Response, id string, report func(done, total int64)) (*Response, error) {
 	outcome := resp.Header.Get(HeaderOutcome)
 	if rid := resp.Header.Get(HeaderRequestID); rid != "" {
 		id = rid
 	}
-	if err != nil {
-		if id != "" && outcome == "answered" {
-			// Recorded before it was told: Settle reads it back.
-			return nil, &OutcomeUnknown{RequestID: id, Detail: fmt.Sprintf("the owner's answer was recorded, but reading it from the local Delta failed (%v): Settle(%q) has it", err, id)}
-		}
-		return nil, fmt.Errorf("kit: read Delta's answer: %w", err)
-	}
 	switch outcome {
 	case "answered", "stale":
-		a := &Answer{Status: resp.StatusCode, Header: resp.Header, Body: body, Road: resp.Header.Get(HeaderRoute),
+		a := Answer{Status: resp.StatusCode, Header: resp.Header, Road: resp.Header.Get(HeaderRoute),
 			RequestID: id, Replayed: resp.Header.Get(HeaderReplayed) == "true"}
 		if outcome == "stale" {
 			a.Stale, a.StaleReason = true, resp.Header.Get(HeaderStale)
@@ -345,12 +393,15 @@ func answerOrError(resp *http.Response, id string) (*Answer, error) {
 				a.Age = time.Duration(s) * time.Second
 			}
 		}
-		return a, nil
+		return &Response{Answer: a, Body: &body{rc: resp.Body, total: resp.ContentLength, report: report}}, nil
 	case "":
+		resp.Body.Close()
 		return nil, fmt.Errorf("kit: %s answered %s without %s: it is not Delta's local API", resp.Request.URL.Host, resp.Status, HeaderOutcome)
 	}
+	defer resp.Body.Close()
 	var eb errorBody
-	_ = json.Unmarshal(body, &eb) // without Delta's JSON the status still says what happened
+	// Without Delta's JSON the status still says what happened.
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&eb)
 	if eb.Detail == "" {
 		eb.Detail = fmt.Sprintf("Delta answered %s (%s)", resp.Status, outcome)
 	}
@@ -363,7 +414,48 @@ func answerOrError(resp *http.Response, id string) (*Answer, error) {
 	case "conflict":
 		return nil, &Conflict{RequestID: id, Detail: eb.Detail}
 	}
-	return nil, &Unavailable{Outcome: outcome, Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, Peer: eb.Peer, Road: eb.Road}
+	return nil, &Unavailable{Outcome: outcome, Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, Peer: eb.Peer, Road: eb.Road,
+		NothingSent: eb.Sent != nil && !*eb.Sent}
+}
+
+// body is an answer's body as the kit passes it on: an answer that broke
+// off is a *Cut, never a clean end.
+type body struct {
+	rc     io.ReadCloser
+	n      int64
+	total  int64
+	report func(done, total int64)
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	if b.report != nil && (n > 0 || err == io.EOF) {
+		b.report(b.n, b.total)
+	}
+	if err != nil && err != io.EOF {
+		err = &Cut{Read: b.n, Total: b.total, Err: err}
+	}
+	return n, err
+}
+
+func (b *body) Close() error { return b.rc.Close() }
+
+// progress reports what a call's body has sent.
+type progress struct {
+	r      io.Reader
+	n      int64
+	total  int64
+	report func(done, total int64)
+}
+
+func (p *progress) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	if n > 0 || err == io.EOF {
+		p.report(p.n, p.total)
+	}
+	return n, err
 }
 
 type errorBody struct {
@@ -372,4 +464,8 @@ type errorBody struct {
 	RequestID string `json:"request_id"`
 	Peer      string `json:"peer"`
 	Road      string `json:"road"`
+	// Sent is false when nothing left this computer; CarriedOut false
+	// when it was certainly not carried out (absent: not known).
+	Sent       *bool `json:"sent"`
+	CarriedOut *bool `json:"carried_out"`
 }

@@ -3,10 +3,11 @@ package kit
 import "fmt"
 
 // Unavailable: the request was not carried out. Either nothing was sent
-// (no road, a connect that failed, a bad request, a wrong token), or the
-// owner's Delta proved the app did not act (its door refused the caller,
-// the app is not registered or was not listening). Detail says which, in
-// Delta's words. A call refused so may be made again.
+// (NothingSent: no road, a connect that failed, a bad request, a wrong
+// token), or the owner's Delta proved the app did not act (its door
+// refused the caller, the app is not registered or was not listening, the
+// body did not arrive whole). Detail says why, in Delta's words. A call
+// refused so may be made again.
 type Unavailable struct {
 	// Outcome is Delta's X-Delta-Outcome: unavailable, forbidden,
 	// not_found, bad_request, unauthorized, or timeout (reads only).
@@ -17,6 +18,10 @@ type Unavailable struct {
 	RequestID string
 	Peer      string
 	Road      string
+	// NothingSent reports whether nothing of the request left this
+	// computer (Delta's "sent": false). When false, the request reached
+	// the owner, whose Delta proved its app did not act.
+	NothingSent bool
 }
 
 func (e *Unavailable) Error() string { return e.Outcome + ": " + e.Detail }
@@ -69,3 +74,21 @@ type Conflict struct {
 func (e *Conflict) Error() string {
 	return fmt.Sprintf("conflict (request id %s): %s", e.RequestID, e.Detail)
 }
+
+// Cut: an answer broke off before its end, and could not be continued
+// (DESIGN §2a): the Read bytes that came are not the whole answer.
+type Cut struct {
+	Read int64
+	// Total is the answer's length, -1 if it was not announced.
+	Total int64
+	Err   error
+}
+
+func (e *Cut) Error() string {
+	if e.Total >= 0 {
+		return fmt.Sprintf("the answer broke off after %d of its %d bytes: %v; what came is not the whole answer", e.Read, e.Total, e.Err)
+	}
+	return fmt.Sprintf("the answer broke off after %d bytes: %v; what came is not the whole answer", e.Read, e.Err)
+}
+
+func (e *Cut) Unwrap() error { return e.Err }

@@ -10,7 +10,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ import (
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/transfer"
 )
 
 // Target is a parsed /v1/peers/{peer}/{app}/{path...} request.
@@ -63,6 +65,15 @@ type Config struct {
 	// OnCall, OnRead and OnCacheHit count outcomes. Required.
 	OnCall, OnRead func(proto.Outcome)
 	OnCacheHit     func()
+	// OnCut counts an answer that broke off on its way to the app (by
+	// what: "read", "call_answer", "session"), OnResume a read resumed on
+	// a fresh road. Required.
+	OnCut    func(what string)
+	OnResume func()
+	// MaxCallBytes is the largest body a call may carry. Required.
+	MaxCallBytes int64
+	// Transfers, if not nil, keeps the transfers under way.
+	Transfers *transfer.Set
 }
 
 // Caller carries this computer's apps' reads and calls to peers.
@@ -109,12 +120,16 @@ func newRequestID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// callGrace is how long past X-Delta-Timeout (and the connect) the caller
-// waits for the owner's reply: the owner answers outcome_unknown itself at
-// the deadline, and that reply has to travel.
+// callGrace is how long past X-Delta-Timeout the caller waits for the
+// owner's reply once the call's body is written: the owner answers
+// outcome_unknown itself at the deadline, and that reply has to travel.
 const callGrace = 3 * time.Second
 
-// Call carries a call to its peer at most once (DESIGN §2, §4).
+// Call carries a call to its peer at most once (DESIGN §2, §2a, §4). The
+// journal and the target are checked before the app's body is read, so a
+// conflict or an unknown peer is answered before an app that sent Expect:
+// 100-continue sends its body (Go's server says 100 Continue at the
+// first read).
 func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	rid := r.Header.Get(proto.HeaderRequestID)
 	if rid == "" {
@@ -123,42 +138,17 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), "", t.Peer)
 		return
 	}
-	if r.ContentLength > proto.MaxCallBody {
-		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is %d bytes, over the limit of %d bytes (8 MiB) for a call", r.ContentLength, proto.MaxCallBody), ""), rid, t.Peer)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxCallBody+1))
-	if err != nil {
-		cr.refuseCall(w, proto.BadRequest, proto.NotSent("could not read the request body from the app: "+err.Error(), ""), rid, t.Peer)
-		return
-	}
-	if len(body) > proto.MaxCallBody {
-		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is over the limit of %d bytes (8 MiB) for a call", proto.MaxCallBody), ""), rid, t.Peer)
-		return
-	}
 	callerApp := r.Header.Get(proto.HeaderApp)
 	if len(callerApp) > 128 {
 		callerApp = callerApp[:128]
 	}
-	c := &journal.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
-		Method: r.Method, Path: t.PathQuery, Digest: proto.Digest(r.Method, t.App, t.PathQuery, body)}
-	// What a person may have to check later: the headers as sent (the
-	// ticket aside) and the body.
-	sent := proto.ForwardHeaders(r.Header)
-	sent.Set(proto.HeaderRequestID, rid)
-	sent.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
-	sent.Set(proto.HeaderDigest, c.Digest)
-	if callerApp != "" {
-		sent.Set(proto.HeaderApp, callerApp)
-	}
-	c.Request = journal.KeepRequest(sent, body)
 	// The journal answers before anything that depends on the roads: a
 	// Delta that just started may not know its peer's roads yet, and an id
 	// it holds must still get its recorded outcome (or 409).
 	existing, err := cr.cfg.DB.Call(r.Context(), rid)
 	switch {
 	case err == nil:
-		cr.answerExisting(w, r, c, existing, t.Timeout)
+		cr.repeat(w, r, t, existing)
 		return
 	case !errors.Is(err, journal.ErrNotFound):
 		cr.refuseCall(w, proto.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, t.Peer)
@@ -168,17 +158,87 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, proto.NotFound, proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), rid, t.Peer)
 		return
 	}
+	if r.ContentLength > cr.cfg.MaxCallBytes {
+		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is %d bytes, over the limit of %d bytes for a call (max_call_bytes in config.json)", r.ContentLength, cr.cfg.MaxCallBytes), ""), rid, t.Peer)
+		return
+	}
+	body, err := readCallBody(proto.ProgressBody(w, r, proto.BodyIdle), r.ContentLength, r.Method, t.App, t.PathQuery, cr.cfg.MaxCallBytes)
+	if errors.Is(err, errTooLarge) {
+		cr.refuseTooLarge(w, r, proto.NotSent(err.Error(), ""), rid, t.Peer)
+		return
+	}
+	if err != nil {
+		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), rid, t.Peer)
+		return
+	}
+	c := &journal.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
+		Method: r.Method, Path: t.PathQuery, Digest: body.Digest()}
+	// What a person may have to check later: the headers as sent (the
+	// ticket aside) and the body (its size once it has passed, when it
+	// streams).
+	sent := proto.ForwardHeaders(r.Header)
+	sent.Set(proto.HeaderRequestID, rid)
+	sent.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	if c.Digest != "" {
+		sent.Set(proto.HeaderDigest, c.Digest)
+	}
+	if callerApp != "" {
+		sent.Set(proto.HeaderApp, callerApp)
+	}
+	if body.whole {
+		c.Request = journal.KeepRequest(sent, body.head)
+	} else {
+		c.Request = &journal.Request{Headers: sent, Truncated: true}
+	}
 	cr.sendCall(w, r, t, c, body)
 }
 
-// answerExisting answers a call whose request id is in the journal: the
-// same request gets that call's outcome, another one 409.
-func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
-	if existing.Digest != c.Digest {
-		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
+// repeat answers a call whose request id is in the journal: the same
+// request gets that call's outcome, another one 409. Its body is read only
+// as far as telling the two apart needs.
+func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, existing *journal.Call) {
+	rid := existing.RequestID
+	conflict := func(why string) {
+		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for %s (%s %s/%s%s at %s)", rid, why,
+			existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), rid, t.Peer)
+	}
+	if existing.Digest == "" {
+		conflict("a call whose body streamed and never passed whole, so this one cannot be told apart from it")
 		return
 	}
-	cr.replyExisting(w, r, c.RequestID, timeout)
+	if existing.Method != r.Method || existing.Peer != t.Peer || existing.App != t.App || existing.Path != t.PathQuery ||
+		r.ContentLength >= 0 && existing.Request != nil && !existing.Request.Truncated && int64(existing.Request.Size) != r.ContentLength {
+		conflict("another request")
+		return
+	}
+	h := proto.NewDigest(r.Method, t.App, t.PathQuery)
+	n, err := io.Copy(h, io.LimitReader(proto.ProgressBody(w, r, proto.BodyIdle), cr.cfg.MaxCallBytes+1))
+	switch {
+	case err != nil:
+		cr.refuseCall(w, proto.BadRequest, proto.NotSent(fmt.Sprintf("could not read the request body from the app after %d bytes (%v)", n, err), ""), rid, t.Peer)
+		return
+	case n > cr.cfg.MaxCallBytes || proto.DigestOf(h) != existing.Digest:
+		conflict("another request")
+		return
+	}
+	cr.replyExisting(w, r, rid, t.Timeout)
+}
+
+// callRun is one call being sent: its attempts, and how it ended.
+type callRun struct {
+	cr   *Caller
+	w    http.ResponseWriter
+	r    *http.Request
+	t    Target
+	c    *journal.Call
+	body *callBody
+	base context.Context
+
+	attempts     []journal.Attempt // written with the outcome, in one transaction
+	recorded     bool              // the call is in the journal as sending
+	handled      bool              // the app was answered already (a concurrent same id)
+	end          *callEnd          // how it ended
+	firstFailure *callEnd          // the failure that led to a fall-back
 }
 
 // sendCall makes the attempts of a call, records its outcome, and only then
@@ -186,11 +246,11 @@ func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, exis
 // then is recorded, then writes: the first in the same transaction that
 // records the call as sending, so a crash after its first byte leaves the
 // attempt in the record and no attempt costs a wait of its own.
-func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *journal.Call, body []byte) {
+func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *journal.Call, body *callBody) {
 	// The call goes on if the app hangs up: its outcome must be recorded.
 	// It ends early only when the gateway stops.
 	if !cr.beginSend() {
-		cr.recordUnsent(w, r, c, nil, proto.Unavailable, proto.NotSent("Delta is stopping", t.Peer), "", t.Timeout)
+		cr.recordUnsent(w, r, c, nil, &callEnd{o: proto.Unavailable, detail: proto.NotSent("Delta is stopping", t.Peer)}, t.Timeout)
 		return
 	}
 	defer cr.calls.Done()
@@ -198,145 +258,187 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	defer cancel()
 	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
 
-	var attempts []journal.Attempt // written with the outcome, in one transaction
-	recorded := false              // the call is in the journal as sending
-	handled := false               // the app was answered already (a concurrent same id)
-	var end, firstFailure *callEnd // how it ended; the failure that led to a fall-back
-	err := cr.cfg.Peers.Do(base, peerclient.Call, t.Peer, t.Pin, func(try peerclient.Try) peerclient.Result {
-		cand := try.Cand
-		req, err := http.NewRequest(c.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.App+t.PathQuery, bytes.NewReader(body))
-		if err != nil {
-			end = &callEnd{state: journal.Unavailable, o: proto.BadRequest, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
-			return peerclient.Result{Verdict: peerclient.Done}
-		}
-		req.Header = proto.ForwardHeaders(r.Header)
-		if try.Ticket != "" {
-			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
-		}
-		req.Header.Set(proto.HeaderRequestID, c.RequestID)
-		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
-		req.Header.Set(proto.HeaderDigest, c.Digest)
-		if c.CallerApp != "" {
-			req.Header.Set(proto.HeaderApp, c.CallerApp)
-		}
-		actx, acancel := context.WithTimeout(base, cand.Road.ConnectTimeout()+t.Timeout+callGrace)
-		defer acancel()
-		started := cr.cfg.Now()
-		used := cand // the road the call went on (a race may pick another)
-		var res *oneshot.Response
-		rc, err := cr.cfg.Peers.Dial(actx, cand)
-		if err != nil {
-			err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
-		} else {
-			used = rc.Cand
-			at := journal.Attempt{N: len(attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
-			var existing *journal.Call
-			var jerr error
-			if !recorded {
-				c.Attempts = append(slices.Clone(attempts), at)
-				existing, jerr = cr.cfg.DB.BeginCall(actx, c)
-			} else {
-				jerr = cr.cfg.DB.AddAttempt(actx, c.RequestID, at)
-			}
-			if jerr != nil || existing != nil {
-				rc.Close()           // nothing was written to it
-				if existing != nil { // the same id, sent by another request meanwhile
-					cr.answerExisting(w, r, c, existing, t.Timeout)
-					handled = true
-				} else {
-					end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(used.Road),
-						detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
-				}
-				return peerclient.Result{Verdict: peerclient.Done}
-			}
-			recorded = true
-			res, err = oneshot.Do(actx, func(context.Context) (net.Conn, error) { return rc, nil }, req, proto.MaxAnswerBody)
-		}
-		var oe *oneshot.Error
-		sent := err == nil || errors.As(err, &oe) && oe.Sent
-		at := journal.Attempt{N: len(attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
-		if err != nil {
-			at.Error = err.Error()
-		} else if pe := proto.PeerError(res.Header.Get(proto.HeaderOutcome)); pe != proto.PeerAnswered {
-			var eb proto.ErrorBody
-			_ = json.Unmarshal(res.Bytes, &eb) // a reply that is not Delta's JSON has no detail to quote
-			at.Error = fmt.Sprintf("%s replied %d %s: %s", t.Peer, res.StatusCode, pe, eb.Detail)
-		}
-		attempts = append(attempts, at)
-		if err != nil {
-			if !sent {
-				o, detail := proto.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
-				var mm *pintls.MismatchError
-				if errors.As(err, &mm) {
-					o, detail = proto.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
-					cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
-				}
-				end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
-				if firstFailure == nil {
-					firstFailure = end
-				}
-				return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
-			}
-			detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened", used, oe.Op, oe.Err, t.Peer)
-			if cr.cfg.Ctx.Err() != nil {
-				detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
-			}
-			end = &callEnd{state: journal.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
-			return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
-		}
-		peerErr := proto.PeerError(res.Header.Get(proto.HeaderOutcome))
-		state, o, detail := mapOwnerReply(t.Peer, peerErr, res)
-		end = &callEnd{state: state, o: o, detail: detail, road: string(used.Road), replayed: res.Header.Get(proto.HeaderReplayed) == "true", body: res.Bytes}
-		if o == proto.Answered {
-			h := res.Header.Clone()
-			proto.StripHop(h)
-			h.Del("Content-Length")
-			end.ans = journal.NewAnswer(res.StatusCode, h, res.Bytes, proto.MaxStoredAnswer)
-		}
-		if peerErr == proto.PeerUnauthorized { // renewed and sent once more, if the loop allows
-			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: used.Road, NeedsTicket: used.NeedsTicket}
-		}
-		return peerclient.Result{Verdict: peerclient.Done}
-	})
-	if handled {
+	run := &callRun{cr: cr, w: w, r: r, t: t, c: c, body: body, base: base}
+	err := cr.cfg.Peers.Do(base, peerclient.Call, t.Peer, t.Pin, run.attempt)
+	if run.handled {
 		return
 	}
 	var nr *peerclient.NoRoadError
 	var te *peerclient.TicketError
 	switch {
-	case errors.As(err, &nr) && nr.FellBack && firstFailure != nil:
-		end = firstFailure // after a fall-back, the failure that led to it is the answer
+	case errors.As(err, &nr) && nr.FellBack && run.firstFailure != nil:
+		run.end = run.firstFailure // after a fall-back, the failure that led to it is the answer
 	case errors.As(err, &nr):
-		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
+		run.end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+		run.end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
 	}
-	if !recorded {
+	if !run.recorded {
 		// Nothing was sent: recorded at once in its final state.
-		cr.recordUnsent(w, r, c, attempts, end.o, end.detail, end.road, t.Timeout)
+		cr.recordUnsent(w, r, c, run.attempts, run.end, t.Timeout)
 		return
 	}
-	cr.finishCall(w, c, attempts, *end)
+	cr.finishCall(w, r, c, run.attempts, run.end)
+}
+
+// attempt is one try at sending the call (peerclient.Do's attempt).
+func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
+	cr, t, c, body := run.cr, run.t, run.c, run.body
+	cand := try.Cand
+	started := cr.cfg.Now()
+	used := cand // the road the call went on (a race may pick another)
+	var a *oneshot.Answer
+	rc, err := cr.cfg.Peers.Dial(run.base, cand)
+	if err != nil {
+		err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
+	} else {
+		used = rc.Cand
+		at := journal.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
+		var existing *journal.Call
+		var jerr error
+		if !run.recorded {
+			c.Attempts = append(slices.Clone(run.attempts), at)
+			existing, jerr = cr.cfg.DB.BeginCall(run.base, c)
+		} else {
+			jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, at)
+		}
+		if jerr != nil || existing != nil {
+			rc.Close()           // nothing was written to it
+			if existing != nil { // the same id, sent by another request meanwhile
+				if body.whole {
+					cr.answerExisting(run.w, run.r, c, existing, t.Timeout)
+				} else {
+					cr.refuseCall(run.w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s was taken meanwhile by another request, which Delta cannot tell apart from this one (its body streams)", c.RequestID), ""), c.RequestID, t.Peer)
+				}
+				run.handled = true
+			} else {
+				run.end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(used.Road),
+					detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
+			}
+			return peerclient.Result{Verdict: peerclient.Done}
+		}
+		run.recorded = true
+		a, err = run.send(try, rc)
+	}
+	var oe *oneshot.Error
+	sent := err == nil || errors.As(err, &oe) && oe.Sent
+	at := journal.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
+	var reply peerclient.Reply
+	if err != nil {
+		at.Error = err.Error()
+	} else if reply = peerclient.Classify(a.Response); reply.Err != proto.PeerAnswered {
+		at.Error = fmt.Sprintf("%s replied %d %s: %s", t.Peer, reply.Status, reply.Err, reply.Said.Detail)
+	}
+	run.attempts = append(run.attempts, at)
+	if err != nil {
+		if !sent {
+			o, detail := proto.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
+			var mm *pintls.MismatchError
+			if errors.As(err, &mm) {
+				o, detail = proto.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
+				cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+			}
+			if body.srcErr != nil { // the app's own body broke before anything left
+				o, detail = proto.BadRequest, proto.NotSent(body.srcErr.Error(), t.Peer)
+				run.end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
+				return peerclient.Result{Verdict: peerclient.Done}
+			}
+			run.end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
+			if run.firstFailure == nil {
+				run.firstFailure = run.end
+			}
+			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
+		}
+		detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
+		switch {
+		case cr.cfg.Ctx.Err() != nil:
+			detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
+		case body.srcErr != nil:
+			detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", body.srcErr, t.Peer, Asking(t.Peer))
+		}
+		run.end = &callEnd{state: journal.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
+		return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
+	}
+	v := mapOwnerReply(t.Peer, reply)
+	run.end = &callEnd{state: v.state, o: v.o, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
+	if v.o == proto.Answered {
+		run.end.live = a // its body is read (or streamed) once the loop is done
+	}
+	if reply.Err == proto.PeerUnauthorized && (body.whole || body.off == 0) { // renewed and sent once more, if the loop allows
+		body.off = 0 // nothing of it went: the door refused the head
+		return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: used.Road, NeedsTicket: used.NeedsTicket}
+	}
+	return peerclient.Result{Verdict: peerclient.Done}
+}
+
+// send writes the call on rc, once: a small body whole with its digest in
+// X-Delta-Digest, a larger one streamed (chunked, after the owner's 100
+// Continue) with its digest as the trailer. It returns the answer's head.
+func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, error) {
+	cr, t, c, body := run.cr, run.t, run.c, run.body
+	h := proto.ForwardHeaders(run.r.Header)
+	h.Set(proto.HeaderRequestID, c.RequestID)
+	h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	if c.CallerApp != "" {
+		h.Set(proto.HeaderApp, c.CallerApp)
+	}
+	opt := oneshot.Options{Idle: proto.BodyIdle, Wait: t.Timeout + callGrace}
+	// A small body goes whole, as an in-memory reader (written with its
+	// head in one piece); a larger one streams, counted as a transfer.
+	var rd io.Reader = bytes.NewReader(body.head)
+	if !body.whole {
+		rd = io.NopCloser(body)
+		if tr := cr.cfg.Transfers; tr != nil {
+			x := tr.Start(transfer.Call, t.Peer, t.App, t.PathQuery, string(try.Cand.Road))
+			defer x.Done()
+			rd = io.NopCloser(x.Reader(body, true))
+		}
+	}
+	req, err := peerclient.AppRequest(run.base, try, c.Method, t.App, t.PathQuery, h, rd)
+	if err != nil {
+		rc.Close()
+		return nil, &oneshot.Error{Op: "send the request", Err: fmt.Errorf("the path %q does not make a valid request (%w)", t.PathQuery, err)}
+	}
+	if body.whole {
+		h.Set(proto.HeaderDigest, c.Digest)
+	} else {
+		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
+		req.Trailer = http.Header{proto.HeaderDigest: nil}
+		body.trailer = req.Trailer
+		if body.declared >= 0 {
+			h.Set(proto.HeaderBodyLength, strconv.FormatInt(body.declared, 10))
+		}
+		opt.Continue = true
+		opt.Written = func() {
+			// The digest once the body has passed: a question about the
+			// call from now on names it.
+			if err := cr.cfg.DB.SetCallBody(context.WithoutCancel(run.base), c.RequestID, body.Digest(), body.Size()); err != nil {
+				cr.cfg.Log.Error("could not record a streamed call's digest; the owner's word decides its reconciliation", "request_id", c.RequestID, "err", err)
+			}
+		}
+	}
+	return oneshot.Stream(run.base, rc, req, opt)
 }
 
 // callEnd is how a call ended: the state recorded, the outcome the app is
-// told with its detail and road, and the answer.
+// told with its detail, guarantee and road, and the answer.
 type callEnd struct {
 	state    journal.CallState
 	o        proto.Outcome
 	detail   string
+	g        proto.Guarantee
 	road     string
-	ans      *journal.Answer
 	replayed bool
-	body     []byte // what the app is given when answered (nil: ans.Body)
+	// live is the owner app's answer, its body still to read (answered).
+	live *oneshot.Answer
 }
 
 // recordUnsent records a call that never left as unavailable, with its
 // attempts (none wrote a byte), and only then tells the app. If the same
 // request id was recorded meanwhile by another request, that one's outcome
 // is the answer.
-func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, o proto.Outcome, detail, road string, timeout time.Duration) {
-	c.State, c.Outcome, c.Detail, c.Attempts = journal.Unavailable, string(o), detail, attempts
+func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, e *callEnd, timeout time.Duration) {
+	c.State, c.Outcome, c.Detail, c.Attempts = journal.Unavailable, string(e.o), e.detail, attempts
 	// Not cr.cfg.Ctx: the outcome is recorded even while the gateway closes.
 	existing, err := cr.cfg.DB.BeginCall(context.WithoutCancel(cr.cfg.Ctx), c)
 	if existing != nil {
@@ -346,51 +448,62 @@ func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *journa
 	if err != nil {
 		// Nothing was sent either way; the app is told so, and a repeat
 		// will be tried afresh.
-		cr.cfg.Log.Error("could not record a call that was not sent", "request_id", c.RequestID, "outcome", o, "err", err)
+		cr.cfg.Log.Error("could not record a call that was not sent", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}
-	cr.cfg.OnCall(o)
-	cr.replyCallError(w, o, detail, c.RequestID, c.Peer, road)
+	cr.cfg.OnCall(e.o)
+	cr.replyCallError(w, e.o, e.detail, proto.NothingSent, c.RequestID, c.Peer, e.road)
 }
 
-// mapOwnerReply turns the owner's reply to a call into the caller's state
-// and outcome (DESIGN §2: only replies made by the app are answered).
-func mapOwnerReply(peer string, pe proto.PeerError, res *oneshot.Response) (journal.CallState, proto.Outcome, string) {
-	var eb proto.ErrorBody
-	json.Unmarshal(res.Bytes, &eb)
-	said := eb.Detail
-	if said == "" {
-		said = fmt.Sprintf("%d %s", res.StatusCode, http.StatusText(res.StatusCode))
+// answerExisting answers a call whose request id was recorded meanwhile
+// by another request: the same request (same digest) gets that call's
+// outcome, another one 409.
+func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
+	if existing.Digest != c.Digest || c.Digest == "" {
+		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
+		return
 	}
-	notDone := "; it was not carried out"
-	if strings.Contains(said, "nothing was carried out") {
-		notDone = ""
-	}
-	switch pe {
-	case proto.PeerAnswered:
-		return journal.Answered, proto.Answered, ""
-	case proto.PeerUnauthorized:
-		return journal.Unavailable, proto.Forbidden, fmt.Sprintf("%s refused us at its door twice, with a renewed ticket too (%s)%s", peer, said, notDone)
-	case proto.PeerForbidden:
-		return journal.Unavailable, proto.Forbidden, fmt.Sprintf("%s refused us at its door (%s)%s", peer, said, notDone)
-	case proto.PeerAppNotFound:
-		return journal.Unavailable, proto.NotFound, fmt.Sprintf("%s: %s%s", peer, said, notDone)
-	case proto.PeerAppDown, proto.PeerFenced, proto.PeerNotDone:
-		return journal.Unavailable, proto.Unavailable, fmt.Sprintf("%s: %s%s", peer, said, notDone)
-	case proto.PeerReused:
-		return journal.Unavailable, proto.Conflict, fmt.Sprintf("%s: %s%s", peer, said, notDone)
-	case proto.PeerBadRequest, proto.PeerTooLarge:
-		return journal.Unavailable, proto.BadRequest, fmt.Sprintf("%s refused the request as malformed (%s)%s", peer, said, notDone)
-	case proto.PeerInProgress, proto.PeerUnknown, proto.PeerAppUnknown, proto.PeerInterrupted, proto.PeerAnswerExpired:
-		return journal.Unknown, proto.Unknown, fmt.Sprintf("%s says: %s; it will not be sent again, and Delta is asking %s what happened", peer, said, peer)
-	}
-	return journal.Unknown, proto.Unknown, fmt.Sprintf("%s sent a reply that is not Delta's (%d, X-Delta-Outcome %q); the call may or may not have been carried out; it will not be sent again, and Delta is asking %s what happened",
-		peer, res.StatusCode, pe, peer)
+	cr.replyExisting(w, r, c.RequestID, timeout)
 }
 
 // finishCall records a call's outcome (a compare-and-set from sending) and
-// then tells the app.
-func (cr *Caller) finishCall(w http.ResponseWriter, c *journal.Call, attempts []journal.Attempt, e callEnd) {
-	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: e.state, Outcome: string(e.o), Detail: e.detail, Answer: e.ans, Attempts: attempts}
+// then tells the app. An answer of up to proto.MaxStoredAnswer bytes of
+// known length is read whole and recorded with its body; a longer one, or
+// one of unknown length (a stream), is recorded at its head and streams
+// to the app, its body recorded when it has passed (DESIGN §2a).
+func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, e *callEnd) {
+	var ans *journal.Answer
+	var whole, ahead []byte
+	stream := false
+	if a := e.live; a != nil {
+		h := a.Header.Clone()
+		proto.StripHop(h)
+		h.Del("Content-Length")
+		var err error
+		complete := false
+		if a.ContentLength >= 0 && a.ContentLength <= proto.MaxStoredAnswer {
+			ahead, err = io.ReadAll(a.Body)
+			complete = err == nil
+		} else {
+			// What has arrived already: a small answer of unknown length
+			// is usually all there.
+			ahead, complete, err = a.ReadAhead(proto.MaxStoredAnswer)
+		}
+		switch {
+		case err != nil:
+			a.Body.Close()
+			e = &callEnd{state: journal.Unknown, o: proto.Unknown, road: e.road, detail: fmt.Sprintf(
+				"%s's app answered %d and its answer broke off on its way here after %d bytes (%v); %s keeps the answer, and Delta is asking it for it; the call is not sent again",
+				c.Peer, a.StatusCode, len(ahead), err, c.Peer)}
+		case complete:
+			a.Body.Close()
+			whole = ahead
+			ans = journal.NewAnswer(a.StatusCode, h, whole, proto.MaxStoredAnswer)
+		default:
+			stream = true
+			ans = &journal.Answer{Status: a.StatusCode, Headers: h, Omitted: true}
+		}
+	}
+	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: e.state, Outcome: string(e.o), Detail: e.detail, Answer: ans, Attempts: attempts}
 	if e.state == journal.Unknown {
 		t.NextAsk = cr.cfg.Now().Add(cr.cfg.FirstAsk)
 	}
@@ -406,17 +519,69 @@ func (cr *Caller) finishCall(w http.ResponseWriter, c *journal.Call, attempts []
 	}
 	cr.cfg.OnCall(e.o)
 	if e.state == journal.Answered || e.state == journal.Unknown {
-		cr.invalidate(c, e.ans)
+		cr.invalidate(c, ans)
 	}
 	if e.state == journal.Unknown {
 		cr.cfg.Log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
 		cr.cfg.Wake()
 	}
 	if e.o != proto.Answered {
-		cr.replyCallError(w, e.o, e.detail, c.RequestID, c.Peer, e.road)
+		cr.replyCallError(w, e.o, e.detail, e.g, c.RequestID, c.Peer, e.road)
 		return
 	}
-	writeAnswer(w, e.ans, e.body, c.RequestID, e.road, e.replayed)
+	if !stream {
+		writeAnswer(w, ans, whole, c.RequestID, e.road, e.replayed)
+		return
+	}
+	cr.streamAnswer(w, c, e, ahead)
+}
+
+// streamAnswer passes an answer recorded at its head to the app as it
+// arrives, and records its body (up to proto.MaxStoredAnswer; else its
+// digest) once it has passed. A body that breaks off is never ended as if
+// whole: the app's connection is cut.
+func (cr *Caller) streamAnswer(w http.ResponseWriter, c *journal.Call, e *callEnd, ahead []byte) {
+	a := e.live
+	defer a.Body.Close()
+	h := w.Header()
+	for k, vs := range a.Header {
+		h[k] = vs
+	}
+	proto.StripHop(h)
+	if a.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(a.ContentLength, 10))
+	}
+	h.Set(proto.HeaderOutcome, string(proto.Answered))
+	h.Set(proto.HeaderRequestID, c.RequestID)
+	h.Set(proto.HeaderRoute, e.road)
+	h.Set("Connection", "close")
+	if e.replayed {
+		h.Set(proto.HeaderReplayed, "true")
+	}
+	w.WriteHeader(a.StatusCode)
+	var x *transfer.Transfer
+	if cr.cfg.Transfers != nil {
+		x = cr.cfg.Transfers.Start(transfer.Call, c.Peer, c.App, c.Path, e.road)
+		defer x.Done()
+	}
+	keep := &keptBody{limit: proto.MaxStoredAnswer, h: sha256.New()}
+	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
+	body := &journal.Answer{Omitted: keep.over, BodyDigest: hex.EncodeToString(keep.h.Sum(nil))}
+	if !keep.over {
+		body.Body = keep.buf.Bytes()
+	}
+	if err != nil {
+		body.Omitted, body.Body = true, nil
+	}
+	if jerr := cr.cfg.DB.SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
+		cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)
+	}
+	if err != nil {
+		cr.cfg.OnCut("call_answer")
+		cr.cfg.Log.Warn("a call's answer broke off on its way to the app; its connection is cut so it cannot take the answer for whole",
+			"request_id", c.RequestID, "peer", c.Peer, "bytes", n, "err", err)
+		panic(http.ErrAbortHandler)
+	}
 }
 
 // invalidate drops the cached reads a call may have changed (RFC 9111
@@ -447,27 +612,30 @@ func (cr *Caller) invalidate(c *journal.Call, ans *journal.Answer) {
 }
 
 // refuseCall counts and writes an outcome that is not recorded in the
-// journal (the call was refused before it was).
+// journal (the call was refused before it was): nothing was sent.
 func (cr *Caller) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid, peer string) {
 	cr.cfg.OnCall(o)
-	cr.replyCallError(w, o, detail, rid, peer, "")
+	cr.replyCallError(w, o, detail, proto.NothingSent, rid, peer, "")
 }
 
 // refuseTooLarge refuses a call whose body is over the limit: bad_request,
-// with status 413.
+// with status 413, nothing sent.
 func (cr *Caller) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail, rid, peer string) {
-	// Read (and drop) the rest of a body of up to 64 MiB first: if the app
-	// is still writing when the connection closes, it gets a reset instead
-	// of this answer.
-	io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+	if !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		// Read (and drop) the rest of a body of up to 64 MiB first: if the
+		// app is still writing when the connection closes, it gets a reset
+		// instead of this answer. An app that waits for 100 Continue sends
+		// nothing more.
+		io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+	}
 	cr.cfg.OnCall(proto.BadRequest)
-	w.Header().Set("Connection", "close")
-	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer})
+	proto.RefuseAndClose(w)
+	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer}.With(proto.NothingSent))
 }
 
-func (cr *Caller) replyCallError(w http.ResponseWriter, o proto.Outcome, detail, rid, peer, road string) {
+func (cr *Caller) replyCallError(w http.ResponseWriter, o proto.Outcome, detail string, g proto.Guarantee, rid, peer, road string) {
 	w.Header().Set("Connection", "close")
-	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road})
+	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road}.With(g))
 }
 
 // markBehind says on an answer that its outcome is held in memory, not yet
@@ -523,7 +691,8 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 			continue
 		case <-ctx.Done():
 		}
-		cr.refuseCall(w, proto.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), rid, c.Peer)
+		cr.cfg.OnCall(proto.Unknown)
+		cr.replyCallError(w, proto.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), proto.NoGuarantee, rid, c.Peer, "")
 		return
 	}
 	road := ""
@@ -539,13 +708,16 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 		return
 	}
 	again := "; this request id was used before, so it is not sent again"
-	o, detail := proto.Unknown, fmt.Sprintf("this call is %s (%s)%s", c.State, c.Detail, again)
+	o, detail, g := proto.Unknown, fmt.Sprintf("this call is %s (%s)%s", c.State, c.Detail, again), proto.NoGuarantee
 	switch c.State {
 	case journal.NotCarriedOut:
-		o, detail = proto.Unavailable, c.Detail+again
+		o, detail, g = proto.Unavailable, c.Detail+again, proto.NotCarried
 	case journal.Unavailable:
-		o, detail = proto.Outcome(c.Outcome), c.Detail+again
+		o, detail, g = proto.Outcome(c.Outcome), c.Detail+again, proto.NotCarried
+		if len(c.Attempts) == 0 || !c.Attempts[len(c.Attempts)-1].FirstByte {
+			g = proto.NothingSent
+		}
 	}
 	cr.cfg.OnCall(o)
-	cr.replyCallError(w, o, detail, rid, c.Peer, road)
+	cr.replyCallError(w, o, detail, g, rid, c.Peer, road)
 }

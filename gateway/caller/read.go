@@ -3,41 +3,46 @@ package caller
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/transfer"
 )
 
 // readGrace is how long past the connect timeout and X-Delta-Timeout a read
-// waits for the owner's reply.
+// waits for the head of the owner's reply.
 const readGrace = time.Second
 
-// readFailure is why a read got no answer from the owner app.
-type readFailure struct {
-	o      proto.Outcome
-	detail string
-	road   string
-	// road reports whether the failure was the road's (transport, door),
-	// as opposed to the owner app's: only the road's leads to a fallback.
-	roadFault bool
-}
+// MaxResumes is how many times one read's answer is continued on a fresh
+// road (DESIGN §2a).
+const MaxResumes = 3
 
-// Read carries a read to its peer: fresh answers come from the
-// cache, a failing thunderbolt/lan road is dropped and one fresh road is
-// tried, and when the peer cannot be reached a stored answer is served as
-// stale (DESIGN §5).
+// Causes a read's context ends with, so that its failure names them.
+var (
+	errHeadTimeout = errors.New("no answer's head in time")
+	errSilent      = errors.New("the answer's body was silent for too long")
+)
+
+// Read carries a read to its peer: fresh answers come from the cache, a
+// failing thunderbolt/lan road is dropped and one fresh road is tried, and
+// when the peer cannot be reached a stored answer is served as stale
+// (DESIGN §5). The answer streams to the app as it arrives; X-Delta-Timeout
+// bounds the wait for its head and each silence of its body, never the
+// whole transfer; a body whose road is lost is continued on a fresh road
+// when it can be, and otherwise cut, never ended as if whole (§2a).
 func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	key := readcache.Key(t.Peer, t.App, t.PathQuery)
 	isGet := r.Method == http.MethodGet
@@ -49,77 +54,16 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 			return
 		}
 	}
-	var fail readFailure
-	err := cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, func(try peerclient.Try) peerclient.Result {
-		cand := try.Cand
-		ctx, cancel := context.WithTimeout(r.Context(), cand.Road.ConnectTimeout()+t.Timeout+readGrace)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, r.Method, "http://"+cand.Address+"/delta/v1/apps/"+t.App+t.PathQuery, nil)
-		if err != nil {
-			fail = readFailure{o: proto.BadRequest, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
-			return peerclient.Result{Verdict: peerclient.Done}
-		}
-		req.Header = proto.ForwardHeaders(r.Header)
-		if try.Ticket != "" {
-			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
-		}
-		req.Header.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
-		if app := r.Header.Get(proto.HeaderApp); app != "" {
-			req.Header.Set(proto.HeaderApp, app)
-		}
-		started := cr.cfg.Now()
-		resp, used, dialErr, err := cr.cfg.Peers.RoundTrip(req, cand)
-		res := peerclient.Result{Road: used.Road, NeedsTicket: used.NeedsTicket}
-		if err != nil {
-			if dialErr == nil {
-				cr.cfg.Router.Report(used, 0, err) // the connection broke or timed out after connecting
-			}
-			fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
-				detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.Peer, used, err)}
-			var mm *pintls.MismatchError
-			switch {
-			case errors.As(err, &mm):
-				fail.o = proto.Forbidden
-				fail.detail = proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
-				cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
-			case oneshot.IsTimeout(err):
-				fail.o = proto.Timeout
-				fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s: %v", t.Peer, used, used.Road.ConnectTimeout()+t.Timeout, err)
-			}
-			res.Verdict, res.RoadFault, res.Tried, res.Reason = peerclient.Failed, true, peerclient.TriedRoads(used, cand, dialErr), errors.New(fail.detail)
-			return res
-		}
-		cr.cfg.Router.Report(used, cr.cfg.Now().Sub(started), nil)
-		if pe := proto.PeerError(resp.Header.Get(proto.HeaderOutcome)); pe == proto.PeerAnswered {
-			cr.relayRead(w, resp, used, key, r.Header, isGet)
-			fail = readFailure{}
-			res.Verdict = peerclient.Done
-			return res
-		} else {
-			var eb proto.ErrorBody
-			// A reply that is not Delta's JSON has no detail to quote.
-			_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
-			resp.Body.Close()
-			fail = mapOwnerReadReply(t.Peer, used, pe, resp.StatusCode, eb.Detail)
-			res.Tried, res.Reason = []roads.Road{used.Road}, errors.New(fail.detail)
-			switch {
-			case pe == proto.PeerUnauthorized:
-				res.Verdict = peerclient.DoorRefused
-			case fail.roadFault:
-				res.Verdict, res.RoadFault = peerclient.Failed, true
-			default:
-				res.Verdict = peerclient.Done // the owner's answer
-			}
-			return res
-		}
-	})
+	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: isGet}
+	err := cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
+	fail := rd.fail
 	var nr *peerclient.NoRoadError
 	var te *peerclient.TicketError
 	switch {
 	case errors.As(err, &nr) && !nr.FellBack: // after a fall-back, the first failure is the answer
-		fail = readFailure{o: proto.Unavailable, roadFault: true, detail: noRoadDetail(t.Peer, nr.Err)}
+		fail = readFailure{o: proto.Unavailable, roadFault: true, g: proto.NothingSent, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		fail = readFailure{o: proto.Unavailable, roadFault: true, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+		fail = readFailure{o: proto.Unavailable, roadFault: true, g: proto.NothingSent, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
 	}
 	if fail.o == "" {
 		return // answered
@@ -135,37 +79,136 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 		}
 	}
 	cr.cfg.OnRead(fail.o)
-	proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road})
+	proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road}.With(fail.g))
 }
 
-func mapOwnerReadReply(peer string, cand roads.Candidate, pe proto.PeerError, status int, said string) readFailure {
-	if said == "" {
-		said = fmt.Sprintf("%d %s", status, http.StatusText(status))
+// readRun is one read being carried.
+type readRun struct {
+	cr    *Caller
+	w     http.ResponseWriter
+	r     *http.Request
+	t     Target
+	key   string
+	isGet bool
+	fail  readFailure
+}
+
+// request is the read as it goes to the owner on try, with the extra
+// header (a resumption's range); its context ends with a cause.
+func (rd *readRun) request(ctx context.Context, try peerclient.Try, extra http.Header) (*http.Request, error) {
+	h := proto.ForwardHeaders(rd.r.Header)
+	h.Set(proto.HeaderTimeout, proto.FormatTimeout(rd.t.Timeout))
+	if app := rd.r.Header.Get(proto.HeaderApp); app != "" {
+		h.Set(proto.HeaderApp, app)
 	}
-	f := readFailure{road: string(cand.Road), detail: fmt.Sprintf("%s: %s", peer, said)}
-	switch pe {
-	case proto.PeerUnauthorized:
-		f.o, f.roadFault = proto.Forbidden, true
-		f.detail = fmt.Sprintf("%s refused us at its door twice, with a renewed ticket too (%s)", peer, said)
-	case proto.PeerForbidden:
-		f.o, f.roadFault = proto.Forbidden, true
-		f.detail = fmt.Sprintf("%s refused us at its door (%s)", peer, said)
-	case proto.PeerAppNotFound:
-		f.o = proto.NotFound
-	case proto.PeerTimeout:
-		f.o = proto.Timeout
-	case proto.PeerBadRequest:
-		f.o = proto.BadRequest
+	for k, vs := range extra {
+		h[k] = vs
+	}
+	return peerclient.AppRequest(ctx, try, rd.r.Method, rd.t.App, rd.t.PathQuery, h, nil)
+}
+
+// roundTrip sends req on the peer's pool and waits for the head (the
+// connect timeout, X-Delta-Timeout and readGrace); interim 103 answers go
+// to onEarly. The body of a returned answer is watched by silence: the
+// returned cancel ends it.
+func (rd *readRun) roundTrip(try peerclient.Try, extra http.Header, onEarly func(int, textproto.MIMEHeader) error) (*http.Response, roads.Candidate, error, error, context.CancelCauseFunc, error) {
+	ctx, cancel := context.WithCancelCause(rd.r.Context())
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: onEarly})
+	req, err := rd.request(ctx, try, extra)
+	if err != nil {
+		cancel(nil)
+		return nil, try.Cand, nil, nil, nil, err
+	}
+	head := time.AfterFunc(try.Cand.Road.ConnectTimeout()+rd.t.Timeout+readGrace, func() { cancel(errHeadTimeout) })
+	resp, used, dialErr, err := rd.cr.cfg.Peers.RoundTrip(req, try.Cand)
+	head.Stop()
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = fmt.Errorf("%w (%v)", cause, err)
+		}
+		cancel(nil)
+		return nil, used, dialErr, err, nil, nil
+	}
+	return resp, used, nil, nil, cancel, nil
+}
+
+// early passes an owner's 103 Early Hints on to the app (DESIGN §2a);
+// other interim answers are not the app's business.
+func (rd *readRun) early(code int, h textproto.MIMEHeader) error {
+	if code != http.StatusEarlyHints {
+		return nil
+	}
+	out := rd.w.Header()
+	for k, vs := range h {
+		out[k] = vs
+	}
+	proto.StripHop(out)
+	rd.w.WriteHeader(code)
+	clear(out)
+	return nil
+}
+
+// attempt is one try at the read (peerclient.Do's attempt).
+func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
+	cr, t := rd.cr, rd.t
+	cand := try.Cand
+	started := cr.cfg.Now()
+	resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, nil, rd.early)
+	if reqErr != nil {
+		rd.fail = readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, reqErr), "")}
+		return peerclient.Result{Verdict: peerclient.Done}
+	}
+	res := peerclient.Result{Road: used.Road, NeedsTicket: used.NeedsTicket}
+	if err != nil {
+		if dialErr == nil {
+			cr.cfg.Router.Report(used, 0, err) // the connection broke or timed out after connecting
+		}
+		rd.fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
+			detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.Peer, used, err)}
+		if dialErr != nil {
+			rd.fail.g = proto.NothingSent
+		}
+		var mm *pintls.MismatchError
+		switch {
+		case errors.As(err, &mm):
+			rd.fail.o, rd.fail.g = proto.Forbidden, proto.NothingSent
+			rd.fail.detail = proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
+			cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+		case errors.Is(err, errHeadTimeout):
+			rd.fail.o = proto.Timeout
+			rd.fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s", t.Peer, used, used.Road.ConnectTimeout()+t.Timeout+readGrace)
+		}
+		res.Verdict, res.RoadFault, res.Tried, res.Reason = peerclient.Failed, true, peerclient.TriedRoads(used, cand, dialErr), errors.New(rd.fail.detail)
+		return res
+	}
+	cr.cfg.Router.Report(used, cr.cfg.Now().Sub(started), nil)
+	reply := peerclient.Classify(resp)
+	if reply.Err == proto.PeerAnswered {
+		rd.fail = readFailure{}
+		rd.relay(resp, cancel, used)
+		res.Verdict = peerclient.Done
+		return res
+	}
+	cancel(nil)
+	rd.fail = mapOwnerReadReply(t.Peer, string(used.Road), reply)
+	res.Tried, res.Reason = []roads.Road{used.Road}, errors.New(rd.fail.detail)
+	switch {
+	case reply.Err == proto.PeerUnauthorized:
+		res.Verdict = peerclient.DoorRefused
+	case rd.fail.roadFault:
+		res.Verdict, res.RoadFault = peerclient.Failed, true
 	default:
-		f.o = proto.Unavailable
+		res.Verdict = peerclient.Done // the owner's answer
 	}
-	return f
+	return res
 }
 
-// relayRead streams the owner app's answer to the app, keeping a copy for
-// the cache when it may be stored and fits.
-func (cr *Caller) relayRead(w http.ResponseWriter, resp *http.Response, cand roads.Candidate, key string, reqHeader http.Header, isGet bool) {
-	defer resp.Body.Close()
+// relay streams the owner app's answer to the app, keeping a copy for the
+// cache when it may be stored and fits; a body whose road is lost part way
+// is continued on a fresh road (resume), and one that cannot be is cut.
+func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, cand roads.Candidate) {
+	cr, w, t := rd.cr, rd.w, rd.t
+	defer func() { cancel(nil); resp.Body.Close() }()
 	h := w.Header()
 	for k, vs := range resp.Header {
 		h[k] = vs
@@ -173,34 +216,244 @@ func (cr *Caller) relayRead(w http.ResponseWriter, resp *http.Response, cand roa
 	proto.StripHop(h)
 	h.Set(proto.HeaderOutcome, string(proto.Answered))
 	h.Set(proto.HeaderRoute, string(cand.Road))
+	if resp.ContentLength >= 0 && rd.r.Method != http.MethodHead {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
 	w.WriteHeader(resp.StatusCode)
 	cr.cfg.OnRead(proto.Answered)
-	cbuf := proto.CopyBuffers.Get()
-	defer proto.CopyBuffers.Put(cbuf)
+	if rd.r.Method == http.MethodHead {
+		return
+	}
 	// A copy is kept only of an answer the cache may store (known before
-	// its body: status, no-store, Vary: *, a length over the limit).
+	// its body: status, no-store, Vary: *, a length over the limit, an
+	// event stream).
 	var admitted *readcache.Admission
-	if isGet {
-		admitted = cr.cfg.Cache.Storable(resp.StatusCode, reqHeader, resp.Header, resp.ContentLength)
+	var keep *keptBody
+	if rd.isGet {
+		if admitted = cr.cfg.Cache.Storable(resp.StatusCode, rd.r.Header, resp.Header, resp.ContentLength); admitted != nil {
+			keep = &keptBody{limit: cr.cfg.Cache.MaxEntry()}
+			if resp.ContentLength > 0 {
+				keep.buf.Grow(int(resp.ContentLength)) // one allocation, not a doubling series
+			}
+		}
 	}
-	if admitted == nil {
-		io.CopyBuffer(w, resp.Body, cbuf)
-		return
+	var x *transfer.Transfer
+	if cr.cfg.Transfers != nil {
+		x = cr.cfg.Transfers.Start(transfer.Read, t.Peer, t.App, t.PathQuery, string(cand.Road))
+		defer x.Done()
 	}
-	limit := cr.cfg.Cache.MaxEntry()
-	buf := &bytes.Buffer{}
-	if resp.ContentLength > 0 {
-		buf.Grow(int(resp.ContentLength)) // one allocation, not a doubling series
+	n, err := relay(w, proto.Silenced(resp.Body, t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, t.Timeout)) }), keep, x)
+	for resumes := 0; err != nil && !errors.Is(err, errAppGone); resumes++ {
+		validator, why := Resumable(rd.r.Method, rd.r.Header, resp)
+		if why == "" && resumes >= MaxResumes {
+			why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
+		}
+		if why != "" || rd.r.Context().Err() != nil {
+			if why == "" {
+				why = "the app went away"
+			}
+			cr.cfg.OnCut("read")
+			cr.cfg.Log.Warn("a read's answer broke off and cannot be resumed; the app's connection is cut so it cannot take the answer for whole",
+				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why)
+			panic(http.ErrAbortHandler)
+		}
+		if cand.Road.Local() {
+			cr.cfg.Router.Invalidate(t.Peer, cand.Road, fmt.Errorf("a read's answer broke off on it: %w", err))
+			cr.cfg.Peers.CloseIdle(t.Peer)
+		}
+		cr.cfg.OnResume()
+		cr.cfg.Log.Info("a read's answer broke off; resuming it on a fresh road", "peer", t.Peer, "app", t.App, "path", t.PathQuery,
+			"road", cand.Road, "bytes", n, "err", err, "resumption", resumes+1)
+		var next *http.Response
+		next, cand, err = rd.resume(resp, validator, n)
+		if err != nil {
+			continue
+		}
+		if x != nil {
+			x.SetRoad(string(cand.Road))
+		}
+		var m int64
+		m, err = relay(w, next.Body, keep, x)
+		next.Body.Close()
+		n += m
 	}
-	n, err := io.CopyBuffer(io.MultiWriter(w, &cappedWriter{buf: buf, limit: limit}), resp.Body, cbuf)
-	if err != nil || n > limit {
-		return
+	if err != nil || keep == nil || keep.over {
+		return // the app went away, or nothing to keep
 	}
 	// The app has its header (w's map, written): what is kept is trimmed
 	// in place, and PutAdmitted keeps its own copy.
 	proto.StripHop(resp.Header)
 	resp.Header.Del("Content-Length")
-	cr.cfg.Cache.PutAdmitted(admitted, key, resp.Header, buf.Bytes(), string(cand.Road))
+	cr.cfg.Cache.PutAdmitted(admitted, rd.key, resp.Header, keep.buf.Bytes(), string(cand.Road))
+}
+
+// resume asks for the rest of first's body from byte n, on a freshly
+// chosen road, and returns the answer when it continues first exactly (a
+// 206 of that range, of the same representation).
+func (rd *readRun) resume(first *http.Response, validator string, n int64) (*http.Response, roads.Candidate, error) {
+	extra := http.Header{"Range": {fmt.Sprintf("bytes=%d-", n)}, "If-Range": {validator}}
+	var out *http.Response
+	var cand roads.Candidate
+	var last error
+	err := rd.cr.cfg.Peers.Do(rd.r.Context(), peerclient.Read, rd.t.Peer, rd.t.Pin, func(try peerclient.Try) peerclient.Result {
+		resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, extra, nil)
+		if reqErr != nil {
+			last = reqErr
+			return peerclient.Result{Verdict: peerclient.Done}
+		}
+		if err != nil {
+			last = fmt.Errorf("%s: %w", used, err)
+			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: used.Road, Tried: peerclient.TriedRoads(used, try.Cand, dialErr), Reason: err}
+		}
+		if why := Continues(first, resp, n); why != "" {
+			cancel(nil)
+			resp.Body.Close()
+			last = fmt.Errorf("%s did not continue the answer: %s", rd.t.Peer, why)
+			return peerclient.Result{Verdict: peerclient.Done}
+		}
+		resp.Body = proto.Silenced(resp.Body, rd.t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, rd.t.Timeout)) })
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+		out, cand = resp, used
+		return peerclient.Result{Verdict: peerclient.Done}
+	})
+	if out != nil {
+		return out, cand, nil
+	}
+	if last == nil {
+		last = err
+	}
+	return nil, cand, last
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelCauseFunc
+}
+
+func (c *cancelOnClose) Close() error { c.cancel(nil); return c.ReadCloser.Close() }
+
+// Resumable says whether an answer to a read of method with request
+// header req may be continued on another road, with the validator for
+// If-Range; or why not (DESIGN §2a): a 200 to a GET without a range of its
+// own, with Accept-Ranges: bytes and a strong validator (an ETag not W/,
+// or a Last-Modified at least a second before the answer's Date, RFC 9110
+// §8.8.2.2).
+func Resumable(method string, req http.Header, resp *http.Response) (validator, why string) {
+	switch {
+	case method != http.MethodGet:
+		return "", method + " answers are not resumed"
+	case req.Get("Range") != "":
+		return "", "the app asked for a range itself"
+	case resp.StatusCode != http.StatusOK:
+		return "", fmt.Sprintf("the answer was %d, not 200", resp.StatusCode)
+	case !hasToken(resp.Header.Values("Accept-Ranges"), "bytes"):
+		return "", "the owner app does not offer ranges (no Accept-Ranges: bytes)"
+	}
+	if et := resp.Header.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
+		return et, ""
+	}
+	lm, err1 := http.ParseTime(resp.Header.Get("Last-Modified"))
+	date, err2 := http.ParseTime(resp.Header.Get("Date"))
+	if err1 == nil && err2 == nil && !date.Before(lm.Add(time.Second)) {
+		return resp.Header.Get("Last-Modified"), ""
+	}
+	return "", "the answer has no strong validator (a strong ETag, or a Last-Modified a second older than its Date)"
+}
+
+// Continues says why next (the answer to a resumption from byte n) does
+// not continue first exactly, or "".
+func Continues(first, next *http.Response, n int64) string {
+	if next.StatusCode != http.StatusPartialContent {
+		return fmt.Sprintf("it answered %d, not 206 (the resource changed?)", next.StatusCode)
+	}
+	var start, end, total int64
+	if _, err := fmt.Sscanf(next.Header.Get("Content-Range"), "bytes %d-%d/%d", &start, &end, &total); err != nil {
+		return fmt.Sprintf("its Content-Range %q is not bytes N-M/TOTAL", next.Header.Get("Content-Range"))
+	}
+	switch {
+	case start != n:
+		return fmt.Sprintf("it starts at byte %d, not %d", start, n)
+	case end != total-1:
+		return fmt.Sprintf("it ends at byte %d of %d, not at the end", end, total)
+	case first.ContentLength >= 0 && total != first.ContentLength:
+		return fmt.Sprintf("the whole is %d bytes now, not %d", total, first.ContentLength)
+	case first.Header.Get("ETag") != "" && next.Header.Get("ETag") != first.Header.Get("ETag"):
+		return fmt.Sprintf("its ETag is %s, not %s", next.Header.Get("ETag"), first.Header.Get("ETag"))
+	}
+	return ""
+}
+
+func hasToken(vs []string, tok string) bool {
+	for _, v := range vs {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), tok) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errAppGone marks a relay that stopped because the app's connection
+// would not take more.
+var errAppGone = errors.New("the app's connection went away")
+
+// relay copies src to the app as it arrives, flushing each piece (an
+// answer streams: what the owner wrote reaches the app now), keeping a
+// copy in keep (if not nil) and counting it in x (if not nil). It returns
+// the bytes relayed and why it stopped: nil at the body's end, errAppGone
+// (wrapped) when the app went away, or src's error.
+func relay(w http.ResponseWriter, src io.Reader, keep *keptBody, x *transfer.Transfer) (int64, error) {
+	buf := proto.CopyBuffers.Get()
+	defer proto.CopyBuffers.Put(buf)
+	ctl := http.NewResponseController(w)
+	var n int64
+	for {
+		m, rerr := src.Read(buf)
+		if m > 0 {
+			if keep != nil {
+				keep.Write(buf[:m])
+			}
+			if x != nil {
+				x.Received(int64(m))
+			}
+			if _, werr := w.Write(buf[:m]); werr != nil {
+				return n, fmt.Errorf("%w (%v)", errAppGone, werr)
+			}
+			n += int64(m)
+			if err := ctl.Flush(); err != nil {
+				return n, fmt.Errorf("%w (%v)", errAppGone, err)
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// keptBody keeps at most limit bytes of a body (and sums it, when h is
+// set), then stops keeping: it never fails, so the relay goes on.
+type keptBody struct {
+	buf   bytes.Buffer
+	limit int64
+	over  bool
+	h     hash.Hash
+}
+
+func (k *keptBody) Write(p []byte) (int, error) {
+	if k.h != nil {
+		k.h.Write(p)
+	}
+	if !k.over && int64(k.buf.Len()+len(p)) <= k.limit {
+		k.buf.Write(p)
+	} else if !k.over {
+		k.over = true
+		k.buf = bytes.Buffer{}
+	}
+	return len(p), nil
 }
 
 // serveCached writes a stored answer: fresh when stale is "", else labelled
@@ -223,20 +476,6 @@ func (cr *Caller) serveCached(w http.ResponseWriter, r *http.Request, e *readcac
 	if r.Method != http.MethodHead {
 		w.Write(e.Body)
 	}
-}
-
-// cappedWriter keeps at most limit bytes and then stops keeping (it never
-// fails, so the copy to the app goes on).
-type cappedWriter struct {
-	buf   *bytes.Buffer
-	limit int64
-}
-
-func (c *cappedWriter) Write(p []byte) (int, error) {
-	if int64(c.buf.Len()+len(p)) <= c.limit {
-		c.buf.Write(p)
-	}
-	return len(p), nil
 }
 
 // noRoadDetail says why no road was chosen; a hold-down says so in the

@@ -65,7 +65,28 @@ const (
 	Reused
 	// Busy: the id is in another state (409 with that state).
 	Busy
+	// Later: the id is known and the arriving call's digest is not yet
+	// (its body streams): read the body, then Decide with its digest.
+	Later
 )
+
+// Decide is what the owner does with a call of digest arriving under an
+// id it holds as old ("" for a digest not known yet).
+func Decide(old *Receipt, digest string) Decision {
+	switch {
+	case old.State == Fenced:
+		return Busy
+	case digest == "":
+		return Later
+	case old.Digest == "": // its body never arrived whole, or is arriving
+		return Busy
+	case old.Digest != digest:
+		return Reused
+	case old.State == ReceiptAnswered && !old.AnswerExpired:
+		return Replay
+	}
+	return Busy
+}
 
 const receiptCols = `caller, request_id, digest, state, caller_name, app, method, path,
 	received_at, updated_at, answer_status, answer_headers, answer_body,
@@ -96,23 +117,16 @@ func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 // Receive is the owner's one decision point for an arriving call: receipt,
 // fence and the check for both in one BEGIN IMMEDIATE transaction, durable
 // before anything is forwarded. r names the call; for Forward it is stored
-// as running. For the other decisions, old is the stored receipt.
+// as running (with r.Digest "" when the body streams: SetReceiptDigest
+// records it once the body has arrived). For the other decisions, old is
+// the stored receipt.
 func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		old, err = scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, r.Caller, r.RequestID))
 		switch {
 		case err == nil:
 			d.overlayReceipt(old)
-			switch {
-			case old.State == Fenced:
-				dec = Busy
-			case old.Digest != r.Digest:
-				dec = Reused
-			case old.State == ReceiptAnswered && !old.AnswerExpired:
-				dec = Replay
-			default:
-				dec = Busy
-			}
+			dec = Decide(old, r.Digest)
 			return nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("journal: look up receipt %s from %s: %w", r.RequestID, r.Caller, err)

@@ -1,16 +1,21 @@
-// Package oneshot sends one HTTP/1.1 request on one new connection, exactly
+// Package oneshot sends one HTTP/1.1 request on one connection, exactly
 // once, and reports as a fact whether any byte of it was written.
 //
 // It is the only way Delta sends a call, on every hop. It does not use
 // net/http's Transport, which may resend a request on a fresh connection
 // when a reused one fails (and treats Idempotency-Key as permission to).
 // Here there is no pool and no second write: the request is written to the
-// connection it was dialled for, the answer is read from it, and the
-// connection is closed.
+// connection it was dialled for (or handed, DoOn and Stream), the answer is
+// read from it, and the connection is closed.
 //
 // "Nothing was sent" is decided by a wrapped net.Conn that records the first
 // call to Write, never by an error's type. Whatever dial returns must have
 // finished any handshake (TLS), so that its first write is the request's.
+//
+// Interim answers (1xx other than 101) are never the answer: they are
+// passed to Options.Got1xx and the final answer is read after them. A body
+// moves under an idle limit, not a whole-transfer one: a big body is
+// written and read as long as it makes progress (DESIGN §2a).
 package oneshot
 
 import (
@@ -46,87 +51,325 @@ func (e *Error) Unwrap() error { return e.Err }
 // ErrTooLarge is the cause when the answer's body is over the limit.
 var ErrTooLarge = errors.New("answer body is over the limit")
 
+// ErrIdle is the cause when a body made no progress for Options.Idle.
+var ErrIdle = errors.New("no progress")
+
 // Response is a complete answer.
 type Response struct {
 	*http.Response        // Body is closed; use Bytes
 	Bytes          []byte // the whole body
 }
 
+// Options adjust an exchange. The zero value bounds it by the context
+// alone.
+type Options struct {
+	// Idle ends the exchange when writing the request or reading the
+	// answer's body makes no progress for this long. If 0, only the
+	// context bounds them.
+	Idle time.Duration
+	// Wait is how long the answer's head may take once the request is
+	// written whole. If 0, only the context bounds it.
+	Wait time.Duration
+	// Got1xx, if not nil, is told each interim answer (1xx other than
+	// 101), in order, before the final answer. If nil, they are dropped.
+	Got1xx func(code int, h http.Header)
+	// Written, if not nil, is called once the whole request is written,
+	// before its answer is read.
+	Written func()
+	// Continue sends the request's head with Expect: 100-continue and its
+	// body only after the peer's 100 Continue (within Idle): a peer that
+	// refuses at once does so before any of the body is sent. Delta's own
+	// hop between Deltas uses it for a body that streams; an app's Expect
+	// is never forwarded.
+	Continue bool
+}
+
+// max1xx bounds the interim answers read before the final one (Go's own
+// transport allows 5; a server may send 102 every few seconds of a long
+// call, so more are allowed here).
+const max1xx = 1000
+
 // Do dials, writes req once, and reads the whole answer (at most maxBody
 // bytes of body). ctx's deadline bounds the whole exchange, connect
 // included; dial should apply its own connect timeout. req.Body, if any,
-// must be re-readable from the start only once: it is written at most once.
+// is written at most once.
 func Do(ctx context.Context, dial func(context.Context) (net.Conn, error), req *http.Request, maxBody int64) (*Response, error) {
 	raw, err := dial(ctx)
 	if err != nil {
 		return nil, &Error{Op: "connect", Err: err, Timeout: IsTimeout(err)}
 	}
-	conn := &recordingConn{Conn: raw}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
+	return DoOn(ctx, raw, req, maxBody, Options{})
+}
+
+// DoOn is Do on a connection that is open already (its handshake done):
+// it writes req once and reads the whole answer. conn is closed when it
+// returns.
+func DoOn(ctx context.Context, conn net.Conn, req *http.Request, maxBody int64, opt Options) (*Response, error) {
+	a, err := Stream(ctx, conn, req, opt)
+	if err != nil {
+		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
+	defer a.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(a.Body, maxBody+1))
+	if err != nil {
+		err = ctxErr(ctx, err)
+		return nil, &Error{Op: "read the answer", Sent: true, Timeout: IsTimeout(err),
+			Err: fmt.Errorf("answer (%d) broke off after %d bytes of body: %w", a.StatusCode, len(body), err)}
+	}
+	if int64(len(body)) > maxBody {
+		return nil, &Error{Op: "read the answer", Sent: true, Err: fmt.Errorf("%w of %d bytes", ErrTooLarge, maxBody)}
+	}
+	return &Response{Response: a.Response, Bytes: body}, nil
+}
+
+// Answer is an answer whose body streams. Reading Body past the head moves
+// under Options.Idle; closing Body closes the connection. Every error from
+// Body is an *Error (the request was sent).
+type Answer struct {
+	*http.Response
+	conn *conn
+	br   *bufio.Reader
+}
+
+// ReadAhead reads of the body what has arrived already, and no more than
+// max bytes, without waiting for more: whole reports whether that is all
+// of it (an answer written in one piece, as most small ones are). What is
+// left is read from Body as usual. It lets a small answer of unknown
+// length be taken whole, and one that trickles (an event stream) be
+// passed on as it comes.
+func (a *Answer) ReadAhead(max int) (data []byte, whole bool, err error) {
+	buf := make([]byte, 0, min(max, 32<<10))
+	for {
+		if a.ContentLength >= 0 && int64(len(buf)) == a.ContentLength {
+			return buf, true, nil
+		}
+		if a.br.Buffered() == 0 || len(buf) >= max {
+			return buf, false, nil
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := a.Body.Read(buf[len(buf):min(cap(buf), max)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, true, nil
+		}
+		if err != nil {
+			return buf, false, err
+		}
+	}
+}
+
+// Switched returns, for a 101 answer, the connection and what was read of
+// it past the head: the session's bytes, for a relay (the caller owns the
+// connection then, and Body must not be used). It lifts the exchange's
+// deadlines.
+func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
+	a.conn.stop()
+	a.conn.Conn.SetDeadline(time.Time{})
+	return a.conn.Conn, a.br
+}
+
+// Stream writes req once on conn (whose handshake is done) and reads the
+// answer's head, past interim answers; the body is read from the returned
+// Answer's Body as it arrives. On an error conn is closed.
+func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
+	c := &conn{Conn: raw, idle: opt.Idle}
+	if dl, ok := ctx.Deadline(); ok {
+		c.hard = dl
+	}
+	c.stop = context.AfterFunc(ctx, c.kill)
+	fail := func(e *Error) (*Answer, error) {
+		c.stop()
+		c.Close()
+		return nil, e
+	}
 
 	req.Close = true // one request per connection: Connection: close
 	bw := writers.Get().(*bufio.Writer)
-	bw.Reset(conn)
-	defer func() { bw.Reset(nil); writers.Put(bw) }()
+	bw.Reset(c)
+	br := bufio.NewReaderSize(c, 4<<10)
+	var g *gate
+	var src *source
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody == nil { // not one held in memory, which cannot break
+			src = &source{rc: req.Body}
+			req.Body = src
+		}
+		if opt.Continue {
+			req.Header.Set("Expect", "100-continue")
+			g = &gate{body: req.Body, bw: bw, br: br, c: c, req: req, opt: opt}
+			req.Body = g
+		}
+	}
+	c.setWrite()
 	werr := req.Write(bw)
 	if werr == nil {
 		werr = bw.Flush()
 	}
-	// The answer is read whole before Do returns (read), so the reader is
-	// free again then.
-	br := readers.Get().(*bufio.Reader)
-	br.Reset(conn)
-	defer func() { br.Reset(nil); readers.Put(br) }()
+	bw.Reset(nil)
+	writers.Put(bw)
+	if g != nil && g.early != nil {
+		// Refused before the body: its answer is the answer.
+		c.bodyIdle.Store(true)
+		return answer(g.early, c, br), nil
+	}
+	if src != nil && src.err != nil {
+		// The request's own body broke (the app's upload): what left is
+		// short, and the peer must see it end so, not wait for the rest.
+		return fail(&Error{Op: "send the request", Sent: c.wrote.Load(), Err: src.err})
+	}
 	if werr != nil {
-		if !conn.wrote.Load() {
-			return nil, &Error{Op: "send the request", Err: werr, Timeout: IsTimeout(werr)}
+		werr = c.cause(ctx, werr)
+		if !c.wrote.Load() {
+			return fail(&Error{Op: "send the request", Err: werr, Timeout: IsTimeout(werr)})
 		}
 		// Some bytes left. The peer may have answered before reading all of
-		// them (a refusal at its door); take that answer if it is whole.
-		if resp, err := read(br, req, maxBody); err == nil {
-			return resp, nil
+		// them (a refusal at its door, no room for the body); take that
+		// answer if it comes.
+		c.setRead(opt.Idle, true)
+		if resp, err := readHead(br, req, opt); err == nil {
+			c.bodyIdle.Store(true)
+			return answer(resp, c, br), nil
 		}
-		return nil, &Error{Op: "send the request", Sent: true, Err: werr, Timeout: IsTimeout(ctxErr(ctx, werr))}
+		return fail(&Error{Op: "send the request", Sent: true, Err: werr, Timeout: IsTimeout(werr)})
 	}
-	resp, err := read(br, req, maxBody)
+	if opt.Written != nil {
+		opt.Written()
+	}
+	c.setRead(opt.Wait, true)
+	resp, err := readHead(br, req, opt)
 	if err != nil {
-		err = ctxErr(ctx, err)
-		return nil, &Error{Op: "read the answer", Sent: true, Err: err, Timeout: IsTimeout(err)}
+		err = c.cause(ctx, err)
+		return fail(&Error{Op: "read the answer", Sent: true, Err: err, Timeout: IsTimeout(err)})
 	}
-	return resp, nil
+	c.bodyIdle.Store(true)
+	return answer(resp, c, br), nil
 }
 
-// writers and readers are the buffers of exchanges, lent for one each (a
-// call made two 32 KiB writers and two 4 KiB readers of garbage: half of
-// what a call through two Deltas allocated).
-var (
-	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
-	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
-)
-
-func read(br *bufio.Reader, req *http.Request, maxBody int64) (*Response, error) {
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("answer (%d) broke off after %d bytes of body: %w", resp.StatusCode, len(body), err)
-	}
-	if int64(len(body)) > maxBody {
-		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, maxBody)
-	}
-	return &Response{Response: resp, Bytes: body}, nil
+// gate holds a request's body back until the peer's 100 Continue: its
+// first Read sends the head and waits.
+type gate struct {
+	body   io.ReadCloser
+	bw     *bufio.Writer
+	br     *bufio.Reader
+	c      *conn
+	req    *http.Request
+	opt    Options
+	opened bool
+	early  *http.Response // the final answer that came instead of 100
 }
+
+// errRefusedEarly ends the writing of a body the peer answered before
+// asking for it.
+var errRefusedEarly = errors.New("the peer answered before asking for the body")
+
+func (g *gate) Read(p []byte) (int, error) {
+	if !g.opened {
+		g.opened = true
+		if err := g.bw.Flush(); err != nil {
+			return 0, err
+		}
+		g.c.setRead(g.opt.Idle, true)
+		for range max1xx {
+			resp, err := http.ReadResponse(g.br, g.req)
+			if err != nil {
+				return 0, fmt.Errorf("waiting for 100 Continue: %w", err)
+			}
+			if resp.StatusCode == http.StatusContinue {
+				break
+			}
+			if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+				if g.opt.Got1xx != nil {
+					g.opt.Got1xx(resp.StatusCode, resp.Header)
+				}
+				continue
+			}
+			g.early = resp
+			return 0, errRefusedEarly
+		}
+		g.c.setWrite()
+	}
+	return g.body.Read(p)
+}
+
+func (g *gate) Close() error { return g.body.Close() }
+
+// source is a request's body, with the error it broke with (not EOF).
+type source struct {
+	rc  io.ReadCloser
+	err error
+}
+
+func (s *source) Read(p []byte) (int, error) {
+	n, err := s.rc.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+func (s *source) Close() error { return s.rc.Close() }
+
+func answer(resp *http.Response, c *conn, br *bufio.Reader) *Answer {
+	a := &Answer{Response: resp, conn: c, br: br}
+	resp.Body = &body{rc: resp.Body, c: c}
+	return a
+}
+
+// readHead reads the final answer's head, passing interim ones to
+// opt.Got1xx.
+func readHead(br *bufio.Reader, req *http.Request, opt Options) (*http.Response, error) {
+	for range max1xx {
+		resp, err := http.ReadResponse(br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			if opt.Got1xx != nil {
+				opt.Got1xx(resp.StatusCode, resp.Header)
+			}
+			continue
+		}
+		return resp, nil
+	}
+	return nil, fmt.Errorf("more than %d interim (1xx) answers and no final one", max1xx)
+}
+
+// body is an answer's body: its errors say the request was sent, and
+// closing it closes the connection.
+type body struct {
+	rc     io.ReadCloser
+	c      *conn
+	closed atomic.Bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		err = b.c.cause(nil, err)
+		err = &Error{Op: "read the answer", Sent: true, Timeout: IsTimeout(err), Err: err}
+	}
+	return n, err
+}
+
+func (b *body) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	b.c.stop()
+	return b.c.Close()
+}
+
+// writers are the buffers of requests being written, lent for one each
+// (a call made two 32 KiB writers of garbage).
+var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
 // ctxErr prefers the context's reason when the context ended the exchange.
 func ctxErr(ctx context.Context, err error) error {
+	if ctx == nil {
+		return err
+	}
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {
 			return fmt.Errorf("%w (%v)", os.ErrDeadlineExceeded, err)
@@ -138,23 +381,100 @@ func ctxErr(ctx context.Context, err error) error {
 
 // IsTimeout reports whether err is a deadline passing.
 func IsTimeout(err error) bool {
-	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrIdle) {
 		return true
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// recordingConn records whether Write was ever called with bytes. It is set
-// before the write: a write that fails may still have put bytes on the wire.
-type recordingConn struct {
+// conn records whether Write was ever called with bytes (set before the
+// write: a write that fails may still have put bytes on the wire), and
+// keeps the exchange's deadlines: an idle limit renewed by each write, and
+// by each read of the body once the head is in; a hard one from the
+// context; and a kill when the context ends.
+type conn struct {
 	net.Conn
-	wrote atomic.Bool
+	wrote    atomic.Bool
+	idle     time.Duration
+	hard     time.Time // the context's deadline; zero if none
+	bodyIdle atomic.Bool
+	killed   atomic.Bool
+	// limit is the limit behind the last deadline set: 0 the context's
+	// (or none), else a duration of Options.Idle or Options.Wait, as
+	// waiting says.
+	limit   atomic.Int64
+	waiting atomic.Bool
+	stop    func() bool
 }
 
-func (c *recordingConn) Write(p []byte) (int, error) {
+func (c *conn) until(d time.Duration) (time.Time, time.Duration) {
+	if c.killed.Load() {
+		return time.Unix(1, 0), 0
+	}
+	var t time.Time
+	limit := time.Duration(0)
+	if d > 0 {
+		t, limit = time.Now().Add(d), d
+	}
+	if !c.hard.IsZero() && (t.IsZero() || c.hard.Before(t)) {
+		t, limit = c.hard, 0
+	}
+	return t, limit
+}
+
+func (c *conn) setWrite() {
+	t, limit := c.until(c.idle)
+	c.limit.Store(int64(limit))
+	c.waiting.Store(false)
+	c.Conn.SetWriteDeadline(t)
+	if c.killed.Load() { // a kill between until and the set
+		c.Conn.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+// setRead sets the read deadline d from now; waiting reports whether d
+// is the wait for the head rather than an idle limit.
+func (c *conn) setRead(d time.Duration, waiting bool) {
+	t, limit := c.until(d)
+	c.limit.Store(int64(limit))
+	c.waiting.Store(waiting)
+	c.Conn.SetReadDeadline(t)
+	if c.killed.Load() {
+		c.Conn.SetDeadline(time.Unix(1, 0))
+	}
+}
+
+func (c *conn) Write(p []byte) (int, error) {
 	if len(p) > 0 {
 		c.wrote.Store(true)
 	}
+	if c.idle > 0 {
+		c.setWrite()
+	}
 	return c.Conn.Write(p)
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	if c.idle > 0 && c.bodyIdle.Load() {
+		c.setRead(c.idle, false)
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *conn) kill() {
+	c.killed.Store(true)
+	c.Conn.SetDeadline(time.Unix(1, 0))
+}
+
+// cause names a deadline that passed: the wait for the head, the idle
+// limit (ErrIdle), or the context's reason.
+func (c *conn) cause(ctx context.Context, err error) error {
+	if limit := time.Duration(c.limit.Load()); IsTimeout(err) && limit > 0 && !c.killed.Load() {
+		if c.waiting.Load() {
+			return fmt.Errorf("no answer within %s (%w)", limit, err)
+		}
+		return fmt.Errorf("%w for %s (%v)", ErrIdle, limit, err)
+	}
+	return ctxErr(ctx, err)
 }

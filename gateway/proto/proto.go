@@ -11,7 +11,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,6 +84,8 @@ const (
 	PeerInterrupted   PeerError = "interrupted"       // 409: the owner restarted mid-call
 	PeerAnswerExpired PeerError = "answer_expired"    // 409: answered; the answer is no longer kept
 	PeerTooManyFences PeerError = "too_many_fences"   // 429: asked about too many unseen ids; ask later
+	PeerNoRoom        PeerError = "no_room"           // 507: no room for the call's body; nothing was carried out
+	PeerBodyCut       PeerError = "body_cut"          // 400: the call's body did not arrive whole; it was not forwarded
 )
 
 // Headers of the local and peer APIs.
@@ -101,17 +105,43 @@ const (
 	// because it could not write it (a full disk): the same outcome is
 	// told to every repeat, and written when space frees.
 	HeaderJournal = "X-Delta-Journal"
+	// HeaderBodyLength is the size of a call's body that streams between
+	// the Deltas (chunked, with its digest as the trailer X-Delta-Digest),
+	// when the app gave one: the owner refuses a body it has no room for
+	// before it arrives.
+	HeaderBodyLength = "X-Delta-Body-Length"
+)
+
+// Paths of the peer API (DESIGN §4), shared by the owner's routes and the
+// peer client's requests.
+const (
+	PathPing    = "/delta/v1/ping"
+	PathHello   = "/delta/v1/hello"
+	PathTickets = "/delta/v1/tickets"
+	// PathApps is followed by the app's name and the path with query.
+	PathApps = "/delta/v1/apps/"
+	// PathCalls is followed by a request id.
+	PathCalls = "/delta/v1/calls/"
 )
 
 // Limits shared by both sides of a hop.
 const (
-	// MaxCallBody is the largest request body a call may carry (413 above).
-	MaxCallBody = 8 << 20
-	// MaxAnswerBody is the largest answer to a call that is carried back.
-	MaxAnswerBody = 16 << 20
+	// DefaultMaxCallBytes is the largest request body a call may carry
+	// unless config.json's max_call_bytes says otherwise (413 above).
+	DefaultMaxCallBytes = 16 << 30
+	// InMemoryBody is the largest call body held in memory whole; a
+	// larger one streams (DESIGN §2a).
+	InMemoryBody = 1 << 20
+	// MaxQueryAnswer bounds the JSON answer of an owner's GET
+	// /delta/v1/calls/{id} (it holds a stored answer of up to
+	// MaxStoredAnswer, in base64).
+	MaxQueryAnswer = 4 << 20
 	// MaxStoredAnswer is the largest answer body kept in a journal; a larger
 	// one is kept as its digest only.
 	MaxStoredAnswer = 1 << 20
+	// BodyIdle ends a call's body, in either direction, that makes no
+	// progress for this long (DESIGN §2a).
+	BodyIdle = 30 * time.Second
 	// DefaultTimeout is X-Delta-Timeout when the app gives none.
 	DefaultTimeout = 30 * time.Second
 	// MaxTimeout is the largest X-Delta-Timeout.
@@ -193,19 +223,49 @@ func CheckName(what, s string) error {
 	return nil
 }
 
-// IsCall reports whether method is a call (sent at most once) rather than
-// a read.
+// IsCall reports whether method is a call (sent at most once): every
+// method that is not a read, known or not (POST, PUT, PATCH, DELETE,
+// PROPFIND, …), except those Delta refuses (Refused).
 func IsCall(method string) bool {
-	switch method {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
-	}
-	return false
+	return !IsRead(method) && method != http.MethodConnect && method != http.MethodTrace
 }
 
-// IsRead reports whether method is a read.
+// IsRead reports whether method is a read: GET, HEAD or OPTIONS (DESIGN
+// §2a). OPTIONS * is refused (Refused).
 func IsRead(method string) bool {
-	return method == http.MethodGet || method == http.MethodHead
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// Refused says why Delta refuses a request of method with the
+// request-target requestURI itself (405, nothing sent), or "": CONNECT
+// and TRACE, which Delta does not carry, and OPTIONS *, which asks about
+// the server rather than a resource.
+func Refused(method, requestURI string) string {
+	switch {
+	case method == http.MethodConnect:
+		return "CONNECT asks for a tunnel, which Delta does not open (a WebSocket or another upgrade goes as a session: GET with Connection: upgrade)"
+	case method == http.MethodTrace:
+		return "TRACE is not carried: it would echo this computer's headers back"
+	case method == http.MethodOptions && requestURI == "*":
+		return "OPTIONS * asks about Delta's server, not about an app; OPTIONS on a path is carried as a read"
+	}
+	return ""
+}
+
+// IsUpgrade reports whether h asks for a session: Connection lists
+// "upgrade" and Upgrade names a protocol (DESIGN §2a).
+func IsUpgrade(h http.Header) bool {
+	if h.Get("Upgrade") == "" {
+		return false
+	}
+	for _, v := range h.Values("Connection") {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(f), "upgrade") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Digest is the SHA-256 of a call, hex-encoded. The encoding, fixed by this
@@ -216,6 +276,14 @@ func IsRead(method string) bool {
 // Method, app and path never hold NUL (they are checked before), and the
 // body comes last, so the encoding is unambiguous.
 func Digest(method, app, pathQuery string, body []byte) string {
+	h := NewDigest(method, app, pathQuery)
+	h.Write(body)
+	return DigestOf(h)
+}
+
+// NewDigest starts the digest of a call whose body is streamed: write the
+// body to it as it passes, then DigestOf.
+func NewDigest(method, app, pathQuery string) hash.Hash {
 	h := sha256.New()
 	h.Write([]byte("delta-digest/1\x00"))
 	h.Write([]byte(method))
@@ -224,9 +292,11 @@ func Digest(method, app, pathQuery string, body []byte) string {
 	h.Write([]byte{0})
 	h.Write([]byte(pathQuery))
 	h.Write([]byte{0})
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
+	return h
 }
+
+// DigestOf is the hex digest a NewDigest has summed so far.
+func DigestOf(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
 
 // ErrorBody is the JSON body of every answer Delta makes itself.
 type ErrorBody struct {
@@ -235,6 +305,52 @@ type ErrorBody struct {
 	RequestID string `json:"request_id,omitempty"`
 	Peer      string `json:"peer,omitempty"`
 	Road      string `json:"road,omitempty"`
+	// Sent is false when nothing of the request left this computer; the
+	// field is absent when it may have (DESIGN §2).
+	Sent *bool `json:"sent,omitempty"`
+	// CarriedOut is false when the request was certainly not carried
+	// out: nothing was sent, or the owner proved its app did not act.
+	// Absent when that is not known.
+	CarriedOut *bool `json:"carried_out,omitempty"`
+}
+
+// Guarantee is what Delta can promise of a request that got no answer
+// from an app: the guarantee an ErrorBody carries as fields, so that no
+// reader parses it back from a sentence.
+type Guarantee int
+
+const (
+	// NoGuarantee: it may or may not have been carried out.
+	NoGuarantee Guarantee = iota
+	// NotCarried: it reached the owner, whose Delta proved the app did not
+	// act (carried_out: false).
+	NotCarried
+	// NothingSent: no byte of it left this computer (sent: false and
+	// carried_out: false).
+	NothingSent
+)
+
+// With returns b carrying g.
+func (b ErrorBody) With(g Guarantee) ErrorBody {
+	no := false
+	switch g {
+	case NothingSent:
+		b.Sent, b.CarriedOut = &no, &no
+	case NotCarried:
+		b.CarriedOut = &no
+	}
+	return b
+}
+
+// Guarantee is what b promises.
+func (b ErrorBody) Guarantee() Guarantee {
+	switch {
+	case b.Sent != nil && !*b.Sent:
+		return NothingSent
+	case b.CarriedOut != nil && !*b.CarriedOut:
+		return NotCarried
+	}
+	return NoGuarantee
 }
 
 // WriteError writes one of Delta's own answers: status, X-Delta-Outcome
@@ -299,10 +415,12 @@ func Repeated(h http.Header, names ...string) string {
 
 // hopHeaders are removed between hops (RFC 9110 §7.6.1), with the
 // credentials that belong to one hop only.
+// Expect is between an app and its own Delta (DESIGN §2a): never
+// forwarded.
 var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-	"Authorization", "Cookie",
+	"Authorization", "Cookie", "Expect",
 }
 
 // StripHop removes hop-by-hop headers (and those named in Connection),
@@ -351,4 +469,22 @@ func UncleanPath(p string) string {
 		}
 	}
 	return ""
+}
+
+// SplitTarget reads the name at the start of an escaped path (a peer's,
+// or an app's: what says which) and returns it unescaped and checked
+// (CheckName), with the rest of the path exactly as written, from its
+// "/" ("/" when nothing follows). A name written with percent-escapes
+// ("b%65ta") is the name it spells; the path after it is never touched.
+func SplitTarget(escaped, what string) (name, rest string, err error) {
+	seg, rest, _ := strings.Cut(escaped, "/")
+	rest = "/" + rest
+	name, err = url.PathUnescape(seg)
+	if err != nil {
+		return "", "", fmt.Errorf("%s name %q is not a valid escaped path segment: %w", what, seg, err)
+	}
+	if err := CheckName(what, name); err != nil {
+		return "", "", err
+	}
+	return name, rest, nil
 }

@@ -2,6 +2,9 @@ package proto
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -106,7 +109,10 @@ type DoorLimits struct {
 // DoorServer is the http.Server of each of Delta's doors (the local API,
 // every peer listener), with its limits.
 func DoorServer(h http.Handler, errLog *log.Logger, l DoorLimits) *http.Server {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog}
+	// OPTIONS * reaches the handler, which refuses it after its guard
+	// (DESIGN §2a), instead of Go's general answer of 200.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog,
+		DisableGeneralOptionsHandler: true}
 	if l.PerSource > 0 {
 		srv.ConnState = (&sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}}).state
 	}
@@ -173,3 +179,62 @@ func RefuseAndClose(w http.ResponseWriter) {
 	// cut short.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
+
+// ProgressBody is r's body under an idle limit instead of the door's
+// limit on the whole request (DoorLimits.Request): each read may take
+// idle, so a body of any size arrives as long as it moves (DESIGN §2a).
+// An error names the limit.
+func ProgressBody(w http.ResponseWriter, r *http.Request, idle time.Duration) io.ReadCloser {
+	return &progressBody{rc: r.Body, ctl: http.NewResponseController(w), idle: idle}
+}
+
+type progressBody struct {
+	rc   io.ReadCloser
+	ctl  *http.ResponseController
+	idle time.Duration
+}
+
+func (b *progressBody) Read(p []byte) (int, error) {
+	// An error means the writer cannot set deadlines (a test recorder):
+	// the door's own limits stand then.
+	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			err = fmt.Errorf("the body made no progress for %s (%w)", b.idle, err)
+		}
+	}
+	return n, err
+}
+
+func (b *progressBody) Close() error { return b.rc.Close() }
+
+// Silenced is body under a silence limit: when no byte arrives for idle,
+// silent is called (it cancels the exchange that carries body, with its
+// cause). X-Delta-Timeout bounds each silence of an answer's body this
+// way, never the whole transfer (DESIGN §2a).
+func Silenced(body io.ReadCloser, idle time.Duration, silent func()) io.ReadCloser {
+	s := &silence{ReadCloser: body, idle: idle}
+	s.timer = time.AfterFunc(idle, silent)
+	return s
+}
+
+type silence struct {
+	io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+}
+
+func (s *silence) Read(p []byte) (int, error) {
+	n, err := s.ReadCloser.Read(p)
+	if n > 0 {
+		s.timer.Reset(s.idle)
+	}
+	if err != nil {
+		s.timer.Stop()
+	}
+	return n, err
+}
+
+func (s *silence) Close() error { s.timer.Stop(); return s.ReadCloser.Close() }

@@ -160,9 +160,10 @@ type Admission struct {
 // Storable returns the admission of an answer with this status and these
 // headers, or nil if it may not be stored, before its body is read: the
 // relay keeps a copy of the body only then. contentLength is the answer's
-// length, -1 if unknown.
+// length, -1 if unknown. An event stream is never stored: a second read
+// would get a recording instead of the events (DESIGN §2a).
 func (c *Cache) Storable(status int, req, resp http.Header, contentLength int64) *Admission {
-	if contentLength > c.maxEntry || !slices.Contains(storableStatus, status) {
+	if contentLength > c.maxEntry || !slices.Contains(storableStatus, status) || IsEventStream(resp) {
 		return nil
 	}
 	if _, ok := Directives(req)["no-store"]; ok {
@@ -184,6 +185,13 @@ func (c *Cache) Storable(status int, req, resp http.Header, contentLength int64)
 	}
 	slices.Sort(names)
 	return &Admission{status: status, req: req, varyNames: names, directives: d}
+}
+
+// IsEventStream reports whether an answer with header h is an event
+// stream (Content-Type: text/event-stream).
+func IsEventStream(h http.Header) bool {
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
 }
 
 // PutAdmitted stores the answer a admitted, with resp as the header to keep

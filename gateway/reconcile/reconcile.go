@@ -8,13 +8,10 @@ package reconcile
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -165,55 +162,19 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 		}
 		return
 	}
-	from := []journal.CallState{journal.Unknown}
-	if manual {
-		from = append(from, journal.NeedsPerson)
-	}
-	age := rc.cfg.Now().Sub(c.CreatedAt)
-	t := journal.Transition{From: from, OwnerState: st.State, CountAsk: true}
-	switch {
-	case st.State == string(journal.ReceiptAnswered) && st.Digest == c.Digest:
-		t.To = journal.CarriedOut
-		t.Detail = fmt.Sprintf("%s carried it out (it received the call at %s and its app answered)", c.Peer, st.ReceivedAt)
-		if a := st.Answer; a != nil {
-			body, _ := base64.StdEncoding.DecodeString(a.BodyBase64)
-			t.Answer = &journal.Answer{Status: a.Status, Headers: a.Headers, Body: body, Omitted: a.Omitted}
-		} else {
-			t.Detail += "; the answer itself is no longer kept"
-		}
-	case st.State == string(journal.NeverArrived) || st.State == string(journal.ReceiptNotDone) ||
-		st.Digest != "" && st.Digest != c.Digest:
-		t.To = journal.NotCarriedOut
-		switch {
-		case st.State == string(journal.NeverArrived):
-			t.Detail = fmt.Sprintf("%s never received it, and has fenced the request id so it never will: it was not carried out", c.Peer)
-		case st.Digest != c.Digest:
-			t.Detail = fmt.Sprintf("%s holds another request under this id (digest %.12s…), so this one was not carried out", c.Peer, st.Digest)
-		default:
-			t.Detail = fmt.Sprintf("%s received it but its app was not listening: it was not carried out", c.Peer)
-		}
-		if age > neverNotCarriedOutAfter {
-			t.To = journal.NeedsPerson
-			t.Detail = fmt.Sprintf("%s says %s, but the call is %d days old and the owner may have forgotten it; a person must check", c.Peer, st.State, int(age.Hours()/24))
-		}
-	case st.State == string(journal.Running):
-		detail := fmt.Sprintf("%s is still carrying it out; asking again at %s", c.Peer, next.Format(time.TimeOnly))
+	v := Settle(c.Peer, c.Digest, rc.cfg.Now().Sub(c.CreatedAt), st)
+	if v.To == "" {
+		detail := fmt.Sprintf("%s; asking again at %s", v.Detail, next.Format(time.TimeOnly))
 		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, st.State, detail, next); err != nil {
 			rc.cfg.Log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
 		}
 		return
-	case st.State == string(journal.Interrupted), st.State == string(journal.AppUnknown), st.State == string(journal.Expired):
-		t.To = journal.NeedsPerson
-		t.Detail = map[string]string{
-			string(journal.Interrupted): fmt.Sprintf("%s restarted while its app was working on it; nobody knows whether the app acted: a person must check", c.Peer),
-			string(journal.AppUnknown):  fmt.Sprintf("%s's app took the call and its connection broke before it answered; it may or may not have acted: a person must check", c.Peer),
-			string(journal.Expired):     fmt.Sprintf("%s has no record that can vouch for this call (its journal keeps 90 days, and it began, or lost part of itself, after this call was made): a person must check", c.Peer),
-		}[st.State]
-	default:
-		detail := fmt.Sprintf("%s answered with a state Delta does not know (%q); asking again at %s", c.Peer, st.State, next.Format(time.TimeOnly))
-		rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, st.State, detail, next)
-		return
 	}
+	from := []journal.CallState{journal.Unknown}
+	if manual {
+		from = append(from, journal.NeedsPerson)
+	}
+	t := journal.Transition{From: from, To: v.To, Detail: v.Detail, Answer: v.Answer, OwnerState: st.State, CountAsk: true}
 	moved, cur, err := rc.cfg.DB.Move(rc.cfg.Ctx, c.RequestID, t)
 	if err != nil {
 		rc.cfg.Log.Error("reconciler: settle", "request_id", c.RequestID, "err", err)
@@ -231,6 +192,60 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 	}
 }
 
+// Verdict is what an owner's word makes of an unknown call: To is the
+// state to settle it in, with its Detail and the owner's Answer; To empty
+// means ask again later (Detail says why).
+type Verdict struct {
+	To     journal.CallState
+	Detail string
+	Answer *journal.Answer
+}
+
+// Settle is the reconciler's rules (DESIGN §4), one pure function: what
+// the owner peer said (st) of a call of digest, made age ago, settles it
+// as. A digest of "" is a call whose body streamed and never passed whole
+// here (Delta stopped, or the upload was cut): the id was sent from this
+// computer once, so the owner's receipt under it is this call's, whatever
+// digest it holds.
+func Settle(peer, digest string, age time.Duration, st *proto.CallStateJSON) Verdict {
+	sameCall := st.Digest == digest || digest == ""
+	switch {
+	case st.State == string(journal.ReceiptAnswered) && sameCall:
+		v := Verdict{To: journal.CarriedOut, Detail: fmt.Sprintf("%s carried it out (it received the call at %s and its app answered)", peer, st.ReceivedAt)}
+		if a := st.Answer; a != nil {
+			body, _ := base64.StdEncoding.DecodeString(a.BodyBase64) // the owner writes valid base64
+			v.Answer = &journal.Answer{Status: a.Status, Headers: a.Headers, Body: body, Omitted: a.Omitted}
+		} else {
+			v.Detail += "; the answer itself is no longer kept"
+		}
+		return v
+	case st.State == string(journal.NeverArrived) || st.State == string(journal.ReceiptNotDone) || !sameCall && st.Digest != "":
+		v := Verdict{To: journal.NotCarriedOut}
+		switch {
+		case st.State == string(journal.NeverArrived):
+			v.Detail = fmt.Sprintf("%s never received it, and has fenced the request id so it never will: it was not carried out", peer)
+		case !sameCall:
+			v.Detail = fmt.Sprintf("%s holds another request under this id (digest %.12s…), so this one was not carried out", peer, st.Digest)
+		default:
+			v.Detail = fmt.Sprintf("%s received it but did not carry it out (its app was not listening, or the call's body did not arrive whole)", peer)
+		}
+		if age > neverNotCarriedOutAfter {
+			v.To = journal.NeedsPerson
+			v.Detail = fmt.Sprintf("%s says %s, but the call is %d days old and the owner may have forgotten it; a person must check", peer, st.State, int(age.Hours()/24))
+		}
+		return v
+	case st.State == string(journal.Running):
+		return Verdict{Detail: fmt.Sprintf("%s is still carrying it out", peer)}
+	case st.State == string(journal.Interrupted):
+		return Verdict{To: journal.NeedsPerson, Detail: fmt.Sprintf("%s restarted while its app was working on it; nobody knows whether the app acted: a person must check", peer)}
+	case st.State == string(journal.AppUnknown):
+		return Verdict{To: journal.NeedsPerson, Detail: fmt.Sprintf("%s's app took the call and its connection broke before it answered; it may or may not have acted: a person must check", peer)}
+	case st.State == string(journal.Expired):
+		return Verdict{To: journal.NeedsPerson, Detail: fmt.Sprintf("%s has no record that can vouch for this call (its journal keeps 90 days, and it began, or lost part of itself, after this call was made): a person must check", peer)}
+	}
+	return Verdict{Detail: fmt.Sprintf("%s answered with a state Delta does not know (%q)", peer, st.State)}
+}
+
 // query asks the owner what it knows of call c, on any road, never from a
 // cache.
 func (rc *Reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallStateJSON, error) {
@@ -238,15 +253,10 @@ func (rc *Reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallSt
 	var lastErr, answerErr error
 	err := rc.cfg.Peers.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {
 		cand := try.Cand
-		q := url.Values{"digest": {c.Digest}, "created_at": {proto.RFC3339(c.CreatedAt)}}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-			"http://"+cand.Address+"/delta/v1/calls/"+url.PathEscape(c.RequestID)+"?"+q.Encode(), nil)
+		req, err := peerclient.LookupRequest(ctx, try, c.RequestID, c.Digest, c.CreatedAt)
 		if err != nil {
 			answerErr = err
 			return peerclient.Result{Verdict: peerclient.Done}
-		}
-		if try.Ticket != "" {
-			req.Header.Set("Authorization", proto.TicketAuth(try.Ticket))
 		}
 		resp, used, dialErr, err := rc.cfg.Peers.RoundTrip(req, cand)
 		if err != nil {
@@ -256,25 +266,10 @@ func (rc *Reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallSt
 			gaveUp := oneshot.IsTimeout(err) && ctx.Err() != nil
 			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: !gaveUp, Road: used.Road, Tried: peerclient.TriedRoads(used, cand, dialErr)}
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxAnswerBody))
-		resp.Body.Close()
-		switch {
-		case err != nil:
-			answerErr = fmt.Errorf("%s: reading the answer: %w", cand, err)
-		case resp.StatusCode != http.StatusOK:
-			var eb proto.ErrorBody
-			_ = json.Unmarshal(body, &eb) // a reply that is not Delta's JSON has no detail to quote
-			answerErr = fmt.Errorf("%s answered %d %s (%s)", c.Peer, resp.StatusCode, eb.Error, eb.Detail)
-			if resp.StatusCode == http.StatusUnauthorized {
-				return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket}
-			}
-		default:
-			v = &proto.CallStateJSON{}
-			if err := json.Unmarshal(body, v); err != nil {
-				v, answerErr = nil, fmt.Errorf("%s's answer is not the call state JSON: %w", c.Peer, err)
-			} else {
-				answerErr = nil
-			}
+		var reply peerclient.Reply
+		v, reply, answerErr = peerclient.ReadLookup(c.Peer, resp)
+		if reply.Status == http.StatusUnauthorized {
+			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket}
 		}
 		return peerclient.Result{Verdict: peerclient.Done}
 	})

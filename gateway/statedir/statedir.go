@@ -35,6 +35,7 @@ const (
 	JournalFile   = "delta.db"    // the journal (SQLite)
 	TailnetDir    = "tailnet"     // tsnet's own state
 	PeersFile     = "peers.json"  // the peers found on the tailnet, for the next start
+	SpoolDir      = "spool"       // call bodies arriving, until they are whole and forwarded
 )
 
 // Default is DESIGN §7's state folder for this OS: macOS
@@ -135,6 +136,11 @@ type Config struct {
 	// publishes its lan and thunderbolt MAC addresses. macOS wakes for it
 	// when "Wake for network access" is on.
 	WakeOnLAN bool `json:"wake_on_lan"`
+	// MaxCallBytes is the largest body a call may carry, out and in
+	// (DESIGN §2a). If 0, 16 GiB. A call's body over 1 MiB streams: it
+	// is never held whole in memory, and the owner writes it to the
+	// state folder's spool until it has arrived whole.
+	MaxCallBytes int64 `json:"max_call_bytes"`
 	// PeersGiven reports whether the file has "peers" at all: an empty
 	// list is a mistake, not a wish to join the tailnet.
 	PeersGiven bool `json:"-"`

@@ -14,6 +14,7 @@ import (
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
 
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
@@ -394,26 +395,27 @@ func (n *Node) ping(c roads.Candidate) {
 	defer cancel()
 	start := time.Now()
 	err := func() error {
-		tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return c.Dial(ctx) }, DisableKeepAlives: true}
-		defer tr.CloseIdleConnections()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Address+"/delta/v1/ping", nil)
+		try := peerclient.Try{Cand: c}
 		if c.NeedsTicket {
 			tk, err := n.Ticket(ctx, c.Peer, false)
 			if err != nil {
 				return err
 			}
-			req.Header.Set("Authorization", proto.TicketAuth(tk))
+			try.Ticket = tk
 		}
-		resp, err := tr.RoundTrip(req)
+		conn, err := c.Dial(ctx)
 		if err != nil {
 			return err
 		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusUnauthorized {
+		reply, err := peerclient.Ping(ctx, try, conn)
+		if err != nil {
+			return err
+		}
+		if reply.Status == http.StatusUnauthorized {
 			n.dropTicket(c.Peer)
 		}
-		if resp.StatusCode != http.StatusNoContent {
-			return fmt.Errorf("ping answered %d %s", resp.StatusCode, resp.Header.Get("X-Delta-Outcome"))
+		if reply.Status != http.StatusNoContent {
+			return fmt.Errorf("ping answered %d %s", reply.Status, reply.Err)
 		}
 		return nil
 	}()

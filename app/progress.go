@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progressBar draws a transfer's progress on a terminal (standard error),
+// once it has run for a second: bytes, of how many, the rate, and a bar
+// when the size is known. Off a terminal it draws nothing.
+type progressBar struct {
+	w     io.Writer
+	label string
+	on    bool
+	start time.Time
+
+	mu    sync.Mutex
+	drawn bool
+	last  time.Time
+}
+
+// newProgress returns a bar for a transfer named label, drawn on w when w
+// is a terminal.
+func newProgress(w io.Writer, label string) *progressBar {
+	f, ok := w.(*os.File)
+	on := false
+	if ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			on = true
+		}
+	}
+	return &progressBar{w: w, label: label, on: on, start: time.Now()}
+}
+
+// report is kit's progress callback.
+func (p *progressBar) report(done, total int64) {
+	if !p.on {
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if now.Sub(p.start) < time.Second || now.Sub(p.last) < 100*time.Millisecond && (total < 0 || done < total) {
+		return
+	}
+	p.last, p.drawn = now, true
+	fmt.Fprintf(p.w, "\r%s", progressLine(p.label, done, total, now.Sub(p.start)))
+}
+
+// finish ends the bar's line, if one was drawn.
+func (p *progressBar) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
+}
+
+// progressLine is one state of the bar: "label  12.0 MiB of 100 MiB
+// [###-------] 12 %  45.1 MiB/s".
+func progressLine(label string, done, total int64, took time.Duration) string {
+	rate := ""
+	if secs := took.Seconds(); secs > 0 {
+		rate = fmt.Sprintf("  %s/s", sizeWords(int64(float64(done)/secs)))
+	}
+	if total <= 0 {
+		return fmt.Sprintf("%s  %s%s ", label, sizeWords(done), rate)
+	}
+	const width = 20
+	filled := int(min(done, total) * width / total)
+	return fmt.Sprintf("%s  %s of %s [%s%s] %3d %%%s ", label, sizeWords(done), sizeWords(total),
+		strings.Repeat("#", filled), strings.Repeat("-", width-filled), min(done, total)*100/total, rate)
+}
+
+// sizeWords writes a byte count for people: "512 B", "12.0 MiB".
+func sizeWords(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,148 @@
+package caller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/peerclient"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/session"
+	"github.com/delta-roads/delta/gateway/transfer"
+)
+
+// Session opens a session (an Upgrade: a WebSocket) with app on peer and
+// relays it (DESIGN §2a). Its opening follows the call rules up to its
+// first byte: a connection of its own, over the best road then, one
+// fall-back before anything was written; it is sent at most once and
+// never journaled. After the owner app's 101 the app's connection is
+// taken from the server and bytes go both ways until either end closes;
+// a lost road closes both ends (the peer client closes connections over
+// a lost interface), and the app opens a new session, which takes the
+// new best road.
+func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
+	upgrade := r.Header.Get("Upgrade")
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
+	var (
+		a        *oneshot.Answer
+		fail     *readFailure
+		road     string
+		firstErr *readFailure
+	)
+	err := cr.cfg.Peers.Do(ctx, peerclient.Call, t.Peer, t.Pin, func(try peerclient.Try) peerclient.Result {
+		cand := try.Cand
+		rc, err := cr.cfg.Peers.Dial(ctx, cand)
+		if err != nil {
+			fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(cand.Road),
+				detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", oneshot.IsTimeout(err)), err), t.Peer)}
+			if firstErr == nil {
+				firstErr = fail
+			}
+			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
+		}
+		road = string(rc.Cand.Road)
+		h := proto.ForwardHeaders(r.Header)
+		session.Request(h, upgrade)
+		h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+		if app := r.Header.Get(proto.HeaderApp); app != "" {
+			h.Set(proto.HeaderApp, app)
+		}
+		req, err := peerclient.AppRequest(ctx, try, r.Method, t.App, t.PathQuery, h, http.NoBody)
+		if err != nil {
+			rc.Close()
+			fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
+			return peerclient.Result{Verdict: peerclient.Done}
+		}
+		a, err = oneshot.Stream(ctx, rc, req, oneshot.Options{Wait: t.Timeout + readGrace})
+		var oe *oneshot.Error
+		switch {
+		case err != nil && errors.As(err, &oe) && !oe.Sent:
+			fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: road,
+				detail: proto.NotSent(fmt.Sprintf("%s did not take the session's opening (%v)", t.Peer, err), t.Peer)}
+			if firstErr == nil {
+				firstErr = fail
+			}
+			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: rc.Cand.Road, Tried: []roads.Road{rc.Cand.Road}, Reason: err}
+		case err != nil:
+			fail = &readFailure{o: proto.Unknown, road: road, detail: fmt.Sprintf(
+				"the session's opening left for %s and no answer came (%v); a session is never opened twice: open a new one", rc.Cand, err)}
+			return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: rc.Cand.Road}
+		}
+		reply := peerclient.Classify(a.Response)
+		if reply.Err == proto.PeerAnswered {
+			fail = nil
+			return peerclient.Result{Verdict: peerclient.Done}
+		}
+		f := mapOwnerReadReply(t.Peer, road, reply)
+		fail, a = &f, nil
+		if reply.Err == proto.PeerUnauthorized {
+			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: rc.Cand.Road, NeedsTicket: rc.Cand.NeedsTicket}
+		}
+		return peerclient.Result{Verdict: peerclient.Done}
+	})
+	var nr *peerclient.NoRoadError
+	var te *peerclient.TicketError
+	switch {
+	case errors.As(err, &nr) && nr.FellBack && firstErr != nil:
+		fail = firstErr
+	case errors.As(err, &nr):
+		fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, detail: noRoadDetail(t.Peer, nr.Err)}
+	case errors.As(err, &te):
+		fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+	}
+	if fail != nil || a == nil {
+		if fail == nil {
+			fail = &readFailure{o: proto.Unavailable, detail: "no answer to the session's opening"}
+		}
+		cr.cfg.OnRead(fail.o)
+		proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road}.With(fail.g))
+		return
+	}
+	cr.cfg.OnRead(proto.Answered)
+	h := a.Header.Clone()
+	proto.StripDelta(h)
+	h.Set(proto.HeaderOutcome, string(proto.Answered))
+	h.Set(proto.HeaderRoute, road)
+	if a.StatusCode != http.StatusSwitchingProtocols {
+		// The owner app declined the upgrade: its answer, as a read's.
+		defer a.Body.Close()
+		proto.StripHop(h)
+		for k, vs := range h {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(a.StatusCode)
+		if _, err := relay(w, a.Body, nil, nil); err != nil && !errors.Is(err, errAppGone) {
+			cr.cfg.OnCut("read")
+			panic(http.ErrAbortHandler)
+		}
+		return
+	}
+	far, farR := a.Switched()
+	near, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		far.Close()
+		proto.WriteError(w, http.StatusInternalServerError, proto.ErrorBody{Error: string(proto.Unknown), Detail: fmt.Sprintf("Delta could not take the app's connection for the session (%v); the session was opened on %s and is closed", err, t.Peer), Peer: t.Peer, Road: road})
+		return
+	}
+	near.SetDeadline(time.Time{}) // the door's limits were for the request
+	if err := session.WriteHead(rw.Writer, h); err != nil {
+		near.Close()
+		far.Close()
+		return
+	}
+	var x *transfer.Transfer
+	if cr.cfg.Transfers != nil {
+		x = cr.cfg.Transfers.Start(transfer.Session, t.Peer, t.App, t.PathQuery, road)
+		defer x.Done()
+	}
+	stop := context.AfterFunc(cr.cfg.Ctx, func() { near.Close(); far.Close() }) // Delta stopping ends it
+	defer stop()
+	err = session.Relay(near, rw.Reader, far, farR, x)
+	cr.cfg.Log.Info("session closed", "peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", road, "err", err)
+}

@@ -1,0 +1,506 @@
+package owner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/proto"
+)
+
+// spoolReserve is the room a call's body must leave free on the state
+// folder's file system, so that the journal can still write.
+const spoolReserve = 64 << 20
+
+// ownerCall is the owner's side of a call (DESIGN §2a, §4): the receipt
+// is made when the call's head arrives, durably, before its body is read
+// (a question about the id meanwhile is answered running); the body is
+// then read whole (into memory when small, into a spool file otherwise)
+// and checked, length and digest, and only then is the app asked once. An
+// app never sees part of a call. Its answer is recorded before it is sent
+// back, at its head when it streams.
+func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget) {
+	rid := r.Header.Get(proto.HeaderRequestID)
+	if err := proto.CheckRequestID(rid); err != nil {
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
+		return
+	}
+	// The digest comes as a header when the caller had the body whole, as
+	// the trailer of a streamed body; else it is only what the body sums
+	// to here.
+	digest := r.Header.Get(proto.HeaderDigest)
+	_, streamed := r.Trailer[proto.HeaderDigest]
+	size := r.ContentLength
+	if streamed {
+		size = -1
+		if v := r.Header.Get(proto.HeaderBodyLength); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("%s %q is not a size in bytes", proto.HeaderBodyLength, v))
+				return
+			}
+			size = n
+		}
+	}
+	if size > o.cfg.MaxCallBytes {
+		proto.RefuseAndClose(w)
+		refuse(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, fmt.Sprintf("the body is %d bytes, over %s's limit of %d bytes for a call (max_call_bytes)", size, o.cfg.Self().Name, o.cfg.MaxCallBytes))
+		return
+	}
+	inMemory := size >= 0 && size <= proto.InMemoryBody
+	if !inMemory {
+		if free, err := o.cfg.FreeBytes(o.cfg.SpoolDir); err == nil && free-max(size, 0) < spoolReserve {
+			proto.RefuseAndClose(w)
+			refuse(w, http.StatusInsufficientStorage, proto.PeerNoRoom, fmt.Sprintf("%s has no room for the call's body (%d bytes free, %d needed besides the %d it keeps for its journal)", o.cfg.Self().Name, free, max(size, 0), spoolReserve))
+			return
+		}
+	}
+	rec := &journal.Receipt{Caller: t.caller.Node, RequestID: rid, Digest: digest, CallerName: t.caller.Name,
+		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
+	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
+	if err != nil {
+		proto.RefuseAndClose(w)
+		refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err))
+		return
+	}
+	if dec == journal.Later {
+		// The id is held, and this call's digest is known only once its
+		// body has passed: read it (nothing is forwarded), then decide.
+		b, err := o.receiveBody(w, r, t, size, inMemory)
+		if err != nil {
+			o.refuseBody(w, err)
+			return
+		}
+		b.close()
+		dec = journal.Decide(old, b.digest)
+	}
+	switch dec {
+	case journal.Reused:
+		proto.RefuseAndClose(w)
+		refuse(w, http.StatusUnprocessableEntity, proto.PeerReused, fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s)", rid, t.caller.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
+		return
+	case journal.Replay:
+		o.cfg.OnReplay()
+		if old.Behind {
+			o.markBehind(w)
+		}
+		proto.RefuseAndClose(w) // its body, if it is still coming, is not needed
+		writeOwnerAnswer(w, old.Answer, nil, true)
+		return
+	case journal.Busy:
+		proto.RefuseAndClose(w)
+		e, what, g := busyError(old)
+		body := proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.caller.Name, what)}
+		proto.WriteError(w, http.StatusConflict, body.With(g))
+		return
+	}
+
+	b, err := o.receiveBody(w, r, t, size, inMemory)
+	if err == nil && digest != "" && b.digest != digest {
+		b.close()
+		err = bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the request changed on the way)", b.digest, digest), e: proto.PeerBadRequest, status: http.StatusBadRequest}
+	}
+	if err == nil && digest == "" {
+		err = o.cfg.DB.SetReceiptDigest(r.Context(), t.caller.Node, rid, b.digest)
+		if err != nil {
+			b.close()
+			err = bodyError{cause: fmt.Errorf("%s could not record the call's digest (%w)", o.cfg.Self().Name, err), e: proto.PeerAppDown, status: http.StatusServiceUnavailable}
+		}
+	}
+	if err != nil {
+		// Not forwarded: nothing was carried out, and the receipt says so.
+		if _, ferr := o.cfg.DB.FinishReceipt(context.WithoutCancel(r.Context()), t.caller.Node, rid, journal.ReceiptNotDone, nil); ferr != nil {
+			o.cfg.Log.Error("could not record a call whose body did not arrive whole as not carried out", "request_id", rid, "caller", t.caller.Name, "err", ferr)
+		}
+		o.cfg.Log.Info("a call's body did not arrive whole; it was not forwarded", "request_id", rid, "caller", t.caller.Name, "app", t.app.Name, "err", err)
+		o.refuseBody(w, err)
+		return
+	}
+	o.forward(w, r, t, rid, b)
+}
+
+// bodyError is why a call's body was not taken.
+type bodyError struct {
+	cause  error
+	e      proto.PeerError
+	status int
+}
+
+func (e bodyError) Error() string { return e.cause.Error() }
+
+func (o *Owner) refuseBody(w http.ResponseWriter, err error) {
+	be, ok := err.(bodyError)
+	if !ok {
+		be = bodyError{cause: err, e: proto.PeerBodyCut, status: http.StatusBadRequest}
+	}
+	proto.RefuseAndClose(w)
+	refuse(w, be.status, be.e, be.cause.Error()+"; it was not forwarded to the app")
+}
+
+// callBody is a call's body as it arrived whole: in memory, or in a spool
+// file (removed by close).
+type callBody struct {
+	mem    []byte
+	file   *os.File
+	size   int64
+	digest string
+}
+
+func (b *callBody) reader() io.Reader {
+	if b.file != nil {
+		return b.file
+	}
+	return bytes.NewReader(b.mem)
+}
+
+func (b *callBody) close() {
+	if b.file != nil {
+		b.file.Close()
+		os.Remove(b.file.Name())
+		b.file = nil
+	}
+}
+
+// receiveBody reads a call's body whole, summing its digest: into memory
+// when it is small, else into a spool file. Each read may take
+// proto.BodyIdle; a body that breaks off, is shorter or longer than
+// announced, or over the limit is an error, and nothing is kept.
+func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarget, size int64, inMemory bool) (*callBody, error) {
+	h := proto.NewDigest(r.Method, t.app.Name, t.pathQuery)
+	src := io.LimitReader(proto.ProgressBody(w, r, proto.BodyIdle), o.cfg.MaxCallBytes+1)
+	b := &callBody{}
+	var n int64
+	var err error
+	if inMemory {
+		var buf bytes.Buffer
+		buf.Grow(int(size))
+		n, err = io.Copy(io.MultiWriter(&buf, h), src)
+		b.mem = buf.Bytes()
+	} else {
+		b.file, n, err = o.spool(src, h)
+	}
+	switch {
+	case err != nil && errors.Is(err, errNoRoom):
+		b.close()
+		return nil, bodyError{cause: err, e: proto.PeerNoRoom, status: http.StatusInsufficientStorage}
+	case err != nil:
+		b.close()
+		return nil, fmt.Errorf("the body did not arrive whole: it broke off after %d bytes (%v)", n, err)
+	case n > o.cfg.MaxCallBytes:
+		b.close()
+		return nil, bodyError{cause: fmt.Errorf("the body is over %s's limit of %d bytes for a call (max_call_bytes)", o.cfg.Self().Name, o.cfg.MaxCallBytes), e: proto.PeerTooLarge, status: http.StatusRequestEntityTooLarge}
+	case size >= 0 && n != size:
+		b.close()
+		return nil, fmt.Errorf("the body did not arrive whole: %d bytes of the %d announced", n, size)
+	}
+	b.size, b.digest = n, proto.DigestOf(h)
+	if sent := r.Trailer.Get(proto.HeaderDigest); sent != "" && sent != b.digest {
+		b.close()
+		return nil, bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the body changed on the way)", b.digest, sent), e: proto.PeerBadRequest, status: http.StatusBadRequest}
+	} else if _, streamed := r.Trailer[proto.HeaderDigest]; streamed && sent == "" {
+		b.close()
+		return nil, fmt.Errorf("the body did not arrive whole: it ended without its digest (the trailer %s)", proto.HeaderDigest)
+	}
+	if b.file != nil {
+		if _, err := b.file.Seek(0, io.SeekStart); err != nil {
+			b.close()
+			return nil, bodyError{cause: fmt.Errorf("%s could not read back the call's body (%v)", o.cfg.Self().Name, err), e: proto.PeerAppDown, status: http.StatusServiceUnavailable}
+		}
+	}
+	return b, nil
+}
+
+// errNoRoom is the cause when the spool's file system is full.
+var errNoRoom = errors.New("no room for the call's body")
+
+// spool writes src to a new file in the spool folder as it arrives,
+// summing it into h.
+func (o *Owner) spool(src io.Reader, h hash.Hash) (*os.File, int64, error) {
+	f, err := os.CreateTemp(o.cfg.SpoolDir, "call-*.body")
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s could not make a spool file (%w)", o.cfg.Self().Name, err)
+	}
+	buf := proto.CopyBuffers.Get()
+	defer proto.CopyBuffers.Put(buf)
+	n, err := io.CopyBuffer(io.MultiWriter(f, h), src, buf)
+	if errors.Is(err, syscall.ENOSPC) {
+		err = fmt.Errorf("%w: %s's disk filled up after %d bytes", errNoRoom, o.cfg.Self().Name, n)
+	}
+	return f, n, err
+}
+
+// CleanSpool removes what calls left in the spool folder when Delta
+// stopped (their receipts are interrupted: nothing of them is forwarded
+// again), and makes the folder.
+func CleanSpool(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("owner: clean the spool folder %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("owner: make the spool folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// appResult is what came of a call forwarded to the app.
+type appResult struct {
+	state journal.ReceiptState
+	ans   *journal.Answer
+	whole []byte // the whole answer body, when it was read whole
+	// live is an answer recorded at its head whose body streams: the
+	// handler takes it (closes taken) and passes it on, or, when the
+	// handler left, the forwarder drains and records it.
+	live     *oneshot.Answer
+	ahead    []byte // of live's body, what was read already
+	taken    chan struct{}
+	finished chan struct{} // closed once live's body is read
+	err      error
+	held     bool // the outcome is held in memory, not yet written
+}
+
+// forward hands a call whose body arrived whole to its app, once, and
+// passes on its answer. It keeps waiting past the caller's deadline (up to
+// ExtraWait more) so that the app's answer is recorded.
+func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, rid string, b *callBody) {
+	deadline := time.Now().Add(t.timeout) // from the moment the whole body is here
+	req, err := http.NewRequest(r.Method, t.app.URL+t.pathQuery, b.reader())
+	if err != nil { // cannot happen: the URL was checked at registration
+		b.close()
+		o.finish(context.Background(), t, rid, journal.ReceiptNotDone, nil)
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, "the call does not make a request to the app ("+err.Error()+")")
+		return
+	}
+	req.ContentLength = b.size
+	if b.size == 0 {
+		req.Body = http.NoBody
+	}
+	req.Header = proto.ForwardHeaders(r.Header)
+	req.Header.Del(proto.HeaderBodyLength)
+	req.Header.Set(proto.HeaderRequestID, rid)
+	o.appHeaders(req.Header, t, t.timeout)
+
+	done := make(chan *appResult, 1)
+	gone := make(chan struct{}) // closed when the handler leaves without a result
+	o.cfg.Go(func() { o.askApp(t, rid, req, b, deadline, done, gone) })
+
+	took := false
+	defer func() {
+		if !took {
+			close(gone)
+		}
+	}()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case res := <-done:
+		took = true
+		if res.held {
+			o.markBehind(w)
+		}
+		switch res.state {
+		case journal.ReceiptAnswered:
+			if res.live != nil {
+				close(res.taken)
+				o.streamAnswer(w, t, rid, res)
+				return
+			}
+			writeOwnerAnswer(w, res.ans, res.whole, false)
+		case journal.ReceiptNotDone:
+			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, res.err))
+		case journal.AppUnknown:
+			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, o.cfg.Self().Name, res.err))
+		default:
+			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", o.cfg.Self().Name, t.app.Name))
+		}
+	case <-timer.C:
+		peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s has not answered within %s; %s keeps waiting for it (up to %s more) and records its answer",
+			t.app.Name, o.cfg.Self().Name, t.timeout, o.cfg.Self().Name, ExtraWait))
+	case <-r.Context().Done():
+		// The caller hung up; the app's answer is still recorded.
+	}
+}
+
+// askApp sends the call to the app once and records what came of it
+// (Delta's background work: Close waits for it).
+func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody, deadline time.Time, done chan<- *appResult, gone <-chan struct{}) {
+	defer b.close()
+	ctx, cancel := context.WithCancel(o.cfg.Ctx)
+	defer cancel()
+	var out *appResult
+	a, err := func() (*oneshot.Answer, error) {
+		conn, err := appDialer.DialContext(ctx, "tcp", req.URL.Host)
+		if err != nil {
+			return nil, &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
+		}
+		// Interim answers (102, 103) are never the answer: the final one is.
+		return oneshot.Stream(ctx, conn, req, oneshot.Options{Idle: proto.BodyIdle, Wait: time.Until(deadline) + ExtraWait})
+	}()
+	b.close() // written whole (or refused): the spool is no longer needed
+	var oe *oneshot.Error
+	switch {
+	case err == nil && a.StatusCode == http.StatusSwitchingProtocols:
+		// An app that switches protocols on a call that asked for no
+		// upgrade broke HTTP after it may have acted.
+		a.Body.Close()
+		out = &appResult{state: journal.AppUnknown, err: errors.New("it answered 101 Switching Protocols to a call that asked for no upgrade")}
+	case err == nil:
+		var body []byte
+		var whole bool
+		var rerr error
+		if a.ContentLength >= 0 && a.ContentLength <= proto.MaxStoredAnswer {
+			body, rerr = io.ReadAll(a.Body)
+			whole = rerr == nil
+		} else {
+			// What has arrived already: a small answer of unknown length
+			// is usually all there.
+			body, whole, rerr = a.ReadAhead(proto.MaxStoredAnswer)
+		}
+		switch {
+		case rerr != nil:
+			a.Body.Close()
+			out = &appResult{state: journal.AppUnknown, err: rerr}
+		case whole:
+			a.Body.Close()
+			out = &appResult{state: journal.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, answerHeader(a.Header), body, proto.MaxStoredAnswer), whole: body}
+		default:
+			// A stream, or longer than is kept: recorded at its head.
+			out = &appResult{state: journal.ReceiptAnswered, ans: &journal.Answer{Status: a.StatusCode, Headers: answerHeader(a.Header), Omitted: true},
+				live: a, ahead: body, taken: make(chan struct{}), finished: make(chan struct{})}
+		}
+	case o.cfg.Ctx.Err() != nil:
+		// Delta is stopping: the receipt stays running and becomes
+		// interrupted at the next start.
+		done <- &appResult{err: err}
+		return
+	case errors.As(err, &oe) && !oe.Sent:
+		out = &appResult{state: journal.ReceiptNotDone, err: err}
+	default:
+		out = &appResult{state: journal.AppUnknown, err: err}
+	}
+	out.held = o.finish(context.Background(), t, rid, out.state, out.ans)
+	done <- out
+	if out.live == nil {
+		return
+	}
+	select {
+	case <-out.taken: // the handler passes it on and records its body
+		<-out.finished
+	case <-gone:
+		// Nobody to pass it to: its body is still read and recorded.
+		o.recordStream(t, rid, out, io.Discard)
+	}
+}
+
+// answerHeader is an app's answer's header as it is kept.
+func answerHeader(h http.Header) http.Header {
+	h = h.Clone()
+	proto.StripHop(h)
+	h.Del("Content-Length")
+	return h
+}
+
+// finish records a receipt's outcome, or holds it in memory when the
+// journal cannot write (it reports whether it did).
+func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state journal.ReceiptState, ans *journal.Answer) (held bool) {
+	_, held, err := o.cfg.DB.FinishReceiptOrHold(ctx, t.caller.Node, rid, state, ans)
+	if err != nil {
+		o.cfg.Log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.caller.Name, "err", err)
+	}
+	if held {
+		o.cfg.Log.Error("the journal could not write a receipt's outcome; it is held in memory and written when the journal takes writes again", "request_id", rid, "caller", t.caller.Name, "state", state, "err", o.cfg.DB.Behind().Err)
+	}
+	return held
+}
+
+// streamAnswer passes an answer recorded at its head to the caller's
+// Delta as it arrives, and records its body once it has passed.
+func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult) {
+	a := res.live
+	h := w.Header()
+	for k, vs := range res.ans.Headers {
+		h[k] = vs
+	}
+	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
+	if a.ContentLength >= 0 {
+		h.Set("Content-Length", strconv.FormatInt(a.ContentLength, 10))
+	}
+	w.WriteHeader(a.StatusCode)
+	if err := o.recordStream(t, rid, res, &flushWriter{w: w, ctl: http.NewResponseController(w)}); err != nil {
+		panic(http.ErrAbortHandler) // cut: never ended as if whole
+	}
+}
+
+// recordStream copies a streaming answer's body to dst, and records it
+// (up to proto.MaxStoredAnswer; else its digest) once it has passed.
+func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, dst io.Writer) error {
+	a := res.live
+	defer close(res.finished)
+	defer a.Body.Close()
+	var kept bytes.Buffer
+	sum := sha256.New()
+	over := false
+	buf := proto.CopyBuffers.Get()
+	defer proto.CopyBuffers.Put(buf)
+	var err error
+	src := io.MultiReader(bytes.NewReader(res.ahead), a.Body)
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			sum.Write(buf[:n])
+			if !over && kept.Len()+n <= proto.MaxStoredAnswer {
+				kept.Write(buf[:n])
+			} else {
+				over = true
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil && err == nil {
+				err = werr // the caller went away: the rest is still read and summed
+				dst = io.Discard
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			err = rerr
+			over = true
+			break
+		}
+	}
+	ans := &journal.Answer{Omitted: over, BodyDigest: hex.EncodeToString(sum.Sum(nil))}
+	if !over {
+		ans.Body = kept.Bytes()
+	}
+	if jerr := o.cfg.DB.SetReceiptAnswerBody(context.Background(), t.caller.Node, rid, ans); jerr != nil {
+		o.cfg.Log.Error("could not record the body of a receipt's answer", "request_id", rid, "caller", t.caller.Name, "err", jerr)
+	}
+	if err != nil {
+		o.cfg.Log.Warn("an app's streamed answer to a call broke off", "request_id", rid, "caller", t.caller.Name, "app", t.app.Name, "err", err)
+	}
+	return err
+}
+
+// flushWriter flushes each write: an answer streams.
+type flushWriter struct {
+	w   http.ResponseWriter
+	ctl *http.ResponseController
+}
+
+func (f *flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.ctl.Flush()
+	}
+	return n, err
+}

@@ -1,0 +1,80 @@
+package proto
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestMethods(t *testing.T) {
+	for _, tc := range []struct {
+		method, uri string
+		read, call  bool
+		refused     bool
+	}{
+		{"GET", "/x", true, false, false},
+		{"HEAD", "/x", true, false, false},
+		{"OPTIONS", "/x", true, false, false},
+		{"OPTIONS", "*", true, false, true},
+		{"POST", "/x", false, true, false},
+		{"PROPFIND", "/x", false, true, false},
+		{"BREW", "/x", false, true, false},
+		{"CONNECT", "example.com:443", false, false, true},
+		{"TRACE", "/x", false, false, true},
+	} {
+		if IsRead(tc.method) != tc.read || IsCall(tc.method) != tc.call || (Refused(tc.method, tc.uri) != "") != tc.refused {
+			t.Errorf("%s %s: read %v call %v refused %q", tc.method, tc.uri, IsRead(tc.method), IsCall(tc.method), Refused(tc.method, tc.uri))
+		}
+	}
+}
+
+func TestIsUpgrade(t *testing.T) {
+	for _, tc := range []struct {
+		h    http.Header
+		want bool
+	}{
+		{http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}, true},
+		{http.Header{"Connection": {"keep-alive, upgrade"}, "Upgrade": {"websocket"}}, true},
+		{http.Header{"Upgrade": {"websocket"}}, false},
+		{http.Header{"Connection": {"upgrade"}}, false},
+	} {
+		if IsUpgrade(tc.h) != tc.want {
+			t.Errorf("%v: %v", tc.h, !tc.want)
+		}
+	}
+}
+
+func TestSplitTarget(t *testing.T) {
+	for _, tc := range []struct {
+		in, name, rest, err string
+	}{
+		{"beta/notes/x", "beta", "/notes/x", ""},
+		{"b%65ta/notes/x%2Fy", "beta", "/notes/x%2Fy", ""},
+		{"beta", "beta", "/", ""},
+		{"beta/", "beta", "/", ""},
+		{"b%2Fta/x", "", "", "peer name"},
+		{"b%zzta/x", "", "", "not a valid escaped"},
+		{"-bad/x", "", "", "peer name"},
+	} {
+		name, rest, err := SplitTarget(tc.in, "peer")
+		if name != tc.name || rest != tc.rest || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%q: %q %q %v", tc.in, name, rest, err)
+		}
+	}
+}
+
+// The guarantee crosses the wire as fields, and reads back as written.
+func TestGuaranteeFields(t *testing.T) {
+	for _, g := range []Guarantee{NoGuarantee, NotCarried, NothingSent} {
+		b, _ := json.Marshal(ErrorBody{Error: "x", Detail: "y"}.With(g))
+		var back ErrorBody
+		json.Unmarshal(b, &back)
+		if back.Guarantee() != g {
+			t.Errorf("%d: %s reads back as %d", g, b, back.Guarantee())
+		}
+		if g == NothingSent && !strings.Contains(string(b), `"sent":false`) || g != NoGuarantee && !strings.Contains(string(b), `"carried_out":false`) {
+			t.Errorf("%d: %s", g, b)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+// Package session relays a session (an HTTP Upgrade, such as a WebSocket)
+// once both ends have switched protocols (DESIGN §2a): bytes both ways,
+// until either end closes, and then both are closed. A session is never
+// resumed or sent again; a lost road closes it.
+package session
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"sync"
+
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/transfer"
+)
+
+// Relay carries bytes between near (towards the app on this computer) and
+// far (towards the peer) until either side ends, then closes both. nearR
+// and farR read each side, holding what was read past the heads already.
+// x, if not nil, counts the bytes (sent: near to far). It returns the
+// first error that ended it (nil for a side that closed).
+func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *transfer.Transfer) error {
+	var once sync.Once
+	var first error
+	end := func(err error) {
+		once.Do(func() {
+			first = err
+			near.Close()
+			far.Close()
+		})
+	}
+	var wg sync.WaitGroup
+	pipe := func(dst net.Conn, src io.Reader, up bool) {
+		defer wg.Done()
+		if x != nil {
+			src = x.Reader(src, up)
+		}
+		buf := proto.CopyBuffers.Get()
+		defer proto.CopyBuffers.Put(buf)
+		_, err := io.CopyBuffer(dst, src, buf)
+		end(err)
+	}
+	wg.Add(2)
+	go pipe(far, nearR, true)
+	go pipe(near, farR, false)
+	wg.Wait()
+	return first
+}
+
+// WriteHead writes a 101 Switching Protocols head with header h to w (a
+// connection taken from its server), flushed.
+func WriteHead(w *bufio.Writer, h http.Header) error {
+	if _, err := fmt.Fprintf(w, "HTTP/1.1 101 Switching Protocols\r\n"); err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range h[k] {
+			if _, err := fmt.Fprintf(w, "%s: %s\r\n", k, v); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := io.WriteString(w, "\r\n"); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// Request readies h (an app's request's header, stripped for the next
+// hop already) to open a session: the Upgrade it asked for, and
+// Connection: Upgrade.
+func Request(h http.Header, upgrade string) {
+	h.Set("Upgrade", upgrade)
+	h.Set("Connection", "Upgrade")
+}

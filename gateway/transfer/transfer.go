@@ -1,0 +1,161 @@
+// Package transfer keeps the transfers under way through this Delta (a
+// read's answer, a call's body or answer, a session's bytes), so that a
+// long one can be shown with its road, bytes and rate (DESIGN §2a,
+// "Transfers are visible"), and open sessions counted.
+package transfer
+
+import (
+	"io"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kind is what a transfer carries.
+type Kind string
+
+// The kinds of transfers.
+const (
+	Read    Kind = "read"
+	Call    Kind = "call"
+	Session Kind = "session"
+)
+
+// Transfer is one transfer under way. Its counts are safe for concurrent
+// use.
+type Transfer struct {
+	Kind    Kind
+	Peer    string
+	App     string
+	Path    string
+	Started time.Time
+
+	road atomic.Value // string
+	up   atomic.Int64 // bytes sent towards the peer
+	down atomic.Int64 // bytes received from it
+	set  *Set
+}
+
+// SetRoad names the road the transfer is on now (a resumed read may move).
+func (t *Transfer) SetRoad(road string) { t.road.Store(road) }
+
+// Sent counts n bytes sent towards the peer.
+func (t *Transfer) Sent(n int64) { t.up.Add(n) }
+
+// Received counts n bytes received from the peer.
+func (t *Transfer) Received(n int64) { t.down.Add(n) }
+
+// Done ends the transfer.
+func (t *Transfer) Done() { t.set.done(t) }
+
+// Reader counts what is read through r as received (sent, if up).
+func (t *Transfer) Reader(r io.Reader, up bool) io.Reader { return &counted{r: r, t: t, up: up} }
+
+type counted struct {
+	r  io.Reader
+	t  *Transfer
+	up bool
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if c.up {
+		c.t.up.Add(int64(n))
+	} else {
+		c.t.down.Add(int64(n))
+	}
+	return n, err
+}
+
+// Set is the transfers under way. The zero value is not usable: New.
+type Set struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	running  map[*Transfer]struct{}
+	sessions int
+}
+
+// New returns an empty set on clock now (time.Now if nil).
+func New(now func() time.Time) *Set {
+	if now == nil {
+		now = time.Now
+	}
+	return &Set{now: now, running: map[*Transfer]struct{}{}}
+}
+
+// Start begins a transfer of kind to app on peer, on road.
+func (s *Set) Start(kind Kind, peer, app, path, road string) *Transfer {
+	t := &Transfer{Kind: kind, Peer: peer, App: app, Path: path, Started: s.now(), set: s}
+	t.road.Store(road)
+	s.mu.Lock()
+	s.running[t] = struct{}{}
+	if kind == Session {
+		s.sessions++
+	}
+	s.mu.Unlock()
+	return t
+}
+
+func (s *Set) done(t *Transfer) {
+	s.mu.Lock()
+	if _, ok := s.running[t]; ok {
+		delete(s.running, t)
+		if t.Kind == Session {
+			s.sessions--
+		}
+	}
+	s.mu.Unlock()
+}
+
+// Sessions counts the open sessions.
+func (s *Set) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions
+}
+
+// View is a transfer as status shows it.
+type View struct {
+	Kind  Kind      `json:"kind"`
+	Peer  string    `json:"peer"`
+	App   string    `json:"app"`
+	Path  string    `json:"path"`
+	Road  string    `json:"road"`
+	Since time.Time `json:"since"`
+	// Sent and Received are bytes towards the peer and from it.
+	Sent     int64 `json:"sent_bytes"`
+	Received int64 `json:"received_bytes"`
+	// Rate is bytes a second both ways, averaged since it began.
+	Rate float64 `json:"bytes_per_second"`
+}
+
+// Shown is how long a transfer runs before it is listed.
+const Shown = time.Second
+
+// Long lists the transfers that have run for Shown or longer, oldest
+// first.
+func (s *Set) Long() []View {
+	now := s.now()
+	s.mu.Lock()
+	ts := make([]*Transfer, 0, len(s.running))
+	for t := range s.running {
+		if now.Sub(t.Started) >= Shown {
+			ts = append(ts, t)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Started.Before(ts[j].Started) })
+	out := make([]View, 0, len(ts))
+	for _, t := range ts {
+		v := View{Kind: t.Kind, Peer: t.Peer, App: t.App, Path: t.Path, Road: t.road.Load().(string), Since: t.Started,
+			Sent: t.up.Load(), Received: t.down.Load()}
+		if secs := now.Sub(t.Started).Seconds(); secs > 0 {
+			v.Rate = float64(v.Sent+v.Received) / secs
+		}
+		out = append(out, v)
+	}
+	return slices.Clip(out)
+}
