@@ -91,15 +91,24 @@ type richApp struct {
 	mu      sync.Mutex
 	uploads map[string]string // request id → "size sha256" of what arrived
 	hits    map[string]int    // path → requests
+	// wsClosed hears when a WebSocket's connection ended on the app's side.
+	wsClosed chan time.Time
 }
 
 func startRichApp(t *testing.T) *richApp {
 	t.Helper()
-	a := &richApp{release: make(chan struct{}), uploads: map[string]string{}, hits: map[string]int{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startRichAppOn(t, ln)
+}
+
+// startRichAppOn serves a richApp on ln (a listener made in a lab's
+// namespace).
+func startRichAppOn(t *testing.T, ln net.Listener) *richApp {
+	t.Helper()
+	a := &richApp{release: make(chan struct{}), uploads: map[string]string{}, hits: map[string]int{}, wsClosed: make(chan time.Time, 16)}
 	a.URL = "http://" + ln.Addr().String()
 	srv := &http.Server{Handler: a}
 	go srv.Serve(ln)
@@ -199,6 +208,10 @@ func (a *richApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for {
 			typ, b, err := c.Read(context.Background())
 			if err != nil {
+				select {
+				case a.wsClosed <- time.Now():
+				default:
+				}
 				return
 			}
 			if err := c.Write(context.Background(), typ, b); err != nil {

@@ -1,16 +1,23 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
@@ -67,6 +74,12 @@ func TestLab(t *testing.T) {
 	}
 	app := gatewaytest.StartOwnerAppOn(t, ln)
 	studio.register(t, "notes", app.URL)
+	var richLn net.Listener
+	if err := nsDo(l.ns("b"), func() (err error) { richLn, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	rich := startRichAppOn(t, richLn)
+	studio.register(t, "rich", rich.URL)
 	laptop.waitRoad(t, "studio", "thunderbolt", "up")
 	laptop.waitRoad(t, "studio", "lan", "up")
 
@@ -235,8 +248,118 @@ func TestLab(t *testing.T) {
 		laptop.waitRoad(t, "studio", "thunderbolt", "up")
 	})
 
+	t.Run("a 1 GiB read across a pulled cable", func(t *testing.T) {
+		restore(t)
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+		bigReadAcrossPull(t, l, laptop, rich)
+	})
+
+	t.Run("a session on a pulled road", func(t *testing.T) {
+		restore(t)
+		laptop.waitRoad(t, "studio", "thunderbolt", "up")
+		sessionOnPulledRoad(t, l, laptop, rich)
+	})
+
 	t.Run("a sleeping peer", func(t *testing.T) {
 		restore(t)
 		sleepingPeer(t, l, laptop, studio)
 	})
+}
+
+// bigReadAcrossPull reads 1 GiB through laptop's Delta over thunderbolt and
+// pulls the cable a tenth of the way: the read is resumed on the lan road
+// and the app receives one whole body, its SHA-256 the owner's.
+func bigReadAcrossPull(t *testing.T, l *lab, laptop *proc, rich *richApp) {
+	const size = 1 << 30
+	hc := &http.Client{Transport: &http.Transport{DialContext: laptop.dial}}
+	req, _ := http.NewRequest("GET", laptop.c.URL+"/v1/peers/studio/rich/big?size="+strconv.Itoa(size), nil)
+	req.Header.Set("Authorization", "Bearer "+laptop.c.Token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("X-Delta-Route") != "thunderbolt" {
+		t.Fatalf("the read began %d via %q", resp.StatusCode, resp.Header.Get("X-Delta-Route"))
+	}
+	h := sha256.New()
+	if _, err := io.CopyN(h, resp.Body, size/10); err != nil {
+		t.Fatal(err)
+	}
+	pulled := time.Now()
+	l.cable(false)
+	rest, err := io.Copy(h, resp.Body)
+	if err != nil {
+		t.Fatalf("the read broke off after %d bytes: %v", size/10+rest, err)
+	}
+	t.Logf("LAB a 1 GiB read with the cable pulled at 10 %%: whole %v after the pull", time.Since(pulled))
+	if got := hex.EncodeToString(h.Sum(nil)); size/10+rest != size || got != patternSum(size) {
+		t.Fatalf("the app got %d bytes summing to %s, want %d summing to the owner's", size/10+rest, got, size)
+	}
+	if m := laptop.metrics(t); !strings.Contains(m, "delta_reads_resumed_total 1") {
+		t.Errorf("the resumption is not counted:\n%s", grepLines(m, "resum"))
+	}
+	if !strings.Contains(laptop.log.String(), "resuming it on a fresh road") || rich.hitsOf("/big range") != 1 {
+		t.Errorf("the resumption is not logged, or the owner app got %d range requests", rich.hitsOf("/big range"))
+	}
+	l.cable(true)
+}
+
+// sessionOnPulledRoad opens a WebSocket over thunderbolt and pulls the
+// cable: both ends see their connection close within a second (each side's
+// Delta sees its interface go), and a new session takes the lan road.
+func sessionOnPulledRoad(t *testing.T, l *lab, laptop *proc, rich *richApp) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dial := func() (*websocket.Conn, *http.Response) {
+		t.Helper()
+		u := strings.Replace(laptop.c.URL, "http://", "ws://", 1) + "/v1/peers/studio/rich/ws"
+		c, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: laptop.dial}},
+			HTTPHeader: http.Header{"Authorization": {"Bearer " + laptop.c.Token}}})
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		return c, resp
+	}
+	c, resp := dial()
+	defer c.CloseNow()
+	if resp.Header.Get("X-Delta-Route") != "thunderbolt" {
+		t.Fatalf("the session opened via %q", resp.Header.Get("X-Delta-Route"))
+	}
+	if err := c.Write(ctx, websocket.MessageText, []byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "ping" {
+		t.Fatalf("echo: %q %v", b, err)
+	}
+	for len(rich.wsClosed) > 0 {
+		<-rich.wsClosed
+	}
+	closed := make(chan time.Time, 1)
+	go func() {
+		c.Read(context.Background()) // returns when the session ends
+		closed <- time.Now()
+	}()
+	pulled := time.Now()
+	l.cable(false)
+	for _, end := range []struct {
+		name string
+		ch   chan time.Time
+	}{{"the calling app's", closed}, {"the owner app's", rich.wsClosed}} {
+		select {
+		case at := <-end.ch:
+			t.Logf("LAB %s end of a session closed %v after the pull", end.name, at.Sub(pulled))
+			if at.Sub(pulled) > time.Second {
+				t.Errorf("%s end closed %v after the pull, want within 1 s", end.name, at.Sub(pulled))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s end of the session is still open 10 s after the pull", end.name)
+		}
+	}
+	c2, resp := dial()
+	defer c2.CloseNow()
+	if resp.Header.Get("X-Delta-Route") != "lan" {
+		t.Errorf("a new session after the pull went via %q", resp.Header.Get("X-Delta-Route"))
+	}
+	l.cable(true)
 }
