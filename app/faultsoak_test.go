@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,9 @@ import (
 //	slow-after   acts, waits 0-3 s, answers 201
 //	reset        acts, then resets the connection (no answer)
 //	fail         answers 500 without acting
+//	big          acts, answers 201: its body is 3 MiB (it streams)
+//	cut          the calling app abandons its 4 MiB upload half-way: the
+//	             owner app must never see it (it would act)
 type soakApp struct {
 	URL string
 
@@ -35,7 +39,7 @@ type soakApp struct {
 	requests map[string]int
 }
 
-var soakModes = []string{"fast", "fast", "slow-before", "slow-after", "reset", "fail"}
+var soakModes = []string{"fast", "fast", "slow-before", "slow-after", "reset", "fail", "big", "cut"}
 
 // startSoakApp serves the soak's owner app on ln (nil: a new listener on
 // loopback).
@@ -85,6 +89,30 @@ func (a *soakApp) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	fmt.Fprintf(w, "done %s", id)
+}
+
+// cutUpload starts a call of a 4 MiB body through c and abandons it
+// half-way (the connection reset). It fails only when the local Delta
+// could not be reached.
+func cutUpload(c *gatewaytest.Client, path, id string) error {
+	dial := c.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	conn, err := dial(context.Background(), "tcp", strings.TrimPrefix(c.URL, "http://"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nX-Delta-Request-Id: %s\r\nX-Delta-App: soak\r\nContent-Length: %d\r\n\r\n",
+		path, c.Token, id, 4<<20); err != nil {
+		return err
+	}
+	conn.Write(bytes.Repeat([]byte("C"), 2<<20)) // what it got to send before it went
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	return nil
 }
 
 func (a *soakApp) counts(id string) (effects, requests int) {
@@ -167,8 +195,25 @@ func faultSoak(t *testing.T, s soakSetup) {
 				mode := soakModes[rand.IntN(len(soakModes))]
 				r := result{id: id, mode: mode}
 				deadline := time.Now().Add(2 * time.Minute)
-				for {
-					resp, err := client(laptop).Do("POST", "/v1/peers/studio/notes/"+mode+"/"+id, []byte("write "+id),
+				body := []byte("write " + id)
+				if mode == "big" {
+					body = bytes.Repeat([]byte("B"), 3<<20)
+				}
+				for mode == "cut" {
+					// Abandoned half-way, as an app that crashed: never
+					// sent again.
+					if err := cutUpload(client(laptop), "/v1/peers/studio/notes/"+mode+"/"+id, id); err != nil {
+						if time.Now().Before(deadline) && ctx.Err() == nil {
+							r.resent++
+							time.Sleep(20 * time.Millisecond)
+							continue
+						}
+					}
+					r.told = "cut by the app"
+					break
+				}
+				for mode != "cut" {
+					resp, err := client(laptop).Do("POST", "/v1/peers/studio/notes/"+mode+"/"+id, body,
 						"X-Delta-Request-Id", id, "X-Delta-Timeout", "2", "X-Delta-App", "soak")
 					if err == nil {
 						r.told, r.detail, r.status = resp.Outcome(), resp.Err.Detail, resp.Status
@@ -273,8 +318,9 @@ func faultSoak(t *testing.T, s soakSetup) {
 		}
 		if resp.Status == http.StatusNotFound {
 			// Only a call refused before it was recorded may be unknown
-			// to the journal; it must have been told so and not acted.
-			if r.told != "unavailable" || effects != 0 {
+			// to the journal (or one its app cut before it left); it must
+			// have been told so and not acted.
+			if r.told != "unavailable" && r.mode != "cut" || effects != 0 {
 				lost++
 				t.Errorf("LOST: %s (%s) was told %s, acted %d times, and laptop has no record of it", r.id, r.mode, r.told, effects)
 			}
@@ -289,7 +335,7 @@ func faultSoak(t *testing.T, s soakSetup) {
 		ok := true
 		switch c.State {
 		case "answered", "carried_out":
-			ok = effects == 1 || r.mode == "fail" && effects == 0 && c.Answer != nil && c.Answer.Status == 500
+			ok = effects == 1 && r.mode != "cut" || r.mode == "fail" && effects == 0 && c.Answer != nil && c.Answer.Status == 500
 		case "unavailable", "not_carried_out":
 			ok = effects == 0
 			if !ok {
