@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -234,15 +235,22 @@ func (a *richApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// slowSeeker sleeps between reads: a big answer that takes a while.
+// slowSeeker sleeps every for each 256 KiB read: a big answer that takes
+// a while.
 type slowSeeker struct {
 	io.ReadSeeker
 	every time.Duration
+	n     int
 }
 
 func (s *slowSeeker) Read(p []byte) (int, error) {
-	time.Sleep(s.every)
-	return s.ReadSeeker.Read(p[:min(len(p), 256<<10)])
+	if s.n >= 256<<10 {
+		time.Sleep(s.every)
+		s.n = 0
+	}
+	n, err := s.ReadSeeker.Read(p[:min(len(p), 256<<10-s.n)])
+	s.n += n
+	return n, err
 }
 
 // richPair starts laptop and studio as processes with a richApp as
@@ -722,4 +730,39 @@ print(r.status, r.getheader("X-Delta-Outcome"), b.decode().split()[0])
 	if err != nil || string(out) != "200 answered 15\n201 answered 3000000\n" {
 		t.Errorf("python: %v\n%s", err, out)
 	}
+}
+
+// TestTransfersVisible: a read that runs for more than a second is listed
+// in /v1/status with its road, bytes and rate, and the kit reports its
+// progress as it arrives.
+func TestTransfersVisible(t *testing.T) {
+	laptop, _, _ := richPair(t)
+	kc, err := kit.Open(laptop.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	const size = 16 << 20 // at 256 KiB every 50 ms: about 3 s
+	var last atomic.Int64
+	r, err := kc.Stream(context.Background(), "studio", "notes", "/big?slow=50&size="+strconv.Itoa(size), &kit.ReadOptions{Progress: func(done, total int64) {
+		if total != size {
+			t.Errorf("progress says the total is %d", total)
+		}
+		last.Store(done)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	go io.Copy(io.Discard, r.Body)
+	gatewaytest.WaitFor(t, 10*time.Second, "the read listed as a transfer", func() bool {
+		for _, x := range laptop.status(t).Transfers {
+			if x.Kind == "read" && x.Peer == "studio" && x.Road == "lan" && x.Received > 0 && x.Rate > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	gatewaytest.WaitFor(t, 30*time.Second, "the read done", func() bool { return last.Load() == size })
+	gatewaytest.WaitFor(t, 10*time.Second, "the transfer gone from status", func() bool { return len(laptop.status(t).Transfers) == 0 })
 }

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // progressBar draws a transfer's progress on a terminal (standard error),
@@ -65,27 +68,13 @@ func (p *progressBar) finish() {
 func progressLine(label string, done, total int64, took time.Duration) string {
 	rate := ""
 	if secs := took.Seconds(); secs > 0 {
-		rate = fmt.Sprintf("  %s/s", sizeWords(int64(float64(done)/secs)))
+		rate = fmt.Sprintf("  %s/s", view.Bytes(int64(float64(done)/secs)))
 	}
 	if total <= 0 {
-		return fmt.Sprintf("%s  %s%s ", label, sizeWords(done), rate)
+		return fmt.Sprintf("%s  %s%s ", label, view.Bytes(done), rate)
 	}
 	const width = 20
 	filled := int(min(done, total) * width / total)
-	return fmt.Sprintf("%s  %s of %s [%s%s] %3d %%%s ", label, sizeWords(done), sizeWords(total),
+	return fmt.Sprintf("%s  %s of %s [%s%s] %3d %%%s ", label, view.Bytes(done), view.Bytes(total),
 		strings.Repeat("#", filled), strings.Repeat("-", width-filled), min(done, total)*100/total, rate)
-}
-
-// sizeWords writes a byte count for people: "512 B", "12.0 MiB".
-func sizeWords(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

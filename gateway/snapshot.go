@@ -51,6 +51,7 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 			"(an app that sends one again is answered by the owner, which keeps it; it is not carried out twice)."
 	}
 	s.Notices = g.Notices()
+	s.Transfers = g.transfers.Long()
 	b := g.db.Behind()
 	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull
 	apps, err := g.db.Apps(ctx)
@@ -69,16 +70,17 @@ func receivedView(r *journal.Receipt) view.Received {
 // shows: a call, a road, the tailnet's login state. Take a new one after
 // each wake-up; a burst of changes wakes once.
 func (g *Gateway) Changed() <-chan struct{} {
-	w, ok := g.router.(roads.Watchable)
-	if !ok {
-		return g.db.Changed()
+	var rc <-chan struct{} // never, unless the router tells
+	if w, ok := g.router.(roads.Watchable); ok {
+		rc = w.Changed()
 	}
 	out := make(chan struct{})
-	dbc, rc := g.db.Changed(), w.Changed()
+	dbc, tc := g.db.Changed(), g.transfers.Changed()
 	go func() {
 		select {
 		case <-dbc:
 		case <-rc:
+		case <-tc:
 		case <-g.ctx.Done():
 		}
 		close(out)

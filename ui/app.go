@@ -130,6 +130,9 @@ func (a *App) draw(ctx context.Context) time.Duration {
 	if len(snap.Unsettled) > 0 {
 		next = min(next, 10*time.Second)
 	}
+	if len(snap.Transfers) > 0 {
+		next = min(next, time.Second) // bytes and rates move
+	}
 	for _, p := range snap.Peers {
 		for _, r := range p.Roads {
 			if d := r.HeldDownUntil.Sub(now); d > 0 {

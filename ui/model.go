@@ -105,7 +105,13 @@ func Build(s view.Snapshot, now time.Time) Menu {
 		add(Item{Key: "peers/none", Title: "No peers yet"})
 	}
 	for _, p := range s.Peers {
-		add(peerItem(p, now))
+		it := peerItem(p, now)
+		for i, x := range s.Transfers {
+			if x.Peer == p.Name {
+				it.Children = append(it.Children, Item{Key: fmt.Sprintf("%s/transfer-%d", it.Key, i), Title: "    " + view.Clip(view.TransferLine(x, now), 90)})
+			}
+		}
+		add(it)
 	}
 	sep("calls")
 	add(callsItem(s, now))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/transfer"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -226,5 +227,21 @@ func TestNoticesInMenu(t *testing.T) {
 	lines := strings.Join(titles(m.Items, ""), "\n")
 	if !strings.Contains(lines, "port 7420 is taken") {
 		t.Errorf("the menu does not show the notice:\n%s", lines)
+	}
+}
+
+// A long transfer is listed under its peer, with what it moved and how
+// fast.
+func TestTransfersInMenu(t *testing.T) {
+	s := view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Transfers: []transfer.View{
+		{Kind: transfer.Read, Peer: "studio", App: "films", Path: "/a.mov", Road: "thunderbolt", Since: now.Add(-8 * time.Second), Received: 312 << 20, Rate: 39 << 20},
+		{Kind: transfer.Call, Peer: "elsewhere", App: "backup", Path: "/b", Road: "lan", Since: now.Add(-3 * time.Second), Sent: 1 << 30, Rate: 300 << 20},
+	}}
+	got := strings.Join(titles(Build(s, now).Items, ""), "\n")
+	if !strings.Contains(got, "read films/a.mov: 312.0 MiB at 39.0 MiB/s, 8 s") {
+		t.Errorf("the read is not under studio:\n%s", got)
+	}
+	if strings.Contains(got, "backup") {
+		t.Errorf("another peer's transfer is listed under studio:\n%s", got)
 	}
 }

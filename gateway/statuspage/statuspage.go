@@ -47,6 +47,8 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"ago":        func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
 	"spark":      sparkline,
 	"ms":         func(v float64) string { return view.FormatMillis(v) },
+	"bytes":      view.Bytes,
+	"int64":      func(v float64) int64 { return int64(v) },
 	"words":      func(s record.CallState) string { return view.Words(s) },
 	"stamp":      stamp,
 	"fullTime":   func(t time.Time) string { return t.Local().Format(time.RFC1123) },

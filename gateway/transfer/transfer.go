@@ -32,10 +32,11 @@ type Transfer struct {
 	Path    string
 	Started time.Time
 
-	road atomic.Value // string
-	up   atomic.Int64 // bytes sent towards the peer
-	down atomic.Int64 // bytes received from it
-	set  *Set
+	road  atomic.Value // string
+	up    atomic.Int64 // bytes sent towards the peer
+	down  atomic.Int64 // bytes received from it
+	set   *Set
+	shown *time.Timer // tells the set when the transfer becomes long
 }
 
 // SetRoad names the road the transfer is on now (a resumed read may move).
@@ -76,6 +77,7 @@ type Set struct {
 	mu       sync.Mutex
 	running  map[*Transfer]struct{}
 	sessions int
+	changed  chan struct{} // closed when what Long lists changes
 }
 
 // New returns an empty set on clock now (time.Now if nil).
@@ -83,7 +85,22 @@ func New(now func() time.Time) *Set {
 	if now == nil {
 		now = time.Now
 	}
-	return &Set{now: now, running: map[*Transfer]struct{}{}}
+	return &Set{now: now, running: map[*Transfer]struct{}{}, changed: make(chan struct{})}
+}
+
+// Changed returns a channel that closes at the next change to what Long
+// lists or Sessions counts: a transfer that has run for Shown, one of
+// those that ended, a session opened or closed. Take a new one after each
+// wake-up.
+func (s *Set) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+func (s *Set) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // Start begins a transfer of kind to app on peer, on road.
@@ -94,17 +111,29 @@ func (s *Set) Start(kind Kind, peer, app, path, road string) *Transfer {
 	s.running[t] = struct{}{}
 	if kind == Session {
 		s.sessions++
+		s.notifyLocked()
 	}
 	s.mu.Unlock()
+	t.shown = time.AfterFunc(Shown, func() {
+		s.mu.Lock()
+		if _, ok := s.running[t]; ok {
+			s.notifyLocked()
+		}
+		s.mu.Unlock()
+	})
 	return t
 }
 
 func (s *Set) done(t *Transfer) {
+	long := !t.shown.Stop()
 	s.mu.Lock()
 	if _, ok := s.running[t]; ok {
 		delete(s.running, t)
 		if t.Kind == Session {
 			s.sessions--
+		}
+		if long || t.Kind == Session {
+			s.notifyLocked()
 		}
 	}
 	s.mu.Unlock()

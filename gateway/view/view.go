@@ -12,6 +12,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/transfer"
 )
 
 // Self names this computer.
@@ -59,6 +60,9 @@ type Snapshot struct {
 	// Notices are what a person should know about this Delta (a port it
 	// could not take and the one it took instead).
 	Notices []string
+	// Transfers are those that have run for a second or more (a big read,
+	// call or session), oldest first.
+	Transfers []transfer.View
 }
 
 // Received is one call this computer received (an owner's receipt).
@@ -257,4 +261,32 @@ func Clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// TransferLine is one transfer in a line: "read /films/a.mov: 312.4 MiB
+// at 41.0 MiB/s, 8 s".
+func TransferLine(x transfer.View, now time.Time) string {
+	what := fmt.Sprintf("%s %s/%s", x.Kind, x.App, strings.TrimPrefix(x.Path, "/"))
+	moved := x.Received
+	if x.Kind == transfer.Call {
+		moved = x.Sent
+	}
+	if x.Kind == transfer.Session {
+		return fmt.Sprintf("session %s: %s both ways, open %s", what[len("session "):], Bytes(x.Sent+x.Received), Ago(now.Sub(x.Since)))
+	}
+	return fmt.Sprintf("%s: %s at %s/s, %s", what, Bytes(moved), Bytes(int64(x.Rate)), Ago(now.Sub(x.Since)))
+}
+
+// Bytes writes a byte count for people: "512 B", "12.0 MiB".
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
