@@ -347,7 +347,7 @@ type body struct {
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && err != io.EOF {
-		err = b.c.cause(nil, err)
+		err = b.c.cause(context.Background(), err)
 		err = &Error{Op: "read the answer", Sent: true, Timeout: IsTimeout(err), Err: err}
 	}
 	return n, err
@@ -367,9 +367,6 @@ var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10
 
 // ctxErr prefers the context's reason when the context ended the exchange.
 func ctxErr(ctx context.Context, err error) error {
-	if ctx == nil {
-		return err
-	}
 	if cerr := ctx.Err(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {
 			return fmt.Errorf("%w (%v)", os.ErrDeadlineExceeded, err)
