@@ -165,3 +165,54 @@ func TestDiskFullOwner(t *testing.T) {
 		t.Fatalf("the receipt once space freed: %+v %v", r, err)
 	}
 }
+
+// TestNoRoomForTheBody: an owner refuses a call's body it has no room
+// for, 507, nothing carried out: at once when its length is announced,
+// and while it arrives when it is not, before its journal could not
+// write. The app sees neither, and nothing is left in the spool.
+func TestNoRoomForTheBody(t *testing.T) {
+	disk := smalldisk.Mount(t, 112<<20)
+	laptop, studio := pair(t, func(n *node) {
+		if n.name == "studio" {
+			onDisk(t, n, disk)
+		}
+	})
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/big", make([]byte, 64<<20), "X-Delta-Request-Id", "room-1")
+	if r.Status != 503 || r.Outcome() != "unavailable" || !strings.Contains(r.Err.Detail, "no room") || !strings.Contains(r.Err.Detail, "nothing was carried out") {
+		t.Fatalf("a body too big for the owner's disk: %d %q %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+
+	// No length: it is refused as it arrives.
+	req, _ := http.NewRequest("POST", laptop.c.URL+"/v1/peers/studio/notes/answer/big2", io.LimitReader(zeroes{}, 200<<20))
+	req.Header.Set("Authorization", "Bearer "+laptop.c.Token)
+	req.Header.Set("X-Delta-Request-Id", "room-2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "no room") || !strings.Contains(string(b), `"carried_out":false`) {
+		t.Fatalf("a body of unknown length too big for the disk: %d %s", resp.StatusCode, b)
+	}
+	for _, id := range []string{"room-1", "room-2"} {
+		if c := laptop.c.GetCall(t, id, 0); c.State != "unavailable" || app.RequestsFor(id) != 0 {
+			t.Errorf("%s: recorded %s; the app saw it %d times", id, c.State, app.RequestsFor(id))
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(studio.dir, "spool")); len(left) != 0 {
+		t.Errorf("the spool keeps %d files", len(left))
+	}
+	// Room enough: a call as big as fits goes through.
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/fits", make([]byte, 8<<20), "X-Delta-Request-Id", "room-3")
+	if r.Status != 201 || len(r.Body) != 8<<20 {
+		t.Errorf("a body that fits: %d, %d bytes back", r.Status, len(r.Body))
+	}
+}
+
+type zeroes struct{}
+
+func (zeroes) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -7,6 +7,8 @@ import (
 	"hash"
 	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -122,4 +124,23 @@ func (b *callBody) Read(p []byte) (int, error) {
 		return n, b.srcErr
 	}
 	return n, nil
+}
+
+// drainFor bounds how long the rest of an app's body is taken in vain.
+const drainFor = 10 * time.Second
+
+// drain reads and drops what is left of the app's body when it did not
+// all go (within drainFor, and up to the call's limit): an HTTP client
+// that is still writing when its server answers and closes gets a reset
+// instead of the answer.
+func (b *callBody) drain(w http.ResponseWriter, r *http.Request) {
+	if b.whole || b.done || b.srcErr != nil {
+		return
+	}
+	if strings.EqualFold(r.Header.Get("Expect"), "100-continue") && b.n == 0 && len(b.head) == 0 {
+		return // it waits for 100 Continue: nothing more comes
+	}
+	// The door's deadline, not the body's idle one, bounds this.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainFor))
+	io.Copy(io.Discard, io.LimitReader(r.Body, b.max))
 }

@@ -263,6 +263,11 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	if run.handled {
 		return
 	}
+	// The app may still be sending a body that went nowhere (the owner
+	// refused it, or replayed an answer, before asking for it): take the
+	// rest first, so that the app reads what it is told rather than a
+	// reset of a connection it was writing to.
+	body.drain(w, r)
 	var nr *peerclient.NoRoadError
 	var te *peerclient.TicketError
 	switch {

@@ -452,3 +452,27 @@ func BenchmarkDurableCall(b *testing.B) {
 		})
 	}
 }
+
+// TestDecide: the owner's decision for a call arriving under an id it
+// holds, with its digest known or not yet (a streamed body).
+func TestDecide(t *testing.T) {
+	for _, tc := range []struct {
+		old    Receipt
+		digest string
+		want   Decision
+	}{
+		{Receipt{State: Fenced}, "d", Busy},
+		{Receipt{State: Fenced}, "", Busy},
+		{Receipt{State: ReceiptAnswered, Digest: "d"}, "", Later},
+		{Receipt{State: ReceiptAnswered, Digest: "d"}, "d", Replay},
+		{Receipt{State: ReceiptAnswered, Digest: "d", AnswerExpired: true}, "d", Busy},
+		{Receipt{State: ReceiptAnswered, Digest: "d"}, "e", Reused},
+		{Receipt{State: Running, Digest: ""}, "d", Busy}, // its body still arriving
+		{Receipt{State: ReceiptNotDone, Digest: ""}, "d", Busy},
+		{Receipt{State: Running, Digest: "d"}, "d", Busy},
+	} {
+		if got := Decide(&tc.old, tc.digest); got != tc.want {
+			t.Errorf("%s/%q with %q: %d, want %d", tc.old.State, tc.old.Digest, tc.digest, got, tc.want)
+		}
+	}
+}

@@ -234,11 +234,32 @@ func (o *Owner) spool(src io.Reader, h hash.Hash) (*os.File, int64, error) {
 	}
 	buf := proto.CopyBuffers.Get()
 	defer proto.CopyBuffers.Put(buf)
-	n, err := io.CopyBuffer(io.MultiWriter(f, h), src, buf)
+	w := &roomyWriter{w: io.MultiWriter(f, h), room: func() (int64, error) { return o.cfg.FreeBytes(o.cfg.SpoolDir) }}
+	n, err := io.CopyBuffer(w, src, buf)
 	if errors.Is(err, syscall.ENOSPC) {
 		err = fmt.Errorf("%w: %s's disk filled up after %d bytes", errNoRoom, o.cfg.Self().Name, n)
 	}
 	return f, n, err
+}
+
+// roomyWriter writes a body of unknown length to the spool as long as the
+// file system keeps spoolReserve free for the journal (looked at every
+// 8 MiB), so that a body too big for the disk is refused before the
+// journal cannot write.
+type roomyWriter struct {
+	w     io.Writer
+	room  func() (int64, error)
+	since int64
+}
+
+func (r *roomyWriter) Write(p []byte) (int, error) {
+	if r.since += int64(len(p)); r.since >= 8<<20 {
+		r.since = 0
+		if free, err := r.room(); err == nil && free < spoolReserve {
+			return 0, fmt.Errorf("%w: less than %d bytes would be left for the journal", errNoRoom, spoolReserve)
+		}
+	}
+	return r.w.Write(p)
 }
 
 // CleanSpool removes what calls left in the spool folder when Delta

@@ -52,6 +52,7 @@ var (
 	doc      = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
 	quick    = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
 	idleOnly = flag.Bool("idle", false, "only the idle Delta's figures (nothing written)")
+	bigSize  = flag.Int64("big", 1<<30, "the size of the big read and the big call, in bytes")
 )
 
 func main() {
@@ -183,7 +184,26 @@ func run() error {
 			calls[key] = r
 		}
 	}
-	section := report(targets, sizes, conns, reads, calls, idle, startup)
+	// Big transfers: one 1 GiB read and one 1 GiB call each, the Deltas'
+	// memory sampled throughout.
+	var bigs []bigFigure
+	if !*quick {
+		for _, tg := range []target{direct, deltaStatic, deltaTLS} {
+			for _, call := range []bool{false, true} {
+				watch := map[string]*deltaProc{}
+				switch tg.name {
+				case deltaStatic.name:
+					watch = map[string]*deltaProc{"laptop": staticPair[0], "studio": staticPair[1]}
+				case deltaTLS.name:
+					watch = map[string]*deltaProc{"laptop": tlsPair[0], "studio": tlsPair[1]}
+				}
+				f := bigTransfer(ctx, tg, call, *bigSize, watch)
+				fmt.Printf("big %s %-30s %s\n", map[bool]string{false: "read", true: "call"}[call], tg.name, f)
+				bigs = append(bigs, f)
+			}
+		}
+	}
+	section := report(targets, sizes, conns, reads, calls, idle, startup, bigs)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -204,6 +224,16 @@ func ownerApp() (string, func(), error) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 		w.Write(b)
+	})
+	mux.HandleFunc("GET /big/{size}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.ParseInt(r.PathValue("size"), 10, 64)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		io.Copy(w, io.LimitReader(zeros{}, n))
 	})
 	mux.HandleFunc("POST /c", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -635,7 +665,112 @@ func cpuTicks(pid int) (int64, error) {
 	return u + st, nil
 }
 
-func report(targets []target, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration) string {
+// zeros reads as an endless run of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// bigFigure is one big transfer: its target, which way, its rate, and the
+// peak resident memory of each Delta it went through.
+type bigFigure struct {
+	target string
+	call   bool
+	size   int64
+	took   time.Duration
+	peak   map[string]int64
+	err    error
+}
+
+func (f bigFigure) rate() float64 { return float64(f.size) / (1 << 20) / f.took.Seconds() }
+
+func (f bigFigure) String() string {
+	if f.err != nil {
+		return "failed: " + f.err.Error()
+	}
+	s := fmt.Sprintf("%.0f MiB/s in %s", f.rate(), f.took.Round(time.Millisecond))
+	for _, n := range []string{"laptop", "studio"} {
+		if v, ok := f.peak[n]; ok {
+			s += fmt.Sprintf(", %s peak RSS %.1f MB", n, float64(v)/(1<<20))
+		}
+	}
+	return s
+}
+
+// bigTransfer reads (or calls with) size bytes through tg on a connection
+// of its own, while sampling the resident memory of the Deltas in watch.
+func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch map[string]*deltaProc) bigFigure {
+	f := bigFigure{target: tg.name, call: call, size: size, peak: map[string]int64{}}
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for n, p := range watch {
+				f.peak[n] = max(f.peak[n], rssOf(p.cmd.Process.Pid))
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	method, url, body := http.MethodGet, tg.readURL+"/big/"+strconv.FormatInt(size, 10), io.Reader(nil)
+	if call {
+		method, url, body = http.MethodPost, tg.callURL, io.LimitReader(zeros{}, size)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err == nil {
+		req.ContentLength = map[bool]int64{false: 0, true: size}[call]
+		for _, h := range tg.headers {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Set(k, strings.TrimSpace(v))
+		}
+		if call {
+			req.Header.Set("X-Delta-Request-Id", fmt.Sprintf("bench-big-%d", time.Now().UnixNano()))
+			req.Header.Set("X-Delta-Timeout", "120")
+		}
+		start := time.Now()
+		var resp *http.Response
+		resp, err = (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err == nil {
+			var n int64
+			n, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			switch {
+			case err != nil:
+			case resp.StatusCode/100 != 2:
+				err = fmt.Errorf("answered %s", resp.Status)
+			case !call && n != size:
+				err = fmt.Errorf("%d bytes of %d", n, size)
+			}
+		}
+		f.took = time.Since(start)
+	}
+	close(stop)
+	<-sampled
+	f.err = err
+	return f
+}
+
+// rssOf is pid's resident memory in bytes (Linux's /proc); 0 if unknown.
+func rssOf(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func report(targets []target, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -680,6 +815,38 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 			fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), dur(r.p50), dur(r.p99), errNote(r))
 		}
 		b.WriteString("\n")
+	}
+	if len(bigs) > 0 {
+		fmt.Fprintf(&b, "\n### One big transfer (%s, one connection; MiB/s, then the peak resident memory of each Delta during it)\n\n", humanSize(bigs[0].size))
+		b.WriteString("| through | read | read ÷ direct | call | call ÷ direct | Deltas' peak RSS (read; call) |\n|---|---|---|---|---|---|\n")
+		byKey := map[string]bigFigure{}
+		for _, f := range bigs {
+			byKey[fmt.Sprintf("%s|%v", f.target, f.call)] = f
+		}
+		for _, f := range bigs {
+			if f.call {
+				continue
+			}
+			c, dr, dc := byKey[f.target+"|true"], byKey["direct|false"], byKey["direct|true"]
+			cellOf := func(x bigFigure) string {
+				if x.err != nil {
+					return "failed (" + x.err.Error() + ")"
+				}
+				return fmt.Sprintf("%.0f", x.rate())
+			}
+			ratio := func(x, base bigFigure) string {
+				if x.err != nil || base.err != nil {
+					return "—"
+				}
+				return fmt.Sprintf("**%.2f**", x.rate()/base.rate())
+			}
+			peaks := "—"
+			if len(f.peak) > 0 {
+				peaks = fmt.Sprintf("laptop %.0f / studio %.0f MB; laptop %.0f / studio %.0f MB", float64(f.peak["laptop"])/(1<<20), float64(f.peak["studio"])/(1<<20),
+					float64(c.peak["laptop"])/(1<<20), float64(c.peak["studio"])/(1<<20))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f.target, cellOf(f), ratio(f, dr), cellOf(c), ratio(c, dc), peaks)
+		}
 	}
 	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
 	return b.String()
@@ -758,4 +925,15 @@ func waitCond(d time.Duration, what string, cond func() bool) error {
 		time.Sleep(20 * time.Millisecond) // polling other processes: they send no event
 	}
 	return nil
+}
+
+// humanSize writes a byte count: "1 GiB", "64 MiB".
+func humanSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

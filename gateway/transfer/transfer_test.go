@@ -1,0 +1,55 @@
+package transfer
+
+import (
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A transfer is listed once it has run for Shown, with its bytes and
+// rate; the set says when that changes; sessions are counted while open.
+func TestLong(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := New(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	changed := s.Changed()
+	x := s.Start(Read, "studio", "films", "/a.mov", "thunderbolt")
+	io.Copy(io.Discard, x.Reader(strings.NewReader(strings.Repeat("x", 4000)), false))
+	if got := s.Long(); len(got) != 0 {
+		t.Fatalf("listed before a second: %+v", got)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Second)
+	mu.Unlock()
+	select {
+	case <-changed: // the timer of Shown fired
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change when the transfer became long")
+	}
+	x.SetRoad("lan")
+	got := s.Long()
+	if len(got) != 1 || got[0].Received != 4000 || got[0].Road != "lan" || got[0].Rate != 2000 {
+		t.Fatalf("long transfers: %+v", got)
+	}
+	changed = s.Changed()
+	x.Done()
+	select {
+	case <-changed:
+	default:
+		t.Error("no change when a long transfer ended")
+	}
+	if len(s.Long()) != 0 {
+		t.Error("an ended transfer is still listed")
+	}
+	y := s.Start(Session, "studio", "chat", "/ws", "lan")
+	if s.Sessions() != 1 {
+		t.Errorf("%d sessions open, want 1", s.Sessions())
+	}
+	y.Done()
+	y.Done() // twice is once
+	if s.Sessions() != 0 {
+		t.Errorf("%d sessions open after it closed", s.Sessions())
+	}
+}
