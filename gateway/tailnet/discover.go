@@ -272,7 +272,7 @@ func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
 	n.mu.Lock()
 	addr := p.tsAddr
 	n.mu.Unlock()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/delta/v1/hello", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+proto.PathHello, nil)
 	resp, err := n.httc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("hello from %s: %w", addr, err)

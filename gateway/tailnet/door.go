@@ -102,8 +102,8 @@ func (d ticketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 
 // routes adds hello and tickets to the tailnet listener.
 func (n *Node) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /delta/v1/hello", n.handleHello)
-	mux.HandleFunc("POST /delta/v1/tickets", n.handleTicket)
+	mux.HandleFunc("GET "+proto.PathHello, n.handleHello)
+	mux.HandleFunc("POST "+proto.PathTickets, n.handleTicket)
 }
 
 func (n *Node) hello() Hello {
@@ -166,7 +166,7 @@ func (n *Node) Ticket(ctx context.Context, peer string, renew bool) (string, err
 	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.ticket), helloTimeout)
 	defer cancel()
 	body, _ := json.Marshal(ticketRequest{Pin: n.pin})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/delta/v1/tickets", strings.NewReader(string(body)))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+proto.PathTickets, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := n.httc.Do(req)
 	if err != nil {
