@@ -132,24 +132,26 @@ type Answer struct {
 }
 
 // ReadAhead reads of the body what has arrived already, and no more than
-// max bytes, without waiting for more: whole reports whether that is all
+// limit bytes, without waiting for more: whole reports whether that is all
 // of it (an answer written in one piece, as most small ones are). What is
 // left is read from Body as usual. It lets a small answer of unknown
 // length be taken whole, and one that trickles (an event stream) be
 // passed on as it comes.
-func (a *Answer) ReadAhead(max int) (data []byte, whole bool, err error) {
-	buf := make([]byte, 0, min(max, 32<<10))
+func (a *Answer) ReadAhead(limit int) (data []byte, whole bool, err error) {
+	// What is buffered bounds what can be read without waiting (a chunked
+	// body's framing makes it a little more than the body).
+	buf := make([]byte, 0, min(limit, max(a.br.Buffered(), 512)))
 	for {
 		if a.ContentLength >= 0 && int64(len(buf)) == a.ContentLength {
 			return buf, true, nil
 		}
-		if a.br.Buffered() == 0 || len(buf) >= max {
+		if a.br.Buffered() == 0 || len(buf) >= limit {
 			return buf, false, nil
 		}
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := a.Body.Read(buf[len(buf):min(cap(buf), max)])
+		n, err := a.Body.Read(buf[len(buf):min(cap(buf), limit)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			return buf, true, nil
@@ -167,6 +169,9 @@ func (a *Answer) ReadAhead(max int) (data []byte, whole bool, err error) {
 func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
 	a.conn.stop()
 	a.conn.Conn.SetDeadline(time.Time{})
+	a.conn.brMu.Lock()
+	a.conn.br = nil // the session keeps it
+	a.conn.brMu.Unlock()
 	return a.conn.Conn, a.br
 }
 
@@ -181,14 +186,16 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 	c.stop = context.AfterFunc(ctx, c.kill)
 	fail := func(e *Error) (*Answer, error) {
 		c.stop()
-		c.Close()
+		c.close()
 		return nil, e
 	}
 
 	req.Close = true // one request per connection: Connection: close
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(c)
-	br := bufio.NewReaderSize(c, 4<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(c)
+	c.br = br
 	var g *gate
 	var src *source
 	if req.Body != nil && req.Body != http.NoBody {
@@ -358,12 +365,17 @@ func (b *body) Close() error {
 		return nil
 	}
 	b.c.stop()
-	return b.c.Close()
+	return b.c.close()
 }
 
-// writers are the buffers of requests being written, lent for one each
-// (a call made two 32 KiB writers of garbage).
-var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+// writers and readers are the buffers of exchanges, lent for one each (a
+// call made two 32 KiB writers and two 4 KiB readers of garbage): a
+// writer until the request is written, a reader until the connection is
+// closed (or switched to a session, which keeps it).
+var (
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+)
 
 // ctxErr prefers the context's reason when the context ended the exchange.
 func ctxErr(ctx context.Context, err error) error {
@@ -403,6 +415,23 @@ type conn struct {
 	limit   atomic.Int64
 	waiting atomic.Bool
 	stop    func() bool
+	// br is the reader lent for this connection's answers, given back
+	// when it closes (nil once given back, or kept by a session).
+	brMu sync.Mutex
+	br   *bufio.Reader
+}
+
+// close closes the connection and gives its reader back.
+func (c *conn) close() error {
+	err := c.Conn.Close()
+	c.brMu.Lock()
+	if br := c.br; br != nil {
+		c.br = nil
+		br.Reset(nil)
+		readers.Put(br)
+	}
+	c.brMu.Unlock()
+	return err
 }
 
 func (c *conn) until(d time.Duration) (time.Time, time.Duration) {

@@ -185,8 +185,8 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 	var err error
 	if inMemory {
 		var buf bytes.Buffer
-		buf.Grow(int(size))
-		n, err = io.Copy(io.MultiWriter(&buf, h), src)
+		buf.Grow(int(size) + bytes.MinRead) // read into, with no copy buffer of its own
+		n, err = buf.ReadFrom(io.TeeReader(src, h))
 		b.mem = buf.Bytes()
 	} else {
 		b.file, n, err = o.spool(src, h)

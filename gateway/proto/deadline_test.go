@@ -2,6 +2,7 @@ package proto
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -128,4 +129,48 @@ func TestPerSourceCap(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling a condition the server reaches on its own
 	}
 	t.Fatal("a connection that ended did not free its place")
+}
+
+// TestProgressBody: read through ProgressBody, a body that keeps moving
+// arrives whole however long past the door's limit on a request it takes;
+// one that stops for longer than the idle limit is ended, saying so.
+func TestProgressBody(t *testing.T) {
+	const limit, idle = 100 * time.Millisecond, 150 * time.Millisecond
+	results := make(chan string, 2)
+	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(ProgressBody(w, r, idle))
+		if err != nil {
+			results <- err.Error()
+			return
+		}
+		results <- fmt.Sprintf("%d bytes", len(b))
+	}), nil, DoorLimits{Header: limit, Request: limit, Idle: time.Second})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	for _, stall := range []bool{false, true} {
+		conn, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n"))
+		for i := range 8 { // 8 × 50 ms: four times the door's limit
+			if stall && i == 4 {
+				time.Sleep(3 * idle)
+			}
+			conn.Write([]byte("x"))
+			time.Sleep(limit / 2)
+		}
+		got := <-results
+		conn.Close()
+		switch {
+		case !stall && got != "8 bytes":
+			t.Errorf("a body that moves: %s", got)
+		case stall && !strings.Contains(got, "made no progress for 150ms"):
+			t.Errorf("a body that stalls: %s", got)
+		}
+	}
 }
