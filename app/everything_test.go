@@ -386,6 +386,21 @@ func TestExpectAndInterim(t *testing.T) {
 	if got := app.upload("expect-big"); got != want || app.hitsOf("/upload") != 1 {
 		t.Errorf("the owner app got %q over %d requests", got, app.hitsOf("/upload"))
 	}
+	// Refused before any of the body is sent: no 100 Continue for an
+	// unknown peer, nor for another request under a used id.
+	other := filepath.Join(t.TempDir(), "three-mib")
+	if err := os.WriteFile(other, bytes.Repeat([]byte("z"), 3<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ url, id, status string }{
+		{laptop.c.URL + "/v1/peers/nowhere/notes/x", "expect-nowhere", "404"},
+		{laptop.notes() + "/upload", "expect-big", "409"},
+	} {
+		_, errOut, _ := laptop.curl(t, "-v", "-H", "X-Delta-Request-Id: "+tc.id, "--data-binary", "@"+other, tc.url)
+		if !strings.Contains(errOut, "< HTTP/1.1 "+tc.status) || strings.Contains(errOut, "100 Continue") {
+			t.Errorf("%s: want %s before the body, without 100 Continue:\n%s", tc.id, tc.status, grepLines(errOut, "HTTP/1.1"))
+		}
+	}
 	out, errOut, code = laptop.curl(t, "-v", "-H", "Expect: 100-continue", "-H", "X-Delta-Request-Id: expect-small", "--data-binary", "tiny", laptop.notes()+"/upload2")
 	if code != 0 || !strings.HasPrefix(out, "4 ") || !strings.Contains(errOut, "< HTTP/1.1 201") {
 		t.Errorf("a small body with Expect: exit %d, %q\n%s", code, out, errOut)
@@ -626,7 +641,7 @@ func rssOf(pid int) int64 {
 // the owner app, and the call settles not_carried_out; so does one whose
 // caller's Delta is killed half-way.
 func TestCutUpload(t *testing.T) {
-	laptop, _, app := richPair(t)
+	laptop, studio, app := richPair(t)
 	for _, how := range []string{"the app goes away", "the caller's Delta is killed"} {
 		id := "cut-" + strings.ReplaceAll(how, " ", "-")
 		id = strings.ReplaceAll(id, "'", "")
@@ -639,10 +654,16 @@ func TestCutUpload(t *testing.T) {
 		if _, err := conn.Write(half); err != nil {
 			t.Fatal(err)
 		}
-		// The call is under way once the caller has it recorded as sending.
+		// The call is under way once the caller has it recorded as sending,
+		// and the owner's receipt is made at its head, before its body is
+		// whole: asked meanwhile, the owner says running.
 		gatewaytest.WaitFor(t, 30*time.Second, id+" sending", func() bool {
 			r, err := laptop.c.Do("GET", "/v1/calls/"+id, nil)
 			return err == nil && r.Status == 200 && strings.Contains(string(r.Body), `"sending"`)
+		})
+		gatewaytest.WaitFor(t, 30*time.Second, id+" running at the owner", func() bool {
+			r, err := studio.c.Do("GET", "/v1/receipts?state=running", nil)
+			return err == nil && strings.Contains(string(r.Body), id)
 		})
 		if how == "the caller's Delta is killed" {
 			laptop.kill(t)

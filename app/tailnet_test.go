@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
@@ -77,6 +84,41 @@ func TestTailnetMode(t *testing.T) {
 	}
 	if st := laptop.status(t); !strings.HasPrefix(st.Self.NodeID, "TESTCTRL") {
 		t.Errorf("laptop's node id %q is not its tailnet stable node ID", st.Self.NodeID)
+	}
+
+	// Everything an app sends, on both of these roads: a call whose body
+	// streams (after studio's 100 Continue, its digest the trailer), an
+	// answer that streams, a session.
+	rich := startRichApp(t)
+	studio.register(t, "rich", rich.URL)
+	big := bytes.Repeat([]byte("t"), 3<<20)
+	sum := sha256.Sum256(big)
+	want := fmt.Sprintf("%d %s", len(big), hex.EncodeToString(sum[:]))
+	for _, road := range []string{"tailnet", "lan"} {
+		id := "big-over-" + road
+		r := laptop.c.Must(t, "PUT", "/v1/peers/studio/rich/upload", big, "X-Delta-Route", road, "X-Delta-Request-Id", id)
+		if r.Status != 201 || string(r.Body) != want || rich.upload(id) != want || r.Header.Get("X-Delta-Route") != road {
+			t.Errorf("a 3 MiB call over the %s: %d via %q, %q", road, r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+		}
+		r = laptop.c.Must(t, "GET", "/v1/peers/studio/rich/stream?n=5&every=50&size=100", nil, "X-Delta-Route", road, "X-Delta-Timeout", "0.2")
+		if r.Status != 200 || len(r.Body) != 500 {
+			t.Errorf("a streamed answer over the %s: %d, %d bytes", road, r.Status, len(r.Body))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ws, resp, err := websocket.Dial(ctx, strings.Replace(laptop.c.URL, "http://", "ws://", 1)+"/v1/peers/studio/rich/ws",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + laptop.c.Token}, "X-Delta-Route": {road}}})
+		if err != nil {
+			t.Errorf("a session over the %s: %v", road, err)
+			cancel()
+			continue
+		}
+		ws.Write(ctx, websocket.MessageText, []byte("hello "+road))
+		_, b, err := ws.Read(ctx)
+		if err != nil || string(b) != "hello "+road || resp.Header.Get("X-Delta-Route") != road {
+			t.Errorf("a session over the %s: %q %v via %q", road, b, err, resp.Header.Get("X-Delta-Route"))
+		}
+		ws.Close(websocket.StatusNormalClosure, "")
+		cancel()
 	}
 }
 

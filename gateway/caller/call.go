@@ -206,8 +206,12 @@ func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, exist
 		conflict("a call whose body streamed and never passed whole, so this one cannot be told apart from it")
 		return
 	}
+	// What tells another request apart before its body is read (an app
+	// that sent Expect: 100-continue is refused before sending it): the
+	// method, the target, the size when both are known.
+	sized := existing.Request != nil && (!existing.Request.Truncated || existing.Request.Size > 0)
 	if existing.Method != r.Method || existing.Peer != t.Peer || existing.App != t.App || existing.Path != t.PathQuery ||
-		r.ContentLength >= 0 && existing.Request != nil && !existing.Request.Truncated && int64(existing.Request.Size) != r.ContentLength {
+		r.ContentLength >= 0 && sized && int64(existing.Request.Size) != r.ContentLength {
 		conflict("another request")
 		return
 	}
