@@ -243,7 +243,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		defer x.Done()
 	}
 	n, err := relay(w, proto.Silenced(resp.Body, t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, t.Timeout)) }), keep, x)
-	for resumes := 0; err != nil && !errors.Is(err, errAppGone); resumes++ {
+	for resumes := 0; err != nil && !errors.Is(err, proto.ErrWriterGone); resumes++ {
 		validator, why := Resumable(rd.r.Method, rd.r.Header, resp)
 		if why == "" && resumes >= MaxResumes {
 			why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
@@ -394,44 +394,19 @@ func hasToken(vs []string, tok string) bool {
 	return false
 }
 
-// errAppGone marks a relay that stopped because the app's connection
-// would not take more.
-var errAppGone = errors.New("the app's connection went away")
-
-// relay copies src to the app as it arrives, flushing each piece (an
-// answer streams: what the owner wrote reaches the app now), keeping a
-// copy in keep (if not nil) and counting it in x (if not nil). It returns
-// the bytes relayed and why it stopped: nil at the body's end, errAppGone
-// (wrapped) when the app went away, or src's error.
+// relay copies src to the app as it arrives (proto.Flow), keeping a copy
+// in keep (if not nil) and counting it in x (if not nil).
 func relay(w http.ResponseWriter, src io.Reader, keep *keptBody, x *transfer.Transfer) (int64, error) {
-	buf := proto.CopyBuffers.Get()
-	defer proto.CopyBuffers.Put(buf)
-	ctl := http.NewResponseController(w)
-	var n int64
-	for {
-		m, rerr := src.Read(buf)
-		if m > 0 {
-			if keep != nil {
-				keep.Write(buf[:m])
-			}
-			if x != nil {
-				x.Received(int64(m))
-			}
-			if _, werr := w.Write(buf[:m]); werr != nil {
-				return n, fmt.Errorf("%w (%v)", errAppGone, werr)
-			}
-			n += int64(m)
-			if err := ctl.Flush(); err != nil {
-				return n, fmt.Errorf("%w (%v)", errAppGone, err)
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
+	var also io.Writer
+	switch {
+	case keep != nil && x != nil:
+		also = io.MultiWriter(keep, x)
+	case keep != nil:
+		also = keep
+	case x != nil:
+		also = x
 	}
+	return proto.Flow(w, src, also)
 }
 
 // keptBody keeps at most limit bytes of a body (and sums it, when h is

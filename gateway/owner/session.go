@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -60,9 +59,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 			w.Header()[k] = vs
 		}
 		w.WriteHeader(a.StatusCode)
-		buf := proto.CopyBuffers.Get()
-		defer proto.CopyBuffers.Put(buf)
-		if _, err := copyFlushed(w, a.Body, buf); err != nil {
+		if _, err := proto.Flow(w, a.Body, nil); err != nil {
 			panic(http.ErrAbortHandler)
 		}
 		return
@@ -88,27 +85,6 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	defer o.sessions.add(near)()
 	// The app's side is the near one here; the caller's Delta is far.
 	session.Relay(appConn, appR, near, rw.Reader, x)
-}
-
-// copyFlushed copies src to w, flushing each piece.
-func copyFlushed(w http.ResponseWriter, src io.Reader, buf []byte) (int64, error) {
-	fw := &flushWriter{w: w, ctl: http.NewResponseController(w)}
-	var n int64
-	for {
-		m, rerr := src.Read(buf)
-		if m > 0 {
-			if _, err := fw.Write(buf[:m]); err != nil {
-				return n, err
-			}
-			n += int64(m)
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
 }
 
 // sessions are the sessions open on this owner, by the interface their

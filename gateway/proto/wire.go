@@ -238,3 +238,40 @@ func (s *silence) Read(p []byte) (int, error) {
 }
 
 func (s *silence) Close() error { s.timer.Stop(); return s.ReadCloser.Close() }
+
+// ErrWriterGone marks a Flow that stopped because the side it wrote to
+// would not take more (the app went away).
+var ErrWriterGone = errors.New("the connection written to went away")
+
+// Flow copies src to w as it arrives, flushing each piece (an answer
+// streams: what the owner wrote reaches the app now), and writes each
+// piece to also as well, when not nil (a copy kept, a count). It returns
+// the bytes copied and why it stopped: nil at src's end, ErrWriterGone
+// (wrapped) when w would not take more, or src's error.
+func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
+	buf := CopyBuffers.Get()
+	defer CopyBuffers.Put(buf)
+	ctl := http.NewResponseController(w)
+	var n int64
+	for {
+		m, rerr := src.Read(buf)
+		if m > 0 {
+			if also != nil {
+				also.Write(buf[:m])
+			}
+			if _, werr := w.Write(buf[:m]); werr != nil {
+				return n, fmt.Errorf("%w (%v)", ErrWriterGone, werr)
+			}
+			n += int64(m)
+			if err := ctl.Flush(); err != nil {
+				return n, fmt.Errorf("%w (%v)", ErrWriterGone, err)
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}

@@ -48,6 +48,10 @@ func (t *Transfer) Sent(n int64) { t.up.Add(n) }
 // Received counts n bytes received from the peer.
 func (t *Transfer) Received(n int64) { t.down.Add(n) }
 
+// Write counts p as received: a Transfer is the io.Writer of what
+// arrives.
+func (t *Transfer) Write(p []byte) (int, error) { t.down.Add(int64(len(p))); return len(p), nil }
+
 // Done ends the transfer.
 func (t *Transfer) Done() { t.set.done(t) }
 
