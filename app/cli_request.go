@@ -85,6 +85,7 @@ type answerJSON struct {
 	Road        string      `json:"road,omitempty"`
 	Replayed    bool        `json:"replayed,omitempty"`
 	Stale       bool        `json:"stale,omitempty"`
+	Direct      bool        `json:"direct,omitempty"`
 	StaleReason string      `json:"stale_reason,omitempty"`
 	Headers     http.Header `json:"headers,omitempty"`
 	Body        *string     `json:"body,omitempty"`
@@ -130,6 +131,9 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 		defer r.Body.Close()
 		if r.Stale {
 			fmt.Fprintf(e.stderr, "delta: a stale answer (%s)\n", r.StaleReason)
+		}
+		if r.Direct {
+			fmt.Fprintf(e.stderr, "delta: this computer's Delta is down; the read went directly to %s over %s, with the read ticket Delta left\n", args[0], r.Road)
 		}
 		// The body streams to standard output as it arrives: nothing is
 		// held whole.
@@ -226,7 +230,7 @@ func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 	switch {
 	case err == nil:
 		v.Outcome, v.Status, v.Road, v.Replayed, v.Headers = "answered", ans.Status, ans.Road, ans.Replayed, ans.Header
-		v.Stale, v.StaleReason = ans.Stale, ans.StaleReason
+		v.Stale, v.StaleReason, v.Direct = ans.Stale, ans.StaleReason, ans.Direct
 		if ans.Stale {
 			v.Outcome = "stale"
 		}

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -392,5 +393,58 @@ func TestStaticTicketClaims(t *testing.T) {
 	}
 	if n := app.Requests(); n != 1 {
 		t.Errorf("the owner app got %d requests, want the good ticket's 1", n)
+	}
+}
+
+// TestReadTicketAtTheDoor: a read ticket admits reads of an app and pings;
+// a call, a session's opening and a question about a call are refused
+// (403, nothing carried out, nothing written); an expired or changed one
+// is refused like any ticket.
+func TestReadTicketAtTheDoor(t *testing.T) {
+	checkNoLeaks(t)
+	_, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	read := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute), Scope: ticket.ScopeRead})
+	expired := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(-time.Second), Scope: ticket.ScopeRead})
+	send := func(tk, method, path string, hdr ...string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+studio.g.PeerAddr()+path, strings.NewReader("x"))
+		req.Header.Set("Authorization", "Delta "+tk)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("X-Delta-Outcome")
+	}
+	for _, tc := range []struct {
+		tk, method, path string
+		hdr              []string
+		status           int
+	}{
+		{read, "GET", "/delta/v1/apps/notes/r", nil, 200},
+		{read, "HEAD", "/delta/v1/apps/notes/r", nil, 200},
+		{read, "OPTIONS", "/delta/v1/apps/notes/r", nil, 200},
+		{read, "GET", "/delta/v1/ping", nil, 204},
+		{read, "POST", "/delta/v1/apps/notes/answer/rt", []string{"X-Delta-Request-Id", "rt-1"}, 403},
+		{read, "PROPFIND", "/delta/v1/apps/notes/answer/rt", []string{"X-Delta-Request-Id", "rt-2"}, 403},
+		{read, "GET", "/delta/v1/apps/notes/ws", []string{"Connection", "Upgrade", "Upgrade", "websocket"}, 403},
+		{read, "GET", "/delta/v1/calls/rt-3?digest=x", nil, 403},
+		{expired, "GET", "/delta/v1/apps/notes/r", nil, 401},
+		{read[:len(read)-1] + map[bool]string{true: "B", false: "A"}[strings.HasSuffix(read, "A")], "GET", "/delta/v1/apps/notes/r", nil, 401},
+	} {
+		if status, o := send(tc.tk, tc.method, tc.path, tc.hdr...); status != tc.status {
+			t.Errorf("%s %s: %d %q, want %d", tc.method, tc.path, status, o, tc.status)
+		}
+	}
+	if n := app.RequestsFor("rt-1") + app.RequestsFor("rt-2"); n != 0 {
+		t.Errorf("the owner app got %d of the calls under a read ticket", n)
+	}
+	recs, err := studio.g.Journal().Receipts(context.Background())
+	if err != nil || len(recs) != 0 {
+		t.Errorf("receipts or fences written under a read ticket: %d %v", len(recs), err)
 	}
 }

@@ -176,6 +176,8 @@ type Gateway struct {
 	noticeMu sync.Mutex
 	notices  []string // said in the log, the menu and the status (AddNotice)
 
+	directKick chan struct{} // a road came up: write direct.json (direct.go)
+
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background goroutines
@@ -324,6 +326,7 @@ func (g *Gateway) Start() (err error) {
 		OnConnect: g.stats.connect})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	undo = append(undo, g.cancel)
+	g.directKick = make(chan struct{}, 1)
 
 	pls := g.cfg.PeerListeners
 	for _, pl := range pls {
@@ -389,6 +392,9 @@ func (g *Gateway) Start() (err error) {
 		})
 	}
 	g.goBackground(func() { g.every(g.cfg.SweepEvery, g.sweep) })
+	if src, ok := g.ticket.(DirectReads); ok {
+		g.goBackground(func() { g.keepDirect(src) })
+	}
 	g.goBackground(func() { g.every(time.Second, g.flush) })
 	self := g.Self()
 	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
@@ -429,6 +435,7 @@ func (g *Gateway) followRoads(events <-chan roads.Event) {
 			case roads.RoadUp:
 				g.pc.CloseIdle(e.Peer)
 				g.recon.KickPeer(e.Peer)
+				g.kickDirect()
 			}
 		}
 	}

@@ -50,6 +50,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,6 +78,9 @@ type Client struct {
 	StateDir string
 	// App, if not empty, names the calling app to the owner (X-Delta-App).
 	App string
+	// Now, if not nil, is the clock the kit checks a read ticket's expiry
+	// with (tests); time.Now if nil.
+	Now func() time.Time
 
 	reads *http.Client // pooled connections
 	calls *http.Client // a new connection for every call
@@ -88,8 +92,11 @@ type Client struct {
 
 // Open returns a client of the Delta whose state folder is stateDir; ""
 // is the default folder (DELTA_STATE_DIR, else DESIGN §7's for this OS).
-// It reads local.json and the token; when Delta is not running it returns
-// a *LocalDeltaDown that names the folder it looked in.
+// It reads local.json and the token. When Delta is not running it returns
+// a *LocalDeltaDown that names the folder it looked in, unless Delta left
+// what reads need to go on without it (direct.json): then the client is
+// returned, its reads go directly to the peer, and everything else is
+// answered *LocalDeltaDown.
 func Open(stateDir string) (*Client, error) {
 	if stateDir == "" {
 		stateDir = statedir.Default()
@@ -102,6 +109,9 @@ func Open(stateDir string) (*Client, error) {
 		calls: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 	if _, _, err := c.endpoint(false); err != nil {
+		if _, derr := os.Stat(filepath.Join(stateDir, statedir.DirectFile)); derr == nil {
+			return c, nil // down, and readable around
+		}
 		return nil, err
 	}
 	return c, nil
@@ -161,6 +171,9 @@ type Answer struct {
 	// Replayed: the call had been made before under this id, and this is
 	// the answer recorded then (nothing was sent again).
 	Replayed bool
+	// Direct, for reads: this computer's Delta was down, and the kit read
+	// the peer directly over its lan or thunderbolt road (Road).
+	Direct bool
 	// Stale, for reads: the peer could not be reached and this is a cached
 	// answer; StaleReason says why, Age how old it is.
 	Stale       bool
@@ -244,6 +257,15 @@ func (c *Client) Stream(ctx context.Context, peer, app, path string, opt *ReadOp
 	}
 	setCommon(h, c.App, opt.Route, opt.Timeout)
 	resp, _, err := c.send(ctx, c.reads, http.MethodGet, peerPath(peer, app, path), nil, 0, h)
+	var down *LocalDeltaDown
+	if errors.As(err, &down) {
+		// A read goes on while this computer's Delta is down: directly to
+		// the peer, with the read ticket Delta left (writes never do).
+		if !strings.HasPrefix(path, "/") {
+			path = "/" + path
+		}
+		resp, err = c.readDirect(ctx, down, peer, app, path, h)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +408,7 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 	switch outcome {
 	case "answered", "stale":
 		a := Answer{Status: resp.StatusCode, Header: resp.Header, Road: resp.Header.Get(HeaderRoute),
-			RequestID: id, Replayed: resp.Header.Get(HeaderReplayed) == "true"}
+			RequestID: id, Replayed: resp.Header.Get(HeaderReplayed) == "true", Direct: resp.Header.Get(HeaderDirect) == "true"}
 		if outcome == "stale" {
 			a.Stale, a.StaleReason = true, resp.Header.Get(HeaderStale)
 			if s, err := strconv.Atoi(resp.Header.Get("Age")); err == nil {

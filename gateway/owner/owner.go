@@ -46,6 +46,23 @@ var ErrDoorUnauthorized = errors.New("no valid ticket")
 type Caller struct {
 	Node string // stable node ID
 	Name string // computer name
+	// ReadOnly: the caller presented a read ticket, which admits reads of
+	// an app and pings only.
+	ReadOnly bool
+}
+
+// readTicketAdmits says why a read ticket does not admit r, or "": it
+// admits a read of an app (GET, HEAD, OPTIONS; not a session) and a ping,
+// nothing that could carry anything out or write anything (a call, a
+// session, a question about a call, which may write a fence).
+func readTicketAdmits(r *http.Request) string {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == proto.PathPing:
+		return ""
+	case strings.HasPrefix(r.URL.Path, proto.PathApps) && proto.IsRead(r.Method) && !proto.IsUpgrade(r.Header):
+		return ""
+	}
+	return fmt.Sprintf("%s %s is not a read, and a read ticket admits reads only (it is what an app holds to read around its own Delta while that is down; calls, sessions and questions about calls go through Delta)", r.Method, r.URL.Path)
 }
 
 // Config configures the owner side.
@@ -142,6 +159,13 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 				status, e = http.StatusUnauthorized, proto.PeerUnauthorized
 			}
 			proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("%s refused the request at its door: %v", name, err)}.With(proto.NotCarried))
+			return
+		}
+		if why := readTicketAdmits(r); c.ReadOnly && why != "" {
+			o.cfg.OnDoorRefusal()
+			proto.RefuseAndClose(w)
+			proto.WriteError(w, http.StatusForbidden, proto.ErrorBody{Error: string(proto.PeerForbidden),
+				Detail: fmt.Sprintf("%s refused the request at its door: %s", o.cfg.Self().Name, why)}.With(proto.NotCarried))
 			return
 		}
 		if why := proto.Refused(r.Method, r.RequestURI); why != "" {

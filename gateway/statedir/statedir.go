@@ -328,3 +328,66 @@ func WritePeers(dir string, m map[string]Peer) error {
 	}
 	return nil
 }
+
+// DirectFile is what the kit needs to read from a peer while this
+// computer's Delta is down (DESIGN: a read falls back to the peer's
+// gateway; a write never goes around Delta): Direct, 0600, written
+// atomically while Delta runs and kept when it stops, bounded by its
+// tickets' expiry.
+const DirectFile = "direct.json"
+
+// Direct is <state>/direct.json.
+type Direct struct {
+	// Written is when Delta last wrote the file.
+	Written time.Time `json:"written"`
+	// Self is this computer's name.
+	Self string `json:"self"`
+	// ClientCert and ClientKey name the files, in the state folder, of
+	// the TLS client certificate the read tickets are bound to (tailnet
+	// mode); empty when the roads are plain TCP (static mode).
+	ClientCert string `json:"client_cert,omitempty"`
+	ClientKey  string `json:"client_key,omitempty"`
+	// Peers are the peers with a lan or thunderbolt road.
+	Peers []DirectPeer `json:"peers"`
+}
+
+// DirectPeer is one peer's roads around Delta, and a read ticket for it.
+type DirectPeer struct {
+	Name string `json:"name"`
+	// Roads are its thunderbolt roads, then its lan ones.
+	Roads []DirectRoad `json:"roads"`
+	// Ticket is a read ticket (reads only, naming this computer), valid
+	// until Expires.
+	Ticket  string    `json:"ticket,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// DirectRoad is one lan or thunderbolt road to a peer.
+type DirectRoad struct {
+	Road    string `json:"road"`    // "thunderbolt" or "lan"
+	Address string `json:"address"` // host:port of its Delta's peer API
+	// Interface is the local interface the road is bound to, "" for none.
+	Interface string `json:"interface,omitempty"`
+	// Pin is the SHA-256 (hex, of the DER) of the peer's TLS certificate;
+	// empty for a plain TCP road (static mode).
+	Pin string `json:"pin,omitempty"`
+}
+
+// ReadDirect reads <state>/direct.json.
+func ReadDirect(dir string) (Direct, error) {
+	var d Direct
+	path := filepath.Join(dir, DirectFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("statedir: %s is not valid: %w", path, err)
+	}
+	return d, nil
+}
+
+// WriteDirect writes <state>/direct.json atomically, mode 0600.
+func WriteDirect(dir string, d Direct) error {
+	return WriteJSON(filepath.Join(dir, DirectFile), d)
+}

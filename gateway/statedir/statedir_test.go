@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +80,33 @@ func TestStateFolder(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"peers": [{"name": "bad name", "roads": {}}]}`), 0o600)
 	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), ConfigFile) {
 		t.Errorf("a bad peer name: %v", err)
+	}
+}
+
+// TestDirect: direct.json is written whole in place of the old one (a
+// temporary file renamed: a reader sees the old or the new, never part),
+// mode 0600, and reads back as written.
+func TestDirect(t *testing.T) {
+	dir := t.TempDir()
+	exp := time.Date(2026, 12, 1, 12, 10, 0, 0, time.UTC)
+	d := Direct{Self: "laptop", ClientCert: "tls-cert.pem", ClientKey: "tls-key.pem", Peers: []DirectPeer{{Name: "studio",
+		Roads:  []DirectRoad{{Road: "thunderbolt", Address: "169.254.1.2:7422", Interface: "bridge0", Pin: "ab"}, {Road: "lan", Address: "10.0.0.2:7422"}},
+		Ticket: "v1.x.y", Expires: exp}}}
+	for range 2 {
+		if err := WriteDirect(dir, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadDirect(dir)
+	if err != nil || !reflect.DeepEqual(got.Peers, d.Peers) || got.ClientCert != d.ClientCert {
+		t.Fatalf("read back: %+v %v", got, err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("the folder holds %d files, want direct.json alone (no temporary left)", len(entries))
+	}
+	fi, _ := os.Stat(filepath.Join(dir, DirectFile))
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("direct.json has mode %v, want 0600", fi.Mode().Perm())
 	}
 }

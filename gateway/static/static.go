@@ -18,6 +18,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/gateway/view"
@@ -69,7 +70,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	}
 	cfg.Router = router
 	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name, Checked: &ticket.Checked{}}
-	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now}
+	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now, Peers: fc.Peers}
 	cfg.SelfFunc = func() view.Self { return self }
 	return nil
 }
@@ -154,7 +155,7 @@ func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 	if d.Known != nil && (c.Name == d.Self || !d.Known(c.Name)) {
 		return gateway.Caller{}, fmt.Errorf("the ticket names %q, which is not one of this computer's peers in config.json", c.Name)
 	}
-	return gateway.Caller{Node: c.Node, Name: c.Name}, nil
+	return gateway.Caller{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
 }
 
 // MintedTickets mints this computer's own tickets with a key shared by the
@@ -163,10 +164,36 @@ type MintedTickets struct {
 	Key  ticket.Key
 	Self view.Self
 	Now  func() time.Time
+	// Peers are the configured peers, whose lan and thunderbolt roads
+	// direct reads use (DirectRoads).
+	Peers []roads.StaticPeer
 
 	mu      sync.Mutex
 	held    string
 	expires time.Time
+}
+
+// DirectRoads are the configured peers' thunderbolt and lan roads, plain
+// TCP (gateway.DirectReads).
+func (m *MintedTickets) DirectRoads() ([]statedir.DirectPeer, string, string) {
+	var out []statedir.DirectPeer
+	for _, p := range m.Peers {
+		dp := statedir.DirectPeer{Name: p.Name}
+		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
+			if addr, ok := p.Roads[r]; ok {
+				dp.Roads = append(dp.Roads, statedir.DirectRoad{Road: string(r), Address: addr})
+			}
+		}
+		out = append(out, dp)
+	}
+	return out, "", ""
+}
+
+// ReadTicket mints a read ticket for peer (gateway.DirectReads): under the
+// network key, like every static ticket, admitting reads only.
+func (m *MintedTickets) ReadTicket(_ context.Context, _ string) (string, time.Time, error) {
+	exp := m.Now().Add(ticket.Lifetime)
+	return m.Key.Mint(ticket.Claims{Node: m.Self.Node, Name: m.Self.Name, Expires: exp, Scope: ticket.ScopeRead}), exp, nil
 }
 
 // Ticket implements Tickets.
@@ -182,3 +209,5 @@ func (m *MintedTickets) Ticket(_ context.Context, _ string, renew bool) (string,
 	}
 	return m.held, nil
 }
+
+var _ gateway.DirectReads = (*MintedTickets)(nil)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
 
@@ -97,7 +100,7 @@ func (d ticketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 	if !inMap {
 		return gateway.Caller{}, fmt.Errorf("node %s (%s) is no longer one of this tailnet's allowed computers", c.Name, c.Node)
 	}
-	return gateway.Caller{Node: c.Node, Name: c.Name}, nil
+	return gateway.Caller{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
 }
 
 // routes adds hello and tickets to the tailnet listener.
@@ -124,6 +127,8 @@ var pinRe = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 type ticketRequest struct {
 	Pin string `json:"pin"` // the caller's client certificate pin
+	// Scope is "" for a ticket, ticket.ScopeRead for a read ticket.
+	Scope string `json:"scope,omitempty"`
 }
 
 type ticketResponse struct {
@@ -134,12 +139,12 @@ type ticketResponse struct {
 func (n *Node) handleTicket(w http.ResponseWriter, r *http.Request) {
 	caller := gateway.CallerFrom(r)
 	var req ticketRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&req); err != nil || !pinRe.MatchString(req.Pin) {
-		proto.WriteError(w, http.StatusBadRequest, proto.ErrorBody{Error: string(proto.PeerBadRequest), Detail: `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}`})
+	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&req); err != nil || !pinRe.MatchString(req.Pin) || req.Scope != "" && req.Scope != ticket.ScopeRead {
+		proto.WriteError(w, http.StatusBadRequest, proto.ErrorBody{Error: string(proto.PeerBadRequest), Detail: `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}, with "scope": "read" for a read ticket`})
 		return
 	}
 	exp := time.Now().Add(ticket.Lifetime)
-	t := n.key.Mint(ticket.Claims{Node: caller.Node, Name: caller.Name, Expires: exp, Pin: req.Pin})
+	t := n.key.Mint(ticket.Claims{Node: caller.Node, Name: caller.Name, Expires: exp, Pin: req.Pin, Scope: req.Scope})
 	proto.WritePeerJSON(w, http.StatusOK, ticketResponse{Ticket: t, ExpiresAt: exp})
 }
 
@@ -160,26 +165,9 @@ func (n *Node) Ticket(ctx context.Context, peer string, renew bool) (string, err
 	if p == nil {
 		return "", fmt.Errorf("%s is not a known peer", peer)
 	}
-	n.mu.Lock()
-	addr := p.tsAddr
-	n.mu.Unlock()
-	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.ticket), helloTimeout)
-	defer cancel()
-	body, _ := json.Marshal(ticketRequest{Pin: n.pin})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+proto.PathTickets, strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := n.httc.Do(req)
+	tr, err := n.askTicket(ctx, peer, p, "")
 	if err != nil {
-		return "", fmt.Errorf("asking %s for a ticket over the tailnet: %w", peer, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s refused a ticket: %d %s", peer, resp.StatusCode, strings.TrimSpace(string(b)))
-	}
-	var tr ticketResponse
-	if err := json.Unmarshal(b, &tr); err != nil || tr.Ticket == "" {
-		return "", errors.New(peer + "'s ticket answer is not JSON with a ticket")
+		return "", err
 	}
 	n.mu.Lock()
 	n.tickets[peer] = heldTicket{t: tr.Ticket, exp: tr.ExpiresAt}
@@ -187,8 +175,83 @@ func (n *Node) Ticket(ctx context.Context, peer string, renew bool) (string, err
 	return tr.Ticket, nil
 }
 
+// DirectRoads are the peers' thunderbolt and lan roads from their hellos,
+// each with the local interface that reaches it and the pinned
+// certificate, and this computer's certificate files, to which read
+// tickets are bound (gateway.DirectReads).
+func (n *Node) DirectRoads() ([]statedir.DirectPeer, string, string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []statedir.DirectPeer
+	for name, p := range n.peers {
+		if p.hello == nil {
+			continue
+		}
+		dp := statedir.DirectPeer{Name: name}
+		for _, want := range []roads.Road{roads.Thunderbolt, roads.LAN} {
+			for _, hr := range p.hello.Roads {
+				ap, err := netip.ParseAddrPort(hr.Address)
+				if hr.Road != want || err != nil {
+					continue
+				}
+				if iface, ok := localRoad(n.ifaces, hr.Road, ap.Addr()); ok {
+					dp.Roads = append(dp.Roads, statedir.DirectRoad{Road: string(hr.Road), Address: hr.Address, Interface: iface, Pin: p.hello.Pin})
+				}
+			}
+		}
+		out = append(out, dp)
+	}
+	slices.SortFunc(out, func(a, b statedir.DirectPeer) int { return strings.Compare(a.Name, b.Name) })
+	return out, pintls.CertFile, pintls.KeyFile
+}
+
+// ReadTicket fetches a read ticket from peer over the tailnet, bound to
+// this computer's certificate (gateway.DirectReads): the kit reads with it
+// around a down Delta.
+func (n *Node) ReadTicket(ctx context.Context, peer string) (string, time.Time, error) {
+	n.mu.Lock()
+	p := n.peers[peer]
+	n.mu.Unlock()
+	if p == nil {
+		return "", time.Time{}, fmt.Errorf("%s is not a known peer", peer)
+	}
+	tr, err := n.askTicket(ctx, peer, p, ticket.ScopeRead)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return tr.Ticket, tr.ExpiresAt, nil
+}
+
+// askTicket asks peer over the tailnet for a ticket of scope.
+func (n *Node) askTicket(ctx context.Context, peer string, p *peer, scope string) (ticketResponse, error) {
+	n.mu.Lock()
+	addr := p.tsAddr
+	n.mu.Unlock()
+	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.ticket), helloTimeout)
+	defer cancel()
+	body, _ := json.Marshal(ticketRequest{Pin: n.pin, Scope: scope})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+proto.PathTickets, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := n.httc.Do(req)
+	if err != nil {
+		return ticketResponse{}, fmt.Errorf("asking %s for a ticket over the tailnet: %w", peer, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<10))
+	if resp.StatusCode != http.StatusOK {
+		return ticketResponse{}, fmt.Errorf("%s refused a ticket: %d %s", peer, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	var tr ticketResponse
+	if err := json.Unmarshal(b, &tr); err != nil || tr.Ticket == "" {
+		return ticketResponse{}, errors.New(peer + "'s ticket answer is not JSON with a ticket")
+	}
+	return tr, nil
+}
+
 func (n *Node) dropTicket(peer string) {
 	n.mu.Lock()
 	delete(n.tickets, peer)
 	n.mu.Unlock()
 }
+
+var _ gateway.DirectReads = (*Node)(nil)

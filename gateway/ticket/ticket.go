@@ -49,7 +49,19 @@ type Claims struct {
 	// certificate (the hex SHA-256 of its DER): presented with any other
 	// certificate it is refused.
 	Pin string `json:"p,omitempty"`
+	// Scope limits what the ticket admits: "" everything the peer API
+	// serves its caller, ScopeRead reads only.
+	Scope string `json:"s,omitempty"`
 }
+
+// ScopeRead is the scope of a read ticket: it admits reads (GET, HEAD,
+// OPTIONS of an app) and pings, nothing else (a call, a session, a
+// question that could write a fence). Delta keeps one per peer for the
+// kit, which reads around a down Delta with it (docs/protocol.md).
+const ScopeRead = "read"
+
+// ReadOnly reports whether the ticket admits reads only.
+func (c Claims) ReadOnly() bool { return c.Scope != "" }
 
 // Key signs and checks tickets.
 type Key []byte
