@@ -72,8 +72,8 @@ func TestReadsAroundADownDelta(t *testing.T) {
 	id := kit.NewRequestID()
 	_, err = kc.Call(context.Background(), "studio", "notes", "POST", "/answer/direct", []byte("x"), &kit.CallOptions{RequestID: id})
 	var down *kit.LocalDeltaDown
-	if !errors.As(err, &down) || !strings.Contains(err.Error(), "nothing was sent") {
-		t.Errorf("a call with the local Delta down: %v", err)
+	if !errors.As(err, &down) || !strings.Contains(err.Error(), "nothing was sent") || app.RequestsFor(id) != 0 {
+		t.Errorf("a call with the local Delta down: %v (the owner app saw it %d times)", err, app.RequestsFor(id))
 	}
 	_, _, code = delta(t, "--state-dir", laptop.dir, "call", "studio", "notes", "/answer/cli", "--data", "x")
 	if code != exitDeltaDown {
