@@ -136,7 +136,7 @@ func TestBadAppRegistration(t *testing.T) {
 		{`{"url": "http://localhost:8080"}`, "not on a loopback address"}, // a name a hosts file can move
 		{`{"url": "http://[::1%25lo]:8080"}`, "not on a loopback address"},
 		{`{"url": "http://127.0.0.1:8080"} {"url": "http://10.0.0.1:1"}`, "more follows"},
-		{`{"url": "http://127.0.0.1:8080", "url": "http://10.0.0.1:1"}`, "not on a loopback address"}, // the last one counts, and is checked
+		{`{"url": "http://127.0.0.1:8080", "url": "http://10.0.0.1:1"}`, `holds "url" twice`}, // of two, Delta and a person could each read another
 		{`{"url": "` + studio.g.LocalURL() + `"}`, "Delta's own door"},
 		{`{"url": "http://` + laptop.otherAddr + `"}`, "Delta's own door"}, // studio's peer listener
 		{`{"url": "http://127.0.0.1:8080", "secret": "mine"}`, "unknown field"},

@@ -2,14 +2,16 @@ package gateway
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +94,10 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 		}
 		if statuspage.IsPagePath(r.URL.Path) {
 			g.page.ServeHTTP(w, r) // its own login: a cookie, never the token
+			return
+		}
+		if r.URL.Path == ProofPath {
+			g.handleProof(w, r) // before the token: it is how a client knows whom to send it to
 			return
 		}
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -363,10 +369,12 @@ func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
 		State string `json:"state"`
 		Note  string `json:"note"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 16<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || body.State != "carried_out" && body.State != "not_carried_out" {
-		localError(w, proto.BadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "note": "…"}`)
+	err := proto.DecodeObject(r.Body, 16<<10, &body)
+	if err == nil && body.State != "carried_out" && body.State != "not_carried_out" {
+		err = fmt.Errorf("state %q is neither", body.State)
+	}
+	if err != nil {
+		localError(w, proto.BadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "note": "…"}: `+err.Error())
 		return
 	}
 	if len(body.Note) > 1000 {
@@ -464,13 +472,7 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		URL string `json:"url"`
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&body)
-	if err == nil && dec.More() {
-		err = errors.New("more follows the object")
-	}
-	if err != nil {
+	if err := proto.DecodeObject(r.Body, 64<<10, &body); err != nil {
 		localError(w, proto.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"}: `+err.Error())
 		return
 	}
@@ -574,4 +576,30 @@ func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// ProofPath is where the local API proves it is this state folder's
+// Delta before a client sends it the token (the kit asks on every new
+// connection): GET ProofPath?nonce=N answers {"proof": hex(HMAC-SHA256(
+// token, "delta-local-proof/1" NUL N))}. Whoever holds a dead Delta's port
+// cannot answer it, and the token never leaves the client.
+const ProofPath = "/v1/proof"
+
+var nonceRe = regexp.MustCompile(`^[0-9a-f]{32,128}$`)
+
+func (g *Gateway) handleProof(w http.ResponseWriter, r *http.Request) {
+	nonce := r.URL.Query().Get("nonce")
+	if r.Method != http.MethodGet || !nonceRe.MatchString(nonce) {
+		localError(w, proto.BadRequest, "a proof is GET "+ProofPath+"?nonce=<32 to 128 hex digits>")
+		return
+	}
+	w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
+	proto.WriteJSON(w, http.StatusOK, map[string]string{"proof": LocalProof(g.token, nonce)})
+}
+
+// LocalProof is the proof of holding token for nonce (ProofPath).
+func LocalProof(token, nonce string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("delta-local-proof/1\x00" + nonce))
+	return hex.EncodeToString(m.Sum(nil))
 }

@@ -62,7 +62,8 @@ func TestPersonSettles(t *testing.T) {
 		t.Fatalf("a bad receipt state: %d", rr.Status)
 	}
 
-	for _, bad := range []string{`{}`, `{"state": "answered"}`, `{"state": "carried_out", "extra": 1}`} {
+	for _, bad := range []string{`{}`, `{"state": "answered"}`, `{"state": "carried_out", "extra": 1}`,
+		`{"state": "not_carried_out", "state": "carried_out"}`, `{"state": "carried_out"} {}`} { // a key twice: the last would have won
 		if r := laptop.c.Must(t, "POST", "/v1/calls/person-1/settle", []byte(bad)); r.Status != 400 {
 			t.Errorf("settle %s: %d", bad, r.Status)
 		}

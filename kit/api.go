@@ -37,6 +37,10 @@ func (c *Client) api(ctx context.Context, method, path string, in, out any) erro
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.Header.Get(HeaderOutcome) == "" {
+		// Every answer of Delta's carries it; this one is not Delta's.
+		return fmt.Errorf("kit: %s answered %s %s with %s and no %s: it is not Delta's local API", resp.Request.URL.Host, method, path, resp.Status, HeaderOutcome)
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return fmt.Errorf("kit: read Delta's answer to %s %s: %w", method, path, err)

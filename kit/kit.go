@@ -104,10 +104,12 @@ func Open(stateDir string) (*Client, error) {
 	if stateDir == "" {
 		return nil, &LocalDeltaDown{Err: errors.New("no state folder: set DELTA_STATE_DIR (HOME is not set either)")}
 	}
-	c := &Client{StateDir: stateDir,
-		reads: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second}},
-		calls: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}},
-	}
+	c := &Client{StateDir: stateDir}
+	// Every new connection to the local API is proven to be this
+	// folder's Delta before the token or anything of the app's goes on
+	// it (proof.go).
+	c.reads = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second, DialContext: c.dialProven}}
+	c.calls = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: c.dialProven}}
 	if _, _, err := c.endpoint(false); err != nil {
 		if _, derr := os.Stat(filepath.Join(stateDir, statedir.DirectFile)); derr == nil {
 			return c, nil // down, and readable around
@@ -140,6 +142,9 @@ func (c *Client) endpoint(reload bool) (string, string, error) {
 	}
 	if err != nil {
 		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: err}
+	}
+	if leftBehind(c.StateDir, lf) {
+		return "", "", &LocalDeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: errLeftBehind}
 	}
 	tok, err := statedir.ReadToken(c.StateDir)
 	if err != nil {
@@ -372,6 +377,10 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		}
 		if !reload {
 			continue
+		}
+		var nd *NotDelta
+		if errors.As(err, &nd) {
+			err = nd
 		}
 		return nil, false, &LocalDeltaDown{StateDir: c.StateDir, URL: base, Err: err}
 	}

@@ -1,9 +1,11 @@
 package kit_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/examples/notes"
+	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/kit"
 )
@@ -197,8 +200,14 @@ func TestLocalDeltaGoneMidCall(t *testing.T) {
 			if err != nil {
 				return
 			}
-			buf := make([]byte, 4096)
-			conn.Read(buf)
+			// It proves it holds the folder's token, as Delta does,
+			// then takes the call and breaks.
+			br := bufio.NewReader(conn)
+			if req, err := http.ReadRequest(br); err == nil && req.URL.Path == "/v1/proof" {
+				body, _ := json.Marshal(map[string]string{"proof": gateway.LocalProof("tok", req.URL.Query().Get("nonce"))})
+				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nX-Delta-Outcome: answered\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+				http.ReadRequest(br)
+			}
 			conn.Close()
 		}
 	}()
@@ -217,7 +226,7 @@ func TestLocalDeltaGoneMidCall(t *testing.T) {
 
 func writeLocal(t *testing.T, dir, url string) {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"url": url, "pid": 1})
+	b, _ := json.Marshal(map[string]any{"url": url, "pid": os.Getpid()}) // a process that runs
 	if err := writeFile(dir+"/local.json", b); err != nil {
 		t.Fatal(err)
 	}

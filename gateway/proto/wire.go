@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -274,4 +275,47 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 			return n, rerr
 		}
 	}
+}
+
+// DecodeObject reads one JSON object of at most limit bytes from r into v:
+// no field v does not have, no key twice (of two values, a reader and a
+// person could each take another), nothing after it. Errors name the
+// problem.
+func DecodeObject(r io.Reader, limit int64, v any) error {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return err
+	}
+	if int64(len(b)) > limit {
+		return fmt.Errorf("the body is over %d bytes", limit)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return errors.New("the body is not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return fmt.Errorf("the object holds %q twice", k)
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return err
+		}
+	}
+	strict := json.NewDecoder(bytes.NewReader(b))
+	strict.DisallowUnknownFields()
+	if err := strict.Decode(v); err != nil {
+		return err
+	}
+	if strict.More() {
+		return errors.New("more follows the object")
+	}
+	return nil
 }
