@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -446,5 +447,42 @@ func TestReadTicketAtTheDoor(t *testing.T) {
 	recs, err := studio.g.Journal().Receipts(context.Background())
 	if err != nil || len(recs) != 0 {
 		t.Errorf("receipts or fences written under a read ticket: %d %v", len(recs), err)
+	}
+}
+
+// TestFenceCapIgnoresClaimedNodes: in static mode a ticket's node id is its
+// holder's word; a holder who mints a new one for every question writes no
+// more fences than one caller may.
+func TestFenceCapIgnoresClaimedNodes(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	at := time.Now().Add(journal.ClockSkew + time.Minute)
+	written := 0
+	for i := range 700 {
+		tk := netKey.Mint(ticket.Claims{Node: fmt.Sprintf("rotating-node-%d", i), Name: "laptop", Expires: time.Now().Add(time.Minute)})
+		req, _ := http.NewRequest("GET", "http://"+laptop.otherAddr+"/delta/v1/calls/rot-"+strconv.Itoa(i)+"?created_at="+url.QueryEscape(proto.RFC3339(at)), nil)
+		req.Header.Set("Authorization", proto.TicketAuth(tk))
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			written++
+		}
+	}
+	rs, err := studio.g.Journal().Receipts(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A minute may turn once during the run: then up to one more
+	// minute's worth.
+	if len(rs) > 2*owner.FencesPerMinute || written != len(rs) {
+		t.Fatalf("700 rotating node ids wrote %d fences (%d answered), over the cap", len(rs), written)
+	}
+	if len(rs) == 700 {
+		t.Fatalf("every rotating node id wrote a fence")
 	}
 }

@@ -13,15 +13,21 @@ import (
 // later, and nothing is written.
 const FencesPerMinute = 600
 
-// fenceCap counts each caller's fences in the current minute.
-type fenceCap struct {
-	mu   sync.Mutex
-	seen map[string]*fenceCount // by caller node
-}
+// FencesPerMinuteInAll caps the fences all callers together may have
+// written per minute: fences are 90-day records, and a flood from several
+// names would otherwise fill the disk.
+const FencesPerMinuteInAll = 3 * FencesPerMinute
 
-type fenceCount struct {
+// fenceCap counts the fences of the current minute: each caller's, keyed
+// by what its holder cannot choose (the caller's name, which the door
+// checks: a configured peer in static mode, the tailnet's own name in
+// tailnet mode; never the node id a static ticket merely claims), and all
+// of them.
+type fenceCap struct {
+	mu     sync.Mutex
 	minute time.Time
-	n      int
+	all    int
+	seen   map[string]int // by caller name, this minute
 }
 
 // allow reports whether caller may have one more fence written at now, and
@@ -30,21 +36,15 @@ func (f *fenceCap) allow(caller string, now time.Time) bool {
 	minute := now.Truncate(time.Minute)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := f.seen[caller]
-	if c == nil || !c.minute.Equal(minute) {
-		if len(f.seen) > 1024 { // callers are one person's computers: forget old minutes
-			for k, v := range f.seen {
-				if !v.minute.Equal(minute) {
-					delete(f.seen, k)
-				}
-			}
-		}
-		c = &fenceCount{minute: minute}
-		f.seen[caller] = c
+	if !f.minute.Equal(minute) || f.seen == nil {
+		// A new minute: every count starts again, so the map holds this
+		// minute's callers only.
+		f.minute, f.all, f.seen = minute, 0, map[string]int{}
 	}
-	if c.n >= FencesPerMinute {
+	if f.all >= FencesPerMinuteInAll || f.seen[caller] >= FencesPerMinute {
 		return false
 	}
-	c.n++
+	f.all++
+	f.seen[caller]++
 	return true
 }

@@ -122,7 +122,7 @@ func New(cfg Config) *Owner {
 	if cfg.FreeBytes == nil {
 		cfg.FreeBytes = freeBytes
 	}
-	return &Owner{cfg: cfg, refusals: proto.NewRefusalLog(cfg.Log, time.Now), fences: &fenceCap{seen: map[string]*fenceCount{}},
+	return &Owner{cfg: cfg, refusals: proto.NewRefusalLog(cfg.Log, time.Now), fences: &fenceCap{},
 		sessions: &sessions{open: map[net.Conn]string{}}}
 }
 
@@ -321,11 +321,13 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	node := callerOf(r).Node
-	rec, err := o.cfg.DB.Lookup(r.Context(), node, id, created, func() bool { return o.fences.allow(node, time.Now()) })
+	name := callerOf(r).Name // the cap's key: not the node id, which a static ticket only claims
+	rec, err := o.cfg.DB.Lookup(r.Context(), node, id, created, func() bool { return o.fences.allow(name, time.Now()) })
 	if errors.Is(err, journal.ErrTooManyFences) {
 		o.cfg.OnFenceRefusal()
 		w.Header().Set("Retry-After", "60")
-		peerError(w, http.StatusTooManyRequests, proto.PeerTooManyFences, fmt.Sprintf("%s was asked about more than %d calls it never saw from %s within a minute; ask again later (nothing was written)", o.cfg.Self().Name, FencesPerMinute, callerOf(r).Name))
+		peerError(w, http.StatusTooManyRequests, proto.PeerTooManyFences, fmt.Sprintf("%s was asked about more than %d calls it never saw from %s (or %d from all its callers) within a minute; ask again later (nothing was written)",
+			o.cfg.Self().Name, FencesPerMinute, callerOf(r).Name, FencesPerMinuteInAll))
 		return
 	}
 	if err != nil {
