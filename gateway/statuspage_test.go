@@ -160,3 +160,43 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Errorf("page after Ask lacks the result:\n%s", body)
 	}
 }
+
+// TestPageShowsWhatAppsWroteSafely: a calling app's name with a
+// right-to-left override and control characters, and a path with one, are
+// shown neutralised on the page; the name is bounded.
+func TestPageShowsWhatAppsWroteSafely(t *testing.T) {
+	checkNoLeaks(t)
+	laptop, studio := pair(t, func(n *node) { n.cfg.Backoff = []time.Duration{time.Hour} })
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	name := "invoice\u202Efdp.exe" + strings.Repeat("x", 5000) // HTTP itself keeps control characters out of headers
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/sleep-then-apply/%E2%80%AEgpj.exe", []byte("x"),
+		"X-Delta-Request-Id", "rtl-1", "X-Delta-App", name, "X-Delta-Timeout", "0.3")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("setting up an unsettled call: %d %s", r.Status, r.Body)
+	}
+	resp, _ := pageDo(t, "GET", laptop.g.LoginLink(), nil, nil)
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		if c.Name == "delta_session" {
+			cookie = c
+		}
+	}
+	_, body := pageDo(t, "GET", laptop.g.LocalURL()+"/", cookie, nil)
+	if !strings.Contains(body, "rtl-1") || strings.ContainsRune(body, '\u202E') || !strings.Contains(body, "invoice⟨U+202E⟩fdp.exe") {
+		t.Errorf("the page shows the app's name as it was sent, or not at all:\n%s", grepLines(body, "gpj"))
+	}
+	if strings.Contains(body, strings.Repeat("x", 100)) {
+		t.Errorf("the page shows the app's name unbounded")
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -128,7 +128,17 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	}
 	sep("quit")
 	add(Item{Key: "quit", Title: "Quit Delta", Action: &Action{Kind: ActQuit}})
+	safeItems(m.Items) // whatever an app or a peer wrote reaches a person as view.Safe makes it
+	m.Tooltip = view.Safe(m.Tooltip)
 	return m
+}
+
+// safeItems makes every title and tooltip view.Safe.
+func safeItems(items []Item) {
+	for i := range items {
+		items[i].Title, items[i].Tooltip = view.Safe(items[i].Title), view.Safe(items[i].Tooltip)
+		safeItems(items[i].Children)
+	}
 }
 
 // offlineSince says since when the tailnet has had p offline, "" if it

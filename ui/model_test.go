@@ -245,3 +245,19 @@ func TestTransfersInMenu(t *testing.T) {
 		t.Errorf("another peer's transfer is listed under studio:\n%s", got)
 	}
 }
+
+// What an app or a peer wrote reaches the menu neutralised: a
+// right-to-left override and control characters are made visible.
+func TestMenuShowsWhatAppsWroteSafely(t *testing.T) {
+	c := unknownCall("rtl", time.Minute)
+	c.CallerApp = "invoice\u202Efdp.exe"
+	c.Path = "/notes/\u202Egpj.exe"
+	c.Detail = "studio says: line one\nline two\u2066"
+	got := strings.Join(titles(Build(view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{c}}, now).Items, ""), "\n")
+	if strings.ContainsRune(got, '\u202E') || strings.ContainsRune(got, '\u2066') || !strings.Contains(got, "line one line two⟨U+2066⟩") {
+		t.Errorf("the menu shows raw override or control characters:\n%s", got)
+	}
+	if !strings.Contains(got, "invoice⟨U+202E⟩fdp.exe") {
+		t.Errorf("the app's name is not shown neutralised:\n%s", got)
+	}
+}

@@ -488,3 +488,18 @@ func SplitTarget(escaped, what string) (name, rest string, err error) {
 	}
 	return name, rest, nil
 }
+
+// MaxAppName bounds X-Delta-App: a name for people (menus,
+// notifications, the status page), not authenticated.
+const MaxAppName = 64
+
+// AppName is X-Delta-App as Delta keeps it: at most MaxAppName
+// characters of valid UTF-8 (what is shown of it is made safe to show
+// where it is shown: view.Safe).
+func AppName(v string) string {
+	v = strings.ToValidUTF8(v, "\uFFFD")
+	if r := []rune(v); len(r) > MaxAppName {
+		return string(r[:MaxAppName-1]) + "…"
+	}
+	return v
+}

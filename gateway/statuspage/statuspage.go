@@ -16,6 +16,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"html"
 	"html/template"
 	"log/slog"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
@@ -365,7 +367,33 @@ func (p *Page) handlePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Write(buf.Bytes())
+	w.Write(visible(buf.Bytes()))
+}
+
+// visible makes what apps and peers wrote safe to show on the page: the
+// template escapes HTML, and this makes every bidirectional formatting
+// character and every control character other than whitespace visible
+// (view.Safe's marks). The page's own text holds none, so the whole page
+// can be passed through.
+func visible(page []byte) []byte {
+	s := string(page)
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for i, r := range s {
+		if r == '\n' || r == '\r' || r == '\t' || r != utf8.RuneError && !view.UnsafeRune(r) {
+			continue
+		}
+		b.WriteString(s[last:i])
+		b.WriteString(html.EscapeString(view.Safe(string(r))))
+		_, size := utf8.DecodeRuneInString(s[i:])
+		last = i + size
+	}
+	if last == 0 {
+		return page
+	}
+	b.WriteString(s[last:])
+	return []byte(b.String())
 }
 
 // sparkline draws recent RTTs as a small inline SVG (no script, no fetch).

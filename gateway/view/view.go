@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/delta-roads/delta/gateway/record"
@@ -251,11 +252,56 @@ func CallLine(c *record.Call) string {
 	if from == "" {
 		from = "an app"
 	}
-	return fmt.Sprintf("%s → %s on %s: %s %s", from, c.App, c.Peer, c.Method, Clip(c.Path, 40))
+	return fmt.Sprintf("%s → %s on %s: %s %s", Clip(from, 64), Safe(c.App), Safe(c.Peer), Safe(c.Method), Clip(c.Path, 40))
 }
 
-// Clip shortens s to at most n characters, ending in "…" when it cut.
+// Safe is s as a person may be shown it, whatever an app or a peer put in
+// it: line breaks and tabs become spaces, and every other control
+// character and every bidirectional formatting character (an override
+// such as U+202E reverses what follows it on screen: "exe.txt" shown as
+// "txt.exe") is made visible as ⟨U+202E⟩. Invalid UTF-8 becomes U+FFFD.
+func Safe(s string) string {
+	clean := true
+	for _, r := range s {
+		if UnsafeRune(r) || r == utf8.RuneError {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case UnsafeRune(r):
+			fmt.Fprintf(&b, "⟨U+%04X⟩", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// UnsafeRune reports whether r may not be shown as it is: a control
+// character, or a bidirectional formatting one (marks, embeddings,
+// overrides, isolates).
+func UnsafeRune(r rune) bool {
+	switch {
+	case unicode.IsControl(r):
+		return true
+	case r == 0x061C, r == 0x200E, r == 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// Clip shortens s, made Safe, to at most n characters, ending in "…" when
+// it cut.
 func Clip(s string, n int) string {
+	s = Safe(s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -37,3 +37,19 @@ func TestOverall(t *testing.T) {
 		}
 	}
 }
+
+func TestSafe(t *testing.T) {
+	for in, want := range map[string]string{
+		"notes":                "notes",
+		"exe\u202Etxt":         "exe⟨U+202E⟩txt",
+		"a\nb\tc":              "a b c",
+		"bell\u0007":           "bell⟨U+0007⟩",
+		"isolate\u2066x\u2069": "isolate⟨U+2066⟩x⟨U+2069⟩",
+		"bad \xff utf8":        "bad \uFFFD utf8",
+		"naïve café":           "naïve café",
+	} {
+		if got := Safe(in); got != want {
+			t.Errorf("Safe(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
