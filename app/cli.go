@@ -94,7 +94,7 @@ func init() {
 	commands = []*command{
 		{name: "run", summary: "run Delta (the default when no command is given)"},
 		statusCommand, pingCommand, loginCommand,
-		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, receiptsCommand,
+		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand,
 		getCommand, callCommand, appsCommand,
 		openCommand, versionCommand, demoCommand, uninstallCommand,
 	}

@@ -211,6 +211,9 @@ var (
 	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
 		return c.Dismiss(e.ctx, id)
 	})
+	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+		return c.Forget(e.ctx, id)
+	})
 )
 
 type settleOpts struct {

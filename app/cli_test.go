@@ -253,3 +253,23 @@ func TestUninstallPlan(t *testing.T) {
 		t.Errorf("delta uninstall on Linux: %d %s %s", code, out, errOut)
 	}
 }
+
+// TestForget: `delta forget ID` drops what a call sent from the journal;
+// its record stays, and says so.
+func TestForget(t *testing.T) {
+	laptop, _, _ := startPair(t)
+	L := []string{"--state-dir", laptop.dir}
+	out, errOut, code := delta(t, append(L, "call", "studio", "notes", "/plain/forget", "--data", "my secret note", "--id", "forget-1")...)
+	wantCode(t, "call", code, exitOK, out, errOut)
+	if r := laptop.c.Must(t, "GET", "/v1/calls/forget-1", nil); !strings.Contains(string(r.Body), "bXkgc2VjcmV0IG5vdGU=") { // "my secret note"
+		t.Fatalf("the call's request is not kept:\n%s", r.Body)
+	}
+	out, errOut, code = delta(t, append(L, "forget", "forget-1")...)
+	wantCode(t, "forget", code, exitOK, out, errOut)
+	r := laptop.c.Must(t, "GET", "/v1/calls/forget-1", nil)
+	if strings.Contains(string(r.Body), "bXkgc2VjcmV0IG5vdGU=") || !strings.Contains(string(r.Body), `"forgotten": true`) || !strings.Contains(string(r.Body), `"state": "answered"`) {
+		t.Errorf("after forget the record says:\n%s", r.Body)
+	}
+	out, errOut, code = delta(t, append(L, "forget", "no-such-call")...)
+	wantCode(t, "forget an unknown call", code, exitUnavailable, out, errOut)
+}

@@ -34,6 +34,7 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("POST /v1/calls/{id}/ask", g.handleAsk)
 	mux.HandleFunc("POST /v1/calls/{id}/dismiss", g.handleDismiss)
 	mux.HandleFunc("POST /v1/calls/{id}/settle", g.handleSettle)
+	mux.HandleFunc("POST /v1/calls/{id}/forget", g.handleForget)
 	mux.HandleFunc("GET /v1/receipts", g.handleReceipts)
 	mux.HandleFunc("GET /v1/apps", g.handleListApps)
 	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
@@ -236,6 +237,8 @@ type requestView struct {
 	// Truncated: the body was over 64 KiB and only its size is kept (the
 	// call's digest names it).
 	Truncated bool `json:"truncated"`
+	// Forgotten: a person had the headers and body dropped (delta forget).
+	Forgotten bool `json:"forgotten,omitempty"`
 }
 
 type eventView struct {
@@ -269,7 +272,7 @@ func viewCall(c *journal.Call) callView {
 			StartedAt: proto.RFC3339(a.StartedAt), FirstByte: a.FirstByte, Error: a.Error})
 	}
 	if rq := c.Request; rq != nil {
-		v.Request = &requestView{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated}
+		v.Request = &requestView{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
 	}
 	if c.Answer != nil {
 		v.Answer = &proto.AnswerJSON{Status: c.Answer.Status, Headers: c.Answer.Headers,
@@ -362,6 +365,18 @@ func (g *Gateway) handleAsk(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) handleDismiss(w http.ResponseWriter, r *http.Request) {
 	c, err := g.Dismiss(r.Context(), r.PathValue("id"), "the local API")
 	g.writeCallResult(w, r.PathValue("id"), c, err)
+}
+
+// handleForget drops what a call sent from the journal (delta forget).
+func (g *Gateway) handleForget(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := g.db.ForgetRequest(r.Context(), id); err != nil {
+		g.writeCallResult(w, id, nil, err)
+		return
+	}
+	g.log.Info("a call's kept request was forgotten at a person's request", "request_id", id)
+	c, err := g.db.Call(r.Context(), id)
+	g.writeCallResult(w, id, c, err)
 }
 
 func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {

@@ -99,6 +99,8 @@ type SentRequest struct {
 	BodyBase64 string      `json:"body_base64"`
 	Size       int         `json:"size"`
 	Truncated  bool        `json:"truncated"`
+	// Forgotten: a person had it dropped (Forget); only its size stays.
+	Forgotten bool `json:"forgotten,omitempty"`
 }
 
 // Body is the kept body.
@@ -213,6 +215,14 @@ func (c *Client) Ask(ctx context.Context, id string) (*Record, error) {
 func (c *Client) Dismiss(ctx context.Context, id string) (*Record, error) {
 	var r Record
 	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/dismiss", nil, &r)
+	return &r, err
+}
+
+// Forget drops what call id sent (its kept headers and body) from the
+// journal, for a body that should not be kept; the call's record stays.
+func (c *Client) Forget(ctx context.Context, id string) (*Record, error) {
+	var r Record
+	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/forget", nil, &r)
 	return &r, err
 }
 

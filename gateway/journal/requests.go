@@ -45,13 +45,13 @@ func putRequest(ctx context.Context, tx *sql.Tx, id string, r *Request) error {
 
 // withRequests reads the kept requests of calls into them.
 func (d *DB) withRequests(ctx context.Context, calls []*Call) error {
-	return d.forCalls(ctx, calls, "requests", `SELECT request_id, headers, body, size, truncated FROM call_requests
+	return d.forCalls(ctx, calls, "requests", `SELECT request_id, headers, body, size, truncated, forgotten FROM call_requests
 		WHERE request_id IN`, "", func(rows *sql.Rows) (string, func(*Call), error) {
 		var id, headers string
 		r := &Request{}
-		var trunc int
-		err := rows.Scan(&id, &headers, &r.Body, &r.Size, &trunc)
-		r.Headers, r.Truncated = decodeHeaders(headers), trunc != 0
+		var trunc, forgotten int
+		err := rows.Scan(&id, &headers, &r.Body, &r.Size, &trunc, &forgotten)
+		r.Headers, r.Truncated, r.Forgotten = decodeHeaders(headers), trunc != 0, forgotten != 0
 		return id, func(c *Call) { c.Request = r }, err
 	})
 }
@@ -162,4 +162,28 @@ func (d *DB) SettleByPerson(ctx context.Context, id string, to CallState, note s
 		return cur, fmt.Errorf("%w (it is %s)", ErrNotSettleable, cur.State)
 	}
 	return cur, nil
+}
+
+// ForgetRequest drops what call id sent (its kept headers and body; its
+// size stays), at a person's request: a body that should not be kept. The
+// call's record, digest and outcome stay. It reports ErrNotFound for a
+// call the journal keeps no request of.
+func (d *DB) ForgetRequest(ctx context.Context, id string) error {
+	var n int64
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE call_requests SET headers = '{}', body = NULL, forgotten = 1 WHERE request_id = ?`, id)
+		if err != nil {
+			return fmt.Errorf("journal: forget the request of call %s: %w", id, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("journal: the request of call %s: %w", id, ErrNotFound)
+	}
+	d.notify()
+	return nil
 }

@@ -75,6 +75,9 @@ type Request struct {
 	Body      []byte
 	Size      int
 	Truncated bool
+	// Forgotten: a person had its headers and body dropped (delta
+	// forget); its size stays.
+	Forgotten bool
 }
 
 // MaxKeptBody is the largest request body the journal keeps.

@@ -112,6 +112,9 @@ func Excerpt(r *record.Request, n int) string {
 	if r == nil {
 		return ""
 	}
+	if r.Forgotten {
+		return fmt.Sprintf("%d bytes (forgotten at a person's request)", r.Size)
+	}
 	if r.Truncated {
 		return fmt.Sprintf("%d bytes (not kept: over 64 KiB)", r.Size)
 	}
