@@ -200,6 +200,15 @@ func (a *richApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "data: event %d at %d\n\n", i, time.Now().UnixMilli())
 			flush()
 		}
+	case "/switch": // a call answered 101, which it did not ask for (after acting)
+		io.Copy(io.Discard, r.Body)
+		a.mu.Lock()
+		a.uploads[r.Header.Get("X-Delta-Request-Id")] = "acted"
+		a.mu.Unlock()
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			io.WriteString(conn, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: mine\r\nConnection: Upgrade\r\n\r\nwhatever")
+			conn.Close()
+		}
 	case "/ws": // a WebSocket echo
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -786,4 +795,19 @@ func TestTransfersVisible(t *testing.T) {
 	})
 	gatewaytest.WaitFor(t, 30*time.Second, "the read done", func() bool { return last.Load() == size })
 	gatewaytest.WaitFor(t, 10*time.Second, "the transfer gone from status", func() bool { return len(laptop.status(t).Transfers) == 0 })
+}
+
+// TestUnaskedSwitch: an owner app that answers 101 to a call that asked
+// for no upgrade broke HTTP after it may have acted: the app is told the
+// outcome is unknown, and the call settles as needing a person.
+func TestUnaskedSwitch(t *testing.T) {
+	laptop, _, app := richPair(t)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/switch", []byte("x"), "X-Delta-Request-Id", "switch-1")
+	if r.Status != 502 || r.Outcome() != "outcome_unknown" {
+		t.Fatalf("a call answered 101: %d %q %s", r.Status, r.Outcome(), r.Body)
+	}
+	c := laptop.c.GetCall(t, "switch-1", 60)
+	if c.State != "needs_person" || c.OwnerState != "app_unknown" || app.upload("switch-1") != "acted" {
+		t.Errorf("settled %s (owner %q: %s)", c.State, c.OwnerState, c.Detail)
+	}
 }

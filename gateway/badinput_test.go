@@ -53,6 +53,7 @@ func TestBadInput(t *testing.T) {
 		{name: "not a bearer token", hdr: []string{"Authorization", "Basic eDp5"}, status: 401, outcome: "unauthorized", detail: "not \"Bearer <token>\""},
 		{name: "foreign Host", hdr: []string{"Host", "evil.example:7420"}, status: 400, outcome: "bad_request", detail: "not a loopback name"},
 		{name: "TRACE", method: "TRACE", status: 405, outcome: "bad_request", detail: "TRACE is not carried"},
+		{name: "a GET with a body", method: "GET", body: []byte("dropped?"), status: 400, outcome: "bad_request", detail: "a GET carries no body"},
 		{name: "CONNECT", method: "CONNECT", status: 405, outcome: "bad_request", detail: "CONNECT asks for a tunnel"},
 		{name: "app name malformed once unescaped", path: "/v1/peers/studio/n%2Fotes/x", status: 400, outcome: "bad_request", detail: "app name"},
 	}

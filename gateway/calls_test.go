@@ -12,6 +12,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/gateway/view"
@@ -70,6 +71,7 @@ func TestConcurrentAtOwner(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+studio.g.PeerAddr()+"/delta/v1/apps/notes/hold/owner", bytes.NewReader([]byte("b")))
 		req.Header.Set("Authorization", "Delta "+tk)
 		req.Header.Set("X-Delta-Request-Id", id)
+		req.Header.Set("X-Delta-Digest", proto.Digest("POST", "notes", "/hold/owner", []byte("b")))
 		tr := &http.Transport{DisableKeepAlives: true}
 		defer tr.CloseIdleConnections()
 		resp, err := tr.RoundTrip(req)

@@ -126,6 +126,7 @@ func TestDiskFullOwner(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes"+path, strings.NewReader("entry"))
 		req.Header.Set("Authorization", proto.TicketAuth(tk))
 		req.Header.Set(proto.HeaderRequestID, id)
+		req.Header.Set(proto.HeaderDigest, proto.Digest("POST", "notes", path, []byte("entry")))
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 		if err != nil {
 			t.Error(err)

@@ -382,6 +382,7 @@ func TestStaticTicketClaims(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/"+tc.claims.Name, strings.NewReader("x"))
 		req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(tc.claims)))
 		req.Header.Set(proto.HeaderRequestID, "claims-"+tc.claims.Name+tc.claims.Expires.Format("2006"))
+		req.Header.Set(proto.HeaderDigest, proto.Digest("POST", "notes", "/answer/"+tc.claims.Name, []byte("x")))
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -484,5 +485,29 @@ func TestFenceCapIgnoresClaimedNodes(t *testing.T) {
 	}
 	if len(rs) == 700 {
 		t.Fatalf("every rotating node id wrote a fence")
+	}
+}
+
+// TestCallWithoutDigestRefused: a call at the owner's door that names no
+// digest (neither a header nor a streamed body's trailer) is refused,
+// nothing carried out, nothing written.
+func TestCallWithoutDigestRefused(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/nodigest", strings.NewReader("x"))
+	req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})))
+	req.Header.Set(proto.HeaderRequestID, "no-digest")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "no X-Delta-Digest") || !strings.Contains(string(b), `"carried_out":false`) {
+		t.Errorf("a call without a digest: %d %s", resp.StatusCode, b)
+	}
+	if rs, _ := studio.g.Journal().Receipts(t.Context()); len(rs) != 0 || app.Requests() != 0 {
+		t.Errorf("a call without a digest left %d receipts and reached the app %d times", len(rs), app.Requests())
 	}
 }

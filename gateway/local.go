@@ -133,6 +133,10 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
 	}
+	if !isCall && r.ContentLength != 0 && o == "" {
+		// A read's body would be dropped on the way: refused instead.
+		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("a %s carries no body, and this one has one; a request that sends something is a call (POST, PUT, PATCH, …)", r.Method), "")
+	}
 	if o != "" {
 		if isCall {
 			g.stats.call(o)

@@ -38,10 +38,15 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		return
 	}
 	// The digest comes as a header when the caller had the body whole, as
-	// the trailer of a streamed body; else it is only what the body sums
-	// to here.
+	// the trailer of a streamed body. A call with neither comes from a
+	// caller with a bug worth hearing about: refused, nothing read.
 	digest := r.Header.Get(proto.HeaderDigest)
 	_, streamed := r.Trailer[proto.HeaderDigest]
+	if digest == "" && !streamed {
+		proto.RefuseAndClose(w)
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, "the call carries no X-Delta-Digest (a header, or the trailer of a streamed body): the caller's Delta must name what it sends")
+		return
+	}
 	size := r.ContentLength
 	if streamed {
 		size = -1

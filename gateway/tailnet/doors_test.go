@@ -106,7 +106,8 @@ func TestPinMismatch(t *testing.T) {
 	t.Cleanup(func() { ln.Close() })
 
 	for _, method := range []string{"GET", "POST"} {
-		r := laptop.c.Must(t, method, "/v1/peers/studio/notes/answer/pin", []byte("x"), "X-Delta-Route", "lan", "X-Delta-Request-Id", "pin-"+method)
+		body := map[string][]byte{"GET": nil, "POST": []byte("x")}[method] // a read has no body
+		r := laptop.c.Must(t, method, "/v1/peers/studio/notes/answer/pin", body, "X-Delta-Route", "lan", "X-Delta-Request-Id", "pin-"+method)
 		if r.Status != 403 || r.Outcome() != "forbidden" || !strings.Contains(r.Err.Detail, "nothing was sent to studio") || !strings.Contains(r.Err.Detail, impostorPin) {
 			t.Errorf("%s through an impostor: %d %q %q", method, r.Status, r.Outcome(), r.Err.Detail)
 		}
