@@ -99,7 +99,9 @@ soak: deps
 	fi
 
 # Fuzz targets: header and request-id validation, names, paths, the
-# digest, tickets. make test runs each for FUZZTIME executions (75,000:
+# digest, tickets, and the hops: the local API's parsing of a request and
+# its target, the owner's door past a valid ticket (a real journal and
+# app), the caller's reading of an owner's answer. make test runs each for FUZZTIME executions (75,000:
 # about 3 s each here); make fuzz for 8 million (about 5 minutes each). A
 # finding is written under the package's testdata/fuzz and fails the run;
 # keep it there as a regression test once fixed. A count, not a duration:
@@ -107,7 +109,8 @@ soak: deps
 # bare "context deadline exceeded" as the time runs out (golang/go#75804,
 # fixed in Go 1.27), which failed CI once with nothing found.
 FUZZ_TARGETS = ./gateway/proto:FuzzParseTimeout ./gateway/proto:FuzzCheckRequestID ./gateway/proto:FuzzCheckName \
-	./gateway/proto:FuzzUncleanPath ./gateway/proto:FuzzDigest ./gateway/ticket:FuzzCheck
+	./gateway/proto:FuzzUncleanPath ./gateway/proto:FuzzDigest ./gateway/ticket:FuzzCheck \
+	./gateway:FuzzLocalRequest ./gateway/owner:FuzzOwnerDoor ./gateway/caller:FuzzOwnerAnswer
 FUZZTIME ?= 75000x
 fuzz-short:
 	@for t in $(FUZZ_TARGETS); do \

@@ -522,6 +522,16 @@ func TestWebSocket(t *testing.T) {
 			t.Errorf("%s counts %d sessions open, want 1", p.name, s.Sessions)
 		}
 	}
+	// An upgrade the owner app declines is its answer, Delta's outcome on
+	// it (both Deltas once let it through without).
+	req := laptop.localReq(t, "GET", "/v1/peers/studio/notes/no-upgrade-here", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 201 || resp.Header.Get("X-Delta-Outcome") != "answered" {
+		t.Errorf("a declined upgrade: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	c.Close(websocket.StatusNormalClosure, "done")
 	for _, p := range []*proc{laptop, studio} {
 		gatewaytest.WaitFor(t, 10*time.Second, p.name+"'s session closed", func() bool { return p.status(t).Sessions == 0 })

@@ -129,7 +129,7 @@ func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
 
 func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	isCall := proto.IsCall(r.Method)
-	t, o, detail := g.parseTarget(r)
+	t, o, detail := parseTarget(r)
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
 	}
@@ -171,7 +171,7 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 // parseTarget reads /v1/peers/{peer}/{app}/{path...}: the names as they
 // spell (percent-escapes decoded, then checked), and the path after them
 // exactly as the app wrote it.
-func (g *Gateway) parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
+func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 	var t caller.Target
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/peers/")
 	if !ok {

@@ -107,12 +107,12 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	cr.cfg.OnRead(proto.Answered)
 	h := a.Header.Clone()
 	proto.StripDelta(h)
-	h.Set(proto.HeaderOutcome, string(proto.Answered))
-	h.Set(proto.HeaderRoute, road)
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The owner app declined the upgrade: its answer, as a read's.
 		defer a.Body.Close()
 		proto.StripHop(h)
+		h.Set(proto.HeaderOutcome, string(proto.Answered))
+		h.Set(proto.HeaderRoute, road)
 		for k, vs := range h {
 			w.Header()[k] = vs
 		}
@@ -131,6 +131,8 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	near.SetDeadline(time.Time{}) // the door's limits were for the request
+	h.Set(proto.HeaderOutcome, string(proto.Answered))
+	h.Set(proto.HeaderRoute, road)
 	if err := session.WriteHead(rw.Writer, h); err != nil {
 		near.Close()
 		far.Close()

@@ -376,6 +376,11 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 	b.close() // written whole (or refused): the spool is no longer needed
 	var oe *oneshot.Error
 	switch {
+	case err == nil && (a.StatusCode < 200 && a.StatusCode != http.StatusSwitchingProtocols || a.StatusCode > 999):
+		// No final status an app's caller could be told (1xx are read
+		// past; this is 0-99 or over 999): the app broke HTTP.
+		a.Body.Close()
+		out = &appResult{state: journal.AppUnknown, err: fmt.Errorf("it answered the status %d, which is no answer", a.StatusCode)}
 	case err == nil && a.StatusCode == http.StatusSwitchingProtocols:
 		// An app that switches protocols on a call that asked for no
 		// upgrade broke HTTP after it may have acted.

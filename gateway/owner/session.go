@@ -50,11 +50,11 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	}
 	h := a.Header.Clone()
 	proto.StripDelta(h)
-	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The app declined: its answer, as a read's.
 		defer a.Body.Close()
 		proto.StripHop(h)
+		h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
 		for k, vs := range h {
 			w.Header()[k] = vs
 		}
@@ -72,6 +72,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 		return
 	}
 	near.SetDeadline(time.Time{}) // the door's limits were for the request
+	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
 	if err := session.WriteHead(rw.Writer, h); err != nil {
 		near.Close()
 		appConn.Close()

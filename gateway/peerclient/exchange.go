@@ -71,6 +71,9 @@ const maxSaid = 64 << 10
 func Classify(resp *http.Response) Reply {
 	r := Reply{Status: resp.StatusCode, Err: proto.PeerError(resp.Header.Get(proto.HeaderOutcome)),
 		Replayed: resp.Header.Get(proto.HeaderReplayed) == "true"}
+	if resp.StatusCode < 100 || resp.StatusCode > 999 {
+		r.Err = "" // no status an app could be told: not a reply of Delta's (found by FuzzOwnerAnswer)
+	}
 	if r.Err == proto.PeerAnswered {
 		return r
 	}
