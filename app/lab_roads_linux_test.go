@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -20,29 +19,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
-
-// roadState reads what p believes of its road to peer.
-func (p *proc) roadState(t *testing.T, peer, road string) string {
-	for _, ps := range p.status(t).Peers {
-		if ps.Name == peer {
-			for _, r := range ps.Roads {
-				if r.Road == road {
-					return r.State
-				}
-			}
-			return "absent"
-		}
-	}
-	return "no peer"
-}
-
-func (p *proc) waitRoad(t *testing.T, peer, road, state string) {
-	t.Helper()
-	gatewaytest.WaitFor(t, 60*time.Second, fmt.Sprintf("%s's %s road to %s %s", p.name, road, peer, state), func() bool {
-		s := p.roadState(t, peer, road)
-		return s == state || state == "down" && s == "absent"
-	})
-}
 
 // read sends one read and returns the answer and how long it took.
 func read(t *testing.T, p *proc, path string) (*gatewaytest.Response, time.Duration) {

@@ -163,3 +163,26 @@ func (p *proc) waitPeer(t *testing.T, peer string) {
 		return false
 	})
 }
+
+// roadState reads what p believes of its road to peer.
+func (p *proc) roadState(t *testing.T, peer, road string) string {
+	for _, ps := range p.status(t).Peers {
+		if ps.Name == peer {
+			for _, r := range ps.Roads {
+				if r.Road == road {
+					return r.State
+				}
+			}
+			return "absent"
+		}
+	}
+	return "no peer"
+}
+
+func (p *proc) waitRoad(t *testing.T, peer, road, state string) {
+	t.Helper()
+	gatewaytest.WaitFor(t, 60*time.Second, fmt.Sprintf("%s's %s road to %s %s", p.name, road, peer, state), func() bool {
+		s := p.roadState(t, peer, road)
+		return s == state || state == "down" && s == "absent"
+	})
+}
