@@ -12,7 +12,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
 
@@ -152,7 +152,7 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("delta "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	e := &env{stdout: stdout, stderr: stderr}
-	fs.StringVar(&e.stateDir, "state-dir", statedir.Default(), "the running Delta's state folder (DELTA_STATE_DIR)")
+	fs.StringVar(&e.stateDir, "state-dir", localapi.DefaultStateDir(), "the running Delta's state folder (DELTA_STATE_DIR)")
 	if cmd.reads {
 		fs.BoolVar(&e.json, "json", false, "print JSON")
 	}

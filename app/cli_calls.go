@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/kit"
@@ -45,7 +46,7 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --state S]", su
 		}
 		if e.json {
 			if calls == nil {
-				calls = []kit.Record{}
+				calls = []localapi.Call{}
 			}
 			return e.printJSON(map[string]any{"calls": calls})
 		}
@@ -76,7 +77,7 @@ func stateExit(state string) int {
 }
 
 // showRecord prints a call's record and returns the exit code of its state.
-func showRecord(e *env, r *kit.Record) error {
+func showRecord(e *env, r *localapi.Call) error {
 	if e.json {
 		if err := e.printJSON(r); err != nil {
 			return err
@@ -90,7 +91,7 @@ func showRecord(e *env, r *kit.Record) error {
 	return nil
 }
 
-func writeRecord(w io.Writer, r *kit.Record, now time.Time) {
+func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 	from := r.CallerApp
 	if from == "" {
 		from = "an app"
@@ -141,7 +142,7 @@ func writeRecord(w io.Writer, r *kit.Record, now time.Time) {
 		fmt.Fprintln(w)
 	}
 	for _, a := range r.Attempts {
-		fmt.Fprintf(w, "attempt %d: %s %s at %s, first byte written: %t", a.N, a.Road, a.Address, a.StartedAt.Local().Format("15:04:05.000"), a.FirstByteWritten)
+		fmt.Fprintf(w, "attempt %d: %s %s at %s, first byte written: %t", a.N, a.Road, a.Address, a.StartedAt.Local().Format("15:04:05.000"), a.FirstByte)
 		if a.Error != "" {
 			fmt.Fprintf(w, "; %s", a.Error)
 		}
@@ -173,7 +174,7 @@ func writeRecord(w io.Writer, r *kit.Record, now time.Time) {
 }
 
 // callArg is a command on one call: show, ask, dismiss.
-func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*kit.Record, error)) *command {
+func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*localapi.Call, error)) *command {
 	return &command{name: name, args: "ID", summary: summary, reads: true,
 		run: func(e *env, _ any, args []string) error {
 			if len(args) != 1 {
@@ -202,16 +203,16 @@ func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*k
 }
 
 var (
-	showCommand = callArg("show", "one call's record: its state, attempts and history", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+	showCommand = callArg("show", "one call's record: its state, attempts and history", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.CallRecord(e.ctx, id)
 	})
-	askCommand = callArg("ask", "ask the owner about an unsettled call now", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+	askCommand = callArg("ask", "ask the owner about an unsettled call now", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.Ask(e.ctx, id)
 	})
-	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.Dismiss(e.ctx, id)
 	})
-	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", func(e *env, c *kit.Client, id string) (*kit.Record, error) {
+	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.Forget(e.ctx, id)
 	})
 )

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
 
@@ -92,7 +93,7 @@ type answerJSON struct {
 	BodyBase64  string      `json:"body_base64,omitempty"`
 	Detail      string      `json:"detail,omitempty"`
 	// Settled is the call's record after --settle.
-	Settled *kit.Record `json:"settled,omitempty"`
+	Settled *localapi.Call `json:"settled,omitempty"`
 }
 
 func bodyJSON(v *answerJSON, b []byte) {

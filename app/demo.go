@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/examples/notes"
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
 	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/ui"
@@ -330,7 +330,7 @@ func errOr(err error, v any) string {
 	switch x := v.(type) {
 	case *kit.Answer:
 		return strconv.Itoa(x.Status)
-	case *kit.Record:
+	case *localapi.Call:
 		return x.State
 	}
 	return "ok"
@@ -386,7 +386,7 @@ func (k *child) waitUp(ctx context.Context) error {
 			return true
 		default:
 		}
-		lf, err := statedir.ReadLocal(k.dir)
+		lf, err := localapi.ReadLocal(k.dir)
 		return err == nil && lf.PID == k.cmd.Process.Pid
 	})
 	select {

@@ -12,19 +12,19 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 	"github.com/delta-roads/delta/kit"
 )
 
 // waitDirect waits until p's Delta has written a read ticket for peer into
 // direct.json, and returns the file.
-func waitDirect(t *testing.T, p *proc, peer string) statedir.Direct {
+func waitDirect(t *testing.T, p *proc, peer string) localapi.Direct {
 	t.Helper()
-	var d statedir.Direct
+	var d localapi.Direct
 	gatewaytest.WaitFor(t, 60*time.Second, p.name+"'s direct.json with a read ticket for "+peer, func() bool {
 		var err error
-		if d, err = statedir.ReadDirect(p.dir); err != nil {
+		if d, err = localapi.ReadDirect(p.dir); err != nil {
 			return false
 		}
 		for _, dp := range d.Peers {
@@ -45,7 +45,7 @@ func waitDirect(t *testing.T, p *proc, peer string) statedir.Direct {
 func TestReadsAroundADownDelta(t *testing.T) {
 	laptop, studio, app := startPair(t)
 	d := waitDirect(t, laptop, "studio")
-	fi, err := os.Stat(filepath.Join(laptop.dir, statedir.DirectFile))
+	fi, err := os.Stat(filepath.Join(laptop.dir, localapi.DirectFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("direct.json: %v, mode %v; want 0600", err, fi.Mode().Perm())
 	}

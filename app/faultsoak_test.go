@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // soakApp is the fault soak's owner app: what a call does is in its path,
@@ -327,7 +328,7 @@ func faultSoak(t *testing.T, s soakSetup) {
 			settled["(not recorded)"]++
 			continue
 		}
-		var c gatewaytest.Call
+		var c localapi.Call
 		if err := json.Unmarshal(resp.Body, &c); err != nil {
 			t.Fatalf("%s: %v: %s", r.id, err, resp.Body)
 		}

@@ -31,6 +31,7 @@ import (
 	"tailscale.com/ipn"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
@@ -72,7 +73,7 @@ type settings struct {
 // serverFlags defines Delta's own flags on fs, into s; lanAddrs receives
 // --lan-addrs unsplit.
 func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
-	fs.StringVar(&s.stateDir, "state-dir", statedir.Default(), "the state folder (DELTA_STATE_DIR)")
+	fs.StringVar(&s.stateDir, "state-dir", localapi.DefaultStateDir(), "the state folder (DELTA_STATE_DIR)")
 	fs.StringVar(&s.listen, "listen", envOr("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
 	fs.StringVar(&s.peerListen, "peer-listen", envOr("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
 	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")

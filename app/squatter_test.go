@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
 
@@ -70,7 +70,7 @@ func (s *squatter) received() (string, int) {
 func TestSquatterGetsNothing(t *testing.T) {
 	laptop, _, _ := startPair(t)
 	tok := laptop.c.Token
-	lf, err := statedir.ReadLocal(laptop.dir)
+	lf, err := localapi.ReadLocal(laptop.dir)
 	if err != nil {
 		t.Fatal(err)
 	}

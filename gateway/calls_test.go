@@ -12,10 +12,10 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
-	"github.com/delta-roads/delta/gateway/view"
 )
 
 // TestConcurrentSameRequestID: 50 calls with one request id at once
@@ -134,7 +134,7 @@ func (f *flakyTickets) Ticket(ctx context.Context, peer string, renew bool) (str
 // forbidden, and nothing was carried out.
 func TestDoorRenewsOnce(t *testing.T) {
 	checkNoLeaks(t)
-	ft := &flakyTickets{good: &static.MintedTickets{Key: netKey, Self: view.Self{Name: "laptop", Node: "node-laptop"}, Now: time.Now}}
+	ft := &flakyTickets{good: &static.MintedTickets{Key: netKey, Self: localapi.Self{Name: "laptop", Node: "node-laptop"}, Now: time.Now}}
 	laptop, studio := pair(t, func(n *node) {
 		if n.name == "laptop" {
 			n.cfg.Tickets = ft

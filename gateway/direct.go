@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
@@ -17,7 +18,7 @@ type DirectReads interface {
 	// DirectRoads returns the peers with a lan or thunderbolt road, each
 	// road with its address, local interface and certificate pin, and the
 	// client certificate's files (tailnet mode; empty for plain TCP).
-	DirectRoads() (peers []statedir.DirectPeer, cert, key string)
+	DirectRoads() (peers []localapi.DirectPeer, cert, key string)
 	// ReadTicket returns a ticket for peer that admits reads only.
 	ReadTicket(ctx context.Context, peer string) (string, time.Time, error)
 }
@@ -33,11 +34,11 @@ const DirectRenew = 5 * time.Minute
 // clean stop (a person's Quit, an upgrade) is when apps need it, and its
 // tickets' expiry bounds it.
 func (g *Gateway) keepDirect(src DirectReads) {
-	held := map[string]statedir.DirectPeer{} // the tickets held, by peer
-	var last []statedir.DirectPeer           // what was written last
+	held := map[string]localapi.DirectPeer{} // the tickets held, by peer
+	var last []localapi.DirectPeer           // what was written last
 	refresh := func() {
 		peers, cert, key := src.DirectRoads()
-		d := statedir.Direct{Written: g.now(), Self: g.Self().Name, ClientCert: cert, ClientKey: key, Peers: []statedir.DirectPeer{}}
+		d := localapi.Direct{Written: g.now(), Self: g.Self().Name, ClientCert: cert, ClientKey: key, Peers: []localapi.DirectPeer{}}
 		for _, p := range peers {
 			if len(p.Roads) == 0 {
 				continue
@@ -49,12 +50,12 @@ func (g *Gateway) keepDirect(src DirectReads) {
 				cancel()
 				switch {
 				case err == nil:
-					h = statedir.DirectPeer{Ticket: t, Expires: exp}
+					h = localapi.DirectPeer{Ticket: t, Expires: exp}
 				case h.Expires.After(g.now()):
 					g.log.Warn("could not renew a read ticket for direct reads; the one held stays until it expires", "peer", p.Name, "expires", h.Expires, "err", err)
 				default:
 					g.log.Warn("could not get a read ticket for direct reads", "peer", p.Name, "err", err)
-					h = statedir.DirectPeer{}
+					h = localapi.DirectPeer{}
 				}
 				held[p.Name] = h
 			}

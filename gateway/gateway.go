@@ -28,6 +28,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/caller"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -102,7 +103,7 @@ type Config struct {
 	LaterListeners <-chan PeerListener
 	// SelfFunc names this computer (it may change, e.g. once logged in to
 	// the tailnet). Required: a mode's Attach sets it.
-	SelfFunc func() view.Self
+	SelfFunc func() localapi.Self
 	// Logger receives the gateway's log. If nil, nothing is logged.
 	Logger *slog.Logger
 	// Now is the clock. If nil, time.Now.
@@ -280,7 +281,7 @@ func (g *Gateway) Start() (err error) {
 	if g.cfg.StateLock == nil {
 		undo = append(undo, func() { g.lock.Close() })
 	}
-	if g.token, err = statedir.LoadOrCreateSecret(filepath.Join(dir, statedir.TokenFile)); err != nil {
+	if g.token, err = statedir.LoadOrCreateSecret(filepath.Join(dir, localapi.TokenFile)); err != nil {
 		return fmt.Errorf("gateway: local token: %w", err)
 	}
 	g.router, g.door, g.ticket = g.cfg.Router, g.cfg.Door, g.cfg.Tickets
@@ -351,7 +352,7 @@ func (g *Gateway) Start() (err error) {
 		return fmt.Errorf("gateway: local API: %w", err)
 	}
 	undo = append(undo, func() { g.localLn.Close() })
-	if err := statedir.WriteLocal(dir, statedir.LocalFile{URL: g.LocalURL(), PID: os.Getpid()}); err != nil {
+	if err := statedir.WriteLocal(dir, localapi.LocalFile{URL: g.LocalURL(), PID: os.Getpid()}); err != nil {
 		return fmt.Errorf("gateway: write local.json: %w", err)
 	}
 
@@ -530,7 +531,7 @@ func (g *Gateway) LocalURL() string { return "http://" + g.localLn.Addr().String
 func (g *Gateway) Token() string { return g.token }
 
 // Self names this computer.
-func (g *Gateway) Self() view.Self {
+func (g *Gateway) Self() localapi.Self {
 	return g.cfg.SelfFunc()
 }
 

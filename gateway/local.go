@@ -19,6 +19,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/caller"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statuspage"
@@ -202,84 +203,23 @@ func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 	return t, "", ""
 }
 
-// callView is the JSON of GET /v1/calls/{id} (DESIGN §4).
-type callView struct {
-	RequestID string `json:"request_id"`
-	Peer      string `json:"peer"`
-	App       string `json:"app"`
-	CallerApp string `json:"caller_app"`
-	Method    string `json:"method"`
-	Path      string `json:"path"`
-	Digest    string `json:"digest"`
-	State     string `json:"state"`
-	Outcome   string `json:"outcome,omitempty"`
-	Dismissed bool   `json:"dismissed"`
-	// DismissedBy says who set it aside: "the status page", "the local API".
-	DismissedBy string            `json:"dismissed_by,omitempty"`
-	Detail      string            `json:"detail"`
-	CreatedAt   string            `json:"created_at"`
-	UpdatedAt   string            `json:"updated_at"`
-	OwnerState  string            `json:"owner_state"`
-	Asks        int               `json:"asks"`
-	NextAskAt   string            `json:"next_ask_at,omitempty"`
-	Attempts    []attemptView     `json:"attempts"`
-	Answer      *proto.AnswerJSON `json:"answer,omitempty"`
-	// History is the call's steps, oldest first (GET /v1/calls/{id} only).
-	History []eventView `json:"history,omitempty"`
-	// Request is what was sent, while the journal keeps it (GET
-	// /v1/calls/{id} only).
-	Request *requestView `json:"request,omitempty"`
-	// SettledBy is "a person" for a person's settlement, with their note.
-	SettledBy  string `json:"settled_by,omitempty"`
-	SettleNote string `json:"settle_note,omitempty"`
-}
-
-type requestView struct {
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
-	Size       int         `json:"size"`
-	// Truncated: the body was over 64 KiB and only its size is kept (the
-	// call's digest names it).
-	Truncated bool `json:"truncated"`
-	// Forgotten: a person had the headers and body dropped (delta forget).
-	Forgotten bool `json:"forgotten,omitempty"`
-}
-
-type eventView struct {
-	At         string `json:"at"`
-	From       string `json:"from,omitempty"`
-	State      string `json:"state"`
-	OwnerState string `json:"owner_state,omitempty"`
-	Dismissed  bool   `json:"dismissed,omitempty"`
-	Detail     string `json:"detail,omitempty"`
-}
-
-type attemptView struct {
-	N         int    `json:"n"`
-	Road      string `json:"road"`
-	Address   string `json:"address"`
-	StartedAt string `json:"started_at"`
-	FirstByte bool   `json:"first_byte_written"`
-	Error     string `json:"error,omitempty"`
-}
-
-func viewCall(c *journal.Call) callView {
-	v := callView{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
+// viewCall is a journal's call as GET /v1/calls/{id} shows it (DESIGN
+// §4), its times in UTC.
+func viewCall(c *journal.Call) localapi.Call {
+	v := localapi.Call{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
 		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
-		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, SettledBy: c.SettledBy, SettleNote: c.SettleNote, Detail: c.Detail, CreatedAt: proto.RFC3339(c.CreatedAt), UpdatedAt: proto.RFC3339(c.UpdatedAt),
-		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []attemptView{}}
-	if !c.NextAskAt.IsZero() {
-		v.NextAskAt = proto.RFC3339(c.NextAskAt)
-	}
+		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, SettledBy: c.SettledBy, SettleNote: c.SettleNote, Detail: c.Detail,
+		CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(), NextAskAt: c.NextAskAt.UTC(),
+		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []localapi.Attempt{}}
 	for _, a := range c.Attempts {
-		v.Attempts = append(v.Attempts, attemptView{N: a.N, Road: a.Road, Address: a.Address,
-			StartedAt: proto.RFC3339(a.StartedAt), FirstByte: a.FirstByte, Error: a.Error})
+		v.Attempts = append(v.Attempts, localapi.Attempt{N: a.N, Road: a.Road, Address: a.Address,
+			StartedAt: a.StartedAt.UTC(), FirstByte: a.FirstByte, Error: a.Error})
 	}
 	if rq := c.Request; rq != nil {
-		v.Request = &requestView{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
+		v.Request = &localapi.SentRequest{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
 	}
 	if c.Answer != nil {
-		v.Answer = &proto.AnswerJSON{Status: c.Answer.Status, Headers: c.Answer.Headers,
+		v.Answer = &localapi.Answer{Status: c.Answer.Status, Headers: c.Answer.Headers,
 			BodyBase64: base64.StdEncoding.EncodeToString(c.Answer.Body), Omitted: c.Answer.Omitted}
 	}
 	return v
@@ -310,7 +250,7 @@ func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	out := []callView{}
+	out := []localapi.Call{}
 	for _, c := range calls {
 		out = append(out, viewCall(c))
 	}
@@ -348,7 +288,7 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			for _, e := range hist {
-				v.History = append(v.History, eventView{At: proto.RFC3339(e.At), From: string(e.From), State: string(e.State),
+				v.History = append(v.History, localapi.Step{At: e.At.UTC(), From: string(e.From), State: string(e.State),
 					OwnerState: e.OwnerState, Dismissed: e.Dismissed, Detail: e.Detail})
 			}
 			proto.WriteJSON(w, http.StatusOK, v)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 func reconcilerAsks(t *testing.T, n *node) int {
@@ -82,7 +83,7 @@ func TestPersonSettles(t *testing.T) {
 		t.Fatalf("call: %d %s", r.Status, r.Body)
 	}
 	gatewaytest.WaitFor(t, 10*time.Second, "the reconciler to ask about person-2", func() bool { return laptop.c.GetCall(t, "person-2", 0).Asks > 0 })
-	waited := make(chan *gatewaytest.Call, 1)
+	waited := make(chan *localapi.Call, 1)
 	go func() { waited <- laptop.c.GetCall(t, "person-2", 30) }()
 	if r := laptop.c.Must(t, "POST", "/v1/calls/person-2/settle", []byte(`{"state": "not_carried_out", "note": "cancelled it by hand"}`)); r.Status != 200 {
 		t.Fatalf("settle an unknown call: %d %s", r.Status, r.Body)

@@ -8,10 +8,10 @@ import (
 	"sync"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/transfer"
-	"github.com/delta-roads/delta/gateway/view"
 )
 
 // stats are the gateway's counters, for /v1/status and /metrics.
@@ -108,12 +108,12 @@ func behindJSON(b journal.Behind) *BehindJSON {
 
 // Status is the JSON of GET /v1/status.
 type Status struct {
-	Self      view.Self `json:"self"`
-	Version   string    `json:"version"`
-	Tailnet   any       `json:"tailnet,omitempty"`
-	Peers     any       `json:"peers"`
-	Counters  statsView `json:"counters"`
-	Unsettled int       `json:"unsettled"`
+	Self      localapi.Self `json:"self"`
+	Version   string        `json:"version"`
+	Tailnet   any           `json:"tailnet,omitempty"`
+	Peers     any           `json:"peers"`
+	Counters  statsView     `json:"counters"`
+	Unsettled int           `json:"unsettled"`
 	// Notices are what a person should know about this Delta (a port it
 	// could not take).
 	Notices []string `json:"notices"`

@@ -3,13 +3,14 @@ package kit
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // APIError is Delta refusing a request of its own API (calls journal,
@@ -62,111 +63,18 @@ func (c *Client) api(ctx context.Context, method, path string, in, out any) erro
 	return nil
 }
 
-// Record is a call as this computer's journal has it (GET /v1/calls/{id}).
-type Record struct {
-	RequestID   string    `json:"request_id"`
-	Peer        string    `json:"peer"`
-	App         string    `json:"app"`
-	CallerApp   string    `json:"caller_app"`
-	Method      string    `json:"method"`
-	Path        string    `json:"path"`
-	Digest      string    `json:"digest"`
-	State       string    `json:"state"`
-	Outcome     string    `json:"outcome,omitempty"`
-	Dismissed   bool      `json:"dismissed"`
-	DismissedBy string    `json:"dismissed_by,omitempty"`
-	Detail      string    `json:"detail"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	OwnerState  string    `json:"owner_state"`
-	Asks        int       `json:"asks"`
-	NextAskAt   time.Time `json:"next_ask_at,omitzero"`
-	Attempts    []Attempt `json:"attempts"`
-	Answer      *Stored   `json:"answer,omitempty"`
-	History     []Step    `json:"history,omitempty"`
-	// Request is what was sent, while the journal keeps it (CallRecord
-	// only).
-	Request *SentRequest `json:"request,omitempty"`
-	// SettledBy is "a person" when a person settled it, with their note.
-	SettledBy  string `json:"settled_by,omitempty"`
-	SettleNote string `json:"settle_note,omitempty"`
-}
-
-// SentRequest is what a call sent: its headers as sent and its body (up to
-// 64 KiB; Truncated when only its size is kept).
-type SentRequest struct {
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
-	Size       int         `json:"size"`
-	Truncated  bool        `json:"truncated"`
-	// Forgotten: a person had it dropped (Forget); only its size stays.
-	Forgotten bool `json:"forgotten,omitempty"`
-}
-
-// Body is the kept body.
-func (s *SentRequest) Body() []byte {
-	b, _ := base64.StdEncoding.DecodeString(s.BodyBase64) // Delta writes valid base64
-	return b
-}
-
-// Settled reports whether the call's outcome is known for good: answered,
-// unavailable, carried_out or not_carried_out. needs_person is not: a
-// person must check.
-func (r *Record) Settled() bool {
-	switch r.State {
-	case "answered", "unavailable", "carried_out", "not_carried_out":
-		return true
-	}
-	return false
-}
-
-// Attempt is one try at sending a call.
-type Attempt struct {
-	N         int       `json:"n"`
-	Road      string    `json:"road"`
-	Address   string    `json:"address"`
-	StartedAt time.Time `json:"started_at"`
-	// FirstByteWritten: a byte of the request was written on this attempt.
-	FirstByteWritten bool   `json:"first_byte_written"`
-	Error            string `json:"error,omitempty"`
-}
-
-// Stored is an owner's answer as the journal keeps it.
-type Stored struct {
-	Status     int         `json:"status"`
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
-	Omitted    bool        `json:"omitted,omitempty"`
-}
-
-// Body is the stored answer's body.
-func (s *Stored) Body() []byte {
-	b, _ := base64.StdEncoding.DecodeString(s.BodyBase64) // Delta writes valid base64
-	return b
-}
-
-// Step is one step of a call's history.
-type Step struct {
-	At         time.Time `json:"at"`
-	From       string    `json:"from,omitempty"`
-	State      string    `json:"state"`
-	OwnerState string    `json:"owner_state,omitempty"`
-	Dismissed  bool      `json:"dismissed,omitempty"`
-	Detail     string    `json:"detail,omitempty"`
-}
-
 // CallRecord returns call id's record, with its attempts and history.
-func (c *Client) CallRecord(ctx context.Context, id string) (*Record, error) {
-	var r Record
+func (c *Client) CallRecord(ctx context.Context, id string) (*localapi.Call, error) {
+	var r localapi.Call
 	err := c.api(ctx, http.MethodGet, "/v1/calls/"+url.PathEscape(id), nil, &r)
 	return &r, err
 }
 
 // Calls lists calls, newest first: state "" for all, "unsettled", or a
 // call state.
-func (c *Client) Calls(ctx context.Context, state string) ([]Record, error) {
+func (c *Client) Calls(ctx context.Context, state string) ([]localapi.Call, error) {
 	var out struct {
-		Calls []Record `json:"calls"`
+		Calls []localapi.Call `json:"calls"`
 	}
 	q := ""
 	if state != "" {
@@ -180,13 +88,13 @@ func (c *Client) Calls(ctx context.Context, state string) ([]Record, error) {
 // person, and returns its record: carried_out (with the owner's answer),
 // not_carried_out, needs_person, or, for a call that was not unknown,
 // answered or unavailable. It returns ctx's error when ctx ends first.
-func (c *Client) Settle(ctx context.Context, id string) (*Record, error) {
+func (c *Client) Settle(ctx context.Context, id string) (*localapi.Call, error) {
 	for {
 		wait := 600 * time.Second
 		if dl, ok := ctx.Deadline(); ok {
 			wait = min(wait, max(time.Until(dl), time.Second))
 		}
-		var r Record
+		var r localapi.Call
 		err := c.api(ctx, http.MethodGet, fmt.Sprintf("/v1/calls/%s?wait=%.0f", url.PathEscape(id), wait.Seconds()), nil, &r)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -204,24 +112,24 @@ func (c *Client) Settle(ctx context.Context, id string) (*Record, error) {
 }
 
 // Ask makes Delta ask the owner about an unsettled call now.
-func (c *Client) Ask(ctx context.Context, id string) (*Record, error) {
-	var r Record
+func (c *Client) Ask(ctx context.Context, id string) (*localapi.Call, error) {
+	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/ask", nil, &r)
 	return &r, err
 }
 
 // Dismiss sets an unsettled call aside: hidden from the menu, still asked
 // about.
-func (c *Client) Dismiss(ctx context.Context, id string) (*Record, error) {
-	var r Record
+func (c *Client) Dismiss(ctx context.Context, id string) (*localapi.Call, error) {
+	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/dismiss", nil, &r)
 	return &r, err
 }
 
 // Forget drops what call id sent (its kept headers and body) from the
 // journal, for a body that should not be kept; the call's record stays.
-func (c *Client) Forget(ctx context.Context, id string) (*Record, error) {
-	var r Record
+func (c *Client) Forget(ctx context.Context, id string) (*localapi.Call, error) {
+	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/forget", nil, &r)
 	return &r, err
 }
@@ -231,8 +139,8 @@ func (c *Client) Forget(ctx context.Context, id string) (*Record, error) {
 // "not_carried_out" (it did not), with what they saw. Delta then stops
 // asking the owner. A call in another state is an *APIError with Outcome
 // "conflict".
-func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*Record, error) {
-	var r Record
+func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*localapi.Call, error) {
+	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/settle", map[string]string{"state": state, "note": note}, &r)
 	return &r, err
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // HeaderDirect is "true" on an answer the kit read from the peer directly
@@ -39,14 +39,14 @@ func (c *Client) readDirect(ctx context.Context, down *LocalDeltaDown, peer, app
 	because := func(why string) error {
 		return &LocalDeltaDown{StateDir: down.StateDir, URL: down.URL, Err: fmt.Errorf("%w; and it cannot be read around: %s", down.Err, why)}
 	}
-	d, err := statedir.ReadDirect(c.StateDir)
+	d, err := localapi.ReadDirect(c.StateDir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, because("there is no " + statedir.DirectFile + " (Delta writes it while it runs)")
+		return nil, because("there is no " + localapi.DirectFile + " (Delta writes it while it runs)")
 	}
 	if err != nil {
 		return nil, because(err.Error())
 	}
-	var dp *statedir.DirectPeer
+	var dp *localapi.DirectPeer
 	for i := range d.Peers {
 		if d.Peers[i].Name == peer {
 			dp = &d.Peers[i]
@@ -110,7 +110,7 @@ func (c *Client) readDirect(ctx context.Context, down *LocalDeltaDown, peer, app
 }
 
 // readRoad sends one read on road rd, on a connection of its own.
-func (c *Client) readRoad(ctx context.Context, rd statedir.DirectRoad, cert *tls.Certificate, app, path string, h http.Header) (*http.Response, error) {
+func (c *Client) readRoad(ctx context.Context, rd localapi.DirectRoad, cert *tls.Certificate, app, path string, h http.Header) (*http.Response, error) {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		d := net.Dialer{Timeout: connectTimeout(rd.Road), Control: bindControl(rd.Interface)}
 		return d.DialContext(ctx, "tcp", rd.Address)

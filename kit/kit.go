@@ -56,7 +56,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // Headers of Delta's local API (docs/protocol.md).
@@ -99,7 +99,7 @@ type Client struct {
 // answered *LocalDeltaDown.
 func Open(stateDir string) (*Client, error) {
 	if stateDir == "" {
-		stateDir = statedir.Default()
+		stateDir = localapi.DefaultStateDir()
 	}
 	if stateDir == "" {
 		return nil, &LocalDeltaDown{Err: errors.New("no state folder: set DELTA_STATE_DIR (HOME is not set either)")}
@@ -111,7 +111,7 @@ func Open(stateDir string) (*Client, error) {
 	c.reads = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 90 * time.Second, DialContext: c.dialProven}}
 	c.calls = &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: c.dialProven}}
 	if _, _, err := c.endpoint(false); err != nil {
-		if _, derr := os.Stat(filepath.Join(stateDir, statedir.DirectFile)); derr == nil {
+		if _, derr := os.Stat(filepath.Join(stateDir, localapi.DirectFile)); derr == nil {
 			return c, nil // down, and readable around
 		}
 		return nil, err
@@ -136,7 +136,7 @@ func (c *Client) endpoint(reload bool) (string, string, error) {
 	if c.url != "" && !reload {
 		return c.url, c.token, nil
 	}
-	lf, err := statedir.ReadLocal(c.StateDir)
+	lf, err := localapi.ReadLocal(c.StateDir)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json: Delta is not running for this folder")}
 	}
@@ -146,7 +146,7 @@ func (c *Client) endpoint(reload bool) (string, string, error) {
 	if leftBehind(c.StateDir, lf) {
 		return "", "", &LocalDeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: errLeftBehind}
 	}
-	tok, err := statedir.ReadToken(c.StateDir)
+	tok, err := localapi.ReadToken(c.StateDir)
 	if err != nil {
 		return "", "", &LocalDeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: err}
 	}

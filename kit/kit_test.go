@@ -65,7 +65,7 @@ func TestAnswered(t *testing.T) {
 		t.Fatalf("read: %+v %v", read, err)
 	}
 	rec, err := c.CallRecord(ctx, id)
-	if err != nil || rec.State != "answered" || len(rec.Attempts) != 1 || !rec.Attempts[0].FirstByteWritten || len(rec.History) == 0 {
+	if err != nil || rec.State != "answered" || len(rec.Attempts) != 1 || !rec.Attempts[0].FirstByte || len(rec.History) == 0 {
 		t.Fatalf("record: %+v %v", rec, err)
 	}
 	if _, err := c.Call(ctx, "studio", "owner", "GET", "/x", nil, nil); err == nil || !strings.Contains(err.Error(), "not a call") {

@@ -17,7 +17,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // proofPath is where the local API proves it holds this folder's token
@@ -100,14 +100,14 @@ func prove(ctx context.Context, conn net.Conn, addr, tok string) error {
 // leftBehind reports whether local.json names a Delta that is not
 // running (its process is gone: a crash or SIGKILL left the file), and if
 // so removes it, unless a new Delta has written another meanwhile.
-func leftBehind(dir string, lf statedir.LocalFile) bool {
+func leftBehind(dir string, lf localapi.LocalFile) bool {
 	if lf.PID <= 0 || pidAlive(lf.PID) {
 		return false
 	}
-	if again, err := statedir.ReadLocal(dir); err == nil && again.PID == lf.PID {
+	if again, err := localapi.ReadLocal(dir); err == nil && again.PID == lf.PID {
 		// Proven stale: its process is gone. Best effort: a file that
 		// cannot be removed is still not believed.
-		_ = os.Remove(filepath.Join(dir, statedir.LocalJSON))
+		_ = os.Remove(filepath.Join(dir, localapi.LocalJSON))
 	}
 	return true
 }

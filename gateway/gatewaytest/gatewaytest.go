@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // OwnerApp is an owner app on loopback. The first path segment of a request
@@ -343,37 +345,8 @@ func (c *Client) Must(t testing.TB, method, path string, body []byte, hdr ...str
 	return r
 }
 
-// Call is the JSON of GET /v1/calls/{id}.
-type Call struct {
-	RequestID  string `json:"request_id"`
-	Peer       string `json:"peer"`
-	App        string `json:"app"`
-	CallerApp  string `json:"caller_app"`
-	Method     string `json:"method"`
-	Path       string `json:"path"`
-	Digest     string `json:"digest"`
-	State      string `json:"state"`
-	Outcome    string `json:"outcome"`
-	Dismissed  bool   `json:"dismissed"`
-	Detail     string `json:"detail"`
-	OwnerState string `json:"owner_state"`
-	Asks       int    `json:"asks"`
-	CreatedAt  string `json:"created_at"`
-	Attempts   []struct {
-		Road      string `json:"road"`
-		Address   string `json:"address"`
-		FirstByte bool   `json:"first_byte_written"`
-		Error     string `json:"error"`
-	} `json:"attempts"`
-	Answer *struct {
-		Status     int         `json:"status"`
-		Headers    http.Header `json:"headers"`
-		BodyBase64 string      `json:"body_base64"`
-	} `json:"answer"`
-}
-
 // GetCall reads one call's record; wait > 0 long-polls until it settles.
-func (c *Client) GetCall(t testing.TB, id string, wait int) *Call {
+func (c *Client) GetCall(t testing.TB, id string, wait int) *localapi.Call {
 	t.Helper()
 	path := "/v1/calls/" + id
 	if wait > 0 {
@@ -383,7 +356,7 @@ func (c *Client) GetCall(t testing.TB, id string, wait int) *Call {
 	if r.Status != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", path, r.Status, r.Body)
 	}
-	var call Call
+	var call localapi.Call
 	if err := json.Unmarshal(r.Body, &call); err != nil {
 		t.Fatalf("GET %s: %v: %s", path, err, r.Body)
 	}

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/statedir"
-	"github.com/delta-roads/delta/gateway/view"
 )
 
 // fuzzDoor admits every request as laptop: the request carries a valid
@@ -89,7 +89,7 @@ func FuzzOwnerDoor(f *testing.F) {
 	if err := CleanSpool(spool); err != nil {
 		f.Fatal(err)
 	}
-	o := New(Config{DB: db, Self: func() view.Self { return view.Self{Name: "studio", Node: "node-studio"} }, Log: slog.New(slog.DiscardHandler), Ctx: ctx,
+	o := New(Config{DB: db, Self: func() localapi.Self { return localapi.Self{Name: "studio", Node: "node-studio"} }, Log: slog.New(slog.DiscardHandler), Ctx: ctx,
 		Go: func(fn func()) { wg.Add(1); go func() { defer wg.Done(); fn() }() }, SpoolDir: spool, MaxCallBytes: 1 << 20})
 	h := o.Handler(fuzzDoor{}, nil)
 	f.Fuzz(func(t *testing.T, raw []byte) {

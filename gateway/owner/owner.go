@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/transfer"
-	"github.com/delta-roads/delta/gateway/view"
 )
 
 // appConnectTimeout bounds a connect to a local owner app.
@@ -70,7 +70,7 @@ type Config struct {
 	// DB is the journal: apps, receipts, fences. Required.
 	DB *journal.DB
 	// Self names this computer in what it says. Required.
-	Self func() view.Self
+	Self func() localapi.Self
 	// Log receives refusals and failures. Required.
 	Log *slog.Logger
 	// Ctx ends when Delta stops: a call waiting for its app is left
@@ -339,7 +339,7 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 		v.ReceivedAt = proto.RFC3339(rec.ReceivedAt)
 	}
 	if a := rec.Answer; a != nil {
-		v.Answer = &proto.AnswerJSON{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
+		v.Answer = &localapi.Answer{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
 	}
 	w.Header().Set(proto.HeaderOutcome, "call_state")
 	proto.WriteJSON(w, http.StatusOK, v)

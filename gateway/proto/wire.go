@@ -11,25 +11,18 @@ import (
 	"net/http"
 	"sync"
 	"time"
-)
 
-// AnswerJSON is an owner app's answer as the local API and the peer API
-// show it (in a call's record, and in what an owner knows of a call).
-type AnswerJSON struct {
-	Status     int         `json:"status"`
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
-	Omitted    bool        `json:"body_omitted,omitempty"`
-}
+	"github.com/delta-roads/delta/gateway/localapi"
+)
 
 // CallStateJSON is the JSON of GET /delta/v1/calls/{id} (DESIGN §4): what
 // the owner knows of a call. The owner writes it, the reconciler reads it.
 type CallStateJSON struct {
-	State         string      `json:"state"`
-	Digest        string      `json:"digest"`
-	ReceivedAt    string      `json:"received_at,omitempty"`
-	Answer        *AnswerJSON `json:"answer,omitempty"`
-	AnswerExpired bool        `json:"answer_expired"`
+	State         string           `json:"state"`
+	Digest        string           `json:"digest"`
+	ReceivedAt    string           `json:"received_at,omitempty"`
+	Answer        *localapi.Answer `json:"answer,omitempty"`
+	AnswerExpired bool             `json:"answer_expired"`
 }
 
 // RFC3339 is how times are written on the wire: RFC 3339, UTC.

@@ -1,7 +1,7 @@
-// Package statedir owns Delta's state folder (DESIGN §7): the name of every
-// file in it, its lock, config.json, the secrets made on first start, and
-// local.json, through which apps, the kit and `delta open` find the
-// running Delta.
+// Package statedir owns Delta's state folder (DESIGN §7): its lock,
+// config.json, the secrets made on first start, peers.json, and the
+// writing of the files an app reads (local.json, direct.json), whose
+// names and shapes are localapi's.
 package statedir
 
 import (
@@ -12,24 +12,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/view"
 )
 
-// The files and folders of a state folder.
+// The files and folders of a state folder, besides those an app reads
+// (localapi.LocalJSON, localapi.TokenFile, localapi.DirectFile).
 const (
 	ConfigFile    = "config.json" // the person's settings (Config)
 	LockFile      = "lock"        // held by the running Delta
-	LocalJSON     = "local.json"  // where the running Delta listens (LocalFile)
-	TokenFile     = "local-token" // the local API's bearer token (0600)
 	NodeIDFile    = "node-id"     // static mode's node ID, made on first start
 	TicketKeyFile = "ticket-key"  // the key this computer signs tickets with
 	JournalFile   = "delta.db"    // the journal (SQLite)
@@ -38,65 +36,13 @@ const (
 	SpoolDir      = "spool"       // call bodies arriving, until they are whole and forwarded
 )
 
-// Default is DESIGN §7's state folder for this OS: macOS
-// ~/Library/Application Support/Delta; elsewhere $XDG_STATE_HOME/delta, or
-// ~/.local/state/delta. DELTA_STATE_DIR, when set, names another. Empty
-// when there is no home folder either.
-func Default() string {
-	if d := os.Getenv("DELTA_STATE_DIR"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	if runtime.GOOS == "darwin" {
-		return filepath.Join(home, "Library", "Application Support", "Delta")
-	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
-		return filepath.Join(x, "delta")
-	}
-	return filepath.Join(home, ".local", "state", "delta")
-}
-
-// LocalFile is local.json: where the running Delta's local API listens.
-type LocalFile struct {
-	URL string `json:"url"` // "http://127.0.0.1:7420"
-	PID int    `json:"pid"`
-}
-
 // WriteLocal writes local.json atomically.
-func WriteLocal(dir string, lf LocalFile) error {
-	return WriteJSON(filepath.Join(dir, LocalJSON), lf)
-}
-
-// ReadLocal reads local.json. An error wrapping os.ErrNotExist means no
-// Delta runs on this folder (or it did not stop cleanly and has not
-// started again).
-func ReadLocal(dir string) (LocalFile, error) {
-	path := filepath.Join(dir, LocalJSON)
-	var lf LocalFile
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return lf, err
-	}
-	if err := json.Unmarshal(b, &lf); err != nil || lf.URL == "" {
-		return lf, fmt.Errorf("%s is not Delta's local.json (%v)", path, err)
-	}
-	return lf, nil
+func WriteLocal(dir string, lf localapi.LocalFile) error {
+	return WriteJSON(filepath.Join(dir, localapi.LocalJSON), lf)
 }
 
 // RemoveLocal removes local.json (a clean stop).
-func RemoveLocal(dir string) error { return os.Remove(filepath.Join(dir, LocalJSON)) }
-
-// ReadToken reads the local API's token.
-func ReadToken(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, TokenFile))
-	if err != nil {
-		return "", fmt.Errorf("read the local token: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+func RemoveLocal(dir string) error { return os.Remove(filepath.Join(dir, localapi.LocalJSON)) }
 
 // WriteJSON writes v to path atomically (a temporary file renamed), mode
 // 0600.
@@ -186,8 +132,8 @@ func ReadConfig(dir string) (*Config, error) {
 // Self names this computer in static mode: the config's name (else
 // computerName's: netwatch.ComputerName) and node ID (else one made on
 // first start, kept in node-id).
-func (fc *Config) Self(dir string, computerName func() (string, error)) (view.Self, error) {
-	s := view.Self{Name: fc.Name, Node: fc.NodeID}
+func (fc *Config) Self(dir string, computerName func() (string, error)) (localapi.Self, error) {
+	s := localapi.Self{Name: fc.Name, Node: fc.NodeID}
 	if s.Name == "" {
 		h, err := computerName()
 		if err != nil {
@@ -221,7 +167,7 @@ func Lock(dir string) (*os.File, error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		he := &HeldError{Dir: dir, Err: err}
-		if lf, err := ReadLocal(dir); err == nil {
+		if lf, err := localapi.ReadLocal(dir); err == nil {
 			he.Local = &lf
 		}
 		return nil, he
@@ -234,7 +180,7 @@ func Lock(dir string) (*os.File, error) {
 // in local.json, if it did.
 type HeldError struct {
 	Dir   string
-	Local *LocalFile
+	Local *localapi.LocalFile
 	Err   error
 }
 
@@ -329,65 +275,7 @@ func WritePeers(dir string, m map[string]Peer) error {
 	return nil
 }
 
-// DirectFile is what the kit needs to read from a peer while this
-// computer's Delta is down (DESIGN: a read falls back to the peer's
-// gateway; a write never goes around Delta): Direct, 0600, written
-// atomically while Delta runs and kept when it stops, bounded by its
-// tickets' expiry.
-const DirectFile = "direct.json"
-
-// Direct is <state>/direct.json.
-type Direct struct {
-	// Written is when Delta last wrote the file.
-	Written time.Time `json:"written"`
-	// Self is this computer's name.
-	Self string `json:"self"`
-	// ClientCert and ClientKey name the files, in the state folder, of
-	// the TLS client certificate the read tickets are bound to (tailnet
-	// mode); empty when the roads are plain TCP (static mode).
-	ClientCert string `json:"client_cert,omitempty"`
-	ClientKey  string `json:"client_key,omitempty"`
-	// Peers are the peers with a lan or thunderbolt road.
-	Peers []DirectPeer `json:"peers"`
-}
-
-// DirectPeer is one peer's roads around Delta, and a read ticket for it.
-type DirectPeer struct {
-	Name string `json:"name"`
-	// Roads are its thunderbolt roads, then its lan ones.
-	Roads []DirectRoad `json:"roads"`
-	// Ticket is a read ticket (reads only, naming this computer), valid
-	// until Expires.
-	Ticket  string    `json:"ticket,omitempty"`
-	Expires time.Time `json:"expires,omitzero"`
-}
-
-// DirectRoad is one lan or thunderbolt road to a peer.
-type DirectRoad struct {
-	Road    string `json:"road"`    // "thunderbolt" or "lan"
-	Address string `json:"address"` // host:port of its Delta's peer API
-	// Interface is the local interface the road is bound to, "" for none.
-	Interface string `json:"interface,omitempty"`
-	// Pin is the SHA-256 (hex, of the DER) of the peer's TLS certificate;
-	// empty for a plain TCP road (static mode).
-	Pin string `json:"pin,omitempty"`
-}
-
-// ReadDirect reads <state>/direct.json.
-func ReadDirect(dir string) (Direct, error) {
-	var d Direct
-	path := filepath.Join(dir, DirectFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return d, err
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
-		return d, fmt.Errorf("statedir: %s is not valid: %w", path, err)
-	}
-	return d, nil
-}
-
 // WriteDirect writes <state>/direct.json atomically, mode 0600.
-func WriteDirect(dir string, d Direct) error {
-	return WriteJSON(filepath.Join(dir, DirectFile), d)
+func WriteDirect(dir string, d localapi.Direct) error {
+	return WriteJSON(filepath.Join(dir, localapi.DirectFile), d)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -22,32 +23,32 @@ func TestStateFolder(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("state folder: %v %v, want mode 0700", fi.Mode(), err)
 	}
-	if _, err := ReadLocal(dir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := localapi.ReadLocal(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("no local.json yet: %v", err)
 	}
-	if err := WriteLocal(dir, LocalFile{URL: "http://127.0.0.1:7420", PID: 42}); err != nil {
+	if err := WriteLocal(dir, localapi.LocalFile{URL: "http://127.0.0.1:7420", PID: 42}); err != nil {
 		t.Fatal(err)
 	}
 	// A second Delta on the folder is refused, naming the first.
 	if _, err := Lock(dir); err == nil || !strings.Contains(err.Error(), "another Delta is running with state folder") || !strings.Contains(err.Error(), "pid 42, http://127.0.0.1:7420") {
 		t.Errorf("second lock: %v", err)
 	}
-	if lf, err := ReadLocal(dir); err != nil || lf.PID != 42 || lf.URL != "http://127.0.0.1:7420" {
+	if lf, err := localapi.ReadLocal(dir); err != nil || lf.PID != 42 || lf.URL != "http://127.0.0.1:7420" {
 		t.Errorf("local.json: %+v %v", lf, err)
 	}
-	os.WriteFile(filepath.Join(dir, LocalJSON), []byte("{}"), 0o600)
-	if _, err := ReadLocal(dir); err == nil || !strings.Contains(err.Error(), "is not Delta's local.json") {
+	os.WriteFile(filepath.Join(dir, localapi.LocalJSON), []byte("{}"), 0o600)
+	if _, err := localapi.ReadLocal(dir); err == nil || !strings.Contains(err.Error(), "is not Delta's local.json") {
 		t.Errorf("an empty local.json: %v", err)
 	}
 
 	// Secrets are made once, mode 0600, and kept.
-	s1, err := LoadOrCreateSecret(filepath.Join(dir, TokenFile))
-	s2, _ := LoadOrCreateSecret(filepath.Join(dir, TokenFile))
+	s1, err := LoadOrCreateSecret(filepath.Join(dir, localapi.TokenFile))
+	s2, _ := LoadOrCreateSecret(filepath.Join(dir, localapi.TokenFile))
 	if err != nil || len(s1) != 64 || s1 != s2 {
 		t.Errorf("token %q then %q: %v", s1, s2, err)
 	}
-	if tok, err := ReadToken(dir); err != nil || tok != s1 {
-		t.Errorf("ReadToken: %q %v", tok, err)
+	if tok, err := localapi.ReadToken(dir); err != nil || tok != s1 {
+		t.Errorf("localapi.ReadToken: %q %v", tok, err)
 	}
 
 	// peers.json round-trips, sorted; a broken one is an error naming it.
@@ -89,15 +90,15 @@ func TestStateFolder(t *testing.T) {
 func TestDirect(t *testing.T) {
 	dir := t.TempDir()
 	exp := time.Date(2026, 12, 1, 12, 10, 0, 0, time.UTC)
-	d := Direct{Self: "laptop", ClientCert: "tls-cert.pem", ClientKey: "tls-key.pem", Peers: []DirectPeer{{Name: "studio",
-		Roads:  []DirectRoad{{Road: "thunderbolt", Address: "169.254.1.2:7422", Interface: "bridge0", Pin: "ab"}, {Road: "lan", Address: "10.0.0.2:7422"}},
+	d := localapi.Direct{Self: "laptop", ClientCert: "tls-cert.pem", ClientKey: "tls-key.pem", Peers: []localapi.DirectPeer{{Name: "studio",
+		Roads:  []localapi.DirectRoad{{Road: "thunderbolt", Address: "169.254.1.2:7422", Interface: "bridge0", Pin: "ab"}, {Road: "lan", Address: "10.0.0.2:7422"}},
 		Ticket: "v1.x.y", Expires: exp}}}
 	for range 2 {
 		if err := WriteDirect(dir, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := ReadDirect(dir)
+	got, err := localapi.ReadDirect(dir)
 	if err != nil || !reflect.DeepEqual(got.Peers, d.Peers) || got.ClientCert != d.ClientCert {
 		t.Fatalf("read back: %+v %v", got, err)
 	}
@@ -105,7 +106,7 @@ func TestDirect(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("the folder holds %d files, want direct.json alone (no temporary left)", len(entries))
 	}
-	fi, _ := os.Stat(filepath.Join(dir, DirectFile))
+	fi, _ := os.Stat(filepath.Join(dir, localapi.DirectFile))
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("direct.json has mode %v, want 0600", fi.Mode().Perm())
 	}

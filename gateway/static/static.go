@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
-	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/netwatch"
 )
 
@@ -71,7 +71,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	cfg.Router = router
 	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name, Checked: &ticket.Checked{}}
 	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now, Peers: fc.Peers}
-	cfg.SelfFunc = func() view.Self { return self }
+	cfg.SelfFunc = func() localapi.Self { return self }
 	return nil
 }
 
@@ -162,7 +162,7 @@ func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 // static network, renewing them ahead of expiry.
 type MintedTickets struct {
 	Key  ticket.Key
-	Self view.Self
+	Self localapi.Self
 	Now  func() time.Time
 	// Peers are the configured peers, whose lan and thunderbolt roads
 	// direct reads use (DirectRoads).
@@ -175,13 +175,13 @@ type MintedTickets struct {
 
 // DirectRoads are the configured peers' thunderbolt and lan roads, plain
 // TCP (gateway.DirectReads).
-func (m *MintedTickets) DirectRoads() ([]statedir.DirectPeer, string, string) {
-	var out []statedir.DirectPeer
+func (m *MintedTickets) DirectRoads() ([]localapi.DirectPeer, string, string) {
+	var out []localapi.DirectPeer
 	for _, p := range m.Peers {
-		dp := statedir.DirectPeer{Name: p.Name}
+		dp := localapi.DirectPeer{Name: p.Name}
 		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
 			if addr, ok := p.Roads[r]; ok {
-				dp.Roads = append(dp.Roads, statedir.DirectRoad{Road: string(r), Address: addr})
+				dp.Roads = append(dp.Roads, localapi.DirectRoad{Road: string(r), Address: addr})
 			}
 		}
 		out = append(out, dp)

@@ -16,10 +16,10 @@ import (
 	"tailscale.com/tailcfg"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
 
@@ -179,15 +179,15 @@ func (n *Node) Ticket(ctx context.Context, peer string, renew bool) (string, err
 // each with the local interface that reaches it and the pinned
 // certificate, and this computer's certificate files, to which read
 // tickets are bound (gateway.DirectReads).
-func (n *Node) DirectRoads() ([]statedir.DirectPeer, string, string) {
+func (n *Node) DirectRoads() ([]localapi.DirectPeer, string, string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []statedir.DirectPeer
+	var out []localapi.DirectPeer
 	for name, p := range n.peers {
 		if p.hello == nil {
 			continue
 		}
-		dp := statedir.DirectPeer{Name: name}
+		dp := localapi.DirectPeer{Name: name}
 		for _, want := range []roads.Road{roads.Thunderbolt, roads.LAN} {
 			for _, hr := range p.hello.Roads {
 				ap, err := netip.ParseAddrPort(hr.Address)
@@ -195,13 +195,13 @@ func (n *Node) DirectRoads() ([]statedir.DirectPeer, string, string) {
 					continue
 				}
 				if iface, ok := localRoad(n.ifaces, hr.Road, ap.Addr()); ok {
-					dp.Roads = append(dp.Roads, statedir.DirectRoad{Road: string(hr.Road), Address: hr.Address, Interface: iface, Pin: p.hello.Pin})
+					dp.Roads = append(dp.Roads, localapi.DirectRoad{Road: string(hr.Road), Address: hr.Address, Interface: iface, Pin: p.hello.Pin})
 				}
 			}
 		}
 		out = append(out, dp)
 	}
-	slices.SortFunc(out, func(a, b statedir.DirectPeer) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b localapi.DirectPeer) int { return strings.Compare(a.Name, b.Name) })
 	return out, pintls.CertFile, pintls.KeyFile
 }
 

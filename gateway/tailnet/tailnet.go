@@ -39,6 +39,7 @@ import (
 	"tailscale.com/util/testenv"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
@@ -143,7 +144,7 @@ type Node struct {
 
 	checked  ticket.Checked // tickets verified already (door.go)
 	ifaces   netwatch.State
-	self     view.Self
+	self     localapi.Self
 	selfUser tailcfg.UserID
 	backend  string // BackendState
 	authURL  string
@@ -501,7 +502,7 @@ func (n *Node) Close() error {
 
 // Self names this computer: its tailnet host name and stable node ID
 // (empty until logged in).
-func (n *Node) Self() view.Self {
+func (n *Node) Self() localapi.Self {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s := n.self

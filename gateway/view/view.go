@@ -11,16 +11,11 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
-
-// Self names this computer.
-type Self struct {
-	Name string `json:"name"`
-	Node string `json:"node_id"`
-}
 
 // TailnetSummary is what the menu and the status page show of the tailnet.
 type TailnetSummary struct {
@@ -32,7 +27,7 @@ type TailnetSummary struct {
 
 // Snapshot is everything the menu and the status page show, read at once.
 type Snapshot struct {
-	Self    Self
+	Self    localapi.Self
 	Version string
 	// Tailnet is nil in static mode.
 	Tailnet *TailnetSummary

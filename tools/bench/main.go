@@ -42,7 +42,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
 	"github.com/delta-roads/delta/kit"
 )
@@ -387,7 +387,7 @@ func startIn(ctx context.Context, bin, name, dir string, args []string, env []st
 			return nil, fmt.Errorf("%s stopped at once (its output: %s.out)", name, dir)
 		default:
 		}
-		if lf, err := statedir.ReadLocal(dir); err == nil && lf.PID == cmd.Process.Pid {
+		if lf, err := localapi.ReadLocal(dir); err == nil && lf.PID == cmd.Process.Pid {
 			if p.kit, err = kit.Open(dir); err == nil {
 				if _, err := p.kit.Status(ctx); err == nil {
 					break

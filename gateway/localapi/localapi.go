@@ -1,0 +1,241 @@
+// Package localapi is the local API's wire types (DESIGN §3), shared by the
+// gateway that serves them and the kit that reads them: the state folder's
+// files an app reads (local.json, local-token, direct.json), this
+// computer's identity, and the JSON the local API answers with. It
+// imports the standard library only, so that an app that imports the kit
+// compiles nothing of the daemon.
+package localapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Files of a state folder that an app reads.
+const (
+	LocalJSON  = "local.json"  // where the running Delta listens (LocalFile)
+	TokenFile  = "local-token" // the local API's bearer token (0600)
+	DirectFile = "direct.json" // what reads need while Delta is down (Direct)
+)
+
+// DefaultStateDir is DESIGN §7's state folder for this OS: macOS
+// ~/Library/Application Support/Delta; elsewhere $XDG_STATE_HOME/delta, or
+// ~/.local/state/delta. DELTA_STATE_DIR, when set, names another. Empty
+// when there is no home folder either.
+func DefaultStateDir() string {
+	if d := os.Getenv("DELTA_STATE_DIR"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	if runtime.GOOS == "darwin" {
+		return filepath.Join(home, "Library", "Application Support", "Delta")
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return filepath.Join(x, "delta")
+	}
+	return filepath.Join(home, ".local", "state", "delta")
+}
+
+// Self names a computer: its name and its node ID (the tailnet's stable
+// node ID, or static mode's).
+type Self struct {
+	Name string `json:"name"`
+	Node string `json:"node_id"`
+}
+
+// LocalFile is local.json: where the running Delta's local API listens.
+type LocalFile struct {
+	URL string `json:"url"` // "http://127.0.0.1:7420"
+	PID int    `json:"pid"`
+}
+
+// ReadLocal reads local.json. An error wrapping os.ErrNotExist means no
+// Delta runs on this folder (or it did not stop cleanly and has not
+// started again).
+func ReadLocal(dir string) (LocalFile, error) {
+	path := filepath.Join(dir, LocalJSON)
+	var lf LocalFile
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return lf, err
+	}
+	if err := json.Unmarshal(b, &lf); err != nil || lf.URL == "" {
+		return lf, fmt.Errorf("%s is not Delta's local.json (%v)", path, err)
+	}
+	return lf, nil
+}
+
+// ReadToken reads the local API's token.
+func ReadToken(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, TokenFile))
+	if err != nil {
+		return "", fmt.Errorf("read the local token: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Direct is <state>/direct.json: what the kit needs to read from a peer
+// while this computer's Delta is down (a read falls back to the peer's
+// gateway; a write never goes around Delta). Delta writes it while it
+// runs (mode 0600, atomically) and keeps it when it stops; its tickets'
+// expiry bounds it.
+type Direct struct {
+	// Written is when Delta last wrote the file.
+	Written time.Time `json:"written"`
+	// Self is this computer's name.
+	Self string `json:"self"`
+	// ClientCert and ClientKey name the files, in the state folder, of
+	// the TLS client certificate the read tickets are bound to (tailnet
+	// mode); empty when the roads are plain TCP (static mode).
+	ClientCert string `json:"client_cert,omitempty"`
+	ClientKey  string `json:"client_key,omitempty"`
+	// Peers are the peers with a lan or thunderbolt road.
+	Peers []DirectPeer `json:"peers"`
+}
+
+// DirectPeer is one peer's roads around Delta, and a read ticket for it.
+type DirectPeer struct {
+	Name string `json:"name"`
+	// Roads are its thunderbolt roads, then its lan ones.
+	Roads []DirectRoad `json:"roads"`
+	// Ticket is a read ticket (reads only, naming this computer), valid
+	// until Expires.
+	Ticket  string    `json:"ticket,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// DirectRoad is one lan or thunderbolt road to a peer.
+type DirectRoad struct {
+	Road    string `json:"road"`    // "thunderbolt" or "lan"
+	Address string `json:"address"` // host:port of its Delta's peer API
+	// Interface is the local interface the road is bound to, "" for none.
+	Interface string `json:"interface,omitempty"`
+	// Pin is the SHA-256 (hex, of the DER) of the peer's TLS certificate;
+	// empty for a plain TCP road (static mode).
+	Pin string `json:"pin,omitempty"`
+}
+
+// ReadDirect reads <state>/direct.json.
+func ReadDirect(dir string) (Direct, error) {
+	var d Direct
+	path := filepath.Join(dir, DirectFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return d, err
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return d, fmt.Errorf("%s is not valid: %w", path, err)
+	}
+	return d, nil
+}
+
+// Call is a call as this computer's journal has it: the JSON of GET
+// /v1/calls/{id} (DESIGN §4) and of each call in GET /v1/calls.
+type Call struct {
+	RequestID string `json:"request_id"`
+	Peer      string `json:"peer"`
+	App       string `json:"app"`
+	CallerApp string `json:"caller_app"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
+	Digest    string `json:"digest"`
+	State     string `json:"state"`
+	// Outcome is what the app was told.
+	Outcome   string `json:"outcome,omitempty"`
+	Dismissed bool   `json:"dismissed"`
+	// DismissedBy says who set it aside: "the status page", "the local API".
+	DismissedBy string    `json:"dismissed_by,omitempty"`
+	Detail      string    `json:"detail"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	OwnerState  string    `json:"owner_state"`
+	Asks        int       `json:"asks"`
+	NextAskAt   time.Time `json:"next_ask_at,omitzero"`
+	Attempts    []Attempt `json:"attempts"`
+	Answer      *Answer   `json:"answer,omitempty"`
+	// History is the call's steps, oldest first (GET /v1/calls/{id} only).
+	History []Step `json:"history,omitempty"`
+	// Request is what was sent, while the journal keeps it (GET
+	// /v1/calls/{id} only).
+	Request *SentRequest `json:"request,omitempty"`
+	// SettledBy is "a person" when a person settled it, with their note.
+	SettledBy  string `json:"settled_by,omitempty"`
+	SettleNote string `json:"settle_note,omitempty"`
+}
+
+// Settled reports whether the call's outcome is known for good: answered,
+// unavailable, carried_out or not_carried_out. needs_person is not: a
+// person must check.
+func (c *Call) Settled() bool {
+	switch c.State {
+	case "answered", "unavailable", "carried_out", "not_carried_out":
+		return true
+	}
+	return false
+}
+
+// Attempt is one try at sending a call.
+type Attempt struct {
+	N         int       `json:"n"`
+	Road      string    `json:"road"`
+	Address   string    `json:"address"`
+	StartedAt time.Time `json:"started_at"`
+	// FirstByte: a byte of the request was written on this attempt.
+	FirstByte bool   `json:"first_byte_written"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Answer is an owner app's answer as a journal keeps it, in a call's
+// record and in what an owner says it knows of a call.
+type Answer struct {
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	// Omitted: the body was over 1 MiB and is not kept.
+	Omitted bool `json:"body_omitted,omitempty"`
+}
+
+// Body is the kept body.
+func (a *Answer) Body() []byte {
+	b, _ := base64.StdEncoding.DecodeString(a.BodyBase64) // Delta writes valid base64
+	return b
+}
+
+// Step is one step of a call's history.
+type Step struct {
+	At         time.Time `json:"at"`
+	From       string    `json:"from,omitempty"`
+	State      string    `json:"state"`
+	OwnerState string    `json:"owner_state,omitempty"`
+	Dismissed  bool      `json:"dismissed,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+}
+
+// SentRequest is what a call sent: its headers as sent and its body, up
+// to 64 KiB; Truncated when only its size is kept (the call's digest
+// names it).
+type SentRequest struct {
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	Size       int         `json:"size"`
+	Truncated  bool        `json:"truncated"`
+	// Forgotten: a person had the headers and body dropped (delta
+	// forget); only the size stays.
+	Forgotten bool `json:"forgotten,omitempty"`
+}
+
+// Body is the kept body.
+func (s *SentRequest) Body() []byte {
+	b, _ := base64.StdEncoding.DecodeString(s.BodyBase64) // Delta writes valid base64
+	return b
+}
