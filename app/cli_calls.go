@@ -273,7 +273,7 @@ var receiptsCommand = &command{name: "receipts", args: "[--state S]", summary: "
 		}
 		if e.json {
 			if recs == nil {
-				recs = []kit.Receipt{}
+				recs = []localapi.Receipt{}
 			}
 			return e.printJSON(map[string]any{"receipts": recs})
 		}

@@ -328,7 +328,7 @@ var appsCommand = &command{name: "apps", args: "list | add NAME URL | remove NAM
 			}
 			if e.json {
 				if apps == nil {
-					apps = []kit.App{}
+					apps = []localapi.App{}
 				}
 				return e.printJSON(map[string]any{"apps": apps})
 			}

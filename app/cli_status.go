@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/kit"
 )
@@ -34,10 +35,10 @@ var statusCommand = &command{name: "status", summary: "this computer, the tailne
 	}}
 
 // writeStatus prints st for people.
-func writeStatus(w io.Writer, st *kit.Status, now time.Time) {
+func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	fmt.Fprintf(w, "%s", st.Self.Name)
-	if st.Self.NodeID != "" {
-		fmt.Fprintf(w, " (node %s)", st.Self.NodeID)
+	if st.Self.Node != "" {
+		fmt.Fprintf(w, " (node %s)", st.Self.Node)
 	}
 	fmt.Fprintf(w, " · Delta %s\n", st.Version)
 	if t := st.Tailnet; t != nil {
@@ -75,8 +76,8 @@ func writeStatus(w io.Writer, st *kit.Status, now time.Time) {
 			if r.Interface != "" {
 				where += " on " + r.Interface
 			}
-			state := r.State
-			if r.RTTMillis > 0 && r.State == "up" {
+			state := string(r.State)
+			if r.RTTMillis > 0 && r.State == localapi.RoadUp {
 				state += " " + view.FormatMillis(r.RTTMillis)
 			}
 			var notes []string
@@ -86,7 +87,7 @@ func writeStatus(w io.Writer, st *kit.Status, now time.Time) {
 			if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
 				notes = append(notes, "held down until "+r.HeldDownUntil.Local().Format("15:04:05"))
 			}
-			if r.LastError != "" && r.State != "up" {
+			if r.LastError != "" && r.State != localapi.RoadUp {
 				e := view.Clip(r.LastError, 100)
 				if !r.LastErrorAt.IsZero() {
 					e = fmt.Sprintf("%s ago: %s", view.Ago(now.Sub(r.LastErrorAt)), e)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // bin is the delta binary, built once for these tests.
@@ -242,7 +243,7 @@ func TestOwnerCrash(t *testing.T) {
 	}
 	defer db.Close()
 	rec, err := db.Receipt(context.Background(), "node-laptop", id)
-	if err != nil || rec.State != journal.Interrupted {
+	if err != nil || rec.State != proto.ReceiptInterrupted {
 		t.Errorf("studio's receipt: %+v %v, want interrupted", rec, err)
 	}
 	if app.RequestsFor(id) != 1 {

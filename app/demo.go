@@ -171,10 +171,10 @@ func (d *demo) run(ctx context.Context, keep string) (err error) {
 		}
 	}
 	tn.SameUserAll() // one person's computers
-	var st *kit.Status
+	var st *localapi.Status
 	if err := waitFor(ctx, "alpha to find beta on the lan road", func() bool {
 		st, err = alpha.c.Status(ctx)
-		return err == nil && roadState(st, "beta", "lan") == "up"
+		return err == nil && roadState(st, "beta", "lan") == localapi.RoadUp
 	}); err != nil {
 		return err
 	}
@@ -422,7 +422,7 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func roadState(st *kit.Status, peer, road string) string {
+func roadState(st *localapi.Status, peer, road string) localapi.RoadState {
 	for _, p := range st.Peers {
 		if p.Name == peer {
 			for _, r := range p.Roads {
@@ -435,7 +435,7 @@ func roadState(st *kit.Status, peer, road string) string {
 	return ""
 }
 
-func peerLine(st *kit.Status, peer string) string {
+func peerLine(st *localapi.Status, peer string) string {
 	var parts []string
 	for _, p := range st.Peers {
 		if p.Name != peer {

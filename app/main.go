@@ -77,7 +77,7 @@ func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
 	fs.StringVar(&s.listen, "listen", envOr("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
 	fs.StringVar(&s.peerListen, "peer-listen", envOr("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
 	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")
-	lanPort, _ := strconv.Atoi(envOr("DELTA_LAN_PORT", "7422"))
+	lanPort, _ := strconv.Atoi(envOr("DELTA_LAN_PORT", strconv.Itoa(tailnet.DefaultLANPort)))
 	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
 	fs.StringVar(&s.controlURL, "control-url", envOr("DELTA_CONTROL_URL", ""), "the tailnet's control server (DELTA_CONTROL_URL)")
 	fs.StringVar(&s.hostname, "hostname", envOr("DELTA_HOSTNAME", ""), "this computer's name on the tailnet (DELTA_HOSTNAME)")
@@ -163,9 +163,9 @@ func run(args []string, stderr io.Writer) error {
 		warning, err := ui.DesktopProblem()
 		if err != nil {
 			withTray = false
-			log.Info("running headless: " + err.Error() + "; everything but the tray and notifications runs")
+			log.Info("running headless: everything but the tray and notifications runs", "why", err)
 		} else if warning != "" {
-			log.Warn(warning)
+			log.Warn("the desktop may not show the tray", "warning", warning)
 		}
 	}
 

@@ -78,7 +78,7 @@ func TestTray(t *testing.T) {
 		t.Fatal(err)
 	}
 	gatewaytest.WaitFor(t, 10*time.Second, "the menu's Ask to reach the owner", func() bool {
-		return laptop.log.Contains("menu: ask call tray-1: it is outcome unknown")
+		return laptop.log.Contains(`action=ask request_id=tray-1 state="outcome unknown"`)
 	})
 	tray.WaitMenu(t, 10*time.Second, "what the owner said", func(m []uitest.MenuItem) bool {
 		s, ok := uitest.Find(m, "    Outcome unknown, sent ")
@@ -143,7 +143,7 @@ func TestHeadlessWithoutSessionBus(t *testing.T) {
 	if r := laptop.c.Must(t, "GET", "/v1/status", nil); r.Status != 200 {
 		t.Fatalf("status: %d", r.Status)
 	}
-	if !laptop.log.Contains("running headless: no DBus session bus") {
+	if !laptop.log.Contains("running headless") || !laptop.log.Contains("no DBus session bus") {
 		t.Errorf("the log does not say why Delta runs headless:\n%s", laptop.log)
 	}
 }

@@ -8,10 +8,7 @@ import (
 //go:embed *.png
 var files embed.FS
 
-// States are the tray icon's states, as ui.Level names them.
-var States = []string{"ok", "degraded", "unsettled"}
-
-// TrayIcon returns the tray icon for state: template is for the macOS menu
+// TrayIcon returns the tray icon for state (a view.Level): template is for the macOS menu
 // bar (black, alpha only: the system tints it for light and dark bars),
 // regular is the colour PNG Linux panels show. An unknown state is an
 // error naming it.

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"image/png"
 	"testing"
+
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // Every state has both icons; template icons are black with alpha only (so
 // macOS can tint them), colour icons are not; the app icon is 512×512.
 func TestIcons(t *testing.T) {
-	for _, st := range States {
-		tmpl, reg, err := TrayIcon(st)
+	for _, st := range view.Levels {
+		tmpl, reg, err := TrayIcon(string(st))
 		if err != nil {
 			t.Fatal(err)
 		}

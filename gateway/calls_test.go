@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
@@ -117,7 +118,7 @@ func TestConcurrentAtOwner(t *testing.T) {
 // good ones.
 type flakyTickets struct {
 	bad  atomic.Int32
-	good gateway.Tickets
+	good peerclient.Tickets
 	asks atomic.Int32
 }
 
@@ -181,7 +182,9 @@ func TestDoorRenewsOnce(t *testing.T) {
 }
 
 // TestRoadRecovery: a lan road that refuses is dropped and one freshly
-// chosen road carries the request; a pinned road never detours.
+// chosen road carries the request; a pinned road never detours. The route
+// book then believes the lan road down: the read after the call does not
+// dial it again (one fall-back in all, the call's).
 func TestRoadRecovery(t *testing.T) {
 	checkNoLeaks(t)
 	dead := gatewaytest.DeadAddr(t)
@@ -203,9 +206,18 @@ func TestRoadRecovery(t *testing.T) {
 		t.Errorf("attempts %+v; want lan (nothing written), then tailnet", call.Attempts)
 	}
 
+	lanConnects := func() uint64 {
+		var st localapi.Status
+		json.Unmarshal(laptop.c.Must(t, "GET", "/v1/status", nil).Body, &st)
+		return st.Counters.Counters["road_connects_lan"]
+	}
+	before := lanConnects()
 	r = laptop.c.Must(t, "GET", "/v1/peers/studio/notes/x", nil)
 	if r.Status != 200 || r.Header.Get("X-Delta-Route") != "tailnet" {
 		t.Fatalf("read: %d via %q: %s", r.Status, r.Header.Get("X-Delta-Route"), r.Body)
+	}
+	if after := lanConnects(); after != before {
+		t.Errorf("the read dialled the lan road that had just refused (%d connects, then %d)", before, after)
 	}
 
 	for _, method := range []string{"GET", "POST"} {
@@ -222,11 +234,11 @@ func TestRoadRecovery(t *testing.T) {
 		t.Errorf("a pinned call detoured to the owner app")
 	}
 	st := laptop.c.Must(t, "GET", "/v1/status", nil)
-	if !strings.Contains(string(st.Body), `"route_fallbacks": 2`) {
-		t.Errorf("status does not count 2 route fallbacks: %s", st.Body)
+	if !strings.Contains(string(st.Body), `"route_fallbacks": 1`) {
+		t.Errorf("status does not count 1 route fallback: %s", st.Body)
 	}
 	m := laptop.c.Must(t, "GET", "/metrics", nil)
-	if !strings.Contains(string(m.Body), "delta_route_fallbacks_total 2") || !strings.Contains(string(m.Body), `delta_calls_total{outcome="answered"} 1`) {
+	if !strings.Contains(string(m.Body), "delta_route_fallbacks_total 1") || !strings.Contains(string(m.Body), `delta_calls_total{outcome="answered"} 1`) {
 		t.Errorf("metrics: %s", m.Body)
 	}
 }

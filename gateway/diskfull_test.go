@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/gatewaytest/smalldisk"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
@@ -35,11 +35,11 @@ func onDisk(t *testing.T, n *node, disk *smalldisk.Disk) {
 }
 
 // behind reads /v1/status's journal.behind.
-func behind(t *testing.T, n *node) *gateway.BehindJSON {
+func behind(t *testing.T, n *node) *localapi.Behind {
 	t.Helper()
 	var s struct {
 		Journal struct {
-			Behind *gateway.BehindJSON `json:"behind"`
+			Behind *localapi.Behind `json:"behind"`
 		} `json:"journal"`
 	}
 	if err := json.Unmarshal(n.c.Must(t, "GET", "/v1/status", nil).Body, &s); err != nil {

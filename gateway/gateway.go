@@ -1,11 +1,13 @@
-// Package gateway is Delta's gateway: the local API that apps on this
-// computer call (DESIGN §3), the peer API that other computers' Deltas call
-// (§4), the peer client that carries reads and calls between them, and the
-// reconciler that settles calls whose outcome is unknown.
+// Package gateway wires one running Delta: the local API that apps on
+// this computer call (DESIGN §3) and the peer API that other computers'
+// Deltas call (§4), around the rooms that do the work: caller (this
+// computer's outgoing reads and calls), owner (its door and its apps'
+// side), peerclient (the roads' connections), reconcile (settling unknown
+// outcomes) and journal.
 //
 // A Gateway is configured with a Config and started with Start; Close undoes
 // everything Start did. The road to a peer is chosen by a roads.Router and
-// callers are identified at the peer API's door by a Door, so the tailnet
+// callers are identified at the peer API's door by an owner.Door, so the tailnet
 // and the route book slot in without touching the call path.
 package gateway
 
@@ -112,10 +114,10 @@ type Config struct {
 	Router roads.Router
 	// Door identifies callers on the peer API when a listener has none of
 	// its own. Required: a mode's Attach sets it.
-	Door Door
+	Door owner.Door
 	// Tickets supplies the tickets this gateway presents. Required: a
 	// mode's Attach sets it.
-	Tickets Tickets
+	Tickets peerclient.Tickets
 	// Backoff is the reconciler's schedule. If nil, DefaultBackoff.
 	Backoff []time.Duration
 	// CacheBytes bounds the read cache. If 0, 64 MiB.
@@ -139,9 +141,9 @@ type Config struct {
 
 // TailnetReporter is what the gateway shows of its tailnet (tailnet.Node).
 type TailnetReporter interface {
-	// StatusJSON is "tailnet" in /v1/status: login state, why peers are
+	// Status is "tailnet" in /v1/status: login state, why peers are
 	// missing.
-	StatusJSON() any
+	Status() localapi.TailnetStatus
 	// Summary is what the menu and the status page show of it.
 	Summary() view.TailnetSummary
 }
@@ -153,8 +155,8 @@ type Gateway struct {
 	now    func() time.Time
 	db     *journal.DB
 	router roads.Router
-	door   Door
-	ticket Tickets
+	door   owner.Door
+	ticket peerclient.Tickets
 	cache  *readcache.Cache
 	stats  *stats
 	token  string
@@ -192,14 +194,11 @@ type PeerListener struct {
 	// Listener is taken over by Start and closed by Close.
 	Listener net.Listener
 	// Door identifies callers on this listener. If nil, the gateway's.
-	Door Door
+	Door owner.Door
 	// Routes, if not nil, registers extra handlers on this listener's mux
 	// (behind the door; see CallerFrom).
 	Routes func(mux *http.ServeMux)
 }
-
-// Tickets supplies the ticket to present to a peer.
-type Tickets = peerclient.Tickets
 
 // New checks cfg and returns a gateway that is not started.
 func New(cfg Config) (*Gateway, error) {
@@ -301,10 +300,10 @@ func (g *Gateway) Start() (err error) {
 	if c, err := g.db.Continuity(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	} else if c.Broken != "" {
-		g.log.Error("JOURNAL CONTINUITY BROKEN: this computer's journal cannot vouch for the calls its apps received before "+
-			c.Since.Local().Format(time.RFC3339)+"; callers asking about them are told it no longer knows (a person must check), never that they did not arrive; "+
+		g.log.Error("JOURNAL CONTINUITY BROKEN: this computer's journal cannot vouch for the calls its apps received before the time given; "+
+			"callers asking about them are told it no longer knows (a person must check), never that they did not arrive; "+
 			"calls this computer sent before then may be missing from its list (one sent again is answered by its owner, which keeps it, not carried out twice)",
-			"why", c.Broken)
+			"before", c.Since.Local().Format(time.RFC3339), "why", c.Broken)
 	}
 	if n, err := g.db.RecoverReceipts(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -511,7 +510,7 @@ func (g *Gateway) Close() error {
 // port it could not take) in the log, and keeps it for the menu, the
 // status page and /v1/status.
 func (g *Gateway) AddNotice(s string) {
-	g.log.Warn(s)
+	g.log.Warn("notice", "notice", s)
 	g.noticeMu.Lock()
 	g.notices = append(g.notices, s)
 	g.noticeMu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
@@ -143,7 +144,7 @@ func (n *node) waitReceiptDone(t testing.TB, caller, id string) *journal.Receipt
 	for {
 		changed := n.g.Journal().Changed()
 		r, err := n.g.Journal().Receipt(ctx, caller, id)
-		if err == nil && r.State != journal.Running {
+		if err == nil && r.State != proto.ReceiptRunning {
 			return r
 		}
 		select {

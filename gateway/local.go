@@ -21,6 +21,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statuspage"
 )
@@ -205,7 +206,7 @@ func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 
 // viewCall is a journal's call as GET /v1/calls/{id} shows it (DESIGN
 // §4), its times in UTC.
-func viewCall(c *journal.Call) localapi.Call {
+func viewCall(c *record.Call) localapi.Call {
 	v := localapi.Call{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
 		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
 		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, SettledBy: c.SettledBy, SettleNote: c.SettleNote, Detail: c.Detail,
@@ -227,14 +228,14 @@ func viewCall(c *journal.Call) localapi.Call {
 
 func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
 	f := journal.CallFilter{}
-	switch s := r.URL.Query().Get("state"); s {
-	case "":
-	case "unsettled":
+	switch s := record.CallState(r.URL.Query().Get("state")); {
+	case s == "":
+	case s == "unsettled":
 		f.Unsettled = true
-	case "sending", "answered", "unavailable", "unknown", "carried_out", "not_carried_out", "needs_person":
-		f.State = journal.CallState(s)
+	case slices.Contains(record.CallStates, s):
+		f.State = s
 	default:
-		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not unsettled or a call state (sending, answered, unavailable, unknown, carried_out, not_carried_out, needs_person)", s))
+		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not unsettled or a call state (%s)", s, list(record.CallStates)))
 		return
 	}
 	if v := r.URL.Query().Get("limit"); v != "" {
@@ -280,7 +281,7 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 			localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 			return
 		}
-		if c.State != journal.Sending && c.State != journal.Unknown || ctx.Err() != nil {
+		if c.State != record.Sending && c.State != record.Unknown || ctx.Err() != nil {
 			v := viewCall(c)
 			hist, err := g.db.History(r.Context(), id)
 			if err != nil {
@@ -340,7 +341,7 @@ func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.BadRequest, "the note is over 1,000 bytes")
 		return
 	}
-	c, err := g.Settle(r.Context(), r.PathValue("id"), journal.CallState(body.State), body.Note)
+	c, err := g.Settle(r.Context(), r.PathValue("id"), record.CallState(body.State), body.Note)
 	if errors.Is(err, journal.ErrNotSettleable) {
 		localError(w, proto.Conflict, err.Error())
 		return
@@ -348,27 +349,12 @@ func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
 	g.writeCallResult(w, r.PathValue("id"), c, err)
 }
 
-// receiptView is one receipt in GET /v1/receipts.
-type receiptView struct {
-	RequestID  string `json:"request_id"`
-	Caller     string `json:"caller"`
-	CallerNode string `json:"caller_node"`
-	App        string `json:"app"`
-	Method     string `json:"method"`
-	Path       string `json:"path"`
-	State      string `json:"state"`
-	ReceivedAt string `json:"received_at"`
-	UpdatedAt  string `json:"updated_at"`
-}
-
 // handleReceipts lists what this computer's apps received in the last 7
 // days (the owner's receipts), those to check first.
 func (g *Gateway) handleReceipts(w http.ResponseWriter, r *http.Request) {
-	st := journal.ReceiptState(r.URL.Query().Get("state"))
-	switch st {
-	case "", journal.Running, journal.ReceiptAnswered, journal.ReceiptNotDone, journal.AppUnknown, journal.Interrupted, journal.Fenced:
-	default:
-		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not a receipt state (running, answered, not_carried_out, app_unknown, interrupted, fenced)", st))
+	st := proto.ReceiptState(r.URL.Query().Get("state"))
+	if st != "" && !slices.Contains(proto.StoredReceiptStates, st) {
+		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not a receipt state (%s)", st, list(proto.StoredReceiptStates)))
 		return
 	}
 	recs, err := g.db.RecentReceipts(r.Context(), g.now().Add(-journal.ReceiptShown), st, 5000)
@@ -376,16 +362,16 @@ func (g *Gateway) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	out := []receiptView{}
+	out := []localapi.Receipt{}
 	for _, rc := range recs {
-		out = append(out, receiptView{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
-			Path: rc.Path, State: string(rc.State), ReceivedAt: proto.RFC3339(rc.ReceivedAt), UpdatedAt: proto.RFC3339(rc.UpdatedAt)})
+		out = append(out, localapi.Receipt{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
+			Path: rc.Path, State: string(rc.State), ReceivedAt: rc.ReceivedAt.UTC(), UpdatedAt: rc.UpdatedAt.UTC()})
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"receipts": out})
 }
 
 // writeCallResult answers an Ask or a Dismiss.
-func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *journal.Call, err error) {
+func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *record.Call, err error) {
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
@@ -398,26 +384,15 @@ func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *journal.C
 	}
 }
 
-type appView struct {
-	App    string `json:"app"`
-	URL    string `json:"url"`
-	Secret string `json:"secret"`
-}
-
 func (g *Gateway) handleListApps(w http.ResponseWriter, r *http.Request) {
 	apps, err := g.db.Apps(r.Context())
 	if err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	type listed struct {
-		App       string `json:"app"`
-		URL       string `json:"url"`
-		UpdatedAt string `json:"updated_at"`
-	}
-	out := []listed{}
+	out := []localapi.App{}
 	for _, a := range apps {
-		out = append(out, listed{App: a.Name, URL: a.URL, UpdatedAt: proto.RFC3339(a.UpdatedAt)})
+		out = append(out, localapi.App{App: a.Name, URL: a.URL, UpdatedAt: a.UpdatedAt.UTC()})
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"apps": out})
 }
@@ -460,7 +435,7 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.log.Info("app registered", "app", name, "url", a.URL)
-	proto.WriteJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
+	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
 // checkAppURL accepts only http URLs on a loopback address with a port
@@ -521,7 +496,7 @@ func (g *Gateway) handleGetApp(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	proto.WriteJSON(w, http.StatusOK, appView{App: a.Name, URL: a.URL, Secret: a.Secret})
+	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
 func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
@@ -561,4 +536,13 @@ func LocalProof(token, nonce string) string {
 	m := hmac.New(sha256.New, []byte(token))
 	m.Write([]byte("delta-local-proof/1\x00" + nonce))
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// list joins states for an error: "sending, answered, …".
+func list[S ~string](states []S) string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return strings.Join(out, ", ")
 }

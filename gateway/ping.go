@@ -7,36 +7,20 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
-// PingRoad is what a ping learned of one road to a peer (`delta ping`,
-// POST /v1/ping/{peer}).
-type PingRoad struct {
-	Road      roads.Road `json:"road"`
-	Address   string     `json:"address,omitempty"`
-	Interface string     `json:"interface,omitempty"`
-	// OK reports whether the peer's Delta answered on this road.
-	OK bool `json:"ok"`
-	// ConnectMillis is how long the connect took (with TLS and the pin
-	// check on lan and thunderbolt); AnswerMillis the round trip of the
-	// ping request on that connection.
-	ConnectMillis float64 `json:"connect_ms,omitempty"`
-	AnswerMillis  float64 `json:"answer_ms,omitempty"`
-	// Error says why not, when !OK.
-	Error string `json:"error,omitempty"`
-}
-
 // pingTimeout bounds the answer to one ping once connected.
 const pingTimeout = 5 * time.Second
 
-// Ping asks peer's Delta on each of its roads, one after another, on a
+// Ping (POST /v1/ping/{peer}, `delta ping`) asks peer's Delta on each of its roads, one after another, on a
 // connection of its own (a pooled one would say nothing of the road), and
 // tells the router what it learned. A road held down is not dialled: its
 // result says until when. Nothing reaches an app.
-func (g *Gateway) Ping(ctx context.Context, peer string) ([]PingRoad, error) {
+func (g *Gateway) Ping(ctx context.Context, peer string) ([]localapi.PingRoad, error) {
 	if !g.router.Known(peer) {
 		return nil, fmt.Errorf("%q is not one of this computer's peers: %w", peer, roads.ErrUnknownPeer)
 	}
@@ -44,19 +28,19 @@ func (g *Gateway) Ping(ctx context.Context, peer string) ([]PingRoad, error) {
 	for _, p := range g.router.Peers() {
 		if p.Name == peer {
 			for _, r := range p.Roads {
-				known = append(known, r.Road)
+				known = append(known, roads.Road(r.Road))
 			}
 		}
 	}
-	var out []PingRoad
+	var out []localapi.PingRoad
 	for _, road := range known {
 		out = append(out, g.pingRoad(ctx, peer, road))
 	}
 	return out, nil
 }
 
-func (g *Gateway) pingRoad(ctx context.Context, peer string, road roads.Road) PingRoad {
-	res := PingRoad{Road: road}
+func (g *Gateway) pingRoad(ctx context.Context, peer string, road roads.Road) localapi.PingRoad {
+	res := localapi.PingRoad{Road: string(road)}
 	cand, err := g.router.Choose(ctx, peer, road)
 	if err != nil {
 		res.Error = err.Error()

@@ -63,7 +63,7 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 
 func receivedView(r *journal.Receipt) view.Received {
 	return view.Received{CallerName: r.CallerName, Caller: r.Caller, RequestID: r.RequestID, App: r.App, Method: r.Method,
-		Path: r.Path, State: string(r.State), ReceivedAt: r.ReceivedAt, UpdatedAt: r.UpdatedAt}
+		Path: r.Path, State: r.State, ReceivedAt: r.ReceivedAt, UpdatedAt: r.UpdatedAt}
 }
 
 // Changed returns a channel that closes at the next change to what Snapshot
@@ -98,7 +98,7 @@ var ErrNotUnsettled = errors.New("not unknown or needs_person")
 // POST /v1/calls/{id}/ask) and returns the call as it stands after. A call
 // that needs a person may be settled by it. Errors wrap journal.ErrNotFound
 // or ErrNotUnsettled.
-func (g *Gateway) Ask(ctx context.Context, id string) (*journal.Call, error) {
+func (g *Gateway) Ask(ctx context.Context, id string) (*record.Call, error) {
 	c, err := g.db.Call(ctx, id)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (g *Gateway) Ask(ctx context.Context, id string) (*journal.Call, error) {
 // Settle records a person's settlement of an unknown or needs_person call:
 // to is carried_out or not_carried_out. The reconciler no longer asks
 // about it; an owner's later answer that says otherwise is an alarm.
-func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, note string) (*journal.Call, error) {
+func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, note string) (*record.Call, error) {
 	c, err := g.db.SettleByPerson(ctx, id, to, note)
 	if err == nil {
 		g.log.Info("call settled by a person", "request_id", id, "peer", c.Peer, "state", to, "note", note)
@@ -123,7 +123,7 @@ func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, no
 
 // Dismiss sets a call aside: hidden from the menu, still reconciled. by
 // names who asked ("the status page", "the local API"), as recorded.
-func (g *Gateway) Dismiss(ctx context.Context, id, by string) (*journal.Call, error) {
+func (g *Gateway) Dismiss(ctx context.Context, id, by string) (*record.Call, error) {
 	if err := g.db.Dismiss(ctx, id, by); err != nil {
 		return nil, err
 	}

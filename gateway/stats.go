@@ -10,8 +10,8 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/transfer"
 )
 
 // stats are the gateway's counters, for /v1/status and /metrics.
@@ -19,18 +19,18 @@ type stats struct {
 	mu       sync.Mutex
 	reads    map[proto.Outcome]uint64
 	calls    map[proto.Outcome]uint64
-	settles  map[journal.CallState]uint64
+	settles  map[record.CallState]uint64
 	counters map[string]uint64
 }
 
 func newStats() *stats {
 	return &stats{reads: map[proto.Outcome]uint64{}, calls: map[proto.Outcome]uint64{},
-		settles: map[journal.CallState]uint64{}, counters: map[string]uint64{}}
+		settles: map[record.CallState]uint64{}, counters: map[string]uint64{}}
 }
 
 func (s *stats) read(o proto.Outcome) { s.mu.Lock(); s.reads[o]++; s.mu.Unlock() }
 func (s *stats) call(o proto.Outcome) { s.mu.Lock(); s.calls[o]++; s.mu.Unlock() }
-func (s *stats) settled(st journal.CallState) {
+func (s *stats) settled(st record.CallState) {
 	s.mu.Lock()
 	s.settles[st]++
 	s.mu.Unlock()
@@ -58,26 +58,19 @@ func (s *stats) connect(road roads.Road, joined bool) {
 	s.inc("road_connects_" + string(road))
 }
 
-type statsView struct {
-	Reads    map[proto.Outcome]uint64     `json:"reads"`
-	Calls    map[proto.Outcome]uint64     `json:"calls"`
-	Settled  map[journal.CallState]uint64 `json:"settled"`
-	Counters map[string]uint64            `json:"counters"`
-}
-
-func (s *stats) snapshot() statsView {
+func (s *stats) snapshot() localapi.Counters {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := statsView{Reads: map[proto.Outcome]uint64{}, Calls: map[proto.Outcome]uint64{},
-		Settled: map[journal.CallState]uint64{}, Counters: map[string]uint64{"route_fallbacks": 0}}
+	v := localapi.Counters{Reads: map[string]uint64{}, Calls: map[string]uint64{},
+		Settled: map[string]uint64{}, Counters: map[string]uint64{"route_fallbacks": 0}}
 	for k, n := range s.reads {
-		v.Reads[k] = n
+		v.Reads[string(k)] = n
 	}
 	for k, n := range s.calls {
-		v.Calls[k] = n
+		v.Calls[string(k)] = n
 	}
 	for k, n := range s.settles {
-		v.Settled[k] = n
+		v.Settled[string(k)] = n
 	}
 	for k, n := range s.counters {
 		v.Counters[k] = n
@@ -85,72 +78,32 @@ func (s *stats) snapshot() statsView {
 	return v
 }
 
-// BehindJSON is what the journal holds in memory because it could not
-// write it.
-type BehindJSON struct {
-	Held     int    `json:"held_outcomes"`
-	Since    string `json:"since"`
-	Error    string `json:"error"`
-	DiskFull bool   `json:"disk_full"`
-}
-
-// behindJSON is the journal's Behind for /v1/status, nil when it is not.
-func behindJSON(b journal.Behind) *BehindJSON {
+// behind is the journal's Behind for /v1/status, nil when it is not.
+func behind(b journal.Behind) *localapi.Behind {
 	if b.Held == 0 {
 		return nil
 	}
-	j := &BehindJSON{Held: b.Held, Since: proto.RFC3339(b.Since), DiskFull: b.DiskFull}
+	j := &localapi.Behind{Held: b.Held, Since: b.Since.UTC(), DiskFull: b.DiskFull}
 	if b.Err != nil {
 		j.Error = b.Err.Error()
 	}
 	return j
 }
 
-// Status is the JSON of GET /v1/status.
-type Status struct {
-	Self      localapi.Self `json:"self"`
-	Version   string        `json:"version"`
-	Tailnet   any           `json:"tailnet,omitempty"`
-	Peers     any           `json:"peers"`
-	Counters  statsView     `json:"counters"`
-	Unsettled int           `json:"unsettled"`
-	// Notices are what a person should know about this Delta (a port it
-	// could not take).
-	Notices []string `json:"notices"`
-	// Journal counts what the journal keeps besides calls and receipts.
-	Journal struct {
-		// RequestBytes are the bodies of calls kept for a person to check.
-		RequestBytes int64 `json:"request_bytes"`
-		// Continuity is what the journal vouches for (since, and why not
-		// before, when it is broken).
-		Continuity journal.Continuity `json:"continuity"`
-		// Behind, when the journal could not write (a full disk), counts
-		// the outcomes it holds in memory until it can.
-		Behind *BehindJSON `json:"behind,omitempty"`
-	} `json:"journal"`
-	Cache struct {
-		Entries int   `json:"entries"`
-		Bytes   int64 `json:"bytes"`
-	} `json:"cache"`
-	// Transfers are those that have run for a second or more: a big read,
-	// call or session, with road, bytes and rate.
-	Transfers []transfer.View `json:"transfers"`
-	// Sessions counts the sessions open (WebSocket and other upgrades),
-	// both this computer's apps' and those its owner apps hold for peers.
-	Sessions int `json:"sessions"`
-}
-
-func (g *Gateway) status(r *http.Request) (Status, error) {
-	peers := g.router.Peers()
-	if peers == nil {
-		peers = []roads.PeerStatus{}
+func (g *Gateway) status(r *http.Request) (localapi.Status, error) {
+	s := localapi.Status{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot(), Notices: g.Notices()}
+	if s.Peers == nil {
+		s.Peers = []localapi.PeerStatus{}
 	}
-	s := Status{Self: g.Self(), Version: g.cfg.Version, Peers: peers, Counters: g.stats.snapshot(), Notices: g.Notices()}
 	if s.Notices == nil {
 		s.Notices = []string{}
 	}
+	if rc, ok := g.router.(roads.Counted); ok {
+		s.Routes = rc.RouteCounters()
+	}
 	if g.cfg.Tailnet != nil {
-		s.Tailnet = g.cfg.Tailnet.StatusJSON()
+		t := g.cfg.Tailnet.Status()
+		s.Tailnet = &t
 	}
 	var err error
 	if s.Journal.RequestBytes, err = g.db.RequestBytes(r.Context()); err != nil {
@@ -159,7 +112,7 @@ func (g *Gateway) status(r *http.Request) (Status, error) {
 	if s.Journal.Continuity, err = g.db.Continuity(r.Context()); err != nil {
 		return s, err
 	}
-	s.Journal.Behind = behindJSON(g.db.Behind())
+	s.Journal.Behind = behind(g.db.Behind())
 	s.Transfers, s.Sessions = g.transfers.Long(), g.transfers.Sessions()
 	s.Unsettled, err = g.db.CountUnsettled(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()

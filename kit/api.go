@@ -102,7 +102,7 @@ func (c *Client) Settle(ctx context.Context, id string) (*localapi.Call, error) 
 			}
 			return nil, err
 		}
-		if r.State != "sending" && r.State != "unknown" {
+		if !r.Waiting() {
 			return &r, nil
 		}
 		if ctx.Err() != nil {
@@ -145,25 +145,12 @@ func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*l
 	return &r, err
 }
 
-// Receipt is a call this computer's apps received (the owner's side).
-type Receipt struct {
-	RequestID  string    `json:"request_id"`
-	Caller     string    `json:"caller"`
-	CallerNode string    `json:"caller_node"`
-	App        string    `json:"app"`
-	Method     string    `json:"method"`
-	Path       string    `json:"path"`
-	State      string    `json:"state"`
-	ReceivedAt time.Time `json:"received_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-}
-
 // Receipts lists what this computer's apps received in the last 7 days,
 // those to check first (app_unknown, interrupted) at the top; state, if
 // not empty, keeps one state.
-func (c *Client) Receipts(ctx context.Context, state string) ([]Receipt, error) {
+func (c *Client) Receipts(ctx context.Context, state string) ([]localapi.Receipt, error) {
 	var out struct {
-		Receipts []Receipt `json:"receipts"`
+		Receipts []localapi.Receipt `json:"receipts"`
 	}
 	q := ""
 	if state != "" {
@@ -173,29 +160,19 @@ func (c *Client) Receipts(ctx context.Context, state string) ([]Receipt, error) 
 	return out.Receipts, err
 }
 
-// App is an owner app registered with this computer's Delta.
-type App struct {
-	App string `json:"app"`
-	URL string `json:"url"`
-	// Secret arrives with every forwarded request as
-	// X-Delta-Forward-Secret (RegisterApp only; Apps leaves it out).
-	Secret    string    `json:"secret,omitempty"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
-}
-
 // RegisterApp registers (or re-points) the owner app name at url
 // ("http://127.0.0.1:PORT"); the answer holds the forward secret, kept
 // across re-registrations.
-func (c *Client) RegisterApp(ctx context.Context, name, appURL string) (*App, error) {
-	var a App
+func (c *Client) RegisterApp(ctx context.Context, name, appURL string) (*localapi.App, error) {
+	var a localapi.App
 	err := c.api(ctx, http.MethodPut, "/v1/apps/"+url.PathEscape(name), map[string]string{"url": appURL}, &a)
 	return &a, err
 }
 
 // Apps lists the registered owner apps.
-func (c *Client) Apps(ctx context.Context) ([]App, error) {
+func (c *Client) Apps(ctx context.Context) ([]localapi.App, error) {
 	var out struct {
-		Apps []App `json:"apps"`
+		Apps []localapi.App `json:"apps"`
 	}
 	err := c.api(ctx, http.MethodGet, "/v1/apps", nil, &out)
 	return out.Apps, err
@@ -207,71 +184,18 @@ func (c *Client) RemoveApp(ctx context.Context, name string) error {
 	return c.api(ctx, http.MethodDelete, "/v1/apps/"+url.PathEscape(name), nil, nil)
 }
 
-// Status is GET /v1/status.
-type Status struct {
-	Self struct {
-		Name   string `json:"name"`
-		NodeID string `json:"node_id"`
-	} `json:"self"`
-	Version string `json:"version"`
-	// Tailnet is nil in static mode.
-	Tailnet *struct {
-		State      string   `json:"state"`
-		LoginURL   string   `json:"login_url"`
-		Message    string   `json:"message"`
-		ControlURL string   `json:"control_url"`
-		LogUpload  bool     `json:"log_upload"`
-		LAN        []string `json:"lan_listeners"`
-	} `json:"tailnet"`
-	Peers     []PeerStatus `json:"peers"`
-	Unsettled int          `json:"unsettled"`
-}
-
-// PeerStatus is one peer in Status.
-type PeerStatus struct {
-	Name  string       `json:"name"`
-	Road  string       `json:"road"` // the current choice; "" if none
-	Roads []RoadStatus `json:"roads"`
-}
-
-// RoadStatus is one road to a peer.
-type RoadStatus struct {
-	Road          string    `json:"road"`
-	Address       string    `json:"address"`
-	Interface     string    `json:"interface"`
-	State         string    `json:"state"` // unknown, up, down
-	RTTMillis     float64   `json:"rtt_ms"`
-	LastError     string    `json:"last_error"`
-	LastErrorAt   time.Time `json:"last_error_at,omitzero"`
-	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
-	// Path, for the tailnet road: "direct ADDR" or "relayed through DERP
-	// REGION".
-	Path string `json:"path"`
-}
-
 // Status returns this computer's Delta's status.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	var s Status
+func (c *Client) Status(ctx context.Context) (*localapi.Status, error) {
+	var s localapi.Status
 	err := c.api(ctx, http.MethodGet, "/v1/status", nil, &s)
 	return &s, err
 }
 
-// PingRoad is what a ping learned of one road.
-type PingRoad struct {
-	Road          string  `json:"road"`
-	Address       string  `json:"address"`
-	Interface     string  `json:"interface"`
-	OK            bool    `json:"ok"`
-	ConnectMillis float64 `json:"connect_ms"`
-	AnswerMillis  float64 `json:"answer_ms"`
-	Error         string  `json:"error"`
-}
-
 // Ping asks peer's Delta on each of its roads, each on a connection of its
 // own.
-func (c *Client) Ping(ctx context.Context, peer string) ([]PingRoad, error) {
+func (c *Client) Ping(ctx context.Context, peer string) ([]localapi.PingRoad, error) {
 	var out struct {
-		Roads []PingRoad `json:"roads"`
+		Roads []localapi.PingRoad `json:"roads"`
 	}
 	err := c.api(ctx, http.MethodPost, "/v1/ping/"+url.PathEscape(peer), nil, &out)
 	return out.Roads, err

@@ -220,15 +220,12 @@ func (st State) Owns(ip netip.Addr) bool {
 	return false
 }
 
-// LocalNetworkHint is what a failed lan or thunderbolt connect adds to its
-// error on macOS 15 and later, where Local Network privacy blocks an app
-// that was not allowed with "no route to host" (EHOSTUNREACH), and only to
-// addresses on directly connected networks (connected: an interface of
-// this computer is on the peer's network). "" when it does not apply.
-// Pure, for tests on every OS.
-func LocalNetworkHint(goos string, err error, connected bool) string {
-	if goos != "darwin" || !connected || !errors.Is(err, syscall.EHOSTUNREACH) {
-		return ""
-	}
-	return "macOS may be blocking Local Network access for Delta: allow it in System Settings › Privacy & Security › Local Network"
+// LocalNetworkBlocked reports whether a failed lan or thunderbolt connect
+// looks like macOS 15's Local Network privacy (its error then wraps
+// roads.ErrLocalNetwork): it blocks an app that was not allowed with "no
+// route to host" (EHOSTUNREACH), and only to addresses on directly
+// connected networks (connected: an interface of this computer is on the
+// peer's network). Pure, for tests on every OS.
+func LocalNetworkBlocked(goos string, err error, connected bool) bool {
+	return goos == "darwin" && connected && errors.Is(err, syscall.EHOSTUNREACH)
 }

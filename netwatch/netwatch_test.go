@@ -218,10 +218,10 @@ func TestPickName(t *testing.T) {
 	}
 }
 
-func TestLocalNetworkHint(t *testing.T) {
+func TestLocalNetworkBlocked(t *testing.T) {
 	unreach := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	if LocalNetworkHint("darwin", unreach, true) == "" {
+	if !LocalNetworkBlocked("darwin", unreach, true) {
 		t.Error("no hint for EHOSTUNREACH to a connected network on macOS")
 	}
 	for _, tc := range []struct {
@@ -229,8 +229,8 @@ func TestLocalNetworkHint(t *testing.T) {
 		err       error
 		connected bool
 	}{{"linux", unreach, true}, {"darwin", refused, true}, {"darwin", unreach, false}} {
-		if h := LocalNetworkHint(tc.goos, tc.err, tc.connected); h != "" {
-			t.Errorf("%s %v connected=%v: hint %q, want none", tc.goos, tc.err, tc.connected, h)
+		if LocalNetworkBlocked(tc.goos, tc.err, tc.connected) {
+			t.Errorf("%s %v connected=%v: blocked, want not", tc.goos, tc.err, tc.connected)
 		}
 	}
 }

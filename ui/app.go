@@ -165,19 +165,19 @@ func (a *App) do(ctx context.Context, act Action) {
 			url += "#settle-" + act.CallID
 		}
 		if err := a.Open(url); err != nil {
-			a.Log.Warn("could not open the status page in a browser: "+err.Error(), "hint", "run `delta open` to print a login link")
+			a.Log.Warn("could not open the status page in a browser", "err", err, "hint", "run `delta open` to print a login link")
 		}
 	case ActLogin:
 		if err := a.Open(act.URL); err != nil {
-			a.Log.Warn("could not open the tailnet's login page: "+err.Error(), "url", act.URL)
+			a.Log.Warn("could not open the tailnet's login page", "err", err, "url", act.URL)
 		}
 	case ActSettings:
 		if err := a.Open(act.URL); err != nil {
-			a.Log.Warn("could not open System Settings: "+err.Error(), "url", act.URL)
+			a.Log.Warn("could not open System Settings", "err", err, "url", act.URL)
 		}
 	case ActCopyID:
 		if err := a.Copy(act.CallID); err != nil {
-			a.Log.Warn("could not copy the request id to the clipboard: "+err.Error(), "request_id", act.CallID)
+			a.Log.Warn("could not copy the request id to the clipboard", "err", err, "request_id", act.CallID)
 		}
 	case ActAsk:
 		// Asking may wait on the network: never block the menu on it.
@@ -187,11 +187,11 @@ func (a *App) do(ctx context.Context, act Action) {
 			c, err := a.Source.Ask(ctx, act.CallID)
 			switch {
 			case errors.Is(err, record.ErrNotFound):
-				a.Log.Warn(fmt.Sprintf("menu: %s: there is no call %s on this computer", act.Kind, act.CallID))
+				a.Log.Warn("menu: there is no such call on this computer", "action", act.Kind, "request_id", act.CallID)
 			case err != nil:
-				a.Log.Warn(fmt.Sprintf("menu: %s call %s: %v", act.Kind, act.CallID, err))
+				a.Log.Warn("menu: the action on a call failed", "action", act.Kind, "request_id", act.CallID, "err", err)
 			default:
-				a.Log.Info(fmt.Sprintf("menu: %s call %s: it is %s", act.Kind, act.CallID, view.Words(c.State)))
+				a.Log.Info("menu: action on a call done", "action", act.Kind, "request_id", act.CallID, "state", view.Words(c.State))
 			}
 		}()
 	}

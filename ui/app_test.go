@@ -12,8 +12,10 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // fakeTray records what it is shown and lets the test click.
@@ -103,10 +105,10 @@ func TestAppLoop(t *testing.T) {
 
 	tray.waitMenu(t, "studio", func(m Menu) bool { _, ok := m.Find("peer/studio"); return ok })
 
-	db.BeginCall(ctx, &journal.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
-	db.Move(ctx, "r1", journal.Transition{From: []journal.CallState{journal.Sending}, To: journal.Unknown, NextAsk: time.Now().Add(time.Hour)})
+	db.BeginCall(ctx, &record.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
+	db.Move(ctx, "r1", journal.Transition{From: []record.CallState{record.Sending}, To: record.Unknown, NextAsk: time.Now().Add(time.Hour)})
 	m := tray.waitMenu(t, "the unsettled call", func(m Menu) bool { _, ok := m.Find("call/r1/ask"); return ok })
-	if m.Level != Unsettled {
+	if m.Level != view.Unsettled {
 		t.Errorf("level %s, want unsettled", m.Level)
 	}
 

@@ -5,19 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/view"
-)
-
-// Level is the overall state the icon shows.
-type Level string
-
-// The icon's three states.
-const (
-	OK        Level = "ok"        // every peer reachable, nothing unsettled
-	Degraded  Level = "degraded"  // a peer unreachable, or the tailnet needs a login
-	Unsettled Level = "unsettled" // a write waits to be settled
 )
 
 // ActionKind is what clicking a menu item does.
@@ -66,7 +56,7 @@ func (it Item) Enabled() bool { return it.Action != nil || len(it.Children) > 0 
 
 // Menu is the whole tray: the icon's state, its tooltip and the items.
 type Menu struct {
-	Level   Level
+	Level   view.Level
 	Tooltip string
 	Items   []Item
 }
@@ -79,7 +69,7 @@ const MaxCallsInMenu = 10
 // function of its arguments: now is only used for ages.
 func Build(s view.Snapshot, now time.Time) Menu {
 	level, headline := view.Overall(s)
-	m := Menu{Level: Level(level), Tooltip: "Delta: " + headline}
+	m := Menu{Level: level, Tooltip: "Delta: " + headline}
 	add := func(it Item) { m.Items = append(m.Items, it) }
 	sep := func(key string) { add(Item{Key: "sep/" + key, Separator: true}) }
 
@@ -143,7 +133,7 @@ func safeItems(items []Item) {
 
 // offlineSince says since when the tailnet has had p offline, "" if it
 // does not say so.
-func offlineSince(p roads.PeerStatus) string {
+func offlineSince(p localapi.PeerStatus) string {
 	for _, r := range p.Roads {
 		if !r.OfflineSince.IsZero() {
 			return r.OfflineSince.Local().Format("15:04")
@@ -152,7 +142,7 @@ func offlineSince(p roads.PeerStatus) string {
 	return ""
 }
 
-func peerItem(p roads.PeerStatus, now time.Time) Item {
+func peerItem(p localapi.PeerStatus, now time.Time) Item {
 	key := "peer/" + p.Name
 	it := Item{Key: key}
 	switch cur := currentRoad(p); {
@@ -174,7 +164,7 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 			where += " on " + r.Interface
 		}
 		line := fmt.Sprintf("%s  %s — %s", r.Road, where, r.State)
-		if r.RTTMillis > 0 && r.State == "up" {
+		if r.RTTMillis > 0 && r.State == localapi.RoadUp {
 			line += ", " + view.FormatMillis(r.RTTMillis)
 		}
 		it.Children = append(it.Children, Item{Key: rk, Title: line})
@@ -187,9 +177,9 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 		if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
 			it.Children = append(it.Children, Item{Key: rk + "/held", Title: "    held down until " + r.HeldDownUntil.Local().Format("15:04:05")})
 		}
-		if r.LastError != "" && r.State != "up" {
+		if r.LastError != "" && r.State != localapi.RoadUp {
 			it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + view.Clip(r.LastError, 90), Tooltip: r.LastError})
-			if strings.Contains(r.LastError, "blocking Local Network access") { // netwatch.LocalNetworkHint
+			if r.Hint == localapi.HintLocalNetwork {
 				it.Children = append(it.Children, Item{Key: rk + "/local-network", Title: "    macOS may block Local Network access: allow Delta…",
 					Tooltip: "System Settings › Privacy & Security › Local Network", Action: &Action{Kind: ActSettings, URL: LocalNetworkSettings}})
 			}
@@ -199,9 +189,9 @@ func peerItem(p roads.PeerStatus, now time.Time) Item {
 }
 
 // currentRoad is the road the peer is reached by now, if any is up.
-func currentRoad(p roads.PeerStatus) *roads.RoadStatus {
+func currentRoad(p localapi.PeerStatus) *localapi.RoadStatus {
 	for i := range p.Roads {
-		if p.Roads[i].Road == p.Road && p.Roads[i].State == "up" {
+		if p.Roads[i].Road == p.Road && p.Roads[i].State == localapi.RoadUp {
 			return &p.Roads[i]
 		}
 	}

@@ -3,35 +3,36 @@ package ui
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/transfer"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
 var now = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)
 
-func studio(state string, held time.Time) roads.PeerStatus {
-	p := roads.PeerStatus{Name: "studio", Roads: []roads.RoadStatus{
-		{Road: roads.Thunderbolt, Address: "169.254.3.2:7422", Interface: "bridge0", State: state, RTTMillis: 0.4, LastError: "", HeldDownUntil: held},
-		{Road: roads.LAN, Address: "192.168.1.20:7422", Interface: "en0", State: "up", RTTMillis: 2.1},
-		{Road: roads.Tailnet, Address: "studio:7421", State: "unknown"},
+func studio(state localapi.RoadState, held time.Time) localapi.PeerStatus {
+	p := localapi.PeerStatus{Name: "studio", Roads: []localapi.RoadStatus{
+		{Road: string(roads.Thunderbolt), Address: "169.254.3.2:7422", Interface: "bridge0", State: state, RTTMillis: 0.4, LastError: "", HeldDownUntil: held},
+		{Road: string(roads.LAN), Address: "192.168.1.20:7422", Interface: "en0", State: localapi.RoadUp, RTTMillis: 2.1},
+		{Road: string(roads.Tailnet), Address: "studio:7421", State: localapi.RoadUnknown},
 	}}
-	if state == "up" {
-		p.Road = roads.Thunderbolt
+	if state == localapi.RoadUp {
+		p.Road = string(roads.Thunderbolt)
 	} else {
-		p.Road = roads.LAN
+		p.Road = string(roads.LAN)
 		p.Roads[0].LastError = "connect to studio via thunderbolt (169.254.3.2:7422 on bridge0) timed out after 2.0 s"
 	}
 	return p
 }
 
-func unknownCall(id string, age time.Duration) *journal.Call {
-	return &journal.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/notes/42",
-		State: journal.Unknown, OwnerState: "running", CreatedAt: now.Add(-age),
+func unknownCall(id string, age time.Duration) *record.Call {
+	return &record.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/notes/42",
+		State: record.Unknown, OwnerState: "running", CreatedAt: now.Add(-age),
 		Detail: "studio did not answer; it will not be sent again, and Delta is asking studio what happened"}
 }
 
@@ -53,22 +54,22 @@ func titles(items []Item, indent string) []string {
 }
 
 func TestBuild(t *testing.T) {
-	unreachable := roads.PeerStatus{Name: "attic", Roads: []roads.RoadStatus{{Road: roads.LAN, Address: "192.168.1.30:7422", State: "down", LastError: "connection refused"}}}
-	calls := make([]*journal.Call, 12)
+	unreachable := localapi.PeerStatus{Name: "attic", Roads: []localapi.RoadStatus{{Road: string(roads.LAN), Address: "192.168.1.30:7422", State: localapi.RoadDown, LastError: "connection refused"}}}
+	calls := make([]*record.Call, 12)
 	for i := range calls {
 		calls[i] = unknownCall(fmt.Sprintf("req-%02d", i), time.Duration(i+1)*time.Minute)
 	}
 	for _, tc := range []struct {
 		name  string
 		snap  view.Snapshot
-		level Level
+		level view.Level
 		want  []string // lines that must appear, in this order
 		not   []string // lines that must not appear
 	}{
 		{
 			name:  "all well",
-			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}},
-			level: OK,
+			snap:  view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}},
+			level: view.OK,
 			want: []string{"(All well: 1 peer reachable)", "--", "studio — thunderbolt, 0.4 ms",
 				"  (thunderbolt  169.254.3.2:7422 on bridge0 — up, 0.4 ms)", "  (lan  192.168.1.20:7422 on en0 — up, 2.1 ms)", "  (tailnet  studio:7421 — unknown)",
 				"--", "(No unsettled writes)", "--", "Open status page", "--", "Quit Delta"},
@@ -76,31 +77,31 @@ func TestBuild(t *testing.T) {
 		},
 		{
 			name:  "thunderbolt held down, lan carries",
-			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("down", now.Add(3*time.Second))}},
-			level: OK,
+			snap:  view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadDown, now.Add(3*time.Second))}},
+			level: view.OK,
 			want: []string{"studio — lan, 2.1 ms", "  (thunderbolt  169.254.3.2:7422 on bridge0 — down)",
 				"  (    held down until " + now.Add(3*time.Second).Local().Format("15:04:05") + ")",
 				"  (    connect to studio via thunderbolt (169.254.3.2:7422 on bridge0) timed out after 2.0 s)"},
 		},
 		{
 			name:  "a peer unreachable",
-			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{}), unreachable}},
-			level: Degraded,
+			snap:  view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{}), unreachable}},
+			level: view.Degraded,
 			want:  []string{"(attic is unreachable)", "attic — unreachable", "  (lan  192.168.1.30:7422 — down)", "  (    connection refused)"},
 		},
 		{
 			name: "a peer asleep: down on the cable, offline on the tailnet",
-			snap: view.Snapshot{Peers: []roads.PeerStatus{{Name: "attic", Roads: []roads.RoadStatus{
-				{Road: roads.LAN, Address: "192.168.1.30:7422", State: "down", LastError: "i/o timeout"},
-				{Road: roads.Tailnet, Address: "100.64.0.3:7421", State: "offline", OfflineSince: now.Add(-time.Hour)}}}}},
-			level: Degraded,
+			snap: view.Snapshot{Peers: []localapi.PeerStatus{{Name: "attic", Roads: []localapi.RoadStatus{
+				{Road: string(roads.LAN), Address: "192.168.1.30:7422", State: localapi.RoadDown, LastError: "i/o timeout"},
+				{Road: string(roads.Tailnet), Address: "100.64.0.3:7421", State: localapi.RoadOffline, OfflineSince: now.Add(-time.Hour)}}}}},
+			level: view.Degraded,
 			want: []string{"(attic is unreachable)", "attic — offline since " + now.Add(-time.Hour).Local().Format("15:04"),
 				"  (tailnet  100.64.0.3:7421 — offline)", "  (    offline on the tailnet since " + now.Add(-time.Hour).Local().Format("Mon 2 Jan 15:04") + ")"},
 		},
 		{
 			name:  "an unsettled write",
-			snap:  view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", 3*time.Minute)}},
-			level: Unsettled,
+			snap:  view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Unsettled: []*record.Call{unknownCall("req-1", 3*time.Minute)}},
+			level: view.Unsettled,
 			want: []string{"(1 unsettled write)", "Unsettled writes (1)", "  (editor → notes on studio: POST /notes/42 — 3 min)",
 				"  (    Outcome unknown, sent 3 min ago; the owner last said: running)",
 				"  (    studio did not answer; it will not be sent again, and Delta is asking studio what happened)",
@@ -109,27 +110,27 @@ func TestBuild(t *testing.T) {
 		{
 			name:  "more unsettled writes than the menu lists",
 			snap:  view.Snapshot{Unsettled: calls},
-			level: Unsettled,
+			level: view.Unsettled,
 			want:  []string{"(12 unsettled writes)", "(No peers yet)", "Unsettled writes (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
 			not:   []string{"  (editor → notes on studio: POST /notes/42 — 11 min)"},
 		},
 		{
 			name:  "not logged in to the tailnet, login address known",
 			snap:  view.Snapshot{Tailnet: &view.TailnetSummary{State: "NeedsLogin", NeedsLogin: true, LoginURL: "https://login.example/a", Message: "not logged in to the tailnet: open https://login.example/a to log in; until then there are no peers"}},
-			level: Degraded,
+			level: view.Degraded,
 			want:  []string{"(Not logged in to the tailnet)", "--", "Open status page", "Log in to tailnet…", "Quit Delta"},
 		},
 		{
 			name:  "connecting to the tailnet",
 			snap:  view.Snapshot{Tailnet: &view.TailnetSummary{State: "Starting", Message: "connecting to the tailnet (Starting)"}},
-			level: OK,
+			level: view.OK,
 			want:  []string{"(Delta is running; no peers yet)", "(connecting to the tailnet (Starting))"},
 			not:   []string{"Log in to tailnet…"},
 		},
 		{
 			name:  "not logged in, no address yet",
 			snap:  view.Snapshot{Tailnet: &view.TailnetSummary{State: "NeedsLogin", NeedsLogin: true}},
-			level: Degraded,
+			level: view.Degraded,
 			want:  []string{"(Log in to tailnet… (waiting for a login address))"},
 		},
 	} {
@@ -168,7 +169,7 @@ func indexFrom(lines []string, s string, from int) int {
 // Actions carry what they act on, and keys stay put when only the numbers
 // change, so a tray can update titles in place instead of rebuilding.
 func TestBuildActionsAndShape(t *testing.T) {
-	s := view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{unknownCall("req-1", time.Minute)}}
+	s := view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Unsettled: []*record.Call{unknownCall("req-1", time.Minute)}}
 	m := Build(s, now)
 	for key, want := range map[string]Action{
 		"call/req-1/ask":     {Kind: ActAsk, CallID: "req-1"},
@@ -195,9 +196,10 @@ func TestBuildActionsAndShape(t *testing.T) {
 // TestLocalNetworkItem: a road whose error carries macOS's Local Network
 // hint gets an item that opens System Settings at that pane.
 func TestLocalNetworkItem(t *testing.T) {
-	p := studio("down", time.Time{})
-	p.Roads[0].LastError = "connect to studio via thunderbolt (169.254.3.2:7422 on bridge0): dial tcp 169.254.3.2:7422: connect: no route to host (macOS may be blocking Local Network access for Delta: allow it in System Settings › Privacy & Security › Local Network)"
-	m := Build(view.Snapshot{Peers: []roads.PeerStatus{p}}, now)
+	p := studio(localapi.RoadDown, time.Time{})
+	blocked := fmt.Errorf("connect to studio via thunderbolt (169.254.3.2:7422 on bridge0): dial tcp 169.254.3.2:7422: connect: %w (%w)", syscall.EHOSTUNREACH, roads.ErrLocalNetwork)
+	p.Roads[0].LastError, p.Roads[0].Hint = blocked.Error(), roads.HintOf(blocked)
+	m := Build(view.Snapshot{Peers: []localapi.PeerStatus{p}}, now)
 	var found *Item
 	var walk func([]Item)
 	walk = func(items []Item) {
@@ -212,8 +214,9 @@ func TestLocalNetworkItem(t *testing.T) {
 	if found == nil || found.Action == nil || found.Action.Kind != ActSettings || found.Action.URL != LocalNetworkSettings {
 		t.Fatalf("no Local Network item that opens System Settings:\n%s", strings.Join(titles(m.Items, ""), "\n"))
 	}
-	p.Roads[0].LastError = "connect: connection refused"
-	m = Build(view.Snapshot{Peers: []roads.PeerStatus{p}}, now)
+	refused := fmt.Errorf("connect: %w", syscall.ECONNREFUSED)
+	p.Roads[0].LastError, p.Roads[0].Hint = refused.Error(), roads.HintOf(refused)
+	m = Build(view.Snapshot{Peers: []localapi.PeerStatus{p}}, now)
 	found = nil
 	walk(m.Items)
 	if found != nil {
@@ -233,9 +236,9 @@ func TestNoticesInMenu(t *testing.T) {
 // A long transfer is listed under its peer, with what it moved and how
 // fast.
 func TestTransfersInMenu(t *testing.T) {
-	s := view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Transfers: []transfer.View{
-		{Kind: transfer.Read, Peer: "studio", App: "films", Path: "/a.mov", Road: "thunderbolt", Since: now.Add(-8 * time.Second), Received: 312 << 20, Rate: 39 << 20},
-		{Kind: transfer.Call, Peer: "elsewhere", App: "backup", Path: "/b", Road: "lan", Since: now.Add(-3 * time.Second), Sent: 1 << 30, Rate: 300 << 20},
+	s := view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Transfers: []localapi.Transfer{
+		{Kind: localapi.TransferRead, Peer: "studio", App: "films", Path: "/a.mov", Road: "thunderbolt", Since: now.Add(-8 * time.Second), Received: 312 << 20, Rate: 39 << 20},
+		{Kind: localapi.TransferCall, Peer: "elsewhere", App: "backup", Path: "/b", Road: "lan", Since: now.Add(-3 * time.Second), Sent: 1 << 30, Rate: 300 << 20},
 	}}
 	got := strings.Join(titles(Build(s, now).Items, ""), "\n")
 	if !strings.Contains(got, "read films/a.mov: 312.0 MiB at 39.0 MiB/s, 8 s") {
@@ -253,7 +256,7 @@ func TestMenuShowsWhatAppsWroteSafely(t *testing.T) {
 	c.CallerApp = "invoice\u202Efdp.exe"
 	c.Path = "/notes/\u202Egpj.exe"
 	c.Detail = "studio says: line one\nline two\u2066"
-	got := strings.Join(titles(Build(view.Snapshot{Peers: []roads.PeerStatus{studio("up", time.Time{})}, Unsettled: []*journal.Call{c}}, now).Items, ""), "\n")
+	got := strings.Join(titles(Build(view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Unsettled: []*record.Call{c}}, now).Items, ""), "\n")
 	if strings.ContainsRune(got, '\u202E') || strings.ContainsRune(got, '\u2066') || !strings.Contains(got, "line one line two⟨U+2066⟩") {
 		t.Errorf("the menu shows raw override or control characters:\n%s", got)
 	}

@@ -164,7 +164,7 @@ func (n *Notifier) RunFrom(ctx context.Context, cursor int64) error {
 				for _, note := range n.compose(ctx, notable) {
 					note.Title, note.Body = view.Safe(note.Title), view.Safe(note.Body)
 					if err := n.Sender.Send(note); err != nil {
-						n.Log.Warn("could not show a notification: "+err.Error(), "title", note.Title)
+						n.Log.Warn("could not show a notification", "err", err, "title", note.Title)
 					}
 				}
 				continue

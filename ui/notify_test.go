@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 type recorder struct {
@@ -59,15 +60,15 @@ func TestNotifierCoalesces(t *testing.T) {
 	defer db.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	begin := func(id string) {
-		db.BeginCall(ctx, &journal.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/n/" + id, Digest: id})
+		db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/n/" + id, Digest: id})
 	}
-	move := func(id string, from, to journal.CallState) {
-		if moved, _, err := db.Move(ctx, id, journal.Transition{From: []journal.CallState{from}, To: to}); !moved || err != nil {
+	move := func(id string, from, to record.CallState) {
+		if moved, _, err := db.Move(ctx, id, journal.Transition{From: []record.CallState{from}, To: to}); !moved || err != nil {
 			t.Fatalf("move %s to %s: %v %v", id, to, moved, err)
 		}
 	}
 	begin("old")
-	move("old", journal.Sending, journal.Unknown)
+	move("old", record.Sending, record.Unknown)
 
 	rec := &recorder{wake: make(chan struct{})}
 	n := &Notifier{Events: db, Sender: rec, Log: slog.New(slog.DiscardHandler), Window: time.Second}
@@ -83,20 +84,20 @@ func TestNotifierCoalesces(t *testing.T) {
 	for i := range 5 {
 		id := fmt.Sprintf("b%d", i)
 		begin(id)
-		move(id, journal.Sending, journal.Unknown)
+		move(id, record.Sending, record.Unknown)
 	}
 	got := rec.wait(t, 1)
 	if len(got) != 1 || got[0].Title != "5 writes' outcomes are unknown" || !strings.Contains(got[0].Body, "and 2 more") {
 		t.Fatalf("burst: %+v", got)
 	}
 
-	move("b0", journal.Unknown, journal.CarriedOut)
+	move("b0", record.Unknown, record.CarriedOut)
 	got = rec.wait(t, 2)
 	if got[1].Title != "Write carried out" || !strings.Contains(got[1].Body, "editor → notes on studio: POST /n/b0: studio says it was carried out") {
 		t.Fatalf("carried out: %+v", got[1])
 	}
-	move("b1", journal.Unknown, journal.NeedsPerson)
-	move("b2", journal.Unknown, journal.NotCarriedOut)
+	move("b1", record.Unknown, record.NeedsPerson)
+	move("b2", record.Unknown, record.NotCarriedOut)
 	got = rec.wait(t, 4)
 	if got[2].Title != "A write needs you" || got[3].Title != "Write not carried out" {
 		t.Fatalf("needs you, not carried out: %+v", got[2:])

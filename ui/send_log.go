@@ -15,7 +15,7 @@ type logSender struct {
 }
 
 func (l *logSender) Send(n Note) error {
-	l.once.Do(func() { l.log.Warn("notifications are written to the log, not shown: " + l.why) })
+	l.once.Do(func() { l.log.Warn("notifications are written to the log, not shown", "why", l.why) })
 	l.log.Info("notification", "title", n.Title, "body", n.Body, "request_id", n.RequestID)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"fyne.io/systray"
 
 	"github.com/delta-roads/delta/assets"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // TrayAvailable reports whether this build has a system tray: on macOS it
@@ -25,7 +26,7 @@ type Systray struct {
 	mu    sync.Mutex
 	menu  Menu
 	shape string
-	level Level
+	level view.Level
 	items map[string]*systray.MenuItem
 	sd    *Shutdown
 }
@@ -41,7 +42,7 @@ type Systray struct {
 func RunSystray(log *slog.Logger, sd *Shutdown, ready func(t *Systray), onExit func()) {
 	t := &Systray{log: log, clicks: make(chan Action, 16), items: map[string]*systray.MenuItem{}, sd: sd}
 	systray.Run(func() {
-		t.setIcon(OK)
+		t.setIcon(view.OK)
 		systray.SetTooltip("Delta")
 		ready(t)
 	}, onExit)
@@ -58,7 +59,7 @@ func QuitSystray(sd *Shutdown) {
 // Clicks implements Tray.
 func (t *Systray) Clicks() <-chan Action { return t.clicks }
 
-func (t *Systray) setIcon(l Level) {
+func (t *Systray) setIcon(l view.Level) {
 	tmpl, reg, err := assets.TrayIcon(string(l))
 	if err != nil {
 		t.log.Error("could not set the tray icon", "err", err)

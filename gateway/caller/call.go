@@ -26,11 +26,13 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
@@ -168,7 +170,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), rid, t.Peer)
 		return
 	}
-	c := &journal.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
+	c := &record.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
 		Method: r.Method, Path: t.PathQuery, Digest: body.Digest()}
 	// What a person may have to check later: the headers as sent (the
 	// ticket aside) and the body (its size once it has passed, when it
@@ -185,7 +187,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	if body.whole {
 		c.Request = journal.KeepRequest(sent, body.head)
 	} else {
-		c.Request = &journal.Request{Headers: sent, Truncated: true}
+		c.Request = &record.Request{Headers: sent, Truncated: true}
 	}
 	cr.sendCall(w, r, t, c, body)
 }
@@ -193,7 +195,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 // repeat answers a call whose request id is in the journal: the same
 // request gets that call's outcome, another one 409. Its body is read only
 // as far as telling the two apart needs.
-func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, existing *journal.Call) {
+func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, existing *record.Call) {
 	rid := existing.RequestID
 	conflict := func(why string) {
 		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for %s (%s %s/%s%s at %s)", rid, why,
@@ -231,15 +233,15 @@ type callRun struct {
 	w    http.ResponseWriter
 	r    *http.Request
 	t    Target
-	c    *journal.Call
+	c    *record.Call
 	body *callBody
 	base context.Context
 
-	attempts     []journal.Attempt // written with the outcome, in one transaction
-	recorded     bool              // the call is in the journal as sending
-	handled      bool              // the app was answered already (a concurrent same id)
-	end          *callEnd          // how it ended
-	firstFailure *callEnd          // the failure that led to a fall-back
+	attempts     []record.Attempt // written with the outcome, in one transaction
+	recorded     bool             // the call is in the journal as sending
+	handled      bool             // the app was answered already (a concurrent same id)
+	end          *callEnd         // how it ended
+	firstFailure *callEnd         // the failure that led to a fall-back
 }
 
 // sendCall makes the attempts of a call, records its outcome, and only then
@@ -247,7 +249,7 @@ type callRun struct {
 // then is recorded, then writes: the first in the same transaction that
 // records the call as sending, so a crash after its first byte leaves the
 // attempt in the record and no attempt costs a wait of its own.
-func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *journal.Call, body *callBody) {
+func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *record.Call, body *callBody) {
 	// The call goes on if the app hangs up: its outcome must be recorded.
 	// It ends early only when the gateway stops.
 	if !cr.beginSend() {
@@ -275,9 +277,9 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	case errors.As(err, &nr) && nr.FellBack && run.firstFailure != nil:
 		run.end = run.firstFailure // after a fall-back, the failure that led to it is the answer
 	case errors.As(err, &nr):
-		run.end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
+		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
 	case errors.As(err, &te):
-		run.end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
 	}
 	if !run.recorded {
 		// Nothing was sent: recorded at once in its final state.
@@ -299,14 +301,28 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
 	} else {
 		used = rc.Cand
-		at := journal.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
-		var existing *journal.Call
+		// The better roads the race tried first, which failed before
+		// anything was written: each an attempt of its own.
+		lost := len(run.attempts)
+		for _, f := range rc.Lost {
+			run.attempts = append(run.attempts, record.Attempt{N: len(run.attempts) + 1, Road: string(f.Cand.Road), Address: f.Cand.Address, StartedAt: started,
+				Error: (&oneshot.Error{Op: "connect", Err: f.Err, Timeout: oneshot.IsTimeout(f.Err)}).Error()})
+		}
+		at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
+		var existing *record.Call
 		var jerr error
 		if !run.recorded {
 			c.Attempts = append(slices.Clone(run.attempts), at)
 			existing, jerr = cr.cfg.DB.BeginCall(run.base, c)
 		} else {
-			jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, at)
+			for _, l := range run.attempts[lost:] {
+				if jerr == nil {
+					jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, l)
+				}
+			}
+			if jerr == nil {
+				jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, at)
+			}
 		}
 		if jerr != nil || existing != nil {
 			rc.Close()           // nothing was written to it
@@ -318,7 +334,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 				}
 				run.handled = true
 			} else {
-				run.end = &callEnd{state: journal.Unavailable, o: proto.Unavailable, road: string(used.Road),
+				run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
 					detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
 			}
 			return peerclient.Result{Verdict: peerclient.Done}
@@ -328,7 +344,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	}
 	var oe *oneshot.Error
 	sent := err == nil || errors.As(err, &oe) && oe.Sent
-	at := journal.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
+	at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
 	var reply peerclient.Reply
 	if err != nil {
 		at.Error = err.Error()
@@ -346,10 +362,10 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 			}
 			if body.srcErr != nil { // the app's own body broke before anything left
 				o, detail = proto.BadRequest, proto.NotSent(body.srcErr.Error(), t.Peer)
-				run.end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
+				run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
 				return peerclient.Result{Verdict: peerclient.Done}
 			}
-			run.end = &callEnd{state: journal.Unavailable, o: o, detail: detail, road: string(cand.Road)}
+			run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
 			if run.firstFailure == nil {
 				run.firstFailure = run.end
 			}
@@ -362,7 +378,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		case body.srcErr != nil:
 			detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", body.srcErr, t.Peer, Asking(t.Peer))
 		}
-		run.end = &callEnd{state: journal.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
+		run.end = &callEnd{state: record.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
 		return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
 	}
 	v := mapOwnerReply(t.Peer, reply)
@@ -395,7 +411,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, erro
 	if !body.whole {
 		rd = io.NopCloser(body)
 		if tr := cr.cfg.Transfers; tr != nil {
-			x := tr.Start(transfer.Call, t.Peer, t.App, t.PathQuery, string(try.Cand.Road))
+			x := tr.Start(localapi.TransferCall, t.Peer, t.App, t.PathQuery, string(try.Cand.Road))
 			defer x.Done()
 			rd = io.NopCloser(x.Reader(body, true))
 		}
@@ -429,7 +445,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, erro
 // callEnd is how a call ended: the state recorded, the outcome the app is
 // told with its detail, guarantee and road, and the answer.
 type callEnd struct {
-	state    journal.CallState
+	state    record.CallState
 	o        proto.Outcome
 	detail   string
 	g        proto.Guarantee
@@ -443,8 +459,8 @@ type callEnd struct {
 // attempts (none wrote a byte), and only then tells the app. If the same
 // request id was recorded meanwhile by another request, that one's outcome
 // is the answer.
-func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, e *callEnd, timeout time.Duration) {
-	c.State, c.Outcome, c.Detail, c.Attempts = journal.Unavailable, string(e.o), e.detail, attempts
+func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *record.Call, attempts []record.Attempt, e *callEnd, timeout time.Duration) {
+	c.State, c.Outcome, c.Detail, c.Attempts = record.Unavailable, string(e.o), e.detail, attempts
 	// Not cr.cfg.Ctx: the outcome is recorded even while the gateway closes.
 	existing, err := cr.cfg.DB.BeginCall(context.WithoutCancel(cr.cfg.Ctx), c)
 	if existing != nil {
@@ -463,7 +479,7 @@ func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *journa
 // answerExisting answers a call whose request id was recorded meanwhile
 // by another request: the same request (same digest) gets that call's
 // outcome, another one 409.
-func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *journal.Call, timeout time.Duration) {
+func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *record.Call, timeout time.Duration) {
 	if existing.Digest != c.Digest || c.Digest == "" {
 		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
 		return
@@ -476,8 +492,8 @@ func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, exis
 // known length is read whole and recorded with its body; a longer one, or
 // one of unknown length (a stream), is recorded at its head and streams
 // to the app, its body recorded when it has passed (DESIGN §2a).
-func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *journal.Call, attempts []journal.Attempt, e *callEnd) {
-	var ans *journal.Answer
+func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.Call, attempts []record.Attempt, e *callEnd) {
+	var ans *record.Answer
 	var whole, ahead []byte
 	stream := false
 	if a := e.live; a != nil {
@@ -497,7 +513,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *journal.
 		switch {
 		case err != nil:
 			a.Body.Close()
-			e = &callEnd{state: journal.Unknown, o: proto.Unknown, road: e.road, detail: fmt.Sprintf(
+			e = &callEnd{state: record.Unknown, o: proto.Unknown, road: e.road, detail: fmt.Sprintf(
 				"%s's app answered %d and its answer broke off on its way here after %d bytes (%v); %s keeps the answer, and Delta is asking it for it; the call is not sent again",
 				c.Peer, a.StatusCode, len(ahead), err, c.Peer)}
 		case complete:
@@ -506,11 +522,11 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *journal.
 			ans = journal.NewAnswer(a.StatusCode, h, whole, proto.MaxStoredAnswer)
 		default:
 			stream = true
-			ans = &journal.Answer{Status: a.StatusCode, Headers: h, Omitted: true}
+			ans = &record.Answer{Status: a.StatusCode, Headers: h, Omitted: true}
 		}
 	}
-	t := journal.Transition{From: []journal.CallState{journal.Sending}, To: e.state, Outcome: string(e.o), Detail: e.detail, Answer: ans, Attempts: attempts}
-	if e.state == journal.Unknown {
+	t := journal.Transition{From: []record.CallState{record.Sending}, To: e.state, Outcome: string(e.o), Detail: e.detail, Answer: ans, Attempts: attempts}
+	if e.state == record.Unknown {
 		t.NextAsk = cr.cfg.Now().Add(cr.cfg.FirstAsk)
 	}
 	// Not cr.cfg.Ctx: an outcome is recorded even while the gateway closes (Close
@@ -524,10 +540,10 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *journal.
 		markBehind(w)
 	}
 	cr.cfg.OnCall(e.o)
-	if e.state == journal.Answered || e.state == journal.Unknown {
+	if e.state == record.Answered || e.state == record.Unknown {
 		cr.invalidate(c, ans)
 	}
-	if e.state == journal.Unknown {
+	if e.state == record.Unknown {
 		cr.cfg.Log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
 		cr.cfg.Wake()
 	}
@@ -546,7 +562,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *journal.
 // arrives, and records its body (up to proto.MaxStoredAnswer; else its
 // digest) once it has passed. A body that breaks off is never ended as if
 // whole: the app's connection is cut.
-func (cr *Caller) streamAnswer(w http.ResponseWriter, c *journal.Call, e *callEnd, ahead []byte) {
+func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd, ahead []byte) {
 	a := e.live
 	defer a.Body.Close()
 	h := w.Header()
@@ -567,12 +583,12 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *journal.Call, e *callEn
 	w.WriteHeader(a.StatusCode)
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
-		x = cr.cfg.Transfers.Start(transfer.Call, c.Peer, c.App, c.Path, e.road)
+		x = cr.cfg.Transfers.Start(localapi.TransferCall, c.Peer, c.App, c.Path, e.road)
 		defer x.Done()
 	}
 	keep := &keptBody{limit: proto.MaxStoredAnswer, h: sha256.New()}
 	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
-	body := &journal.Answer{Omitted: keep.over, BodyDigest: hex.EncodeToString(keep.h.Sum(nil))}
+	body := &record.Answer{Omitted: keep.over, BodyDigest: hex.EncodeToString(keep.h.Sum(nil))}
 	if !keep.over {
 		body.Body = keep.buf.Bytes()
 	}
@@ -595,7 +611,7 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *journal.Call, e *callEn
 // they name a path of the same app. A call whose outcome is unknown may
 // have acted too, so it invalidates as well; dropping more than needed
 // costs one read.
-func (cr *Caller) invalidate(c *journal.Call, ans *journal.Answer) {
+func (cr *Caller) invalidate(c *record.Call, ans *record.Answer) {
 	if cr.cfg.Cache == nil {
 		return
 	}
@@ -651,7 +667,7 @@ func markBehind(w http.ResponseWriter) {
 }
 
 // writeAnswer writes the owner app's answer to the app.
-func writeAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, rid, road string, replayed bool) {
+func writeAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, rid, road string, replayed bool) {
 	h := w.Header()
 	for k, vs := range ans.Headers {
 		h[k] = vs
@@ -681,7 +697,7 @@ func writeAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, rid, r
 func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid string, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(r.Context(), timeout+callGrace+8*time.Second)
 	defer cancel()
-	var c *journal.Call
+	var c *record.Call
 	for {
 		changed := cr.cfg.DB.Changed()
 		var err error
@@ -689,7 +705,7 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 			cr.refuseCall(w, proto.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, "")
 			return
 		}
-		if c.State != journal.Sending {
+		if c.State != record.Sending {
 			break
 		}
 		select {
@@ -708,7 +724,7 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 	if c.Behind {
 		markBehind(w)
 	}
-	if c.Answer != nil && (c.State == journal.Answered || c.State == journal.CarriedOut) {
+	if c.Answer != nil && (c.State == record.Answered || c.State == record.CarriedOut) {
 		cr.cfg.OnCall(proto.Answered)
 		writeAnswer(w, c.Answer, nil, rid, road, true)
 		return
@@ -716,9 +732,9 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 	again := "; this request id was used before, so it is not sent again"
 	o, detail, g := proto.Unknown, fmt.Sprintf("this call is %s (%s)%s", c.State, c.Detail, again), proto.NoGuarantee
 	switch c.State {
-	case journal.NotCarriedOut:
+	case record.NotCarriedOut:
 		o, detail, g = proto.Unavailable, c.Detail+again, proto.NotCarried
-	case journal.Unavailable:
+	case record.Unavailable:
 		o, detail, g = proto.Outcome(c.Outcome), c.Detail+again, proto.NotCarried
 		if len(c.Attempts) == 0 || !c.Attempts[len(c.Attempts)-1].FirstByte {
 			g = proto.NothingSent

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -239,7 +240,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	}
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
-		x = cr.cfg.Transfers.Start(transfer.Read, t.Peer, t.App, t.PathQuery, string(cand.Road))
+		x = cr.cfg.Transfers.Start(localapi.TransferRead, t.Peer, t.App, t.PathQuery, string(cand.Road))
 		defer x.Done()
 	}
 	n, err := relay(w, proto.Silenced(resp.Body, t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, t.Timeout)) }), keep, x)

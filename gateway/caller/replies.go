@@ -3,9 +3,9 @@ package caller
 import (
 	"fmt"
 
-	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // Asking is the guarantee of a call whose outcome is unknown: the words
@@ -16,7 +16,7 @@ func Asking(peer string) string {
 
 // callVerdict is what the caller makes of an owner's reply to a call.
 type callVerdict struct {
-	state  journal.CallState
+	state  record.CallState
 	o      proto.Outcome
 	detail string
 	g      proto.Guarantee
@@ -34,10 +34,10 @@ func mapOwnerReply(peer string, r peerclient.Reply) callVerdict {
 	if r.Guarantee() == proto.NoGuarantee || r.Err == proto.PeerUnauthorized || r.Err == proto.PeerForbidden {
 		notDone = "; it was not carried out"
 	}
-	v := callVerdict{state: journal.Unavailable, g: proto.NotCarried}
+	v := callVerdict{state: record.Unavailable, g: proto.NotCarried}
 	switch r.Err {
 	case proto.PeerAnswered:
-		return callVerdict{state: journal.Answered, o: proto.Answered}
+		return callVerdict{state: record.Answered, o: proto.Answered}
 	case proto.PeerUnauthorized:
 		v.o, v.detail = proto.Forbidden, fmt.Sprintf("%s refused us at its door twice, with a renewed ticket too (%s)%s", peer, said, notDone)
 	case proto.PeerForbidden:
@@ -51,9 +51,9 @@ func mapOwnerReply(peer string, r peerclient.Reply) callVerdict {
 	case proto.PeerBadRequest, proto.PeerTooLarge:
 		v.o, v.detail = proto.BadRequest, fmt.Sprintf("%s refused the request as malformed (%s)%s", peer, said, notDone)
 	case proto.PeerInProgress, proto.PeerUnknown, proto.PeerAppUnknown, proto.PeerInterrupted, proto.PeerAnswerExpired:
-		return callVerdict{state: journal.Unknown, o: proto.Unknown, detail: fmt.Sprintf("%s says: %s; %s", peer, said, Asking(peer))}
+		return callVerdict{state: record.Unknown, o: proto.Unknown, detail: fmt.Sprintf("%s says: %s; %s", peer, said, Asking(peer))}
 	default:
-		return callVerdict{state: journal.Unknown, o: proto.Unknown, detail: fmt.Sprintf("%s sent a reply that is not Delta's (%d, X-Delta-Outcome %q); the call may or may not have been carried out; %s",
+		return callVerdict{state: record.Unknown, o: proto.Unknown, detail: fmt.Sprintf("%s sent a reply that is not Delta's (%d, X-Delta-Outcome %q); the call may or may not have been carried out; %s",
 			peer, r.Status, r.Err, Asking(peer))}
 	}
 	return v

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 func resp(status int, kv ...string) *http.Response {
@@ -90,30 +90,30 @@ func TestMapOwnerReply(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		reply  peerclient.Reply
-		state  journal.CallState
+		state  record.CallState
 		o      proto.Outcome
 		g      proto.Guarantee
 		suffix string // the detail ends so
 	}{
-		{peerclient.Reply{Status: 201, Err: proto.PeerAnswered}, journal.Answered, proto.Answered, proto.NoGuarantee, ""},
-		{refusal(proto.PeerUnauthorized, proto.NotCarried, "studio refused the request at its door: no valid ticket"), journal.Unavailable, proto.Forbidden, proto.NotCarried, "; it was not carried out"},
-		{refusal(proto.PeerForbidden, proto.NotCarried, "studio refused the request at its door: not a peer"), journal.Unavailable, proto.Forbidden, proto.NotCarried, "; it was not carried out"},
-		{refusal(proto.PeerAppNotFound, proto.NotCarried, proto.NotCarriedOut("no app")), journal.Unavailable, proto.NotFound, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerAppDown, proto.NotCarried, proto.NotCarriedOut("not listening")), journal.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerNoRoom, proto.NotCarried, proto.NotCarriedOut("no room")), journal.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerBodyCut, proto.NotCarried, proto.NotCarriedOut("the body did not arrive whole")), journal.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerFenced, proto.NotCarried, proto.NotCarriedOut("fenced")), journal.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerReused, proto.NotCarried, proto.NotCarriedOut("another request")), journal.Unavailable, proto.Conflict, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerTooLarge, proto.NotCarried, proto.NotCarriedOut("too large")), journal.Unavailable, proto.BadRequest, proto.NotCarried, "nothing was carried out)"},
+		{peerclient.Reply{Status: 201, Err: proto.PeerAnswered}, record.Answered, proto.Answered, proto.NoGuarantee, ""},
+		{refusal(proto.PeerUnauthorized, proto.NotCarried, "studio refused the request at its door: no valid ticket"), record.Unavailable, proto.Forbidden, proto.NotCarried, "; it was not carried out"},
+		{refusal(proto.PeerForbidden, proto.NotCarried, "studio refused the request at its door: not a peer"), record.Unavailable, proto.Forbidden, proto.NotCarried, "; it was not carried out"},
+		{refusal(proto.PeerAppNotFound, proto.NotCarried, proto.NotCarriedOut("no app")), record.Unavailable, proto.NotFound, proto.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerAppDown, proto.NotCarried, proto.NotCarriedOut("not listening")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerNoRoom, proto.NotCarried, proto.NotCarriedOut("no room")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerBodyCut, proto.NotCarried, proto.NotCarriedOut("the body did not arrive whole")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerFenced, proto.NotCarried, proto.NotCarriedOut("fenced")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerReused, proto.NotCarried, proto.NotCarriedOut("another request")), record.Unavailable, proto.Conflict, proto.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerTooLarge, proto.NotCarried, proto.NotCarriedOut("too large")), record.Unavailable, proto.BadRequest, proto.NotCarried, "nothing was carried out)"},
 		// An owner's refusal without the guarantee field gets the words.
-		{refusal(proto.PeerAppDown, proto.NoGuarantee, "not listening"), journal.Unavailable, proto.Unavailable, proto.NotCarried, "; it was not carried out"},
-		{refusal(proto.PeerInProgress, proto.NoGuarantee, "running"), journal.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerUnknown, proto.NoGuarantee, "broke"), journal.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerAppUnknown, proto.NoGuarantee, "broke"), journal.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerInterrupted, proto.NoGuarantee, "restarted"), journal.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerAnswerExpired, proto.NoGuarantee, "expired"), journal.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerAppDown, proto.NoGuarantee, "not listening"), record.Unavailable, proto.Unavailable, proto.NotCarried, "; it was not carried out"},
+		{refusal(proto.PeerInProgress, proto.NoGuarantee, "running"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerUnknown, proto.NoGuarantee, "broke"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerAppUnknown, proto.NoGuarantee, "broke"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerInterrupted, proto.NoGuarantee, "restarted"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerAnswerExpired, proto.NoGuarantee, "expired"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
 		// A reply that is not Delta's.
-		{peerclient.Reply{Status: 200}, journal.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{peerclient.Reply{Status: 200}, record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
 	} {
 		v := mapOwnerReply("studio", tc.reply)
 		if v.state != tc.state || v.o != tc.o || v.g != tc.g || !strings.HasSuffix(v.detail, tc.suffix) {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -140,7 +141,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
-		x = cr.cfg.Transfers.Start(transfer.Session, t.Peer, t.App, t.PathQuery, road)
+		x = cr.cfg.Transfers.Start(localapi.TransferSession, t.Peer, t.App, t.PathQuery, road)
 		defer x.Done()
 	}
 	stop := context.AfterFunc(cr.cfg.Ctx, func() { near.Close(); far.Close() }) // Delta stopping ends it

@@ -5,13 +5,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // NewAnswer builds the Answer to keep for a response: the body is kept
 // when it is at most maxBody bytes, otherwise only its digest.
-func NewAnswer(status int, h http.Header, body []byte, maxBody int) *Answer {
+func NewAnswer(status int, h http.Header, body []byte, maxBody int) *record.Answer {
 	sum := sha256.Sum256(body)
-	a := &Answer{Status: status, Headers: h.Clone(), BodyDigest: hex.EncodeToString(sum[:])}
+	a := &record.Answer{Status: status, Headers: h.Clone(), BodyDigest: hex.EncodeToString(sum[:])}
 	if len(body) > maxBody {
 		a.Omitted = true
 	} else {

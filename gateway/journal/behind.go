@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // Outcomes the journal could not write (a full disk, an I/O error) are
@@ -30,8 +33,8 @@ type heldMove struct {
 }
 
 type heldReceipt struct {
-	state ReceiptState
-	ans   *Answer
+	state proto.ReceiptState
+	ans   *record.Answer
 	at    time.Time
 }
 
@@ -94,7 +97,7 @@ func (d *DB) MoveOrHold(ctx context.Context, id string, t Transition) (moved, he
 // FinishReceiptOrHold is FinishReceipt for an outcome the caller is about
 // to be told: if the journal cannot write it, it is held in memory (held
 // is true, err nil) and written by a later Flush.
-func (d *DB) FinishReceiptOrHold(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (running, held bool, err error) {
+func (d *DB) FinishReceiptOrHold(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (running, held bool, err error) {
 	running, err = d.finishReceipt(ctx, caller, id, state, ans)
 	if !holdable(ctx, err) {
 		return running, false, err
@@ -163,7 +166,7 @@ func (d *DB) Flush(ctx context.Context) (int, error) {
 }
 
 // overlayCall shows a held outcome in a call read from the journal.
-func (d *DB) overlayCall(c *Call) {
+func (d *DB) overlayCall(c *record.Call) {
 	b := &d.behind
 	b.mu.Lock()
 	h, ok := b.calls[c.RequestID]
@@ -187,7 +190,7 @@ func (d *DB) overlayCall(c *Call) {
 	}
 	c.NextAskAt = t.NextAsk
 	for _, a := range t.Attempts {
-		if i := slices.IndexFunc(c.Attempts, func(x Attempt) bool { return x.N == a.N }); i >= 0 {
+		if i := slices.IndexFunc(c.Attempts, func(x record.Attempt) bool { return x.N == a.N }); i >= 0 {
 			c.Attempts[i] = a
 		} else {
 			c.Attempts = append(c.Attempts, a)
@@ -197,7 +200,7 @@ func (d *DB) overlayCall(c *Call) {
 
 // overlayReceipt shows a held outcome in a receipt read from the journal.
 func (d *DB) overlayReceipt(r *Receipt) {
-	if r == nil || r.State != Running {
+	if r == nil || r.State != proto.ReceiptRunning {
 		return
 	}
 	b := &d.behind

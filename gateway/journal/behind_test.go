@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest/smalldisk"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // TestDiskFull: on a real disk filled to the last byte, the journal
@@ -23,7 +25,7 @@ func TestDiskFull(t *testing.T) {
 	}
 	defer func() { db.Close() }()
 	clk.add(ClockSkew + time.Minute)
-	call := &Call{RequestID: "c1", Peer: "p", App: "a", Method: "POST", Path: "/x", Digest: "d1"}
+	call := &record.Call{RequestID: "c1", Peer: "p", App: "a", Method: "POST", Path: "/x", Digest: "d1"}
 	if _, err := db.BeginCall(ctx, call); err != nil {
 		t.Fatal(err)
 	}
@@ -33,18 +35,18 @@ func TestDiskFull(t *testing.T) {
 	}
 
 	disk.Fill()
-	if _, err := db.BeginCall(ctx, &Call{RequestID: "c2", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err == nil {
+	if _, err := db.BeginCall(ctx, &record.Call{RequestID: "c2", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err == nil {
 		t.Fatal("a call was recorded as sending on a full disk: it could be sent without a record")
 	}
 	if _, _, err := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "r2", Digest: "d", App: "a", Method: "POST", Path: "/"}); err == nil {
 		t.Fatal("a receipt was recorded on a full disk")
 	}
-	ans := &Answer{Status: 201, Body: []byte("done")}
-	moved, held, err := db.MoveOrHold(ctx, "c1", Transition{From: []CallState{Sending}, To: Answered, Outcome: "answered", Answer: ans})
+	ans := &record.Answer{Status: 201, Body: []byte("done")}
+	moved, held, err := db.MoveOrHold(ctx, "c1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans})
 	if err != nil || !moved || !held {
 		t.Fatalf("an outcome on a full disk: moved %v held %v err %v, want held in memory", moved, held, err)
 	}
-	if _, held, err := db.FinishReceiptOrHold(ctx, "n1", "r1", ReceiptAnswered, ans); err != nil || !held {
+	if _, held, err := db.FinishReceiptOrHold(ctx, "n1", "r1", proto.ReceiptAnswered, ans); err != nil || !held {
 		t.Fatalf("a receipt's outcome on a full disk: held %v err %v", held, err)
 	}
 	b := db.Behind()
@@ -52,13 +54,13 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("Behind = %+v, want 2 held and the disk full", b)
 	}
 	// Every read shows the held outcome, marked.
-	if c, err := db.Call(ctx, "c1"); err != nil || c.State != Answered || !c.Behind || string(c.Answer.Body) != "done" {
+	if c, err := db.Call(ctx, "c1"); err != nil || c.State != record.Answered || !c.Behind || string(c.Answer.Body) != "done" {
 		t.Fatalf("the call as read: %+v %v", c, err)
 	}
-	if cs, _ := db.Calls(ctx, CallFilter{}); len(cs) != 1 || cs[0].State != Answered || !cs[0].Behind {
+	if cs, _ := db.Calls(ctx, CallFilter{}); len(cs) != 1 || cs[0].State != record.Answered || !cs[0].Behind {
 		t.Fatalf("the call as listed: %+v", cs)
 	}
-	if r, err := db.Lookup(ctx, "n1", "r1", clk.now(), nil); err != nil || r.State != ReceiptAnswered || !r.Behind {
+	if r, err := db.Lookup(ctx, "n1", "r1", clk.now(), nil); err != nil || r.State != proto.ReceiptAnswered || !r.Behind {
 		t.Fatalf("the receipt as the caller's question sees it: %+v %v", r, err)
 	}
 	if dec, old, err := db.Receive(ctx, rec); err != nil || dec != Replay || string(old.Answer.Body) != "done" {
@@ -79,10 +81,10 @@ func TestDiskFull(t *testing.T) {
 	if db, err = Open(path, Options{Now: clk.now}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := db.Call(ctx, "c1"); err != nil || c.State != Answered || c.Behind || string(c.Answer.Body) != "done" {
+	if c, err := db.Call(ctx, "c1"); err != nil || c.State != record.Answered || c.Behind || string(c.Answer.Body) != "done" {
 		t.Fatalf("the call after a reopen: %+v %v", c, err)
 	}
-	if r, err := db.Receipt(ctx, "n1", "r1"); err != nil || r.State != ReceiptAnswered || string(r.Answer.Body) != "done" {
+	if r, err := db.Receipt(ctx, "n1", "r1"); err != nil || r.State != proto.ReceiptAnswered || string(r.Answer.Body) != "done" {
 		t.Fatalf("the receipt after a reopen: %+v %v", r, err)
 	}
 }

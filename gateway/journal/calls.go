@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 const callCols = `request_id, peer, app, caller_app, method, path, digest, state, outcome,
 	dismissed, detail, owner_state, created_at, updated_at, answer_status,
 	answer_headers, answer_body, answer_omitted, asks, next_ask_at, dismissed_by, settled_by, settle_note`
 
-func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
-	var c Call
+func scanCall(s interface{ Scan(...any) error }) (*record.Call, error) {
+	var c record.Call
 	var created, updated int64
 	var status, next sql.NullInt64
 	var headers sql.NullString
@@ -32,7 +34,7 @@ func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 		c.NextAskAt = fromNanos(next.Int64)
 	}
 	if status.Valid {
-		c.Answer = &Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String), Body: body, Omitted: omitted != 0}
+		c.Answer = &record.Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String), Body: body, Omitted: omitted != 0}
 	}
 	return &c, nil
 }
@@ -45,7 +47,7 @@ func scanCall(s interface{ Scan(...any) error }) (*Call, error) {
 // about to write its first byte is in the journal before it does, at no
 // cost beyond the transaction the call needs anyway. c.CreatedAt and
 // c.UpdatedAt are set.
-func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error) {
+func (d *DB) BeginCall(ctx context.Context, c *record.Call) (existing *record.Call, err error) {
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		old, err := scanCall(tx.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, c.RequestID))
 		if err == nil {
@@ -57,7 +59,7 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 		}
 		now := d.now()
 		if c.State == "" {
-			c.State = Sending
+			c.State = record.Sending
 		}
 		c.CreatedAt, c.UpdatedAt = now, now
 		_, err = tx.ExecContext(ctx, `INSERT INTO calls (request_id, peer, app, caller_app, method, path, digest, state, outcome, detail, created_at, updated_at)
@@ -76,13 +78,13 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 				return err
 			}
 		}
-		if c.State == Sending { // one the journal must not lose: counted for continuity
+		if c.State == record.Sending { // one the journal must not lose: counted for continuity
 			return d.countReceipt(ctx, tx)
 		}
 		return nil
 	})
 	if err == nil && existing == nil {
-		if c.State == Sending {
+		if c.State == record.Sending {
 		}
 		d.notify()
 	}
@@ -92,14 +94,14 @@ func (d *DB) BeginCall(ctx context.Context, c *Call) (existing *Call, err error)
 // AddAttempt records one more attempt of call id, durably: a later attempt
 // (after a door asked for a new ticket) is in the journal before its first
 // byte is written, like the first.
-func (d *DB) AddAttempt(ctx context.Context, id string, a Attempt) error {
+func (d *DB) AddAttempt(ctx context.Context, id string, a record.Attempt) error {
 	return d.tx(ctx, func(tx *sql.Tx) error { return putAttempt(ctx, tx, id, a) })
 }
 
 // putAttempt writes attempt a of call id: a.N names it (a second write of
 // the same N replaces the first: the attempt as it ended replaces the
 // attempt as it began); if 0, the next number.
-func putAttempt(ctx context.Context, tx *sql.Tx, id string, a Attempt) error {
+func putAttempt(ctx context.Context, tx *sql.Tx, id string, a record.Attempt) error {
 	var err error
 	if a.N > 0 {
 		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO attempts (request_id, n, road, address, started_at, first_byte, error)
@@ -117,23 +119,23 @@ func putAttempt(ctx context.Context, tx *sql.Tx, id string, a Attempt) error {
 
 // Transition describes a compare-and-set change of a call's state.
 type Transition struct {
-	From       []CallState // the states it may leave; required
-	To         CallState
-	Outcome    string    // if not empty, the outcome the app is told
-	Detail     string    // if not empty, replaces the detail
-	OwnerState string    // if not empty, what the owner said
-	Answer     *Answer   // if not nil, the answer
-	NextAsk    time.Time // when to ask the owner; zero: not scheduled
-	CountAsk   bool      // whether this transition followed asking the owner
+	From       []record.CallState // the states it may leave; required
+	To         record.CallState
+	Outcome    string         // if not empty, the outcome the app is told
+	Detail     string         // if not empty, replaces the detail
+	OwnerState string         // if not empty, what the owner said
+	Answer     *record.Answer // if not nil, the answer
+	NextAsk    time.Time      // when to ask the owner; zero: not scheduled
+	CountAsk   bool           // whether this transition followed asking the owner
 	// Attempts are recorded in the same transaction, whether or not the
 	// call moves (they happened either way); one with the N of a recorded
 	// attempt replaces it.
-	Attempts []Attempt
+	Attempts []record.Attempt
 }
 
 // Move applies t to call id if the call is in one of t.From. It reports
 // whether it did; if not, cur is the call as it is.
-func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur *Call, err error) {
+func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur *record.Call, err error) {
 	if len(t.From) == 0 {
 		return false, nil, fmt.Errorf("journal: move call %s: no from-state given", id)
 	}
@@ -206,7 +208,7 @@ func (d *DB) NoteAsk(ctx context.Context, id, ownerState, detail string, next ti
 }
 
 // Call returns call id with its attempts.
-func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
+func (d *DB) Call(ctx context.Context, id string) (*record.Call, error) {
 	c, err := scanCall(d.db.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("journal: call %s: %w", id, ErrNotFound)
@@ -214,10 +216,10 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: read call %s: %w", id, err)
 	}
-	if err := d.withAttempts(ctx, []*Call{c}); err != nil {
+	if err := d.withAttempts(ctx, []*record.Call{c}); err != nil {
 		return nil, err
 	}
-	if err := d.withRequests(ctx, []*Call{c}); err != nil {
+	if err := d.withRequests(ctx, []*record.Call{c}); err != nil {
 		return nil, err
 	}
 	d.overlayCall(c)
@@ -229,11 +231,11 @@ func (d *DB) Call(ctx context.Context, id string) (*Call, error) {
 // name a request id, and ends in "WHERE request_id IN" (the ids are added,
 // then order). scan reads one row and returns its request id and what to
 // do with its call.
-func (d *DB) forCalls(ctx context.Context, calls []*Call, what, query, order string, scan func(*sql.Rows) (string, func(*Call), error)) error {
+func (d *DB) forCalls(ctx context.Context, calls []*record.Call, what, query, order string, scan func(*sql.Rows) (string, func(*record.Call), error)) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	byID := make(map[string]*Call, len(calls))
+	byID := make(map[string]*record.Call, len(calls))
 	args := make([]any, 0, len(calls))
 	for _, c := range calls {
 		byID[c.RequestID] = c
@@ -257,16 +259,16 @@ func (d *DB) forCalls(ctx context.Context, calls []*Call, what, query, order str
 }
 
 // withAttempts reads the attempts of calls into them.
-func (d *DB) withAttempts(ctx context.Context, calls []*Call) error {
+func (d *DB) withAttempts(ctx context.Context, calls []*record.Call) error {
 	return d.forCalls(ctx, calls, "attempts", `SELECT request_id, n, road, address, started_at, first_byte, error FROM attempts
-		WHERE request_id IN`, `ORDER BY request_id, n`, func(rows *sql.Rows) (string, func(*Call), error) {
+		WHERE request_id IN`, `ORDER BY request_id, n`, func(rows *sql.Rows) (string, func(*record.Call), error) {
 		var id string
-		var a Attempt
+		var a record.Attempt
 		var started int64
 		var fb int
 		err := rows.Scan(&id, &a.N, &a.Road, &a.Address, &started, &fb, &a.Error)
 		a.StartedAt, a.FirstByte = fromNanos(started), fb != 0
-		return id, func(c *Call) { c.Attempts = append(c.Attempts, a) }, err
+		return id, func(c *record.Call) { c.Attempts = append(c.Attempts, a) }, err
 	})
 }
 
@@ -277,13 +279,13 @@ type CallFilter struct {
 	// WithDismissed, with Unsettled, keeps the dismissed ones too.
 	WithDismissed bool
 	// State, if not empty, keeps only calls in that state.
-	State CallState
+	State record.CallState
 	// Limit caps the number returned. If 0, 500.
 	Limit int
 }
 
 // Calls lists calls, newest first, with their attempts.
-func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
+func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*record.Call, error) {
 	q := `SELECT ` + callCols + ` FROM calls`
 	var args []any
 	switch {
@@ -311,7 +313,7 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*Call, error) {
 }
 
 // DueCalls returns the unknown calls whose next ask is due at now.
-func (d *DB) DueCalls(ctx context.Context, now time.Time) ([]*Call, error) {
+func (d *DB) DueCalls(ctx context.Context, now time.Time) ([]*record.Call, error) {
 	return d.queryCalls(ctx, `SELECT `+callCols+` FROM calls
 		WHERE state = 'unknown' AND next_ask_at IS NOT NULL AND next_ask_at <= ? ORDER BY next_ask_at`, nanos(now))
 }
@@ -328,17 +330,17 @@ func (d *DB) NextAsk(ctx context.Context) (time.Time, bool, error) {
 }
 
 // UnknownFor returns the unknown calls to peer, to ask about at once.
-func (d *DB) UnknownFor(ctx context.Context, peer string) ([]*Call, error) {
+func (d *DB) UnknownFor(ctx context.Context, peer string) ([]*record.Call, error) {
 	return d.queryCalls(ctx, `SELECT `+callCols+` FROM calls WHERE state = 'unknown' AND peer = ?`, peer)
 }
 
-func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*Call, error) {
+func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*record.Call, error) {
 	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list calls: %w", err)
 	}
 	defer rows.Close()
-	var out []*Call
+	var out []*record.Call
 	for rows.Next() {
 		c, err := scanCall(rows)
 		if err != nil {
@@ -405,7 +407,7 @@ func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
 // record.CallState.Unsettled so that the two cannot disagree.
 var unsettledSQL = func() string {
 	var in []string
-	for _, st := range []CallState{Sending, Answered, Unavailable, Unknown, CarriedOut, NotCarriedOut, NeedsPerson} {
+	for _, st := range []record.CallState{record.Sending, record.Answered, record.Unavailable, record.Unknown, record.CarriedOut, record.NotCarriedOut, record.NeedsPerson} {
 		if st.Unsettled() {
 			in = append(in, "'"+string(st)+"'")
 		}

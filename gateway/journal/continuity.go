@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // Continuity: an owner's journal must never answer never_arrived for a
@@ -50,18 +52,6 @@ func ContinuityFile(journalPath string) string { return journalPath + ".continui
 type continuityFile struct {
 	Incarnation string `json:"incarnation"`
 	Receipts    int64  `json:"receipts"`
-}
-
-// Continuity is what the journal can vouch for.
-type Continuity struct {
-	// Since is the start of the time the journal vouches for: its birth,
-	// or a break.
-	Since time.Time `json:"since"`
-	// Broken, if not empty, says why the journal cannot vouch for the time
-	// before Since although it is older.
-	Broken string `json:"broken,omitempty"`
-	// FileError is the last failure to write the continuity file.
-	FileError string `json:"file_error,omitempty"`
 }
 
 func (d *DB) meta(ctx context.Context, q interface {
@@ -273,8 +263,8 @@ func (d *DB) continuityAfterCommit() {
 }
 
 // Continuity reports what the journal vouches for.
-func (d *DB) Continuity(ctx context.Context) (Continuity, error) {
-	var c Continuity
+func (d *DB) Continuity(ctx context.Context) (localapi.Continuity, error) {
+	var c localapi.Continuity
 	since, ok, err := d.meta(ctx, d.db, "continuous_since")
 	if err != nil {
 		return c, err

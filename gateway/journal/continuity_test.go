@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 func copyFile(t *testing.T, from, to string) {
@@ -59,7 +61,7 @@ func TestContinuity(t *testing.T) {
 	if c, _ := db.Continuity(ctx); c.Broken != "" {
 		t.Fatalf("an intact journal reopened: %+v", c)
 	}
-	if r, _ := db.Lookup(ctx, "n1", "never", callAt, nil); r.State != NeverArrived {
+	if r, _ := db.Lookup(ctx, "n1", "never", callAt, nil); r.State != proto.ReceiptNeverArrived {
 		t.Fatalf("an intact journal on an unseen id: %s", r.State)
 	}
 	db.Close()
@@ -105,12 +107,12 @@ func TestContinuity(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if r.State == NeverArrived {
+				if r.State == proto.ReceiptNeverArrived {
 					t.Fatalf("%s: a journal that cannot vouch said never_arrived", id)
 				}
 			}
 			// A call made after the break (and the skew) is vouched for.
-			if r, _ := db.Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute), nil); r.State != NeverArrived {
+			if r, _ := db.Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute), nil); r.State != proto.ReceiptNeverArrived {
 				t.Fatalf("a call after the break: %s", r.State)
 			}
 		})

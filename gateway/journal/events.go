@@ -3,6 +3,8 @@ package journal
 import (
 	"context"
 	"fmt"
+
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // LastEventSeq returns the newest event's sequence number, 0 if none: where
@@ -17,16 +19,16 @@ func (d *DB) LastEventSeq(ctx context.Context) (int64, error) {
 }
 
 // EventsAfter returns up to limit events with Seq > after, oldest first.
-func (d *DB) EventsAfter(ctx context.Context, after int64, limit int) ([]Event, error) {
+func (d *DB) EventsAfter(ctx context.Context, after int64, limit int) ([]record.Event, error) {
 	return d.events(ctx, `WHERE e.seq > ? ORDER BY e.seq LIMIT ?`, after, limit)
 }
 
 // History returns call id's events, oldest first.
-func (d *DB) History(ctx context.Context, id string) ([]Event, error) {
+func (d *DB) History(ctx context.Context, id string) ([]record.Event, error) {
 	return d.events(ctx, `WHERE e.request_id = ? ORDER BY e.seq`, id)
 }
 
-func (d *DB) events(ctx context.Context, where string, args ...any) ([]Event, error) {
+func (d *DB) events(ctx context.Context, where string, args ...any) ([]record.Event, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT e.seq, e.request_id, e.at, e.state, e.owner_state, e.dismissed, e.detail,
 		COALESCE((SELECT p.state FROM call_events p WHERE p.request_id = e.request_id AND p.seq < e.seq ORDER BY p.seq DESC LIMIT 1), '')
 		FROM call_events e `+where, args...)
@@ -34,9 +36,9 @@ func (d *DB) events(ctx context.Context, where string, args ...any) ([]Event, er
 		return nil, fmt.Errorf("journal: read call events: %w", err)
 	}
 	defer rows.Close()
-	var out []Event
+	var out []record.Event
 	for rows.Next() {
-		var e Event
+		var e record.Event
 		var at int64
 		var dis int
 		if err := rows.Scan(&e.Seq, &e.RequestID, &at, &e.State, &e.OwnerState, &dis, &e.Detail, &e.From); err != nil {

@@ -3,6 +3,8 @@ package journal
 import (
 	"testing"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // Every path that changes a call leaves a step in its history: the send, a
@@ -14,29 +16,29 @@ func TestEventsFollowEveryChange(t *testing.T) {
 	if err != nil || start != 0 {
 		t.Fatalf("LastEventSeq on an empty journal: %d %v", start, err)
 	}
-	db.BeginCall(ctx, &Call{RequestID: "a", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "a"})
+	db.BeginCall(ctx, &record.Call{RequestID: "a", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "a"})
 	db.RecoverCalls(ctx)
 	clk.add(time.Second)
 	db.NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(time.Second))
 	db.NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(2*time.Second))
 	db.Dismiss(ctx, "a", "the local API")
-	db.Move(ctx, "a", Transition{From: []CallState{Unknown}, To: CarriedOut, OwnerState: "answered", Detail: "the owner carried it out"})
+	db.Move(ctx, "a", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut, OwnerState: "answered", Detail: "the owner carried it out"})
 
 	h, err := db.History(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	type step struct {
-		from, state CallState
+		from, state record.CallState
 		owner       string
 		dismissed   bool
 	}
 	want := []step{
-		{"", Sending, "", false},
-		{Sending, Unknown, "", false},
-		{Unknown, Unknown, "running", false},
-		{Unknown, Unknown, "running", true},
-		{Unknown, CarriedOut, "answered", true},
+		{"", record.Sending, "", false},
+		{record.Sending, record.Unknown, "", false},
+		{record.Unknown, record.Unknown, "running", false},
+		{record.Unknown, record.Unknown, "running", true},
+		{record.Unknown, record.CarriedOut, "answered", true},
 	}
 	if len(h) != len(want) {
 		t.Fatalf("history has %d steps, want %d: %+v", len(h), len(want), h)
@@ -52,7 +54,7 @@ func TestEventsFollowEveryChange(t *testing.T) {
 	}
 
 	// A reader following from a cursor sees each step once, in order.
-	db.BeginCall(ctx, &Call{RequestID: "b", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "b"})
+	db.BeginCall(ctx, &record.Call{RequestID: "b", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "b"})
 	after := h[2].Seq
 	got, err := db.EventsAfter(ctx, after, 10)
 	if err != nil || len(got) != 3 || got[0].Seq != h[3].Seq || got[2].RequestID != "b" {

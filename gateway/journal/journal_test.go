@@ -13,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 type clock struct {
@@ -42,37 +45,37 @@ var ctx = context.Background()
 
 func TestCallStateMachine(t *testing.T) {
 	db, _, _ := open(t)
-	c := &Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d1"}
+	c := &record.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d1"}
 	if old, err := db.BeginCall(ctx, c); err != nil || old != nil {
 		t.Fatalf("BeginCall: %v %v", old, err)
 	}
 	got, _ := db.Call(ctx, "r1")
-	if got.State != Sending {
+	if got.State != record.Sending {
 		t.Fatalf("state %s, want sending", got.State)
 	}
 	// The same id again: nothing written, the record returned.
-	again := &Call{RequestID: "r1", Peer: "x", App: "y", Method: "PUT", Path: "/b", Digest: "d2"}
+	again := &record.Call{RequestID: "r1", Peer: "x", App: "y", Method: "PUT", Path: "/b", Digest: "d2"}
 	old, err := db.BeginCall(ctx, again)
 	if err != nil || old == nil || old.Digest != "d1" || old.Method != "POST" {
 		t.Fatalf("second BeginCall: %+v %v", old, err)
 	}
 	// Only a call in a from-state moves.
-	moved, cur, err := db.Move(ctx, "r1", Transition{From: []CallState{Unknown}, To: CarriedOut})
-	if err != nil || moved || cur.State != Sending {
+	moved, cur, err := db.Move(ctx, "r1", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut})
+	if err != nil || moved || cur.State != record.Sending {
 		t.Fatalf("move from the wrong state: moved=%v cur=%v err=%v", moved, cur, err)
 	}
 	ans := NewAnswer(201, http.Header{"X-A": {"1"}}, []byte("ok"), 1<<20)
-	if moved, _, err := db.Move(ctx, "r1", Transition{From: []CallState{Sending}, To: Answered, Outcome: "answered", Answer: ans}); !moved || err != nil {
+	if moved, _, err := db.Move(ctx, "r1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans}); !moved || err != nil {
 		t.Fatalf("move to answered: %v %v", moved, err)
 	}
 	got, _ = db.Call(ctx, "r1")
-	if got.State != Answered || got.Answer == nil || got.Answer.Status != 201 || string(got.Answer.Body) != "ok" || got.Answer.Headers.Get("X-A") != "1" {
+	if got.State != record.Answered || got.Answer == nil || got.Answer.Status != 201 || string(got.Answer.Body) != "ok" || got.Answer.Headers.Get("X-A") != "1" {
 		t.Errorf("answered call: %+v", got)
 	}
-	if _, _, err := db.Move(ctx, "nope", Transition{From: []CallState{Sending}, To: Unknown}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := db.Move(ctx, "nope", Transition{From: []record.CallState{record.Sending}, To: record.Unknown}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("move of a missing call: %v", err)
 	}
-	if _, _, err := db.Move(ctx, "r1", Transition{To: Unknown}); err == nil {
+	if _, _, err := db.Move(ctx, "r1", Transition{To: record.Unknown}); err == nil {
 		t.Errorf("a move without from-states was accepted")
 	}
 }
@@ -80,15 +83,15 @@ func TestCallStateMachine(t *testing.T) {
 func TestRecoverCallsAndDue(t *testing.T) {
 	db, clk, _ := open(t)
 	for _, id := range []string{"a", "b"} {
-		db.BeginCall(ctx, &Call{RequestID: id, Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: id})
+		db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: id})
 	}
-	db.Move(ctx, "b", Transition{From: []CallState{Sending}, To: Answered})
+	db.Move(ctx, "b", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
 	n, err := db.RecoverCalls(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("RecoverCalls: %d %v", n, err)
 	}
 	a, _ := db.Call(ctx, "a")
-	if a.State != Unknown || a.Outcome != "outcome_unknown" {
+	if a.State != record.Unknown || a.Outcome != "outcome_unknown" {
 		t.Errorf("recovered call: %s %s", a.State, a.Outcome)
 	}
 	due, _ := db.DueCalls(ctx, clk.now())
@@ -114,7 +117,7 @@ func TestRecoverCallsAndDue(t *testing.T) {
 		t.Errorf("a dismissed call counts as unsettled")
 	}
 	a, _ = db.Call(ctx, "a")
-	if a.Asks != 1 || a.OwnerState != "running" || !a.Dismissed || a.State != Unknown {
+	if a.Asks != 1 || a.OwnerState != "running" || !a.Dismissed || a.State != record.Unknown {
 		t.Errorf("after ask and dismiss: %+v", a)
 	}
 }
@@ -127,7 +130,7 @@ func TestReceiveDecisions(t *testing.T) {
 	if dec, _, err := db.Receive(ctx, r("d")); dec != Forward || err != nil {
 		t.Fatalf("new: %v %v", dec, err)
 	}
-	if dec, old, _ := db.Receive(ctx, r("d")); dec != Busy || old.State != Running {
+	if dec, old, _ := db.Receive(ctx, r("d")); dec != Busy || old.State != proto.ReceiptRunning {
 		t.Errorf("running: %v %v", dec, old.State)
 	}
 	if dec, _, _ := db.Receive(ctx, r("other")); dec != Reused {
@@ -137,16 +140,16 @@ func TestReceiveDecisions(t *testing.T) {
 	if dec, _, _ := db.Receive(ctx, &Receipt{Caller: "n2", RequestID: "x", Digest: "zz"}); dec != Forward {
 		t.Errorf("same id from another caller: %v", dec)
 	}
-	db.FinishReceipt(ctx, "n1", "x", ReceiptAnswered, NewAnswer(200, nil, []byte("hi"), 1<<20))
+	db.FinishReceipt(ctx, "n1", "x", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("hi"), 1<<20))
 	if dec, old, _ := db.Receive(ctx, r("d")); dec != Replay || string(old.Answer.Body) != "hi" {
 		t.Errorf("answered: %v %v", dec, old)
 	}
-	if ok, _ := db.FinishReceipt(ctx, "n1", "x", AppUnknown, nil); ok {
+	if ok, _ := db.FinishReceipt(ctx, "n1", "x", proto.ReceiptAppUnknown, nil); ok {
 		t.Errorf("a finished receipt was finished again")
 	}
 	// A big answer is kept as its digest only.
 	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "big", Digest: "d"})
-	db.FinishReceipt(ctx, "n1", "big", ReceiptAnswered, NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
+	db.FinishReceipt(ctx, "n1", "big", proto.ReceiptAnswered, NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
 	big, _ := db.Receipt(ctx, "n1", "big")
 	if !big.Answer.Omitted || len(big.Answer.Body) != 0 || big.Answer.BodyDigest == "" {
 		t.Errorf("big answer: omitted=%v len=%d digest=%q", big.Answer.Omitted, len(big.Answer.Body), big.Answer.BodyDigest)
@@ -157,13 +160,13 @@ func TestFenceAndRestart(t *testing.T) {
 	db, clk, path := open(t)
 	// Asked about before it arrives: fenced, and refused when it arrives.
 	got, err := db.Lookup(ctx, "n1", "early", clk.now(), nil)
-	if err != nil || got.State != NeverArrived {
+	if err != nil || got.State != proto.ReceiptNeverArrived {
 		t.Fatalf("lookup of an unseen id: %v %v", got, err)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "early", clk.now(), nil); got.State != NeverArrived {
+	if got, _ := db.Lookup(ctx, "n1", "early", clk.now(), nil); got.State != proto.ReceiptNeverArrived {
 		t.Errorf("second lookup: %s", got.State)
 	}
-	if dec, old, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != Fenced {
+	if dec, old, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != proto.ReceiptFenced {
 		t.Errorf("arrival after a fence: %v %v", dec, old.State)
 	}
 	// Running receipts become interrupted on restart.
@@ -177,7 +180,7 @@ func TestFenceAndRestart(t *testing.T) {
 	if n, _ := db2.RecoverReceipts(ctx); n != 1 {
 		t.Errorf("recovered %d receipts, want 1", n)
 	}
-	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now(), nil); got.State != Interrupted {
+	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now(), nil); got.State != proto.ReceiptInterrupted {
 		t.Errorf("restarted receipt: %s", got.State)
 	}
 }
@@ -186,11 +189,11 @@ func TestSweepAndWatermark(t *testing.T) {
 	db, clk, _ := open(t)
 	start := clk.now()
 	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"})
-	db.FinishReceipt(ctx, "n1", "old", ReceiptAnswered, NewAnswer(200, nil, []byte("a"), 1<<20))
-	db.BeginCall(ctx, &Call{RequestID: "settled", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
-	db.Move(ctx, "settled", Transition{From: []CallState{Sending}, To: Answered})
-	db.BeginCall(ctx, &Call{RequestID: "open", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
-	db.Move(ctx, "open", Transition{From: []CallState{Sending}, To: Unknown})
+	db.FinishReceipt(ctx, "n1", "old", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("a"), 1<<20))
+	db.BeginCall(ctx, &record.Call{RequestID: "settled", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Move(ctx, "settled", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
+	db.BeginCall(ctx, &record.Call{RequestID: "open", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Move(ctx, "open", Transition{From: []record.CallState{record.Sending}, To: record.Unknown})
 
 	clk.add(8 * 24 * time.Hour)
 	res, _ := db.Sweep(ctx, clk.now())
@@ -198,7 +201,7 @@ func TestSweepAndWatermark(t *testing.T) {
 		t.Errorf("after 8 days: %+v", res)
 	}
 	r, _ := db.Receipt(ctx, "n1", "old")
-	if !r.AnswerExpired || r.Answer != nil || r.State != ReceiptAnswered {
+	if !r.AnswerExpired || r.Answer != nil || r.State != proto.ReceiptAnswered {
 		t.Errorf("expired answer: %+v", r)
 	}
 	if dec, _, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"}); dec != Busy {
@@ -215,23 +218,23 @@ func TestSweepAndWatermark(t *testing.T) {
 	}
 	// A call created before the watermark (plus skew) is expired, never
 	// never_arrived; a newer one is fenced.
-	if got, _ := db.Lookup(ctx, "n1", "old", start, nil); got.State != Expired {
+	if got, _ := db.Lookup(ctx, "n1", "old", start, nil); got.State != proto.ReceiptExpired {
 		t.Errorf("lookup of a swept call: %s, want expired", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute), nil); got.State != Expired {
+	if got, _ := db.Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute), nil); got.State != proto.ReceiptExpired {
 		t.Errorf("lookup within the clock skew of the watermark: %s, want expired", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour), nil); got.State != NeverArrived {
+	if got, _ := db.Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour), nil); got.State != proto.ReceiptNeverArrived {
 		t.Errorf("lookup of a young unseen call: %s, want never_arrived", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "undated", time.Time{}, nil); got.State != Expired {
+	if got, _ := db.Lookup(ctx, "n1", "undated", time.Time{}, nil); got.State != proto.ReceiptExpired {
 		t.Errorf("lookup without created_at after a sweep: %s, want expired", got.State)
 	}
 }
 
 func TestDurableOnDisk(t *testing.T) {
 	db, _, path := open(t)
-	db.BeginCall(ctx, &Call{RequestID: "keep", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.BeginCall(ctx, &record.Call{RequestID: "keep", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
 	db.Close()
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		t.Fatalf("no database file: %v", err)
@@ -241,7 +244,7 @@ func TestDurableOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	if c, err := db2.Call(ctx, "keep"); err != nil || c.State != Sending {
+	if c, err := db2.Call(ctx, "keep"); err != nil || c.State != record.Sending {
 		t.Errorf("reopened: %v %v", c, err)
 	}
 	var mode string
@@ -275,7 +278,7 @@ func TestApps(t *testing.T) {
 func TestChangedWakes(t *testing.T) {
 	db, _, _ := open(t)
 	ch := db.Changed()
-	db.BeginCall(ctx, &Call{RequestID: "w", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.BeginCall(ctx, &record.Call{RequestID: "w", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
 	select {
 	case <-ch:
 	default:
@@ -289,17 +292,17 @@ func TestChangedWakes(t *testing.T) {
 func TestAttemptsAsTheyHappen(t *testing.T) {
 	db, _, path := open(t)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	failed := Attempt{N: 1, Road: "lan", Address: "10.0.0.2:7422", StartedAt: t0, Error: "connect: refused"}
-	inFlight := Attempt{N: 2, Road: "tailnet", Address: "100.64.0.2:7421", StartedAt: t0, FirstByte: true}
-	c := &Call{RequestID: "crash", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []Attempt{failed, inFlight}}
+	failed := record.Attempt{N: 1, Road: "lan", Address: "10.0.0.2:7422", StartedAt: t0, Error: "connect: refused"}
+	inFlight := record.Attempt{N: 2, Road: "tailnet", Address: "100.64.0.2:7421", StartedAt: t0, FirstByte: true}
+	c := &record.Call{RequestID: "crash", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []record.Attempt{failed, inFlight}}
 	if old, err := db.BeginCall(ctx, c); err != nil || old != nil {
 		t.Fatalf("BeginCall: %v %v", old, err)
 	}
-	done := &Call{RequestID: "done", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []Attempt{inFlight}}
+	done := &record.Call{RequestID: "done", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []record.Attempt{inFlight}}
 	db.BeginCall(ctx, done)
 	ended := inFlight
 	ended.Error = "studio replied 503 app_unavailable"
-	if moved, _, err := db.Move(ctx, "done", Transition{From: []CallState{Sending}, To: Unavailable, Attempts: []Attempt{ended}}); !moved || err != nil {
+	if moved, _, err := db.Move(ctx, "done", Transition{From: []record.CallState{record.Sending}, To: record.Unavailable, Attempts: []record.Attempt{ended}}); !moved || err != nil {
 		t.Fatalf("move: %v %v", moved, err)
 	}
 	if got, _ := db.Call(ctx, "done"); len(got.Attempts) != 1 || got.Attempts[0].Error != ended.Error {
@@ -316,7 +319,7 @@ func TestAttemptsAsTheyHappen(t *testing.T) {
 		t.Fatalf("RecoverCalls: %d %v", n, err)
 	}
 	got, _ := db.Call(ctx, "crash")
-	if got.State != Unknown || len(got.Attempts) != 2 {
+	if got.State != record.Unknown || len(got.Attempts) != 2 {
 		t.Fatalf("after recovery: %s with %+v", got.State, got.Attempts)
 	}
 	if a := got.Attempts[0]; a.FirstByte || a.Error != "connect: refused" {
@@ -326,10 +329,10 @@ func TestAttemptsAsTheyHappen(t *testing.T) {
 		t.Errorf("the attempt in flight: %+v", a)
 	}
 	// A call refused before anything left is recorded in its final state.
-	un := &Call{RequestID: "unsent", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d",
-		State: Unavailable, Outcome: "unavailable", Detail: "no road; nothing was sent", Attempts: []Attempt{failed}}
+	un := &record.Call{RequestID: "unsent", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d",
+		State: record.Unavailable, Outcome: "unavailable", Detail: "no road; nothing was sent", Attempts: []record.Attempt{failed}}
 	db.BeginCall(ctx, un)
-	if got, _ := db.Call(ctx, "unsent"); got.State != Unavailable || got.Outcome != "unavailable" || got.Detail != un.Detail || len(got.Attempts) != 1 {
+	if got, _ := db.Call(ctx, "unsent"); got.State != record.Unavailable || got.Outcome != "unavailable" || got.Detail != un.Detail || len(got.Attempts) != 1 {
 		t.Errorf("a call recorded unsent: %+v", got)
 	}
 }
@@ -362,7 +365,7 @@ func TestDamagedJournalRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 200 {
-		db.BeginCall(context.Background(), &Call{RequestID: fmt.Sprintf("c%03d", i), Peer: "p", App: "a", Method: "POST", Path: "/" + strings.Repeat("x", 200), Digest: "d"})
+		db.BeginCall(context.Background(), &record.Call{RequestID: fmt.Sprintf("c%03d", i), Peer: "p", App: "a", Method: "POST", Path: "/" + strings.Repeat("x", 200), Digest: "d"})
 	}
 	db.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	db.Close()
@@ -442,10 +445,10 @@ func BenchmarkDurableCall(b *testing.B) {
 			defer db.Close()
 			for i := 0; b.Loop(); i++ {
 				id := fmt.Sprintf("bench-%d", i)
-				if _, err := db.BeginCall(ctx, &Call{RequestID: id, Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err != nil {
+				if _, err := db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := db.Move(ctx, id, Transition{From: []CallState{Sending}, To: Answered, Answer: &Answer{Status: 201}}); err != nil {
+				if _, _, err := db.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Answer: &record.Answer{Status: 201}}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -461,15 +464,15 @@ func TestDecide(t *testing.T) {
 		digest string
 		want   Decision
 	}{
-		{Receipt{State: Fenced}, "d", Busy},
-		{Receipt{State: Fenced}, "", Busy},
-		{Receipt{State: ReceiptAnswered, Digest: "d"}, "", Later},
-		{Receipt{State: ReceiptAnswered, Digest: "d"}, "d", Replay},
-		{Receipt{State: ReceiptAnswered, Digest: "d", AnswerExpired: true}, "d", Busy},
-		{Receipt{State: ReceiptAnswered, Digest: "d"}, "e", Reused},
-		{Receipt{State: Running, Digest: ""}, "d", Busy}, // its body still arriving
-		{Receipt{State: ReceiptNotDone, Digest: ""}, "d", Busy},
-		{Receipt{State: Running, Digest: "d"}, "d", Busy},
+		{Receipt{State: proto.ReceiptFenced}, "d", Busy},
+		{Receipt{State: proto.ReceiptFenced}, "", Busy},
+		{Receipt{State: proto.ReceiptAnswered, Digest: "d"}, "", Later},
+		{Receipt{State: proto.ReceiptAnswered, Digest: "d"}, "d", Replay},
+		{Receipt{State: proto.ReceiptAnswered, Digest: "d", AnswerExpired: true}, "d", Busy},
+		{Receipt{State: proto.ReceiptAnswered, Digest: "d"}, "e", Reused},
+		{Receipt{State: proto.ReceiptRunning, Digest: ""}, "d", Busy}, // its body still arriving
+		{Receipt{State: proto.ReceiptNotCarriedOut, Digest: ""}, "d", Busy},
+		{Receipt{State: proto.ReceiptRunning, Digest: "d"}, "d", Busy},
 	} {
 		if got := Decide(&tc.old, tc.digest); got != tc.want {
 			t.Errorf("%s/%q with %q: %d, want %d", tc.old.State, tc.old.Digest, tc.digest, got, tc.want)

@@ -6,21 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// ReceiptState is the state of a receipt on the owner (DESIGN §4).
-type ReceiptState string
-
-// The owner's receipt states. A fence is a receipt in state Fenced.
-const (
-	Running         ReceiptState = "running"
-	ReceiptAnswered ReceiptState = "answered"
-	ReceiptNotDone  ReceiptState = "not_carried_out"
-	AppUnknown      ReceiptState = "app_unknown"
-	Interrupted     ReceiptState = "interrupted"
-	Fenced          ReceiptState = "fenced"
-	NeverArrived    ReceiptState = "never_arrived" // reported, never stored
-	Expired         ReceiptState = "expired"       // reported, never stored
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // Retention (DESIGN §8).
@@ -39,14 +27,14 @@ type Receipt struct {
 	Caller        string // the caller's stable node ID
 	RequestID     string
 	Digest        string
-	State         ReceiptState
+	State         proto.ReceiptState
 	CallerName    string
 	App           string
 	Method        string
 	Path          string
 	ReceivedAt    time.Time
 	UpdatedAt     time.Time
-	Answer        *Answer // nil until answered, and after it expired
+	Answer        *record.Answer // nil until answered, and after it expired
 	AnswerExpired bool
 	// Behind: State and Answer are held in memory, not yet written (the
 	// journal could not write them; behind.go).
@@ -74,7 +62,7 @@ const (
 // id it holds as old ("" for a digest not known yet).
 func Decide(old *Receipt, digest string) Decision {
 	switch {
-	case old.State == Fenced:
+	case old.State == proto.ReceiptFenced:
 		return Busy
 	case digest == "":
 		return Later
@@ -82,7 +70,7 @@ func Decide(old *Receipt, digest string) Decision {
 		return Busy
 	case old.Digest != digest:
 		return Reused
-	case old.State == ReceiptAnswered && !old.AnswerExpired:
+	case old.State == proto.ReceiptAnswered && !old.AnswerExpired:
 		return Replay
 	}
 	return Busy
@@ -108,7 +96,7 @@ func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 	r.ReceivedAt, r.UpdatedAt = fromNanos(recv), fromNanos(upd)
 	r.AnswerExpired = expired != 0
 	if status.Valid {
-		r.Answer = &Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String),
+		r.Answer = &record.Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String),
 			Body: body, Omitted: omitted != 0, BodyDigest: bodyDigest}
 	}
 	return &r, nil
@@ -132,10 +120,10 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 			return fmt.Errorf("journal: look up receipt %s from %s: %w", r.RequestID, r.Caller, err)
 		}
 		now := d.now()
-		r.State, r.ReceivedAt, r.UpdatedAt = Running, now, now
+		r.State, r.ReceivedAt, r.UpdatedAt = proto.ReceiptRunning, now, now
 		_, err = tx.ExecContext(ctx, `INSERT INTO receipts (caller, request_id, digest, state, caller_name, app, method, path, received_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Caller, r.RequestID, r.Digest, Running, r.CallerName, r.App, r.Method, r.Path, nanos(now), nanos(now))
+			r.Caller, r.RequestID, r.Digest, proto.ReceiptRunning, r.CallerName, r.App, r.Method, r.Path, nanos(now), nanos(now))
 		if err != nil {
 			return fmt.Errorf("journal: record receipt %s from %s as running: %w", r.RequestID, r.Caller, err)
 		}
@@ -151,11 +139,11 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 // FinishReceipt moves a running receipt to state (answered with ans, or
 // not_carried_out, or app_unknown). It reports whether the receipt was
 // still running.
-func (d *DB) FinishReceipt(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (bool, error) {
+func (d *DB) FinishReceipt(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (bool, error) {
 	return d.finishReceipt(ctx, caller, id, state, ans)
 }
 
-func (d *DB) finishReceipt(ctx context.Context, caller, id string, state ReceiptState, ans *Answer) (bool, error) {
+func (d *DB) finishReceipt(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (bool, error) {
 	var n int64
 	now := nanos(d.now())
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -215,9 +203,9 @@ func (d *DB) Receipts(ctx context.Context) ([]*Receipt, error) {
 
 // Lookup answers a caller's question about call id (GET /delta/v1/calls/{id}).
 // If the owner has never seen the id, it writes a fence in the same
-// transaction and reports NeverArrived, unless the call is older than the
-// sweep watermark (plus ClockSkew): then it reports Expired, because a
-// receipt may have been swept. A fenced id reports NeverArrived again.
+// transaction and reports proto.ReceiptNeverArrived, unless the call is older than the
+// sweep watermark (plus ClockSkew): then it reports proto.ReceiptExpired, because a
+// receipt may have been swept. A fenced id reports proto.ReceiptNeverArrived again.
 // mayFence, if not nil, is asked before a fence is written; when it says
 // no, nothing is written and the error is ErrTooManyFences.
 func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time, mayFence func() bool) (*Receipt, error) {
@@ -228,8 +216,8 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 		if err == nil {
 			d.overlayReceipt(r)
 			out = r
-			if r.State == Fenced {
-				out.State = NeverArrived
+			if r.State == proto.ReceiptFenced {
+				out.State = proto.ReceiptNeverArrived
 			}
 			return nil
 		}
@@ -241,7 +229,7 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 			return fmt.Errorf("journal: read sweep watermark: %w", err)
 		}
 		if swept.Valid && (createdAt.IsZero() || createdAt.Before(fromNanos(swept.Int64).Add(ClockSkew))) {
-			out = &Receipt{Caller: caller, RequestID: id, State: Expired}
+			out = &Receipt{Caller: caller, RequestID: id, State: proto.ReceiptExpired}
 			return nil
 		}
 		if mayFence != nil && !mayFence() {
@@ -256,7 +244,7 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 			return err
 		}
 		fenced = true
-		out = &Receipt{Caller: caller, RequestID: id, State: NeverArrived, ReceivedAt: now, UpdatedAt: now}
+		out = &Receipt{Caller: caller, RequestID: id, State: proto.ReceiptNeverArrived, ReceivedAt: now, UpdatedAt: now}
 		return nil
 	})
 	if fenced && err == nil {
@@ -327,7 +315,7 @@ const ReceiptShown = 7 * 24 * time.Hour
 // may have to check first (app_unknown, interrupted), then running, then
 // the rest, newest first within each; state, if not empty, keeps only
 // that state. At most limit (500 if 0).
-func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state ReceiptState, limit int) ([]*Receipt, error) {
+func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state proto.ReceiptState, limit int) ([]*Receipt, error) {
 	if limit <= 0 {
 		limit = 500
 	}

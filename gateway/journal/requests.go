@@ -24,8 +24,8 @@ var maxRequestStore int64 = 32 << 20
 
 // KeepRequest is the request to keep of a call that sent body with
 // headers: the body itself up to record.MaxKeptBody, else its size only.
-func KeepRequest(headers http.Header, body []byte) *Request {
-	r := &Request{Headers: headers, Size: len(body)}
+func KeepRequest(headers http.Header, body []byte) *record.Request {
+	r := &record.Request{Headers: headers, Size: len(body)}
 	if len(body) > record.MaxKeptBody {
 		r.Truncated = true
 	} else {
@@ -34,7 +34,7 @@ func KeepRequest(headers http.Header, body []byte) *Request {
 	return r
 }
 
-func putRequest(ctx context.Context, tx *sql.Tx, id string, r *Request) error {
+func putRequest(ctx context.Context, tx *sql.Tx, id string, r *record.Request) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO call_requests (request_id, headers, body, size, truncated) VALUES (?, ?, ?, ?, ?)`,
 		id, encodeHeaders(r.Headers), r.Body, r.Size, boolInt(r.Truncated))
 	if err != nil {
@@ -44,21 +44,21 @@ func putRequest(ctx context.Context, tx *sql.Tx, id string, r *Request) error {
 }
 
 // withRequests reads the kept requests of calls into them.
-func (d *DB) withRequests(ctx context.Context, calls []*Call) error {
+func (d *DB) withRequests(ctx context.Context, calls []*record.Call) error {
 	return d.forCalls(ctx, calls, "requests", `SELECT request_id, headers, body, size, truncated, forgotten FROM call_requests
-		WHERE request_id IN`, "", func(rows *sql.Rows) (string, func(*Call), error) {
+		WHERE request_id IN`, "", func(rows *sql.Rows) (string, func(*record.Call), error) {
 		var id, headers string
-		r := &Request{}
+		r := &record.Request{}
 		var trunc, forgotten int
 		err := rows.Scan(&id, &headers, &r.Body, &r.Size, &trunc, &forgotten)
 		r.Headers, r.Truncated, r.Forgotten = decodeHeaders(headers), trunc != 0, forgotten != 0
-		return id, func(c *Call) { c.Request = r }, err
+		return id, func(c *record.Call) { c.Request = r }, err
 	})
 }
 
 // WithRequests reads the kept requests of calls into them (the menu and
 // the page show them for unsettled calls).
-func (d *DB) WithRequests(ctx context.Context, calls []*Call) error {
+func (d *DB) WithRequests(ctx context.Context, calls []*record.Call) error {
 	return d.withRequests(ctx, calls)
 }
 
@@ -128,11 +128,11 @@ var ErrNotSettleable = errors.New("only a call whose outcome is unknown or needs
 // or not_carried_out), with their note. It is a compare-and-set from
 // unknown or needs_person: a reconciler that settled it first wins, and
 // the person is told what it is now (ErrNotSettleable, with cur).
-func (d *DB) SettleByPerson(ctx context.Context, id string, to CallState, note string) (cur *Call, err error) {
-	if to != CarriedOut && to != NotCarriedOut {
+func (d *DB) SettleByPerson(ctx context.Context, id string, to record.CallState, note string) (cur *record.Call, err error) {
+	if to != record.CarriedOut && to != record.NotCarriedOut {
 		return nil, fmt.Errorf("journal: a person settles a call as carried_out or not_carried_out, not %q", to)
 	}
-	words := map[CallState]string{CarriedOut: "it happened", NotCarriedOut: "it did not happen"}[to]
+	words := map[record.CallState]string{record.CarriedOut: "it happened", record.NotCarriedOut: "it did not happen"}[to]
 	detail := "a person settled it: " + words
 	if note != "" {
 		detail += " (" + note + ")"
@@ -140,7 +140,7 @@ func (d *DB) SettleByPerson(ctx context.Context, id string, to CallState, note s
 	var moved bool
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE calls SET state = ?, detail = ?, settled_by = 'a person', settle_note = ?, next_ask_at = NULL, updated_at = ?
-			WHERE request_id = ? AND state IN (?, ?)`, to, detail, note, nanos(d.now()), id, Unknown, NeedsPerson)
+			WHERE request_id = ? AND state IN (?, ?)`, to, detail, note, nanos(d.now()), id, record.Unknown, record.NeedsPerson)
 		if err != nil {
 			return fmt.Errorf("journal: settle call %s: %w", id, err)
 		}

@@ -14,10 +14,10 @@ import (
 	"github.com/delta-roads/delta/gateway/record"
 )
 
-func begin(t *testing.T, db *DB, id string, body []byte) *Call {
+func begin(t *testing.T, db *DB, id string, body []byte) *record.Call {
 	t.Helper()
-	c := &Call{RequestID: id, Peer: "studio", App: "notes", Method: "POST", Path: "/n", Digest: "d-" + id,
-		Request: KeepRequest(http.Header{"Content-Type": {"text/plain"}, "X-Delta-Request-Id": {id}}, body)}
+	c := &record.Call{RequestID: id, Peer: "studio", App: "notes", Method: "POST", Path: "/n", Digest: "d-" + id,
+		Request: KeepRequest(http.Header{"Content-Type": {"text/plain"}, "X-Delta-record.Request-Id": {id}}, body)}
 	if ex, err := db.BeginCall(context.Background(), c); err != nil || ex != nil {
 		t.Fatalf("begin %s: %v %v", id, ex, err)
 	}
@@ -26,7 +26,7 @@ func begin(t *testing.T, db *DB, id string, body []byte) *Call {
 
 func toUnknown(t *testing.T, db *DB, id string) {
 	t.Helper()
-	if ok, _, err := db.Move(context.Background(), id, Transition{From: []CallState{Sending}, To: Unknown}); !ok || err != nil {
+	if ok, _, err := db.Move(context.Background(), id, Transition{From: []record.CallState{record.Sending}, To: record.Unknown}); !ok || err != nil {
 		t.Fatalf("to unknown: %v %v", ok, err)
 	}
 }
@@ -51,7 +51,7 @@ func TestRequestKeptAndBounded(t *testing.T) {
 	// small settles; big stays unsettled.
 	toUnknown(t, db, "small")
 	toUnknown(t, db, "big")
-	if ok, _, _ := db.Move(ctx, "small", Transition{From: []CallState{Unknown}, To: CarriedOut}); !ok {
+	if ok, _, _ := db.Move(ctx, "small", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut}); !ok {
 		t.Fatal("settle small")
 	}
 	clk.add(RequestRetention - time.Minute)
@@ -82,7 +82,7 @@ func TestRequestKeptAndBounded(t *testing.T) {
 		begin(t, db, id, bytes.Repeat([]byte{'a' + byte(i)}, 1<<10))
 		toUnknown(t, db, id)
 		clk.add(time.Second)
-		if ok, _, _ := db.Move(ctx, id, Transition{From: []CallState{Unknown}, To: NotCarriedOut}); !ok {
+		if ok, _, _ := db.Move(ctx, id, Transition{From: []record.CallState{record.Unknown}, To: record.NotCarriedOut}); !ok {
 			t.Fatal("settle", id)
 		}
 	}
@@ -110,22 +110,22 @@ func TestSettleByPerson(t *testing.T) {
 	db, _, _ := open(t)
 	ctx := context.Background()
 	begin(t, db, "p1", []byte("x"))
-	if _, err := db.SettleByPerson(ctx, "p1", CarriedOut, ""); !errors.Is(err, ErrNotSettleable) {
+	if _, err := db.SettleByPerson(ctx, "p1", record.CarriedOut, ""); !errors.Is(err, ErrNotSettleable) {
 		t.Fatalf("settling a call being sent: %v", err)
 	}
 	toUnknown(t, db, "p1")
-	if _, err := db.SettleByPerson(ctx, "p1", Answered, ""); err == nil {
+	if _, err := db.SettleByPerson(ctx, "p1", record.Answered, ""); err == nil {
 		t.Fatal("a person settled a call as answered")
 	}
-	c, err := db.SettleByPerson(ctx, "p1", NotCarriedOut, "not in the notes app")
-	if err != nil || c.State != NotCarriedOut || c.SettledBy != "a person" || c.SettleNote != "not in the notes app" || !c.NextAskAt.IsZero() {
+	c, err := db.SettleByPerson(ctx, "p1", record.NotCarriedOut, "not in the notes app")
+	if err != nil || c.State != record.NotCarriedOut || c.SettledBy != "a person" || c.SettleNote != "not in the notes app" || !c.NextAskAt.IsZero() {
 		t.Fatalf("settled: %+v %v", c, err)
 	}
 	h, _ := db.History(ctx, "p1")
-	if last := h[len(h)-1]; last.State != NotCarriedOut || !strings.Contains(last.Detail, "a person settled it: it did not happen (not in the notes app)") {
+	if last := h[len(h)-1]; last.State != record.NotCarriedOut || !strings.Contains(last.Detail, "a person settled it: it did not happen (not in the notes app)") {
 		t.Fatalf("history: %+v", last)
 	}
-	if _, err := db.SettleByPerson(ctx, "p1", CarriedOut, ""); !errors.Is(err, ErrNotSettleable) {
+	if _, err := db.SettleByPerson(ctx, "p1", record.CarriedOut, ""); !errors.Is(err, ErrNotSettleable) {
 		t.Fatalf("settling twice: %v", err)
 	}
 	// needs_person, and a reconciler racing the person: exactly one wins.
@@ -136,16 +136,16 @@ func TestSettleByPerson(t *testing.T) {
 		var wg sync.WaitGroup
 		var personErr error
 		var reconMoved bool
-		wg.Go(func() { _, personErr = db.SettleByPerson(ctx, id, CarriedOut, "seen") })
+		wg.Go(func() { _, personErr = db.SettleByPerson(ctx, id, record.CarriedOut, "seen") })
 		wg.Go(func() {
-			reconMoved, _, _ = db.Move(ctx, id, Transition{From: []CallState{Unknown}, To: NotCarriedOut, Detail: "studio never received it"})
+			reconMoved, _, _ = db.Move(ctx, id, Transition{From: []record.CallState{record.Unknown}, To: record.NotCarriedOut, Detail: "studio never received it"})
 		})
 		wg.Wait()
 		if (personErr == nil) == reconMoved {
 			t.Fatalf("%s: the person (%v) and the reconciler (moved %v) both won or both lost", id, personErr, reconMoved)
 		}
 		c, _ := db.Call(ctx, id)
-		if personErr == nil && (c.State != CarriedOut || c.SettledBy == "") || reconMoved && (c.State != NotCarriedOut || c.SettledBy != "") {
+		if personErr == nil && (c.State != record.CarriedOut || c.SettledBy == "") || reconMoved && (c.State != record.NotCarriedOut || c.SettledBy != "") {
 			t.Fatalf("%s: %+v", id, c)
 		}
 	}

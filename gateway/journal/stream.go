@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // What a streamed call adds to the records (DESIGN §2a): a body whose
@@ -28,7 +30,7 @@ func (d *DB) SetCallBody(ctx context.Context, id, digest string, size int64) err
 // SetAnswerBody records the body of call id's answer, whose head was
 // recorded as it arrived (with Omitted set until now): a.Body and
 // a.Omitted, and a.BodyDigest.
-func (d *DB) SetAnswerBody(ctx context.Context, id string, a *Answer) error {
+func (d *DB) SetAnswerBody(ctx context.Context, id string, a *record.Answer) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE calls SET answer_body = ?, answer_omitted = ? WHERE request_id = ? AND answer_status IS NOT NULL`,
 			a.Body, boolInt(a.Omitted), id)
@@ -58,7 +60,7 @@ func (d *DB) SetReceiptDigest(ctx context.Context, caller, id, digest string) er
 
 // SetReceiptAnswerBody records the body of an answered receipt whose
 // answer's head was recorded as it arrived.
-func (d *DB) SetReceiptAnswerBody(ctx context.Context, caller, id string, a *Answer) error {
+func (d *DB) SetReceiptAnswerBody(ctx context.Context, caller, id string, a *record.Answer) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE receipts SET answer_body = ?, answer_digest = ?, answer_omitted = ? WHERE caller = ? AND request_id = ? AND state = 'answered' AND answer_expired = 0`,
 			a.Body, a.BodyDigest, boolInt(a.Omitted), caller, id)

@@ -184,6 +184,10 @@ func (c *Call) Settled() bool {
 	return false
 }
 
+// Waiting reports whether the call's outcome is still to come: sending,
+// or unknown while Delta asks the owner.
+func (c *Call) Waiting() bool { return c.State == "sending" || c.State == "unknown" }
+
 // Attempt is one try at sending a call.
 type Attempt struct {
 	N         int       `json:"n"`

@@ -18,6 +18,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // spoolReserve is the room a call's body must leave free on the state
@@ -72,7 +73,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 			return
 		}
 	}
-	rec := &journal.Receipt{Caller: t.caller.Node, RequestID: rid, Digest: digest, CallerName: t.caller.Name,
+	rec := &journal.Receipt{Caller: t.visitor.Node, RequestID: rid, Digest: digest, CallerName: t.visitor.Name,
 		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
 	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
 	if err != nil {
@@ -94,7 +95,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	switch dec {
 	case journal.Reused:
 		proto.RefuseAndClose(w)
-		refuse(w, http.StatusUnprocessableEntity, proto.PeerReused, fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s)", rid, t.caller.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
+		refuse(w, http.StatusUnprocessableEntity, proto.PeerReused, fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s)", rid, t.visitor.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
 		return
 	case journal.Replay:
 		o.cfg.OnReplay()
@@ -107,7 +108,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	case journal.Busy:
 		proto.RefuseAndClose(w)
 		e, what, g := busyError(old)
-		body := proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.caller.Name, what)}
+		body := proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.visitor.Name, what)}
 		proto.WriteError(w, http.StatusConflict, body.With(g))
 		return
 	}
@@ -118,7 +119,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		err = bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the request changed on the way)", b.digest, digest), e: proto.PeerBadRequest, status: http.StatusBadRequest}
 	}
 	if err == nil && digest == "" {
-		err = o.cfg.DB.SetReceiptDigest(r.Context(), t.caller.Node, rid, b.digest)
+		err = o.cfg.DB.SetReceiptDigest(r.Context(), t.visitor.Node, rid, b.digest)
 		if err != nil {
 			b.close()
 			err = bodyError{cause: fmt.Errorf("%s could not record the call's digest (%w)", o.cfg.Self().Name, err), e: proto.PeerAppDown, status: http.StatusServiceUnavailable}
@@ -126,10 +127,10 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 	if err != nil {
 		// Not forwarded: nothing was carried out, and the receipt says so.
-		if _, ferr := o.cfg.DB.FinishReceipt(context.WithoutCancel(r.Context()), t.caller.Node, rid, journal.ReceiptNotDone, nil); ferr != nil {
-			o.cfg.Log.Error("could not record a call whose body did not arrive whole as not carried out", "request_id", rid, "caller", t.caller.Name, "err", ferr)
+		if _, ferr := o.cfg.DB.FinishReceipt(context.WithoutCancel(r.Context()), t.visitor.Node, rid, proto.ReceiptNotCarriedOut, nil); ferr != nil {
+			o.cfg.Log.Error("could not record a call whose body did not arrive whole as not carried out", "request_id", rid, "caller", t.visitor.Name, "err", ferr)
 		}
-		o.cfg.Log.Info("a call's body did not arrive whole; it was not forwarded", "request_id", rid, "caller", t.caller.Name, "app", t.app.Name, "err", err)
+		o.cfg.Log.Info("a call's body did not arrive whole; it was not forwarded", "request_id", rid, "caller", t.visitor.Name, "app", t.app.Name, "err", err)
 		o.refuseBody(w, err)
 		return
 	}
@@ -282,8 +283,8 @@ func CleanSpool(dir string) error {
 
 // appResult is what came of a call forwarded to the app.
 type appResult struct {
-	state journal.ReceiptState
-	ans   *journal.Answer
+	state proto.ReceiptState
+	ans   *record.Answer
 	whole []byte // the whole answer body, when it was read whole
 	// live is an answer recorded at its head whose body streams: the
 	// handler takes it (closes taken) and passes it on, or, when the
@@ -304,7 +305,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	req, err := http.NewRequest(r.Method, t.app.URL+t.pathQuery, b.reader())
 	if err != nil { // cannot happen: the URL was checked at registration
 		b.close()
-		o.finish(context.Background(), t, rid, journal.ReceiptNotDone, nil)
+		o.finish(context.Background(), t, rid, proto.ReceiptNotCarriedOut, nil)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, "the call does not make a request to the app ("+err.Error()+")")
 		return
 	}
@@ -336,16 +337,16 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 			o.markBehind(w)
 		}
 		switch res.state {
-		case journal.ReceiptAnswered:
+		case proto.ReceiptAnswered:
 			if res.live != nil {
 				close(res.taken)
 				o.streamAnswer(w, t, rid, res)
 				return
 			}
 			writeOwnerAnswer(w, res.ans, res.whole, false)
-		case journal.ReceiptNotDone:
+		case proto.ReceiptNotCarriedOut:
 			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, res.err))
-		case journal.AppUnknown:
+		case proto.ReceiptAppUnknown:
 			peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s got the call and its connection broke before a complete answer (%v); it may or may not have acted", t.app.Name, o.cfg.Self().Name, res.err))
 		default:
 			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", o.cfg.Self().Name, t.app.Name))
@@ -380,12 +381,12 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		// No final status an app's caller could be told (1xx are read
 		// past; this is 0-99 or over 999): the app broke HTTP.
 		a.Body.Close()
-		out = &appResult{state: journal.AppUnknown, err: fmt.Errorf("it answered the status %d, which is no answer", a.StatusCode)}
+		out = &appResult{state: proto.ReceiptAppUnknown, err: fmt.Errorf("it answered the status %d, which is no answer", a.StatusCode)}
 	case err == nil && a.StatusCode == http.StatusSwitchingProtocols:
 		// An app that switches protocols on a call that asked for no
 		// upgrade broke HTTP after it may have acted.
 		a.Body.Close()
-		out = &appResult{state: journal.AppUnknown, err: errors.New("it answered 101 Switching Protocols to a call that asked for no upgrade")}
+		out = &appResult{state: proto.ReceiptAppUnknown, err: errors.New("it answered 101 Switching Protocols to a call that asked for no upgrade")}
 	case err == nil:
 		var body []byte
 		var whole bool
@@ -401,13 +402,13 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		switch {
 		case rerr != nil:
 			a.Body.Close()
-			out = &appResult{state: journal.AppUnknown, err: rerr}
+			out = &appResult{state: proto.ReceiptAppUnknown, err: rerr}
 		case whole:
 			a.Body.Close()
-			out = &appResult{state: journal.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, answerHeader(a.Header), body, proto.MaxStoredAnswer), whole: body}
+			out = &appResult{state: proto.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, answerHeader(a.Header), body, proto.MaxStoredAnswer), whole: body}
 		default:
 			// A stream, or longer than is kept: recorded at its head.
-			out = &appResult{state: journal.ReceiptAnswered, ans: &journal.Answer{Status: a.StatusCode, Headers: answerHeader(a.Header), Omitted: true},
+			out = &appResult{state: proto.ReceiptAnswered, ans: &record.Answer{Status: a.StatusCode, Headers: answerHeader(a.Header), Omitted: true},
 				live: a, ahead: body, taken: make(chan struct{}), finished: make(chan struct{})}
 		}
 	case o.cfg.Ctx.Err() != nil:
@@ -416,9 +417,9 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		done <- &appResult{err: err}
 		return
 	case errors.As(err, &oe) && !oe.Sent:
-		out = &appResult{state: journal.ReceiptNotDone, err: err}
+		out = &appResult{state: proto.ReceiptNotCarriedOut, err: err}
 	default:
-		out = &appResult{state: journal.AppUnknown, err: err}
+		out = &appResult{state: proto.ReceiptAppUnknown, err: err}
 	}
 	out.held = o.finish(context.Background(), t, rid, out.state, out.ans)
 	done <- out
@@ -444,13 +445,13 @@ func answerHeader(h http.Header) http.Header {
 
 // finish records a receipt's outcome, or holds it in memory when the
 // journal cannot write (it reports whether it did).
-func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state journal.ReceiptState, ans *journal.Answer) (held bool) {
-	_, held, err := o.cfg.DB.FinishReceiptOrHold(ctx, t.caller.Node, rid, state, ans)
+func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state proto.ReceiptState, ans *record.Answer) (held bool) {
+	_, held, err := o.cfg.DB.FinishReceiptOrHold(ctx, t.visitor.Node, rid, state, ans)
 	if err != nil {
-		o.cfg.Log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.caller.Name, "err", err)
+		o.cfg.Log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.visitor.Name, "err", err)
 	}
 	if held {
-		o.cfg.Log.Error("the journal could not write a receipt's outcome; it is held in memory and written when the journal takes writes again", "request_id", rid, "caller", t.caller.Name, "state", state, "err", o.cfg.DB.Behind().Err)
+		o.cfg.Log.Error("the journal could not write a receipt's outcome; it is held in memory and written when the journal takes writes again", "request_id", rid, "caller", t.visitor.Name, "state", state, "err", o.cfg.DB.Behind().Err)
 	}
 	return held
 }
@@ -509,15 +510,15 @@ func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, dst io.W
 			break
 		}
 	}
-	ans := &journal.Answer{Omitted: over, BodyDigest: hex.EncodeToString(sum.Sum(nil))}
+	ans := &record.Answer{Omitted: over, BodyDigest: hex.EncodeToString(sum.Sum(nil))}
 	if !over {
 		ans.Body = kept.Bytes()
 	}
-	if jerr := o.cfg.DB.SetReceiptAnswerBody(context.Background(), t.caller.Node, rid, ans); jerr != nil {
-		o.cfg.Log.Error("could not record the body of a receipt's answer", "request_id", rid, "caller", t.caller.Name, "err", jerr)
+	if jerr := o.cfg.DB.SetReceiptAnswerBody(context.Background(), t.visitor.Node, rid, ans); jerr != nil {
+		o.cfg.Log.Error("could not record the body of a receipt's answer", "request_id", rid, "caller", t.visitor.Name, "err", jerr)
 	}
 	if err != nil {
-		o.cfg.Log.Warn("an app's streamed answer to a call broke off", "request_id", rid, "caller", t.caller.Name, "app", t.app.Name, "err", err)
+		o.cfg.Log.Warn("an app's streamed answer to a call broke off", "request_id", rid, "caller", t.visitor.Name, "app", t.app.Name, "err", err)
 	}
 	return err
 }

@@ -27,8 +27,8 @@ import (
 // ticket (the door itself is tested in gateway).
 type fuzzDoor struct{}
 
-func (fuzzDoor) Identify(*http.Request) (Caller, error) {
-	return Caller{Node: "node-laptop", Name: "laptop"}, nil
+func (fuzzDoor) Identify(*http.Request) (Visitor, error) {
+	return Visitor{Node: "node-laptop", Name: "laptop"}, nil
 }
 
 // FuzzOwnerDoor feeds arbitrary requests, past the door with a valid

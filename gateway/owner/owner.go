@@ -22,6 +22,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
 
@@ -36,14 +37,14 @@ const ExtraWait = 10 * time.Minute
 type Door interface {
 	// Identify returns who is calling, or an error: one wrapping
 	// ErrDoorUnauthorized means "renew the ticket" (401), any other is 403.
-	Identify(r *http.Request) (Caller, error)
+	Identify(r *http.Request) (Visitor, error)
 }
 
 // ErrDoorUnauthorized marks a door refusal that a new ticket may cure.
 var ErrDoorUnauthorized = errors.New("no valid ticket")
 
-// Caller is who sent a peer API request.
-type Caller struct {
+// Visitor is who sent a peer API request.
+type Visitor struct {
 	Node string // stable node ID
 	Name string // computer name
 	// ReadOnly: the caller presented a read ticket, which admits reads of
@@ -126,10 +127,10 @@ func New(cfg Config) *Owner {
 		sessions: &sessions{open: map[net.Conn]string{}}}
 }
 
-type callerKey struct{}
+type visitorKey struct{}
 
 // Handler is the peer API behind door, which runs before anything else;
-// routes adds a listener's own handlers (see CallerFrom).
+// routes adds a listener's own handlers (see VisitorFrom).
 func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 	mux := http.NewServeMux()
 	if routes != nil {
@@ -183,15 +184,15 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, why+", which Delta does not carry to an app")
 			return
 		}
-		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitorKey{}, c)))
 	})
 }
 
-func callerOf(r *http.Request) Caller { return r.Context().Value(callerKey{}).(Caller) }
+func visitorOf(r *http.Request) Visitor { return r.Context().Value(visitorKey{}).(Visitor) }
 
-// CallerFrom returns the caller the door admitted, for handlers added with
+// VisitorFrom returns the caller the door admitted, for handlers added with
 // PeerListener.Routes.
-func CallerFrom(r *http.Request) Caller { return callerOf(r) }
+func VisitorFrom(r *http.Request) Visitor { return visitorOf(r) }
 
 // peerError writes one of the owner's own replies that promises nothing:
 // the call may have been carried out, or it is not a call.
@@ -210,7 +211,7 @@ type ownerTarget struct {
 	app       *journal.App
 	pathQuery string
 	timeout   time.Duration
-	caller    Caller
+	visitor   Visitor
 	callerApp string
 }
 
@@ -234,7 +235,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v)", o.cfg.Self().Name, err))
 		return
 	}
-	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, caller: callerOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
+	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
 	if r.URL.RawQuery != "" {
 		t.pathQuery += "?" + r.URL.RawQuery
 	}
@@ -251,7 +252,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 // appHeaders are the headers the owner app gets with every forwarded
 // request.
 func (o *Owner) appHeaders(h http.Header, t ownerTarget, remaining time.Duration) {
-	h.Set(proto.HeaderCaller, t.caller.Name)
+	h.Set(proto.HeaderCaller, t.visitor.Name)
 	if t.callerApp != "" {
 		h.Set(proto.HeaderApp, t.callerApp)
 	}
@@ -272,13 +273,13 @@ func (o *Owner) markBehind(w http.ResponseWriter) {
 // what the owner can promise of it.
 func busyError(old *journal.Receipt) (proto.PeerError, string, proto.Guarantee) {
 	switch old.State {
-	case journal.Running:
+	case proto.ReceiptRunning:
 		return proto.PeerInProgress, "is being carried out now", proto.NoGuarantee
-	case journal.Fenced:
+	case proto.ReceiptFenced:
 		return proto.PeerFenced, proto.NotCarriedOut("was asked about before it arrived and was recorded as never arrived, so it is refused"), proto.NotCarried
-	case journal.ReceiptAnswered:
+	case proto.ReceiptAnswered:
 		return proto.PeerAnswerExpired, "was answered, but the answer is no longer kept", proto.NoGuarantee
-	case journal.ReceiptNotDone:
+	case proto.ReceiptNotCarriedOut:
 		return proto.PeerNotDone, proto.NotCarriedOut("was not carried out (the app was not listening, or its body did not arrive whole)"), proto.NotCarried
 	}
 	return proto.PeerError(old.State), fmt.Sprintf("is %s", old.State), proto.NoGuarantee
@@ -286,7 +287,7 @@ func busyError(old *journal.Receipt) (proto.PeerError, string, proto.Guarantee) 
 
 // writeOwnerAnswer sends the app's answer (or the stored one) to the
 // caller's Delta.
-func writeOwnerAnswer(w http.ResponseWriter, ans *journal.Answer, body []byte, replayed bool) {
+func writeOwnerAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, replayed bool) {
 	h := w.Header()
 	for k, vs := range ans.Headers {
 		h[k] = vs
@@ -320,21 +321,21 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	node := callerOf(r).Node
-	name := callerOf(r).Name // the cap's key: not the node id, which a static ticket only claims
+	node := visitorOf(r).Node
+	name := visitorOf(r).Name // the cap's key: not the node id, which a static ticket only claims
 	rec, err := o.cfg.DB.Lookup(r.Context(), node, id, created, func() bool { return o.fences.allow(name, time.Now()) })
 	if errors.Is(err, journal.ErrTooManyFences) {
 		o.cfg.OnFenceRefusal()
 		w.Header().Set("Retry-After", "60")
 		peerError(w, http.StatusTooManyRequests, proto.PeerTooManyFences, fmt.Sprintf("%s was asked about more than %d calls it never saw from %s (or %d from all its callers) within a minute; ask again later (nothing was written)",
-			o.cfg.Self().Name, FencesPerMinute, callerOf(r).Name, FencesPerMinuteInAll))
+			o.cfg.Self().Name, FencesPerMinute, visitorOf(r).Name, FencesPerMinuteInAll))
 		return
 	}
 	if err != nil {
 		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its receipts (%v)", o.cfg.Self().Name, err))
 		return
 	}
-	v := proto.CallStateJSON{State: string(rec.State), Digest: rec.Digest, AnswerExpired: rec.AnswerExpired}
+	v := proto.CallStateJSON{State: rec.State, Digest: rec.Digest, AnswerExpired: rec.AnswerExpired}
 	if !rec.ReceivedAt.IsZero() {
 		v.ReceivedAt = proto.RFC3339(rec.ReceivedAt)
 	}

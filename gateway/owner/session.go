@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/session"
@@ -80,7 +81,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	}
 	var x *transfer.Transfer
 	if o.cfg.Transfers != nil {
-		x = o.cfg.Transfers.Start(transfer.Session, t.caller.Name, t.app.Name, t.pathQuery, "in")
+		x = o.cfg.Transfers.Start(localapi.TransferSession, t.visitor.Name, t.app.Name, t.pathQuery, "in")
 		defer x.Done()
 	}
 	defer o.sessions.add(near)()

@@ -203,7 +203,7 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 	}
 	first := cand
 	first.Next = nil
-	rc, took, _, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
+	rc, took, lost, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
 		func(f Failure, _ net.Conn) {
 			if f.Err == nil { // a loser that connected late: the road is up
 				router.Report(f.Cand, f.Took, nil)
@@ -215,6 +215,19 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 	router.Report(rc.Cand, took, nil)
 	if w, ok := router.(roads.RaceCounter); ok {
 		w.Won(rc.Cand.Road)
+	}
+	if len(lost) > 0 {
+		// A road that failed outright is a fall-back, raced or not: a
+		// lan or thunderbolt road is dropped, as Do drops it.
+		rc.Lost = lost
+		if c.cfg.OnFallBack != nil {
+			c.cfg.OnFallBack()
+		}
+		for _, f := range lost {
+			if f.Cand.Road.Local() {
+				router.Invalidate(f.Cand.Peer, f.Cand.Road, f.Err)
+			}
+		}
 	}
 	return rc, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -33,7 +34,7 @@ func (r *reports) Report(_ roads.Candidate, _ time.Duration, err error) {
 	}
 }
 func (r *reports) Invalidate(string, roads.Road, error) {}
-func (r *reports) Peers() []roads.PeerStatus            { return nil }
+func (r *reports) Peers() []localapi.PeerStatus         { return nil }
 
 // gated is a candidate whose connects wait for the gate, then fail with
 // fail (or succeed); dials counts the connects that ran.

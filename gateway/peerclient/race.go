@@ -16,6 +16,9 @@ import (
 type RoadConn struct {
 	net.Conn
 	Cand roads.Candidate
+	// Lost are the better roads of a race that failed before this one
+	// connected (refused, unreachable): nothing was written to them.
+	Lost []Failure
 	// OnClose, if not nil, is called once when the connection is closed.
 	OnClose func()
 	once    sync.Once

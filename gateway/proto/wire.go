@@ -15,10 +15,43 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 )
 
+// ReceiptState is what an owner knows of a call it was sent: the state of
+// its receipt, as its journal keeps it and as GET /delta/v1/calls/{id}
+// says it (CallStateJSON.State).
+type ReceiptState string
+
+// The receipt states. A fence is a receipt in state ReceiptFenced.
+const (
+	ReceiptRunning       ReceiptState = "running"         // the owner app is working on it
+	ReceiptAnswered      ReceiptState = "answered"        // the owner app answered
+	ReceiptNotCarriedOut ReceiptState = "not_carried_out" // refused before the app had it
+	// ReceiptAppUnknown: the app took it and its connection broke before
+	// it answered.
+	ReceiptAppUnknown ReceiptState = "app_unknown"
+	// ReceiptInterrupted: Delta restarted while the app worked on it.
+	ReceiptInterrupted ReceiptState = "interrupted"
+	// ReceiptFenced: it never arrived, and its id is fenced: it will be
+	// refused if it comes.
+	ReceiptFenced ReceiptState = "fenced"
+	// ReceiptNeverArrived and ReceiptExpired are said, never stored: no
+	// receipt within the time the owner vouches for, or one older than
+	// its retention.
+	ReceiptNeverArrived ReceiptState = "never_arrived"
+	ReceiptExpired      ReceiptState = "expired"
+)
+
+// StoredReceiptStates are the states a receipt is kept in, in the order a
+// person reads them.
+var StoredReceiptStates = []ReceiptState{ReceiptRunning, ReceiptAnswered, ReceiptNotCarriedOut, ReceiptAppUnknown, ReceiptInterrupted, ReceiptFenced}
+
+// CheckFirst reports whether a person should check the owner app about a
+// receipt in state s: its outcome there is not known to Delta.
+func (s ReceiptState) CheckFirst() bool { return s == ReceiptAppUnknown || s == ReceiptInterrupted }
+
 // CallStateJSON is the JSON of GET /delta/v1/calls/{id} (DESIGN §4): what
 // the owner knows of a call. The owner writes it, the reconciler reads it.
 type CallStateJSON struct {
-	State         string           `json:"state"`
+	State         ReceiptState     `json:"state"`
 	Digest        string           `json:"digest"`
 	ReceivedAt    string           `json:"received_at,omitempty"`
 	Answer        *localapi.Answer `json:"answer,omitempty"`

@@ -19,6 +19,7 @@ import (
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // neverNotCarriedOutAfter: a call this old is never settled
@@ -47,7 +48,7 @@ type Config struct {
 	// OnAsk, OnSettled and OnAlarm, if not nil, count asks, settlements
 	// by state and alarms.
 	OnAsk     func()
-	OnSettled func(journal.CallState)
+	OnSettled func(record.CallState)
 	OnAlarm   func()
 }
 
@@ -66,7 +67,7 @@ func New(cfg Config) *Reconciler {
 		cfg.OnAsk = func() {}
 	}
 	if cfg.OnSettled == nil {
-		cfg.OnSettled = func(journal.CallState) {}
+		cfg.OnSettled = func(record.CallState) {}
 	}
 	if cfg.OnAlarm == nil {
 		cfg.OnAlarm = func() {}
@@ -146,7 +147,7 @@ func (rc *Reconciler) backoff(asks int) time.Duration {
 // Ask asks the owner about call c once and settles it if the answer
 // allows. manual is true when a person asked ("Ask now"): then a call that
 // needs a person may be settled too.
-func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
+func (rc *Reconciler) Ask(ctx context.Context, c *record.Call, manual bool) {
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	rc.cfg.OnAsk()
@@ -165,16 +166,16 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 	v := Settle(c.Peer, c.Digest, rc.cfg.Now().Sub(c.CreatedAt), st)
 	if v.To == "" {
 		detail := fmt.Sprintf("%s; asking again at %s", v.Detail, next.Format(time.TimeOnly))
-		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, st.State, detail, next); err != nil {
+		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, string(st.State), detail, next); err != nil {
 			rc.cfg.Log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
 		}
 		return
 	}
-	from := []journal.CallState{journal.Unknown}
+	from := []record.CallState{record.Unknown}
 	if manual {
-		from = append(from, journal.NeedsPerson)
+		from = append(from, record.NeedsPerson)
 	}
-	t := journal.Transition{From: from, To: v.To, Detail: v.Detail, Answer: v.Answer, OwnerState: st.State, CountAsk: true}
+	t := journal.Transition{From: from, To: v.To, Detail: v.Detail, Answer: v.Answer, OwnerState: string(st.State), CountAsk: true}
 	moved, cur, err := rc.cfg.DB.Move(rc.cfg.Ctx, c.RequestID, t)
 	if err != nil {
 		rc.cfg.Log.Error("reconciler: settle", "request_id", c.RequestID, "err", err)
@@ -185,7 +186,7 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 		rc.cfg.Log.Info("call settled", "request_id", c.RequestID, "peer", c.Peer, "state", t.To, "detail", t.Detail)
 		return
 	}
-	if cur != nil && cur.State != t.To && cur.State != journal.Unknown {
+	if cur != nil && cur.State != t.To && cur.State != record.Unknown {
 		rc.cfg.OnAlarm()
 		rc.cfg.Log.Error("ALARM: a settled call's owner now says otherwise; the later answer is not applied",
 			"request_id", c.RequestID, "peer", c.Peer, "settled", cur.State, "owner_says", st.State, "would_be", t.To)
@@ -196,9 +197,9 @@ func (rc *Reconciler) Ask(ctx context.Context, c *journal.Call, manual bool) {
 // state to settle it in, with its Detail and the owner's Answer; To empty
 // means ask again later (Detail says why).
 type Verdict struct {
-	To     journal.CallState
+	To     record.CallState
 	Detail string
-	Answer *journal.Answer
+	Answer *record.Answer
 }
 
 // Settle is the reconciler's rules (DESIGN §4), one pure function: what
@@ -210,19 +211,19 @@ type Verdict struct {
 func Settle(peer, digest string, age time.Duration, st *proto.CallStateJSON) Verdict {
 	sameCall := st.Digest == digest || digest == ""
 	switch {
-	case st.State == string(journal.ReceiptAnswered) && sameCall:
-		v := Verdict{To: journal.CarriedOut, Detail: fmt.Sprintf("%s carried it out (it received the call at %s and its app answered)", peer, st.ReceivedAt)}
+	case st.State == proto.ReceiptAnswered && sameCall:
+		v := Verdict{To: record.CarriedOut, Detail: fmt.Sprintf("%s carried it out (it received the call at %s and its app answered)", peer, st.ReceivedAt)}
 		if a := st.Answer; a != nil {
 			body, _ := base64.StdEncoding.DecodeString(a.BodyBase64) // the owner writes valid base64
-			v.Answer = &journal.Answer{Status: a.Status, Headers: a.Headers, Body: body, Omitted: a.Omitted}
+			v.Answer = &record.Answer{Status: a.Status, Headers: a.Headers, Body: body, Omitted: a.Omitted}
 		} else {
 			v.Detail += "; the answer itself is no longer kept"
 		}
 		return v
-	case st.State == string(journal.NeverArrived) || st.State == string(journal.ReceiptNotDone) || !sameCall && st.Digest != "":
-		v := Verdict{To: journal.NotCarriedOut}
+	case st.State == proto.ReceiptNeverArrived || st.State == proto.ReceiptNotCarriedOut || !sameCall && st.Digest != "":
+		v := Verdict{To: record.NotCarriedOut}
 		switch {
-		case st.State == string(journal.NeverArrived):
+		case st.State == proto.ReceiptNeverArrived:
 			v.Detail = fmt.Sprintf("%s never received it, and has fenced the request id so it never will: it was not carried out", peer)
 		case !sameCall:
 			v.Detail = fmt.Sprintf("%s holds another request under this id (digest %.12s…), so this one was not carried out", peer, st.Digest)
@@ -230,25 +231,25 @@ func Settle(peer, digest string, age time.Duration, st *proto.CallStateJSON) Ver
 			v.Detail = fmt.Sprintf("%s received it but did not carry it out (its app was not listening, or the call's body did not arrive whole)", peer)
 		}
 		if age > neverNotCarriedOutAfter {
-			v.To = journal.NeedsPerson
+			v.To = record.NeedsPerson
 			v.Detail = fmt.Sprintf("%s says %s, but the call is %d days old and the owner may have forgotten it; a person must check", peer, st.State, int(age.Hours()/24))
 		}
 		return v
-	case st.State == string(journal.Running):
+	case st.State == proto.ReceiptRunning:
 		return Verdict{Detail: fmt.Sprintf("%s is still carrying it out", peer)}
-	case st.State == string(journal.Interrupted):
-		return Verdict{To: journal.NeedsPerson, Detail: fmt.Sprintf("%s restarted while its app was working on it; nobody knows whether the app acted: a person must check", peer)}
-	case st.State == string(journal.AppUnknown):
-		return Verdict{To: journal.NeedsPerson, Detail: fmt.Sprintf("%s's app took the call and its connection broke before it answered; it may or may not have acted: a person must check", peer)}
-	case st.State == string(journal.Expired):
-		return Verdict{To: journal.NeedsPerson, Detail: fmt.Sprintf("%s has no record that can vouch for this call (its journal keeps 90 days, and it began, or lost part of itself, after this call was made): a person must check", peer)}
+	case st.State == proto.ReceiptInterrupted:
+		return Verdict{To: record.NeedsPerson, Detail: fmt.Sprintf("%s restarted while its app was working on it; nobody knows whether the app acted: a person must check", peer)}
+	case st.State == proto.ReceiptAppUnknown:
+		return Verdict{To: record.NeedsPerson, Detail: fmt.Sprintf("%s's app took the call and its connection broke before it answered; it may or may not have acted: a person must check", peer)}
+	case st.State == proto.ReceiptExpired:
+		return Verdict{To: record.NeedsPerson, Detail: fmt.Sprintf("%s has no record that can vouch for this call (its journal keeps 90 days, and it began, or lost part of itself, after this call was made): a person must check", peer)}
 	}
 	return Verdict{Detail: fmt.Sprintf("%s answered with a state Delta does not know (%q)", peer, st.State)}
 }
 
 // query asks the owner what it knows of call c, on any road, never from a
 // cache.
-func (rc *Reconciler) query(ctx context.Context, c *journal.Call) (*proto.CallStateJSON, error) {
+func (rc *Reconciler) query(ctx context.Context, c *record.Call) (*proto.CallStateJSON, error) {
 	var v *proto.CallStateJSON
 	var lastErr, answerErr error
 	err := rc.cfg.Peers.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {

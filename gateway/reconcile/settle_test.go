@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 )
 
 // TestSettle: the reconciler's rules (DESIGN §4) as one table.
@@ -17,21 +17,21 @@ func TestSettle(t *testing.T) {
 		digest string // the caller's
 		age    time.Duration
 		st     proto.CallStateJSON
-		to     journal.CallState // "" asks again
+		to     record.CallState // "" asks again
 	}{
-		{"answered, same digest", d, time.Minute, proto.CallStateJSON{State: "answered", Digest: d}, journal.CarriedOut},
-		{"answered, another digest", d, time.Minute, proto.CallStateJSON{State: "answered", Digest: "d2"}, journal.NotCarriedOut},
-		{"answered, the caller's digest never known (a streamed body)", "", time.Minute, proto.CallStateJSON{State: "answered", Digest: "d2"}, journal.CarriedOut},
-		{"never arrived", d, time.Minute, proto.CallStateJSON{State: "never_arrived"}, journal.NotCarriedOut},
-		{"never arrived, a streamed body", "", time.Minute, proto.CallStateJSON{State: "never_arrived"}, journal.NotCarriedOut},
-		{"not carried out (a cut upload: no digest)", "", time.Minute, proto.CallStateJSON{State: "not_carried_out"}, journal.NotCarriedOut},
-		{"not carried out", d, time.Minute, proto.CallStateJSON{State: "not_carried_out", Digest: d}, journal.NotCarriedOut},
-		{"not carried out, but 90 days old", d, 90 * day, proto.CallStateJSON{State: "not_carried_out", Digest: d}, journal.NeedsPerson},
+		{"answered, same digest", d, time.Minute, proto.CallStateJSON{State: "answered", Digest: d}, record.CarriedOut},
+		{"answered, another digest", d, time.Minute, proto.CallStateJSON{State: "answered", Digest: "d2"}, record.NotCarriedOut},
+		{"answered, the caller's digest never known (a streamed body)", "", time.Minute, proto.CallStateJSON{State: "answered", Digest: "d2"}, record.CarriedOut},
+		{"never arrived", d, time.Minute, proto.CallStateJSON{State: "never_arrived"}, record.NotCarriedOut},
+		{"never arrived, a streamed body", "", time.Minute, proto.CallStateJSON{State: "never_arrived"}, record.NotCarriedOut},
+		{"not carried out (a cut upload: no digest)", "", time.Minute, proto.CallStateJSON{State: "not_carried_out"}, record.NotCarriedOut},
+		{"not carried out", d, time.Minute, proto.CallStateJSON{State: "not_carried_out", Digest: d}, record.NotCarriedOut},
+		{"not carried out, but 90 days old", d, 90 * day, proto.CallStateJSON{State: "not_carried_out", Digest: d}, record.NeedsPerson},
 		{"running", d, time.Minute, proto.CallStateJSON{State: "running", Digest: d}, ""},
 		{"running, its body still arriving", d, time.Minute, proto.CallStateJSON{State: "running"}, ""},
-		{"interrupted", d, time.Minute, proto.CallStateJSON{State: "interrupted", Digest: d}, journal.NeedsPerson},
-		{"app unknown", d, time.Minute, proto.CallStateJSON{State: "app_unknown", Digest: d}, journal.NeedsPerson},
-		{"expired", d, time.Minute, proto.CallStateJSON{State: "expired"}, journal.NeedsPerson},
+		{"interrupted", d, time.Minute, proto.CallStateJSON{State: "interrupted", Digest: d}, record.NeedsPerson},
+		{"app unknown", d, time.Minute, proto.CallStateJSON{State: "app_unknown", Digest: d}, record.NeedsPerson},
+		{"expired", d, time.Minute, proto.CallStateJSON{State: "expired"}, record.NeedsPerson},
 		{"a state Delta does not know", d, time.Minute, proto.CallStateJSON{State: "weird"}, ""},
 	} {
 		v := Settle("studio", tc.digest, tc.age, &tc.st)

@@ -29,6 +29,9 @@ const (
 	NeedsPerson   CallState = "needs_person"
 )
 
+// CallStates are the call states, in the order a call meets them.
+var CallStates = []CallState{Sending, Answered, Unavailable, Unknown, CarriedOut, NotCarriedOut, NeedsPerson}
+
 // Unsettled reports whether a call in state s waits for reconciliation or a
 // person.
 func (s CallState) Unsettled() bool { return s == Unknown || s == NeedsPerson }

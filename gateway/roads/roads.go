@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // Road is one kind of way to a peer.
@@ -114,7 +116,28 @@ var (
 	// ErrOffline marks a road refused because the tailnet says the peer
 	// is offline; its error's text says since when.
 	ErrOffline = errors.New("offline")
+	// ErrLocalNetwork marks a failed lan or thunderbolt connect that
+	// macOS's Local Network privacy likely refused
+	// (netwatch.LocalNetworkBlocked); its text says what to do.
+	ErrLocalNetwork = errors.New("macOS may be blocking Local Network access for Delta: allow it in System Settings › Privacy & Security › Local Network")
 )
+
+// InterfaceLostError drops the roads over a local interface that went
+// down, lost its address or vanished.
+type InterfaceLostError struct{ Interface string }
+
+func (e *InterfaceLostError) Error() string {
+	return fmt.Sprintf("interface %s went down or lost its address", e.Interface)
+}
+
+// HintOf names the known cause behind a road's failure err, for a person:
+// localapi.HintLocalNetwork for ErrLocalNetwork, "" for none.
+func HintOf(err error) localapi.RoadHint {
+	if errors.Is(err, ErrLocalNetwork) {
+		return localapi.HintLocalNetwork
+	}
+	return ""
+}
 
 // StaticPeer is a peer named in the state folder's config, with an address
 // per road.
@@ -137,34 +160,7 @@ type Router interface {
 	// Invalidate drops the current choice of road for peer.
 	Invalidate(peer string, road Road, reason error)
 	// Peers describes every known peer and its roads, for status.
-	Peers() []PeerStatus
-}
-
-// PeerStatus describes one peer for /v1/status and the menu.
-type PeerStatus struct {
-	Name  string       `json:"name"`
-	Road  Road         `json:"road,omitempty"` // the current choice
-	Roads []RoadStatus `json:"roads"`
-}
-
-// RoadStatus describes one road to a peer.
-type RoadStatus struct {
-	Road        Road      `json:"road"`
-	Address     string    `json:"address"`
-	Interface   string    `json:"interface,omitempty"`
-	State       string    `json:"state"` // unknown | up | down
-	RTTMillis   float64   `json:"rtt_ms,omitempty"`
-	RecentRTTs  []float64 `json:"recent_rtt_ms,omitempty"` // oldest first, for a chart
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-	// Path says how the tailnet road gets there: "direct ADDR" or
-	// "relayed through DERP REGION" (tailnet only).
-	Path          string    `json:"path,omitempty"`
-	CheckedAt     time.Time `json:"checked_at,omitzero"`
-	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
-	// OfflineSince is when the tailnet last saw the peer, while its map
-	// says the peer is offline (state "offline"; tailnet road only).
-	OfflineSince time.Time `json:"offline_since,omitzero"`
+	Peers() []localapi.PeerStatus
 }
 
 // NotYetError refuses a peer that this computer knows (it was a peer when
@@ -206,24 +202,6 @@ type RaceCounter interface {
 	Won(road Road)
 }
 
-// RouteCounters are a route book's counts, for status and metrics.
-type RouteCounters struct {
-	HoldDownRefusals uint64            `json:"hold_down_refusals"`
-	RacesWon         map[Road]uint64   `json:"races_won"`
-	Invalidations    map[string]uint64 `json:"invalidations"` // by cause
-	// Upkeep is what was sent to peers only to keep the roads known, by
-	// kind (UpkeepProbe, UpkeepHello, UpkeepTicket); empty where a router
-	// does not count it.
-	Upkeep map[string]Traffic `json:"upkeep,omitempty"`
-}
-
-// Traffic is a count of requests and the bytes their connections carried,
-// both ways.
-type Traffic struct {
-	Requests uint64 `json:"requests"`
-	Bytes    uint64 `json:"bytes"`
-}
-
 // Kinds of upkeep traffic.
 const (
 	UpkeepProbe  = "probe"
@@ -231,9 +209,9 @@ const (
 	UpkeepTicket = "ticket"
 )
 
-// Counted is a Router that keeps RouteCounters (the route book).
+// Counted is a Router that keeps a route book's counters.
 type Counted interface {
-	RouteCounters() RouteCounters
+	RouteCounters() localapi.RouteCounters
 }
 
 // EventKind is what happened to the roads to a peer.

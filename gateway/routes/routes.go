@@ -16,12 +16,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -85,6 +86,7 @@ type entry struct {
 	upAt       time.Time // last success (probe or use)
 	downAt     time.Time // last failure
 	lastErr    string
+	hint       localapi.RoadHint // a known cause of lastErr
 	rtt        time.Duration
 	rtts       []float64 // recent RTTs in ms, oldest first
 	checkedAt  time.Time
@@ -116,9 +118,6 @@ func (e *entry) believedDown(now time.Time) bool {
 
 func (e *entry) held(now time.Time) bool { return now.Before(e.heldUntil) }
 
-// Counters are the route book's counts, for status and metrics.
-type Counters = roads.RouteCounters
-
 // Book is safe for concurrent use.
 type Book struct {
 	now func() time.Time
@@ -126,7 +125,7 @@ type Book struct {
 
 	mu      sync.Mutex
 	peers   map[string][]*entry // by peer, in road order
-	c       Counters
+	c       localapi.RouteCounters
 	changed roads.Signal
 }
 
@@ -147,7 +146,7 @@ func New(now func() time.Time, log *slog.Logger) *Book {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Book{now: now, log: log, peers: map[string][]*entry{},
-		c: Counters{RacesWon: map[roads.Road]uint64{}, Invalidations: map[string]uint64{}}}
+		c: localapi.RouteCounters{RacesWon: map[string]uint64{}, Invalidations: map[string]uint64{}}}
 }
 
 // Set replaces a peer's candidates; what is known of an unchanged
@@ -216,6 +215,19 @@ func (b *Book) Known(peer string) bool {
 	defer b.mu.Unlock()
 	_, ok := b.peers[peer]
 	return ok
+}
+
+// AnyUp reports whether a road to peer is believed up.
+func (b *Book) AnyUp(peer string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	for _, e := range b.peers[peer] {
+		if e.believedUp(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // Choice is the road to try first and, unpinned, the roads to race after
@@ -315,11 +327,11 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 	now := b.now()
 	e.checkedAt = now
 	if err == nil {
-		e.upAt, e.rtt, e.lastErr, e.heldUntil = now, rtt, "", time.Time{}
+		e.upAt, e.rtt, e.lastErr, e.hint, e.heldUntil = now, rtt, "", "", time.Time{}
 		e.rtts = roads.AppendRTT(e.rtts, float64(rtt.Microseconds())/1000)
 		return
 	}
-	e.downAt, e.lastErr = now, err.Error()
+	e.downAt, e.lastErr, e.hint = now, err.Error(), roads.HintOf(err)
 	if oneshot.IsTimeout(err) {
 		e.heldUntil, e.heldCause, e.heldAt = now.Add(c.Road.HoldDown()), fmt.Sprintf("connect to %s timed out after %.1f s", c, c.Road.ConnectTimeout().Seconds()), now
 	}
@@ -328,6 +340,8 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 // Cause names the kind of a road failure, for the log and the counters.
 func Cause(err error) string {
 	var hd *HeldDownError
+	var lost *roads.InterfaceLostError
+	var pin *pintls.MismatchError
 	switch {
 	case err == nil:
 		return "none"
@@ -341,10 +355,10 @@ func Cause(err error) string {
 		return "Reset"
 	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
 		return "Unreachable"
-	case strings.Contains(err.Error(), "interface"):
+	case errors.As(err, &lost):
 		return "InterfaceDown"
-	case strings.Contains(err.Error(), "certificate"), strings.Contains(err.Error(), "door"):
-		return "Forbidden"
+	case errors.As(err, &pin):
+		return "Forbidden" // the road leads to a computer that is not the peer
 	}
 	return "Other"
 }
@@ -353,14 +367,14 @@ func Cause(err error) string {
 // hold-down time has passed or a probe finds it up.
 func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 	cause := Cause(reason)
-	b.log.Info(fmt.Sprintf("route to %s via %s dropped: %s: %v", peer, road, cause, reason))
+	b.log.Info("route dropped", "peer", peer, "road", road, "cause", cause, "err", reason)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer b.changed.Notify()
 	b.c.Invalidations[cause]++
 	for _, e := range b.peers[peer] {
 		if e.cand.Road == road {
-			e.upAt, e.downAt, e.lastErr = time.Time{}, b.now(), reason.Error()
+			e.upAt, e.downAt, e.lastErr, e.hint = time.Time{}, b.now(), reason.Error(), roads.HintOf(reason)
 		}
 	}
 }
@@ -380,7 +394,7 @@ func (b *Book) InterfaceLost(iface string) []roads.Candidate {
 	}
 	b.mu.Unlock()
 	for _, c := range lost {
-		b.Invalidate(c.Peer, c.Road, fmt.Errorf("interface %s went down or lost its address", iface))
+		b.Invalidate(c.Peer, c.Road, &roads.InterfaceLostError{Interface: iface})
 	}
 	return lost
 }
@@ -439,15 +453,15 @@ func (b *Book) EndBurst(c roads.Candidate) {
 // Won counts a race won by road.
 func (b *Book) Won(road roads.Road) {
 	b.mu.Lock()
-	b.c.RacesWon[road]++
+	b.c.RacesWon[string(road)]++
 	b.mu.Unlock()
 }
 
 // Counters returns a copy of the counts.
-func (b *Book) Counters() Counters {
+func (b *Book) Counters() localapi.RouteCounters {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := Counters{HoldDownRefusals: b.c.HoldDownRefusals, RacesWon: map[roads.Road]uint64{}, Invalidations: map[string]uint64{}}
+	c := localapi.RouteCounters{HoldDownRefusals: b.c.HoldDownRefusals, RacesWon: map[string]uint64{}, Invalidations: map[string]uint64{}}
 	for k, v := range b.c.RacesWon {
 		c.RacesWon[k] = v
 	}
@@ -458,7 +472,7 @@ func (b *Book) Counters() Counters {
 }
 
 // Peers describes every peer's roads, for status.
-func (b *Book) Peers() []roads.PeerStatus {
+func (b *Book) Peers() []localapi.PeerStatus {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -467,32 +481,44 @@ func (b *Book) Peers() []roads.PeerStatus {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var out []roads.PeerStatus
+	var out []localapi.PeerStatus
 	for _, n := range names {
-		ps := roads.PeerStatus{Name: n}
+		ps := localapi.PeerStatus{Name: n}
+		// The current road: the best believed up; while none is, the
+		// one Choose takes first.
+		usable := ""
 		for _, e := range b.peers[n] {
-			st := roads.RoadStatus{Road: e.cand.Road, Address: e.cand.Address, Interface: e.cand.Interface, State: "unknown",
-				RTTMillis: float64(e.rtt.Microseconds()) / 1000, RecentRTTs: slices.Clone(e.rtts), LastError: e.lastErr, CheckedAt: e.checkedAt}
+			if e.offline || e.held(now) || e.believedDown(now) {
+				continue
+			}
+			if e.believedUp(now) {
+				ps.Road = string(e.cand.Road)
+				break
+			}
+			if usable == "" {
+				usable = string(e.cand.Road)
+			}
+		}
+		if ps.Road == "" {
+			ps.Road = usable
+		}
+		for _, e := range b.peers[n] {
+			st := localapi.RoadStatus{Road: string(e.cand.Road), Address: e.cand.Address, Interface: e.cand.Interface, State: localapi.RoadUnknown,
+				RTTMillis: float64(e.rtt.Microseconds()) / 1000, RecentRTTs: slices.Clone(e.rtts), LastError: e.lastErr, Hint: e.hint, CheckedAt: e.checkedAt}
 			if e.lastErr != "" {
 				st.LastErrorAt = e.downAt
 			}
 			switch {
 			case e.believedUp(now):
-				st.State = "up"
-				if ps.Road == "" {
-					ps.Road = e.cand.Road
-				}
+				st.State = localapi.RoadUp
 			case !e.downAt.IsZero() && e.downAt.After(e.upAt):
-				st.State = "down"
+				st.State = localapi.RoadDown
 			}
 			if e.held(now) {
 				st.HeldDownUntil = e.heldUntil
 			}
 			if e.offline {
-				st.State, st.OfflineSince = "offline", e.offlineSince
-				if ps.Road == e.cand.Road {
-					ps.Road = ""
-				}
+				st.State, st.OfflineSince = localapi.RoadOffline, e.offlineSince
 			}
 			ps.Roads = append(ps.Roads, st)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -125,7 +127,38 @@ func TestBeliefsAndProbes(t *testing.T) {
 	}
 	// Set keeps what is known of unchanged candidates.
 	b.Set("studio", cands()[1:])
-	if ps := b.Peers(); len(ps[0].Roads) != 2 || ps[0].Roads[0].State != "up" || ps[0].Roads[1].State != "up" || ps[0].Road != roads.Thunderbolt {
+	if ps := b.Peers(); len(ps[0].Roads) != 2 || ps[0].Roads[0].State != localapi.RoadUp || ps[0].Roads[1].State != localapi.RoadUp || ps[0].Road != string(roads.Thunderbolt) {
 		t.Errorf("after Set: %+v", ps)
+	}
+}
+
+// Cause names a failure by its type, never by its words; a failure macOS's
+// Local Network privacy likely caused is shown with its hint.
+func TestCauseAndHint(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, "none"},
+		{&roads.InterfaceLostError{Interface: "en0"}, "InterfaceDown"},
+		{fmt.Errorf("dial: %w", &pintls.MismatchError{Addr: "10.0.0.2:7422", Want: "aa", Got: "bb"}), "Forbidden"},
+		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), "Refused"},
+		{fmt.Errorf("dial: %w", syscall.EHOSTUNREACH), "Unreachable"},
+		{errors.New("an interface of words, a certificate of prose, a door"), "Other"},
+	} {
+		if got := Cause(tc.err); got != tc.want {
+			t.Errorf("Cause(%v) = %s, want %s", tc.err, got, tc.want)
+		}
+	}
+	b := New(nil, nil)
+	lan := roads.Candidate{Peer: "studio", Road: roads.LAN, Address: "10.0.0.2:7422", Interface: "en0"}
+	b.Set("studio", []roads.Candidate{lan})
+	b.Report(lan, 0, fmt.Errorf("connect: %w (%w)", syscall.EHOSTUNREACH, roads.ErrLocalNetwork))
+	if r := b.Peers()[0].Roads[0]; r.Hint != localapi.HintLocalNetwork || r.State != localapi.RoadDown {
+		t.Errorf("after a connect Local Network blocked: %+v", r)
+	}
+	b.Report(lan, time.Millisecond, nil)
+	if r := b.Peers()[0].Roads[0]; r.Hint != "" || r.State != localapi.RoadUp {
+		t.Errorf("after it answered: %+v", r)
 	}
 }

@@ -5,209 +5,184 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
+	"net/http"
+	"net/netip"
+	"runtime"
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/routes"
+	"github.com/delta-roads/delta/netwatch"
 )
 
-// Router is a roads.Router over a fixed list of peers, dialled over plain TCP.
-// It prefers roads in the order of roads.All and keeps what it last learned of
-// each road for status. It does not hold down; while a road is not known to
-// be up, Probe connects to it every ProbeEvery, and a road that answers
-// again (by a probe or by a use) is told as roads.RoadUp, so that the
-// reconciler asks that peer about its unknown calls at once.
+// Router is static mode's road keeper: the shared routes.Router (hold-downs,
+// races, expiring beliefs, probes) fed with the roads config.json names,
+// each dialled over plain TCP. While it runs (Probe), it follows netwatch:
+// a lan or thunderbolt road is bound to the local interface that reaches
+// its address, dropped at once when that interface goes, and probed in a
+// burst when it comes back.
 type Router struct {
-	log    *slog.Logger
-	events chan roads.Event
+	*routes.Router
+	peers   []roads.StaticPeer
+	tickets peerclient.Tickets
+	log     *slog.Logger
+	// watch starts netwatch (Probe); tests may replace it.
+	watch func(netwatch.Options) (*netwatch.Monitor, error)
 
-	mu      sync.Mutex
-	peers   map[string]*staticPeer
-	order   []string
-	changed roads.Signal
+	mu     sync.Mutex
+	ifaces netwatch.State
 }
 
-// ProbeEvery is how often Probe connects to a road not known to be up.
-const ProbeEvery = 2 * time.Second
-
-// Events implements roads.EventSource.
-func (s *Router) Events() <-chan roads.Event { return s.events }
-
-// tellUp tells that a road to peer answered after it was down or not yet
-// seen. It never blocks: a full channel already holds news to act on.
-func (s *Router) tellUp(peer string) {
-	select {
-	case s.events <- roads.Event{Kind: roads.RoadUp, Peer: peer}:
-	default:
-	}
-}
-
-// Probe implements roads.Prober: until ctx ends, every road not known to
-// be up is connected to (a TCP connect, nothing written) every ProbeEvery.
-func (s *Router) Probe(ctx context.Context) {
-	t := time.NewTicker(ProbeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		var due []roads.Candidate
-		s.mu.Lock()
-		for _, name := range s.order {
-			p := s.peers[name]
-			for _, r := range roads.All {
-				if st := p.stat[r]; st != nil && st.State != "up" {
-					due = append(due, p.cands[r])
-				}
-			}
-		}
-		s.mu.Unlock()
-		for _, c := range due {
-			dctx, cancel := context.WithTimeout(ctx, min(c.Road.ConnectTimeout(), ProbeEvery))
-			start := time.Now()
-			conn, err := c.Dial(dctx)
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				s.Report(c, 0, fmt.Errorf("probe: %w", err))
-				continue
-			}
-			conn.Close()
-			s.Report(c, time.Since(start), nil)
-		}
-	}
-}
-
-// Changed implements roads.Watchable.
-func (s *Router) Changed() <-chan struct{} { return s.changed.C() }
-
-type staticPeer struct {
-	cands map[roads.Road]roads.Candidate
-	stat  map[roads.Road]*roads.RoadStatus
-}
-
-// NewRouter returns a router for peers. log may be nil.
-func NewRouter(peers []roads.StaticPeer, log *slog.Logger) (*Router, error) {
+// NewRouter checks the configured peers and returns a router for them,
+// whose probes carry tickets from tickets. now and log may be nil.
+func NewRouter(peers []roads.StaticPeer, tickets peerclient.Tickets, now func() time.Time, log *slog.Logger) (*Router, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Router{log: log, peers: map[string]*staticPeer{}, events: make(chan roads.Event, 16)}
-	for _, p := range peers {
-		if _, dup := s.peers[p.Name]; dup {
-			return nil, fmt.Errorf("peer %q is named twice in the config", p.Name)
-		}
-		sp := &staticPeer{cands: map[roads.Road]roads.Candidate{}, stat: map[roads.Road]*roads.RoadStatus{}}
-		for road, addr := range p.Roads {
-			if _, err := roads.Parse(string(road)); err != nil {
-				return nil, fmt.Errorf("peer %q: road %q is not one of thunderbolt, lan, tailnet", p.Name, road)
-			}
-			if _, _, err := net.SplitHostPort(addr); err != nil {
-				return nil, fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
-			}
-			d := net.Dialer{Timeout: road.ConnectTimeout()}
-			sp.cands[road] = roads.Candidate{Peer: p.Name, Road: road, Address: addr, NeedsTicket: true,
-				Dial: func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }}
-			sp.stat[road] = &roads.RoadStatus{Road: road, Address: addr, State: "unknown"}
-		}
-		if len(sp.cands) == 0 {
-			return nil, fmt.Errorf("peer %q has no roads in the config", p.Name)
-		}
-		s.peers[p.Name] = sp
-		s.order = append(s.order, p.Name)
+	if err := CheckPeers(peers); err != nil {
+		return nil, err
 	}
+	s := &Router{peers: peers, tickets: tickets, log: log, watch: netwatch.Start}
+	s.Router = routes.NewRouter(routes.New(now, log), s.ping, log)
+	s.rebind(netwatch.State{})
 	return s, nil
 }
 
-// Known implements roads.Router.
-func (s *Router) Known(peer string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.peers[peer]
-	return ok
-}
-
-// Choose implements roads.Router.
-func (s *Router) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.peers[peer]
-	if !ok {
-		return roads.Candidate{}, fmt.Errorf("%w %q", roads.ErrUnknownPeer, peer)
-	}
-	if pin != "" {
-		c, ok := p.cands[pin]
-		if !ok || slices.Contains(exclude, pin) {
-			return roads.Candidate{}, fmt.Errorf("%w: %s has no %s road", roads.ErrNoRoad, peer, pin)
+// CheckPeers checks config.json's peers: each named once, with at least
+// one road, each a known road with a host:port address.
+func CheckPeers(peers []roads.StaticPeer) error {
+	seen := map[string]bool{}
+	for _, p := range peers {
+		if seen[p.Name] {
+			return fmt.Errorf("peer %q is named twice in the config", p.Name)
 		}
-		return c, nil
-	}
-	for _, r := range roads.All {
-		if c, ok := p.cands[r]; ok && !slices.Contains(exclude, r) {
-			return c, nil
+		seen[p.Name] = true
+		if len(p.Roads) == 0 {
+			return fmt.Errorf("peer %q has no roads in the config", p.Name)
 		}
-	}
-	return roads.Candidate{}, fmt.Errorf("%w: every road to %s has been tried", roads.ErrNoRoad, peer)
-}
-
-// Report implements roads.Router.
-func (s *Router) Report(c roads.Candidate, rtt time.Duration, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.changed.Notify()
-	p, ok := s.peers[c.Peer]
-	if !ok || p.stat[c.Road] == nil {
-		return
-	}
-	st := p.stat[c.Road]
-	st.CheckedAt = time.Now()
-	if err != nil {
-		st.State, st.LastError, st.LastErrorAt = "down", err.Error(), st.CheckedAt
-		return
-	}
-	if st.State != "up" {
-		s.tellUp(c.Peer)
-	}
-	st.State, st.RTTMillis = "up", float64(rtt.Microseconds())/1000
-	st.RecentRTTs = roads.AppendRTT(st.RecentRTTs, st.RTTMillis)
-}
-
-// Invalidate implements roads.Router.
-func (s *Router) Invalidate(peer string, road roads.Road, reason error) {
-	s.log.Info(fmt.Sprintf("route to %s via %s dropped: %v", peer, road, reason))
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.changed.Notify()
-	if p, ok := s.peers[peer]; ok && p.stat[road] != nil {
-		p.stat[road].State, p.stat[road].LastError, p.stat[road].LastErrorAt = "down", reason.Error(), time.Now()
-	}
-}
-
-// Peers implements roads.Router.
-func (s *Router) Peers() []roads.PeerStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []roads.PeerStatus
-	for _, name := range s.order {
-		p := s.peers[name]
-		ps := roads.PeerStatus{Name: name}
-		for _, r := range roads.All {
-			if st, ok := p.stat[r]; ok {
-				rs := *st
-				rs.RecentRTTs = slices.Clone(st.RecentRTTs)
-				ps.Roads = append(ps.Roads, rs)
-				if ps.Road == "" && st.State != "down" {
-					ps.Road = r
-				}
+		for road, addr := range p.Roads {
+			if _, err := roads.Parse(string(road)); err != nil {
+				return fmt.Errorf("peer %q: road %q is not one of thunderbolt, lan, tailnet", p.Name, road)
+			}
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
 			}
 		}
-		out = append(out, ps)
+	}
+	return nil
+}
+
+// rebind gives the book each peer's roads, bound to the interfaces of st.
+func (s *Router) rebind(st netwatch.State) {
+	s.mu.Lock()
+	s.ifaces = st
+	s.mu.Unlock()
+	for _, p := range s.peers {
+		s.Book().Set(p.Name, Candidates(p, st))
+	}
+}
+
+// Candidates are a configured peer's roads, in road order, dialled over
+// plain TCP: a lan or thunderbolt address is bound to the local interface
+// of that road whose network holds it (netwatch.State.InterfaceFor), and
+// unbound when none does (a routed address, loopback in tests, or before
+// netwatch has looked).
+func Candidates(p roads.StaticPeer, st netwatch.State) []roads.Candidate {
+	var out []roads.Candidate
+	for _, road := range roads.All {
+		addr, ok := p.Roads[road]
+		if !ok {
+			continue
+		}
+		iface := ""
+		if ap, err := netip.ParseAddrPort(addr); err == nil && road.Local() && !ap.Addr().IsLoopback() {
+			iface = st.InterfaceFor(road, ap.Addr())
+		}
+		c := roads.Candidate{Peer: p.Name, Road: road, Address: addr, Interface: iface, NeedsTicket: true}
+		c.Dial = dialer(c)
+		out = append(out, c)
 	}
 	return out
+}
+
+// dialer connects to c's address over plain TCP within its road's connect
+// timeout, bound to its interface if it has one.
+func dialer(c roads.Candidate) func(context.Context) (net.Conn, error) {
+	road, addr, iface := c.Road, c.Address, c.Interface
+	return func(ctx context.Context) (net.Conn, error) {
+		d := net.Dialer{Timeout: road.ConnectTimeout()}
+		if iface != "" {
+			d.Control = netwatch.BindControl(iface, road)
+		}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil && netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "") {
+			err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
+		}
+		return conn, err
+	}
+}
+
+// FirstProbe is how long after the start static mode's probes begin: the
+// roads are configured, not discovered, so until then the first requests
+// try them in road order (and teach the book) as they always have.
+const FirstProbe = 2 * time.Second
+
+// Probe implements roads.Prober: it follows netwatch (when it can start)
+// and, from FirstProbe on, probes the roads that are due, until ctx ends.
+func (s *Router) Probe(ctx context.Context) {
+	mon, err := s.watch(netwatch.Options{OnChange: s.onNetChange, Logger: s.log})
+	if err != nil {
+		s.log.Warn("static mode cannot follow the network interfaces; roads are dropped only when they fail", "err", err)
+	} else {
+		defer mon.Close()
+		s.rebind(mon.Current())
+	}
+	t := time.NewTimer(FirstProbe)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
+	s.Router.Probe(ctx)
+}
+
+// onNetChange drops the roads over an interface that went down at once,
+// rebinds the roads to the interfaces there are now, and probes those over
+// an interface that came up in a burst.
+func (s *Router) onNetChange(st netwatch.State, c netwatch.Change) {
+	for _, iface := range c.Lost {
+		s.InterfaceLost(iface)
+	}
+	s.rebind(st)
+	s.InterfacesGained(c.Gained, c.Woke)
+}
+
+// ping probes one road with GET /delta/v1/ping and a ticket, renewing the
+// ticket once if the peer refused it.
+func (s *Router) ping(ctx context.Context, c roads.Candidate) error {
+	for renew := false; ; renew = true {
+		tk, err := s.tickets.Ticket(ctx, c.Peer, renew)
+		if err != nil {
+			return fmt.Errorf("no ticket for %s: %w", c.Peer, err)
+		}
+		conn, err := c.Dial(ctx)
+		if err != nil {
+			return err
+		}
+		reply, err := peerclient.Ping(ctx, peerclient.Try{Cand: c, Ticket: tk}, conn)
+		switch {
+		case err != nil:
+			return err
+		case reply.Status == http.StatusUnauthorized && !renew:
+			continue
+		case reply.Status != http.StatusNoContent:
+			return fmt.Errorf("ping answered %d %s", reply.Status, reply.Err)
+		}
+		return nil
+	}
 }
 
 var (
@@ -215,4 +190,5 @@ var (
 	_ roads.Watchable   = (*Router)(nil)
 	_ roads.EventSource = (*Router)(nil)
 	_ roads.Prober      = (*Router)(nil)
+	_ roads.Counted     = (*Router)(nil)
 )

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
 func TestStaticChoose(t *testing.T) {
-	s, err := NewRouter([]roads.StaticPeer{{Name: "studio", Roads: map[roads.Road]string{roads.Tailnet: "127.0.0.1:3", roads.LAN: "127.0.0.1:2", roads.Thunderbolt: "127.0.0.1:1"}}}, nil)
+	s, err := NewRouter([]roads.StaticPeer{{Name: "studio", Roads: map[roads.Road]string{roads.Tailnet: "127.0.0.1:3", roads.LAN: "127.0.0.1:2", roads.Thunderbolt: "127.0.0.1:1"}}}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestStaticChoose(t *testing.T) {
 	}
 	s.Invalidate("studio", roads.Thunderbolt, errors.New("cable pulled"))
 	ps := s.Peers()
-	if len(ps) != 1 || ps[0].Road != roads.LAN || ps[0].Roads[0].State != "down" || ps[0].Roads[0].LastError != "cable pulled" {
+	if len(ps) != 1 || ps[0].Road != string(roads.LAN) || ps[0].Roads[0].State != localapi.RoadDown || ps[0].Roads[0].LastError != "cable pulled" {
 		t.Errorf("status after invalidating thunderbolt: %+v", ps)
 	}
 }
@@ -61,7 +62,7 @@ func TestStaticConfigErrors(t *testing.T) {
 		{[]roads.StaticPeer{{Name: "a"}}, "no roads"},
 		{[]roads.StaticPeer{{Name: "a", Roads: map[roads.Road]string{roads.LAN: "h:1"}}, {Name: "a", Roads: map[roads.Road]string{roads.LAN: "h:1"}}}, "named twice"},
 	} {
-		if _, err := NewRouter(tc.peers, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := NewRouter(tc.peers, nil, nil, nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.peers, err, tc.want)
 		}
 	}
@@ -73,7 +74,7 @@ func TestStaticConfigErrors(t *testing.T) {
 // A report wakes whoever follows the router, and each road keeps its last
 // roads.RecentRTTs round-trip times, oldest first, for the status page's chart.
 func TestStaticSignalsAndKeepsRecentRTTs(t *testing.T) {
-	s, err := NewRouter([]roads.StaticPeer{{Name: "studio", Roads: map[roads.Road]string{roads.LAN: "127.0.0.1:2"}}}, nil)
+	s, err := NewRouter([]roads.StaticPeer{{Name: "studio", Roads: map[roads.Road]string{roads.LAN: "127.0.0.1:2"}}}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestStaticSignalsAndKeepsRecentRTTs(t *testing.T) {
 	default:
 		t.Fatal("invalidating a road did not wake the follower")
 	}
-	if st := s.Peers()[0].Roads[0]; st.State != "down" || st.LastError != "interface en0 went down" {
+	if st := s.Peers()[0].Roads[0]; st.State != localapi.RoadDown || st.LastError != "interface en0 went down" {
 		t.Errorf("after invalidation: %+v", st)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -35,8 +36,7 @@ const DefaultPeerListen = "127.0.0.1:7421"
 // DefaultPeerListen). cfg.StateDir must be set.
 func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	dir := cfg.StateDir
-	router, err := NewRouter(fc.Peers, cfg.Logger)
-	if err != nil {
+	if err := CheckPeers(fc.Peers); err != nil {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
 	}
 	self, err := fc.Self(dir, netwatch.ComputerName)
@@ -51,6 +51,11 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	if now == nil {
 		now = time.Now
 	}
+	tickets := &MintedTickets{Key: k, Self: self, Now: now, Peers: fc.Peers}
+	router, err := NewRouter(fc.Peers, tickets, now, cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
+	}
 	if len(cfg.PeerListeners) == 0 {
 		addr := peerListen
 		if addr == "" {
@@ -64,13 +69,13 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 			return fmt.Errorf("static: the peer API cannot listen on %s (--peer-listen, or peer_listen in %s): %w", addr, statedir.ConfigFile, err)
 		}
 		if w := PlainTCPWarning(ln.Addr()); w != "" && cfg.Logger != nil {
-			cfg.Logger.Warn(w)
+			cfg.Logger.Warn("static mode: the peer API listens in plain TCP", "warning", w)
 		}
 		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	}
 	cfg.Router = router
 	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name, Checked: &ticket.Checked{}}
-	cfg.Tickets = &MintedTickets{Key: k, Self: self, Now: now, Peers: fc.Peers}
+	cfg.Tickets = tickets
 	cfg.SelfFunc = func() localapi.Self { return self }
 	return nil
 }
@@ -133,14 +138,14 @@ type TicketDoor struct {
 }
 
 // Identify implements Door.
-func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
+func (d TicketDoor) Identify(r *http.Request) (owner.Visitor, error) {
 	auth := r.Header.Get("Authorization")
 	t, ok := proto.TicketFrom(auth)
 	if !ok {
 		if auth == "" {
-			return gateway.Caller{}, fmt.Errorf("%w: the request has no Authorization header", gateway.ErrDoorUnauthorized)
+			return owner.Visitor{}, fmt.Errorf("%w: the request has no Authorization header", owner.ErrDoorUnauthorized)
 		}
-		return gateway.Caller{}, fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", gateway.ErrDoorUnauthorized)
+		return owner.Visitor{}, fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", owner.ErrDoorUnauthorized)
 	}
 	var c ticket.Claims
 	var err error
@@ -150,12 +155,12 @@ func (d TicketDoor) Identify(r *http.Request) (gateway.Caller, error) {
 		c, err = d.Key.Check(t, d.Now())
 	}
 	if err != nil {
-		return gateway.Caller{}, fmt.Errorf("%w: %w", gateway.ErrDoorUnauthorized, err)
+		return owner.Visitor{}, fmt.Errorf("%w: %w", owner.ErrDoorUnauthorized, err)
 	}
 	if d.Known != nil && (c.Name == d.Self || !d.Known(c.Name)) {
-		return gateway.Caller{}, fmt.Errorf("the ticket names %q, which is not one of this computer's peers in config.json", c.Name)
+		return owner.Visitor{}, fmt.Errorf("the ticket names %q, which is not one of this computer's peers in config.json", c.Name)
 	}
-	return gateway.Caller{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
+	return owner.Visitor{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
 }
 
 // MintedTickets mints this computer's own tickets with a key shared by the

@@ -26,6 +26,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
 )
@@ -46,21 +47,22 @@ var statusPageHTML string
 func stamp(t time.Time) string { return t.Local().Format("Mon 2 Jan 15:04:05 MST") }
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":        func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
-	"spark":      sparkline,
-	"ms":         func(v float64) string { return view.FormatMillis(v) },
-	"bytes":      view.Bytes,
-	"int64":      func(v float64) int64 { return int64(v) },
-	"words":      func(s record.CallState) string { return view.Words(s) },
-	"stamp":      stamp,
-	"fullTime":   func(t time.Time) string { return t.Local().Format(time.RFC1123) },
-	"history":    func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
-	"excerpt":    func(r *record.Request) string { return view.Excerpt(r, 200) },
-	"istext":     func(b []byte) bool { return view.IsText(b) },
-	"str":        func(b []byte) string { return string(b) },
-	"received":   view.ReceivedWords,
-	"checkfirst": func(state string) bool { return state == "app_unknown" || state == "interrupted" },
-	"settleable": func(s record.CallState) bool { return s == record.Unknown || s == record.NeedsPerson },
+	"ago":         func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
+	"spark":       sparkline,
+	"ms":          func(v float64) string { return view.FormatMillis(v) },
+	"bytes":       view.Bytes,
+	"int64":       func(v float64) int64 { return int64(v) },
+	"words":       func(s record.CallState) string { return view.Words(s) },
+	"stamp":       stamp,
+	"fullTime":    func(t time.Time) string { return t.Local().Format(time.RFC1123) },
+	"history":     func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
+	"excerpt":     func(r *record.Request) string { return view.Excerpt(r, 200) },
+	"istext":      func(b []byte) bool { return view.IsText(b) },
+	"str":         func(b []byte) string { return string(b) },
+	"received":    view.ReceivedWords,
+	"checkfirst":  func(s proto.ReceiptState) bool { return s.CheckFirst() },
+	"settleable":  func(s record.CallState) bool { return s.Unsettled() },
+	"needsperson": func(s record.CallState) bool { return s == record.NeedsPerson },
 	"wrap": func(p pageData, c pageCall) callBox {
 		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
 	},
@@ -331,7 +333,7 @@ type pageData struct {
 	Now       time.Time
 	Snap      view.Snapshot
 	Headline  string
-	Level     string // ok | degraded | unsettled
+	Level     view.Level
 	CSRF      string
 	Flash     string
 	Unsettled []pageCall

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"tailscale.com/ipn"
@@ -17,7 +16,6 @@ import (
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // Discovery timing.
@@ -153,7 +151,7 @@ func (n *Node) refresh() {
 	if (st.BackendState == "NeedsLogin" || st.BackendState == "NoState") && st.AuthURL == "" && n.authURL == "" &&
 		!n.loginSaid && now.Sub(n.started) >= noLoginWait {
 		n.loginSaid = true
-		n.log.Warn(n.noLoginURLLocked(now))
+		n.log.Warn("no login URL yet", "why", n.noLoginURLLocked(now))
 	}
 	if st.AuthURL != "" {
 		n.authURL = st.AuthURL
@@ -262,7 +260,7 @@ func (n *Node) fetchHello(p *peer) {
 	n.mu.Unlock()
 	if first {
 		n.log.Info("found a peer on the tailnet", "peer", h.Name, "node", p.node, "roads", len(h.Roads))
-		n.wakeProber()
+		n.router.Kick()
 	}
 }
 
@@ -322,7 +320,7 @@ func (n *Node) setOfflineLocked(p *peer) {
 	}
 	if p.online {
 		n.log.Info("peer is online on the tailnet again", "peer", p.name)
-		n.wakeProber()
+		n.router.Kick()
 		return
 	}
 	n.log.Info("peer is offline on the tailnet: its tailnet road is not dialled until the tailnet says it is back", "peer", p.name, "last_seen", p.lastSeen)
@@ -339,105 +337,33 @@ func (n *Node) rebindLocked() {
 	}
 }
 
-func (n *Node) wakeProber() {
-	select {
-	case n.probeKick <- struct{}{}:
-	default:
-	}
-}
-
-// prober probes the roads the route book says are due: every road once,
-// roads believed up after 30 s, failed ones after their hold-down, and
-// every 100 ms during a burst after an interface came up.
-func (n *Node) prober() {
-	defer n.wg.Done()
-	inflight := map[string]bool{}
-	var mu sync.Mutex
-	for {
-		due, bursting := n.book.Due()
-		for _, c := range due {
-			k := string(c.Road) + "|" + c.Peer + "|" + c.Address
-			mu.Lock()
-			busy := inflight[k]
-			inflight[k] = true
-			mu.Unlock()
-			if busy {
-				continue
-			}
-			n.wg.Add(1)
-			go func() {
-				defer n.wg.Done()
-				n.ping(c)
-				mu.Lock()
-				delete(inflight, k)
-				mu.Unlock()
-			}()
-		}
-		wait := time.Second
-		if bursting {
-			wait = routes.BurstEvery
-		}
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-n.probeKick:
-		case <-time.After(wait):
-		}
-	}
-}
-
 // ping probes one road with GET /delta/v1/ping (with a ticket on lan and
-// thunderbolt) and reports the result to the route book. A road that
-// answers during a burst ends the burst, and its peer's idle connections
-// are closed so that the next read takes the road that came back.
-func (n *Node) ping(c roads.Candidate) {
-	ctx, cancel := context.WithTimeout(metered(n.ctx, &n.upkeep.probe), c.Road.ConnectTimeout()+2*time.Second)
-	defer cancel()
-	start := time.Now()
-	err := func() error {
-		try := peerclient.Try{Cand: c}
-		if c.NeedsTicket {
-			tk, err := n.Ticket(ctx, c.Peer, false)
-			if err != nil {
-				return err
-			}
-			try.Ticket = tk
-		}
-		conn, err := c.Dial(ctx)
+// thunderbolt), counted as upkeep: the route book's prober
+// (routes.Router.Probe) reports what it learned. A refused ticket is
+// dropped, so that the next one is fresh.
+func (n *Node) ping(ctx context.Context, c roads.Candidate) error {
+	ctx = metered(ctx, &n.upkeep.probe)
+	try := peerclient.Try{Cand: c}
+	if c.NeedsTicket {
+		tk, err := n.Ticket(ctx, c.Peer, false)
 		if err != nil {
 			return err
 		}
-		reply, err := peerclient.Ping(ctx, try, conn)
-		if err != nil {
-			return err
-		}
-		if reply.Status == http.StatusUnauthorized {
-			n.dropTicket(c.Peer)
-		}
-		if reply.Status != http.StatusNoContent {
-			return fmt.Errorf("ping answered %d %s", reply.Status, reply.Err)
-		}
-		return nil
-	}()
-	if n.ctx.Err() != nil {
-		return
+		try.Ticket = tk
 	}
-	wasRoad := n.bestRoad(c.Peer)
-	n.book.Report(c, time.Since(start), err)
+	conn, err := c.Dial(ctx)
 	if err != nil {
-		return
+		return err
 	}
-	n.book.EndBurst(c)
-	if now := n.bestRoad(c.Peer); now != wasRoad {
-		n.tell(roads.Event{Kind: roads.RoadUp, Peer: c.Peer})
-	}
-}
-
-// bestRoad is the road the book would choose for peer now.
-func (n *Node) bestRoad(peer string) roads.Road {
-	ch, err := n.book.Choose(peer, "")
+	reply, err := peerclient.Ping(ctx, try, conn)
 	if err != nil {
-		return ""
+		return err
 	}
-	return ch.First.Road
+	if reply.Status == http.StatusUnauthorized {
+		n.dropTicket(c.Peer)
+	}
+	if reply.Status != http.StatusNoContent {
+		return fmt.Errorf("ping answered %d %s", reply.Status, reply.Err)
+	}
+	return nil
 }

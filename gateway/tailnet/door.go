@@ -17,6 +17,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -40,11 +41,11 @@ func (n *Node) allowedLocked(user tailcfg.UserID, tags []string, login string, i
 // whoisDoor admits tailnet callers by WhoIs.
 type whoisDoor struct{ n *Node }
 
-func (d whoisDoor) Identify(r *http.Request) (gateway.Caller, error) {
+func (d whoisDoor) Identify(r *http.Request) (owner.Visitor, error) {
 	n := d.n
 	who, err := n.lc.WhoIs(r.Context(), r.RemoteAddr)
 	if err != nil {
-		return gateway.Caller{}, fmt.Errorf("cannot tell who %s is on the tailnet: %w", r.RemoteAddr, err)
+		return owner.Visitor{}, fmt.Errorf("cannot tell who %s is on the tailnet: %w", r.RemoteAddr, err)
 	}
 	node := who.Node
 	login := ""
@@ -60,9 +61,9 @@ func (d whoisDoor) Identify(r *http.Request) (gateway.Caller, error) {
 		if len(node.Tags) > 0 {
 			what = "tagged " + strings.Join(node.Tags, ",")
 		}
-		return gateway.Caller{}, fmt.Errorf("tailnet node %s (%s, %s) is not one of this user's computers and not in the allow-list", name, node.StableID, what)
+		return owner.Visitor{}, fmt.Errorf("tailnet node %s (%s, %s) is not one of this user's computers and not in the allow-list", name, node.StableID, what)
 	}
-	return gateway.Caller{Node: string(node.StableID), Name: name}, nil
+	return owner.Visitor{Node: string(node.StableID), Name: name}, nil
 }
 
 func hostName(node *tailcfg.Node) string {
@@ -81,26 +82,26 @@ func hostName(node *tailcfg.Node) string {
 // still in the tailnet's network map.
 type ticketDoor struct{ n *Node }
 
-func (d ticketDoor) Identify(r *http.Request) (gateway.Caller, error) {
+func (d ticketDoor) Identify(r *http.Request) (owner.Visitor, error) {
 	n := d.n
 	t, ok := proto.TicketFrom(r.Header.Get("Authorization"))
 	if !ok {
-		return gateway.Caller{}, fmt.Errorf("%w: the request has no \"Authorization: Delta <ticket>\" header", gateway.ErrDoorUnauthorized)
+		return owner.Visitor{}, fmt.Errorf("%w: the request has no \"Authorization: Delta <ticket>\" header", owner.ErrDoorUnauthorized)
 	}
 	c, err := n.checked.Check(n.key, t, time.Now())
 	if err != nil {
-		return gateway.Caller{}, fmt.Errorf("%w: %w", gateway.ErrDoorUnauthorized, err)
+		return owner.Visitor{}, fmt.Errorf("%w: %w", owner.ErrDoorUnauthorized, err)
 	}
 	if got := pintls.ClientPin(r.TLS); c.Pin == "" || got != c.Pin {
-		return gateway.Caller{}, fmt.Errorf("%w: the ticket was minted for node %s's certificate, not for the one presented", gateway.ErrDoorUnauthorized, c.Node)
+		return owner.Visitor{}, fmt.Errorf("%w: the ticket was minted for node %s's certificate, not for the one presented", owner.ErrDoorUnauthorized, c.Node)
 	}
 	n.mu.Lock()
 	_, inMap := n.byNode[tailcfg.StableNodeID(c.Node)]
 	n.mu.Unlock()
 	if !inMap {
-		return gateway.Caller{}, fmt.Errorf("node %s (%s) is no longer one of this tailnet's allowed computers", c.Name, c.Node)
+		return owner.Visitor{}, fmt.Errorf("node %s (%s) is no longer one of this tailnet's allowed computers", c.Name, c.Node)
 	}
-	return gateway.Caller{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
+	return owner.Visitor{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
 }
 
 // routes adds hello and tickets to the tailnet listener.
@@ -137,7 +138,7 @@ type ticketResponse struct {
 }
 
 func (n *Node) handleTicket(w http.ResponseWriter, r *http.Request) {
-	caller := gateway.CallerFrom(r)
+	caller := owner.VisitorFrom(r)
 	var req ticketRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&req); err != nil || !pinRe.MatchString(req.Pin) || req.Scope != "" && req.Scope != ticket.ScopeRead {
 		proto.WriteError(w, http.StatusBadRequest, proto.ErrorBody{Error: string(proto.PeerBadRequest), Detail: `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}, with "scope": "read" for a read ticket`})
@@ -151,7 +152,7 @@ func (n *Node) handleTicket(w http.ResponseWriter, r *http.Request) {
 // renewAhead is how long before expiry a held ticket is renewed.
 const renewAhead = 2 * time.Minute
 
-// Ticket implements gateway.Tickets: it fetches a ticket from the peer over
+// Ticket implements peerclient.Tickets: it fetches a ticket from the peer over
 // the tailnet (bound to this computer's certificate) and holds it until
 // two minutes before it expires. renew forces a new one.
 func (n *Node) Ticket(ctx context.Context, peer string, renew bool) (string, error) {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/ticket"
 )
@@ -167,7 +167,7 @@ func portOf(t *testing.T, from *tnode, road string) int {
 
 // badTickets hands out a bad ticket the first bad times, then real ones.
 type badTickets struct {
-	inner gateway.Tickets
+	inner peerclient.Tickets
 	bad   atomic.Int32
 	make  func() string
 }
@@ -185,7 +185,7 @@ func (b *badTickets) Ticket(ctx context.Context, peer string, renew bool) (strin
 func TestTicketsAtTheDoor(t *testing.T) {
 	l := newLab(t)
 	bt := &badTickets{}
-	laptop := l.start("laptop", "127.0.0.2", nodeOpt{tickets: func(in gateway.Tickets) gateway.Tickets { bt.inner = in; return bt }})
+	laptop := l.start("laptop", "127.0.0.2", nodeOpt{tickets: func(in peerclient.Tickets) peerclient.Tickets { bt.inner = in; return bt }})
 	studio := l.start("studio", "127.0.0.3", nodeOpt{})
 	den := l.start("den", "127.0.0.4", nodeOpt{})
 	l.sameUser(laptop, studio, den)

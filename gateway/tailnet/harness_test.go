@@ -14,6 +14,7 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/tailnet"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 )
@@ -50,7 +51,7 @@ type tnode struct {
 
 type nodeOpt struct {
 	allow   []string
-	tickets func(gateway.Tickets) gateway.Tickets // wraps the node's tickets
+	tickets func(peerclient.Tickets) peerclient.Tickets // wraps the node's tickets
 }
 
 // start joins a node named name, with its TLS listener on lanIP.

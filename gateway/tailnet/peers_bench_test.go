@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/ui"
 )
@@ -60,7 +61,7 @@ func BenchmarkPeers(b *testing.B) {
 				up := 0
 				for _, p := range home.n.Peers() {
 					for _, r := range p.Roads {
-						if r.Road == roads.LAN && r.State == "up" {
+						if r.Road == string(roads.LAN) && r.State == localapi.RoadUp {
 							up++
 						}
 					}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
@@ -73,18 +74,18 @@ func (n *Node) save() {
 
 // rememberedStatusLocked describes the remembered peers discovery has not
 // found again, for status: their last roads, state unknown.
-func (n *Node) rememberedStatusLocked(found map[string]bool) []roads.PeerStatus {
-	var out []roads.PeerStatus
+func (n *Node) rememberedStatusLocked(found map[string]bool) []localapi.PeerStatus {
+	var out []localapi.PeerStatus
 	for _, name := range n.rememberedNamesLocked() {
 		if found[name] {
 			continue
 		}
 		rp := n.remembered[name]
-		ps := roads.PeerStatus{Name: name}
+		ps := localapi.PeerStatus{Name: name}
 		why := "not found on the tailnet again since Delta started (last seen " + rp.SeenAt.Format(time.RFC3339) + ")"
-		ps.Roads = append(ps.Roads, roads.RoadStatus{Road: roads.Tailnet, State: "unknown", LastError: why})
+		ps.Roads = append(ps.Roads, localapi.RoadStatus{Road: string(roads.Tailnet), State: localapi.RoadUnknown, LastError: why})
 		for _, r := range rp.Roads {
-			ps.Roads = append(ps.Roads, roads.RoadStatus{Road: r.Road, Address: r.Address, Interface: r.Interface, State: "unknown", LastError: why})
+			ps.Roads = append(ps.Roads, localapi.RoadStatus{Road: string(r.Road), Address: r.Address, Interface: r.Interface, State: localapi.RoadUnknown, LastError: why})
 		}
 		out = append(out, ps)
 	}

@@ -9,9 +9,9 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/netwatch"
 )
 
@@ -31,8 +31,8 @@ func (n *Node) Known(peer string) bool {
 // it is; otherwise the best usable road, with the others to race after the
 // stagger. A remembered peer not found again yet has no road yet
 // (roads.NotYetError).
-func (n *Node) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
-	ch, err := n.book.Choose(peer, pin, exclude...)
+func (n *Node) Choose(ctx context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
+	c, err := n.router.Choose(ctx, peer, pin, exclude...)
 	if errors.Is(err, roads.ErrUnknownPeer) && n.Known(peer) {
 		return roads.Candidate{}, &roads.NotYetError{Peer: peer, Started: n.started, Now: time.Now()}
 	}
@@ -40,16 +40,11 @@ func (n *Node) Choose(_ context.Context, peer string, pin roads.Road, exclude ..
 		// Every road refused: wake the peer if it allows it.
 		return roads.Candidate{}, n.maybeWake(peer, err)
 	}
-	if err != nil {
-		return roads.Candidate{}, err
-	}
-	c := ch.First
-	c.Next = ch.Next
-	return c, nil
+	return c, err
 }
 
 // Report implements roads.Router.
-func (n *Node) Report(c roads.Candidate, rtt time.Duration, err error) { n.book.Report(c, rtt, err) }
+func (n *Node) Report(c roads.Candidate, rtt time.Duration, err error) { n.router.Report(c, rtt, err) }
 
 // Invalidate implements roads.Router.
 func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
@@ -58,7 +53,7 @@ func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
 
 // Peers implements roads.Router: the route book's peers, then the
 // remembered ones not found again yet.
-func (n *Node) Peers() []roads.PeerStatus {
+func (n *Node) Peers() []localapi.PeerStatus {
 	ps := n.book.Peers()
 	found := map[string]bool{}
 	for _, p := range ps {
@@ -72,7 +67,7 @@ func (n *Node) Peers() []roads.PeerStatus {
 			continue
 		}
 		for j := range ps[i].Roads {
-			if ps[i].Roads[j].Road == roads.Tailnet {
+			if ps[i].Roads[j].Road == string(roads.Tailnet) {
 				ps[i].Roads[j].Path = TailnetPath(p.curAddr, p.relay)
 			}
 		}
@@ -102,7 +97,7 @@ func (n *Node) Changed() <-chan struct{} { return n.book.Changed() }
 func (n *Node) Won(road roads.Road) { n.book.Won(road) }
 
 // RouteCounters are the route book's counts (for status).
-func (n *Node) RouteCounters() routes.Counters {
+func (n *Node) RouteCounters() localapi.RouteCounters {
 	c := n.book.Counters()
 	c.Upkeep = n.upkeep.counters()
 	return c
@@ -178,8 +173,8 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		raw = meterConn(ctx, raw)
 		if err != nil {
-			if hint := netwatch.LocalNetworkHint(runtime.GOOS, err, iface != ""); hint != "" {
-				err = fmt.Errorf("%w (%s)", err, hint)
+			if netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "") {
+				err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
 			}
 			if iface != "" {
 				return nil, fmt.Errorf("connect to %s via %s (%s on %s): %w", p.name, road, addr, iface, err)

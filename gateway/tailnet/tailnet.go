@@ -51,8 +51,8 @@ import (
 
 // Ports (DESIGN §8).
 const (
-	DefaultTailnetPort = 7421
-	DefaultLANPort     = 7422
+	DefaultTailnetPort = 7421 // the peer API on the tailnet
+	DefaultLANPort     = 7422 // the TLS listener on lan and thunderbolt addresses
 )
 
 // Config configures a Node.
@@ -124,17 +124,18 @@ type Node struct {
 	httc *http.Client // over the tailnet, for hello, tickets and pings
 
 	tailLn net.Listener
+	// router is the road keeper both modes share; book is its route book.
+	router *routes.Router
 	book   *routes.Book
 	mon    *netwatch.Monitor
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	kick      chan struct{}
-	probeKick chan struct{}
-	upkeep    upkeep
-	saveKick  chan struct{}
-	started   time.Time // when Start was called
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	kick     chan struct{}
+	upkeep   upkeep
+	saveKick chan struct{}
+	started  time.Time // when Start was called
 
 	mu     sync.Mutex
 	lanLns []lanListener
@@ -155,7 +156,6 @@ type Node struct {
 	peers     map[string]*peer               // by name
 	byNode    map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
 	tickets   map[string]heldTicket          // by peer name
-	events    chan roads.Event               // to the gateway
 	newLns    chan gateway.PeerListener      // TLS listeners opened after Attach
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
@@ -193,10 +193,13 @@ func New(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), probeKick: make(chan struct{}, 1), saveKick: make(chan struct{}, 1),
-		book: routes.New(nil, cfg.Logger), ifaces: netwatch.Read(cfg.Roads),
-		peers: map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{},
-		events: make(chan roads.Event, eventBuffer), newLns: make(chan gateway.PeerListener, eventBuffer)}, nil
+	n := &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), saveKick: make(chan struct{}, 1),
+		ifaces: netwatch.Read(cfg.Roads),
+		peers:  map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{},
+		newLns: make(chan gateway.PeerListener, eventBuffer)}
+	n.router = routes.NewRouter(routes.New(nil, cfg.Logger), n.ping, cfg.Logger)
+	n.book = n.router.Book()
+	return n, nil
 }
 
 // Start starts tsnet (without waiting for login), the listeners and peer
@@ -244,7 +247,7 @@ func (n *Node) Start() (err error) {
 		Ephemeral:  n.cfg.Ephemeral,
 		Logf:       logf,
 		UserLogf: func(format string, args ...any) {
-			n.log.Info("tailnet: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+			n.log.Info("tailnet", "says", strings.TrimSpace(fmt.Sprintf(format, args...)))
 		},
 	}
 	if err := n.srv.Start(); err != nil {
@@ -285,7 +288,10 @@ func (n *Node) Start() (err error) {
 	n.wg.Add(4)
 	go n.watch()
 	go n.discover()
-	go n.prober()
+	go func() {
+		defer n.wg.Done()
+		n.router.Probe(n.ctx)
+	}()
 	go n.saver()
 	return nil
 }
@@ -342,7 +348,7 @@ func (n *Node) openLAN(spec string) (lanListener, error) {
 			n.cfg.LANPort = ln.Addr().(*net.TCPAddr).Port
 			n.cfg.LANPortFallback = false // chosen: the same one on every address from now on
 			note := fmt.Sprintf("The lan port %d is taken on this computer (another user's Delta?): this Delta's TLS listeners take port %d, and its hello tells its peers.", taken, n.cfg.LANPort)
-			n.log.Warn(note)
+			n.log.Warn("notice", "notice", note)
 			n.noticeMu.Lock()
 			n.notices = append(n.notices, note)
 			n.noticeMu.Unlock()
@@ -420,20 +426,11 @@ func (n *Node) followLAN(st netwatch.State) {
 	}
 }
 
-// eventBuffer bounds the road events and listeners waiting for the gateway.
+// eventBuffer bounds the listeners waiting for the gateway.
 const eventBuffer = 256
 
-// tell passes a road event to the gateway without waiting for it.
-func (n *Node) tell(e roads.Event) {
-	select {
-	case n.events <- e:
-	default:
-		n.log.Warn("road events are not being taken; one is dropped", "kind", e.Kind, "interface", e.Interface, "peer", e.Peer)
-	}
-}
-
 // Events implements roads.EventSource.
-func (n *Node) Events() <-chan roads.Event { return n.events }
+func (n *Node) Events() <-chan roads.Event { return n.router.Events() }
 
 // onNetChange reacts to netwatch: roads over an interface that went down or
 // lost its address are dropped at once and their connections closed, busy
@@ -442,24 +439,14 @@ func (n *Node) Events() <-chan roads.Event { return n.events }
 // every road is probed; the TLS listeners follow the addresses.
 func (n *Node) onNetChange(st netwatch.State, c netwatch.Change) {
 	for _, iface := range c.Lost {
-		e := roads.Event{Kind: roads.InterfaceLost, Interface: iface}
-		for _, cand := range n.book.InterfaceLost(iface) {
-			e.Peers = append(e.Peers, cand.Peer)
-		}
-		n.tell(e)
+		n.router.InterfaceLost(iface)
 	}
 	n.mu.Lock()
 	n.ifaces = st
 	n.rebindLocked()
 	n.mu.Unlock()
-	for _, iface := range c.Gained {
-		n.book.InterfaceGained(iface)
-	}
-	if c.Woke {
-		n.book.InterfaceGained("")
-	}
 	n.followLAN(st)
-	n.wakeProber()
+	n.router.InterfacesGained(c.Gained, c.Woke)
 }
 
 // Attach wires the node into a gateway's config: its router, tickets,
@@ -515,28 +502,11 @@ func (n *Node) Self() localapi.Self {
 // Pin is the hex SHA-256 of this computer's TLS certificate.
 func (n *Node) Pin() string { return n.pin }
 
-// TailnetStatus is what /v1/status says of the tailnet.
-type TailnetStatus struct {
-	State    string `json:"state"`               // tsnet's backend state: NeedsLogin, Starting, Running, …
-	LoginURL string `json:"login_url,omitempty"` // open it to log in
-	// ControlURL is the control server Delta logs in to.
-	ControlURL string   `json:"control_url"`
-	Message    string   `json:"message"` // why peers are missing, if they are
-	Pin        string   `json:"tls_pin"`
-	LAN        []string `json:"lan_listeners"`
-	// LogUpload reports whether tsnet uploads its log to Tailscale (only
-	// when a person opted in).
-	LogUpload bool `json:"log_upload"`
-	// Routes are the route book's counts: hold-down refusals, races won per
-	// road, invalidations by cause.
-	Routes routes.Counters `json:"routes"`
-}
-
 // Status reports the login state and, when peers are missing, why.
-func (n *Node) Status() TailnetStatus {
+func (n *Node) Status() localapi.TailnetStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	st := TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{}, Routes: n.book.Counters(),
+	st := localapi.TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{},
 		LogUpload: LogUploadOn(), ControlURL: n.controlURL()}
 	for _, l := range n.lanLns {
 		st.LAN = append(st.LAN, string(l.road)+" "+l.ln.Addr().String())
@@ -595,9 +565,6 @@ func (n *Node) noLoginURLLocked(now time.Time) string {
 // this process: not once TS_NO_LOGS_NO_SUPPORT is set (a Node started
 // without UploadLogs sets it), nor in a test binary.
 func LogUploadOn() bool { return !envknob.NoLogsNoSupport() && !testenv.InTest() }
-
-// StatusJSON implements gateway.TailnetReporter.
-func (n *Node) StatusJSON() any { return n.Status() }
 
 // Summary implements gateway.TailnetReporter: whether a person must log
 // in, and where.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync/atomic"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -22,8 +23,8 @@ type meter struct {
 	requests, bytes atomic.Uint64
 }
 
-func (m *meter) load() roads.Traffic {
-	return roads.Traffic{Requests: m.requests.Load(), Bytes: m.bytes.Load()}
+func (m *meter) load() localapi.Traffic {
+	return localapi.Traffic{Requests: m.requests.Load(), Bytes: m.bytes.Load()}
 }
 
 type meterKey struct{}
@@ -61,8 +62,8 @@ func (c *meteredConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (u *upkeep) counters() map[string]roads.Traffic {
-	return map[string]roads.Traffic{
+func (u *upkeep) counters() map[string]localapi.Traffic {
+	return map[string]localapi.Traffic{
 		roads.UpkeepProbe:  u.probe.load(),
 		roads.UpkeepHello:  u.hello.load(),
 		roads.UpkeepTicket: u.ticket.load(),

@@ -11,22 +11,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// Kind is what a transfer carries.
-type Kind string
-
-// The kinds of transfers.
-const (
-	Read    Kind = "read"
-	Call    Kind = "call"
-	Session Kind = "session"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // Transfer is one transfer under way. Its counts are safe for concurrent
 // use.
 type Transfer struct {
-	Kind    Kind
+	Kind    localapi.TransferKind
 	Peer    string
 	App     string
 	Path    string
@@ -108,12 +100,12 @@ func (s *Set) notifyLocked() {
 }
 
 // Start begins a transfer of kind to app on peer, on road.
-func (s *Set) Start(kind Kind, peer, app, path, road string) *Transfer {
+func (s *Set) Start(kind localapi.TransferKind, peer, app, path, road string) *Transfer {
 	t := &Transfer{Kind: kind, Peer: peer, App: app, Path: path, Started: s.now(), set: s}
 	t.road.Store(road)
 	s.mu.Lock()
 	s.running[t] = struct{}{}
-	if kind == Session {
+	if kind == localapi.TransferSession {
 		s.sessions++
 		s.notifyLocked()
 	}
@@ -133,10 +125,10 @@ func (s *Set) done(t *Transfer) {
 	s.mu.Lock()
 	if _, ok := s.running[t]; ok {
 		delete(s.running, t)
-		if t.Kind == Session {
+		if t.Kind == localapi.TransferSession {
 			s.sessions--
 		}
-		if long || t.Kind == Session {
+		if long || t.Kind == localapi.TransferSession {
 			s.notifyLocked()
 		}
 	}
@@ -150,27 +142,12 @@ func (s *Set) Sessions() int {
 	return s.sessions
 }
 
-// View is a transfer as status shows it.
-type View struct {
-	Kind  Kind      `json:"kind"`
-	Peer  string    `json:"peer"`
-	App   string    `json:"app"`
-	Path  string    `json:"path"`
-	Road  string    `json:"road"`
-	Since time.Time `json:"since"`
-	// Sent and Received are bytes towards the peer and from it.
-	Sent     int64 `json:"sent_bytes"`
-	Received int64 `json:"received_bytes"`
-	// Rate is bytes a second both ways, averaged since it began.
-	Rate float64 `json:"bytes_per_second"`
-}
-
 // Shown is how long a transfer runs before it is listed.
 const Shown = time.Second
 
 // Long lists the transfers that have run for Shown or longer, oldest
 // first.
-func (s *Set) Long() []View {
+func (s *Set) Long() []localapi.Transfer {
 	now := s.now()
 	s.mu.Lock()
 	ts := make([]*Transfer, 0, len(s.running))
@@ -181,9 +158,9 @@ func (s *Set) Long() []View {
 	}
 	s.mu.Unlock()
 	sort.Slice(ts, func(i, j int) bool { return ts[i].Started.Before(ts[j].Started) })
-	out := make([]View, 0, len(ts))
+	out := make([]localapi.Transfer, 0, len(ts))
 	for _, t := range ts {
-		v := View{Kind: t.Kind, Peer: t.Peer, App: t.App, Path: t.Path, Road: t.road.Load().(string), Since: t.Started,
+		v := localapi.Transfer{Kind: t.Kind, Peer: t.Peer, App: t.App, Path: t.Path, Road: t.road.Load().(string), Since: t.Started,
 			Sent: t.up.Load(), Received: t.down.Load()}
 		if secs := now.Sub(t.Started).Seconds(); secs > 0 {
 			v.Rate = float64(v.Sent+v.Received) / secs

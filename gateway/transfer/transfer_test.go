@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // A transfer is listed once it has run for Shown, with its bytes and
@@ -15,7 +17,7 @@ func TestLong(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s := New(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
 	changed := s.Changed()
-	x := s.Start(Read, "studio", "films", "/a.mov", "thunderbolt")
+	x := s.Start(localapi.TransferRead, "studio", "films", "/a.mov", "thunderbolt")
 	io.Copy(io.Discard, x.Reader(strings.NewReader(strings.Repeat("x", 4000)), false))
 	if got := s.Long(); len(got) != 0 {
 		t.Fatalf("listed before a second: %+v", got)
@@ -43,7 +45,7 @@ func TestLong(t *testing.T) {
 	if len(s.Long()) != 0 {
 		t.Error("an ended transfer is still listed")
 	}
-	y := s.Start(Session, "studio", "chat", "/ws", "lan")
+	y := s.Start(localapi.TransferSession, "studio", "chat", "/ws", "lan")
 	if s.Sessions() != 1 {
 		t.Errorf("%d sessions open, want 1", s.Sessions())
 	}

@@ -12,9 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/transfer"
 )
 
 // TailnetSummary is what the menu and the status page show of the tailnet.
@@ -31,7 +30,7 @@ type Snapshot struct {
 	Version string
 	// Tailnet is nil in static mode.
 	Tailnet *TailnetSummary
-	Peers   []roads.PeerStatus
+	Peers   []localapi.PeerStatus
 	// Unsettled are the calls waiting for reconciliation or a person that
 	// nobody dismissed, newest first.
 	Unsettled []*record.Call
@@ -58,7 +57,7 @@ type Snapshot struct {
 	Notices []string
 	// Transfers are those that have run for a second or more (a big read,
 	// call or session), oldest first.
-	Transfers []transfer.View
+	Transfers []localapi.Transfer
 }
 
 // Received is one call this computer received (an owner's receipt).
@@ -69,9 +68,7 @@ type Received struct {
 	App        string
 	Method     string
 	Path       string
-	// State is the receipt's: running, answered, not_carried_out,
-	// app_unknown, interrupted, fenced.
-	State      string
+	State      proto.ReceiptState
 	ReceivedAt time.Time
 	UpdatedAt  time.Time
 }
@@ -83,22 +80,22 @@ type App struct {
 }
 
 // ReceivedWords says what a receipt's state means to a person.
-func ReceivedWords(state string) string {
+func ReceivedWords(state proto.ReceiptState) string {
 	switch state {
-	case "running":
+	case proto.ReceiptRunning:
 		return "the app is working on it"
-	case "answered":
+	case proto.ReceiptAnswered:
 		return "the app answered"
-	case "not_carried_out":
+	case proto.ReceiptNotCarriedOut:
 		return "not carried out (the app was not listening)"
-	case "app_unknown":
+	case proto.ReceiptAppUnknown:
 		return "the app took it and its connection broke before it answered: check the app"
-	case "interrupted":
+	case proto.ReceiptInterrupted:
 		return "Delta restarted while the app worked on it: check the app"
-	case "fenced":
+	case proto.ReceiptFenced:
 		return "never arrived; the id is fenced"
 	}
-	return state
+	return string(state)
 }
 
 // Excerpt is a short, one-line excerpt of a request body for people: the
@@ -136,14 +133,27 @@ func IsText(b []byte) bool {
 	return true
 }
 
+// Level is the overall state the icon shows.
+type Level string
+
+// The icon's three states; the tray has an icon for each (Levels).
+const (
+	OK        Level = "ok"        // every peer reachable, nothing unsettled
+	Degraded  Level = "degraded"  // a peer unreachable, or the tailnet needs a login
+	Unsettled Level = "unsettled" // a write waits to be settled
+)
+
+// Levels are the icon's states.
+var Levels = []Level{OK, Degraded, Unsettled}
+
 // Overall sums a snapshot up for the icon, the menu's first line and the
-// page's headline: level is "unsettled" when a write waits to be settled,
-// "degraded" when a peer has no road up, else "ok". "All well" only when
-// every peer's current road is known to be up; a road not checked yet is
-// "Reaching studio…".
-func Overall(s Snapshot) (level, headline string) {
+// page's headline: Unsettled when a write waits to be settled, Degraded
+// when a peer has no road up, else OK. "All well" only when every peer's
+// current road is known to be up; a road not checked yet is "Reaching
+// studio…".
+func Overall(s Snapshot) (level Level, headline string) {
 	if n := len(s.Unsettled); n > 0 {
-		return "unsettled", fmt.Sprintf("%d unsettled write%s", n, plural(n))
+		return Unsettled, fmt.Sprintf("%d unsettled write%s", n, plural(n))
 	}
 	var down, checking []string
 	for _, p := range s.Peers {
@@ -156,27 +166,27 @@ func Overall(s Snapshot) (level, headline string) {
 	}
 	switch {
 	case s.Tailnet != nil && s.Tailnet.NeedsLogin:
-		return "degraded", "Not logged in to the tailnet"
+		return Degraded, "Not logged in to the tailnet"
 	case len(down) == 1:
-		return "degraded", down[0] + " is unreachable"
+		return Degraded, down[0] + " is unreachable"
 	case len(down) > 1:
-		return "degraded", fmt.Sprintf("%d peers are unreachable", len(down))
+		return Degraded, fmt.Sprintf("%d peers are unreachable", len(down))
 	case len(s.Peers) == 0:
-		return "ok", "Delta is running; no peers yet"
+		return OK, "Delta is running; no peers yet"
 	case len(checking) == 1:
-		return "ok", "Reaching " + checking[0] + "…"
+		return OK, "Reaching " + checking[0] + "…"
 	case len(checking) > 1:
-		return "ok", fmt.Sprintf("Reaching %d peers…", len(checking))
+		return OK, fmt.Sprintf("Reaching %d peers…", len(checking))
 	}
-	return "ok", fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers)))
+	return OK, fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers)))
 }
 
 // currentRoadUp reports whether p's current road is known to be up: only
 // then is all well with p.
-func currentRoadUp(p roads.PeerStatus) bool {
+func currentRoadUp(p localapi.PeerStatus) bool {
 	for _, r := range p.Roads {
 		if r.Road == p.Road {
-			return r.State == "up"
+			return r.State == localapi.RoadUp
 		}
 	}
 	return false
@@ -184,9 +194,9 @@ func currentRoadUp(p roads.PeerStatus) bool {
 
 // PeerReachable reports whether any road to p is not known to be down (or
 // offline, as the tailnet says).
-func PeerReachable(p roads.PeerStatus) bool {
+func PeerReachable(p localapi.PeerStatus) bool {
 	for _, r := range p.Roads {
-		if r.State != "down" && r.State != "offline" {
+		if r.State.Usable() {
 			return true
 		}
 	}
@@ -309,13 +319,13 @@ func Clip(s string, n int) string {
 
 // TransferLine is one transfer in a line: "read /films/a.mov: 312.4 MiB
 // at 41.0 MiB/s, 8 s".
-func TransferLine(x transfer.View, now time.Time) string {
+func TransferLine(x localapi.Transfer, now time.Time) string {
 	what := fmt.Sprintf("%s %s/%s", x.Kind, x.App, strings.TrimPrefix(x.Path, "/"))
 	moved := x.Received
-	if x.Kind == transfer.Call {
+	if x.Kind == localapi.TransferCall {
 		moved = x.Sent
 	}
-	if x.Kind == transfer.Session {
+	if x.Kind == localapi.TransferSession {
 		return fmt.Sprintf("session %s: %s both ways, open %s", what[len("session "):], Bytes(x.Sent+x.Received), Ago(now.Sub(x.Since)))
 	}
 	return fmt.Sprintf("%s: %s at %s/s, %s", what, Bytes(moved), Bytes(int64(x.Rate)), Ago(now.Sub(x.Since)))

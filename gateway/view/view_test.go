@@ -3,14 +3,15 @@ package view
 import (
 	"testing"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
-func peer(name string, road roads.Road, states ...string) roads.PeerStatus {
-	p := roads.PeerStatus{Name: name, Road: road}
+func peer(name string, road roads.Road, states ...localapi.RoadState) localapi.PeerStatus {
+	p := localapi.PeerStatus{Name: name, Road: string(road)}
 	for i, st := range states {
-		p.Roads = append(p.Roads, roads.RoadStatus{Road: roads.All[i], State: st})
+		p.Roads = append(p.Roads, localapi.RoadStatus{Road: string(roads.All[i]), State: st})
 	}
 	return p
 }
@@ -19,16 +20,17 @@ func peer(name string, road roads.Road, states ...string) roads.PeerStatus {
 // be up.
 func TestOverall(t *testing.T) {
 	for _, tc := range []struct {
-		name        string
-		snap        Snapshot
-		level, head string
+		name  string
+		snap  Snapshot
+		level Level
+		head  string
 	}{
 		{"no peers", Snapshot{}, "ok", "Delta is running; no peers yet"},
-		{"all up", Snapshot{Peers: []roads.PeerStatus{peer("studio", roads.Thunderbolt, "up")}}, "ok", "All well: 1 peer reachable"},
-		{"current road not checked yet", Snapshot{Peers: []roads.PeerStatus{peer("studio", roads.Thunderbolt, "unknown")}}, "ok", "Reaching studio…"},
-		{"two not checked", Snapshot{Peers: []roads.PeerStatus{peer("a", roads.Thunderbolt, "unknown"), peer("b", roads.Thunderbolt, "unknown")}}, "ok", "Reaching 2 peers…"},
-		{"down", Snapshot{Peers: []roads.PeerStatus{peer("studio", "", "down")}}, "degraded", "studio is unreachable"},
-		{"unsettled wins", Snapshot{Unsettled: []*record.Call{{}}, Peers: []roads.PeerStatus{peer("studio", "", "down")}}, "unsettled", "1 unsettled write"},
+		{"all up", Snapshot{Peers: []localapi.PeerStatus{peer("studio", roads.Thunderbolt, "up")}}, "ok", "All well: 1 peer reachable"},
+		{"current road not checked yet", Snapshot{Peers: []localapi.PeerStatus{peer("studio", roads.Thunderbolt, "unknown")}}, "ok", "Reaching studio…"},
+		{"two not checked", Snapshot{Peers: []localapi.PeerStatus{peer("a", roads.Thunderbolt, "unknown"), peer("b", roads.Thunderbolt, "unknown")}}, "ok", "Reaching 2 peers…"},
+		{"down", Snapshot{Peers: []localapi.PeerStatus{peer("studio", "", "down")}}, "degraded", "studio is unreachable"},
+		{"unsettled wins", Snapshot{Unsettled: []*record.Call{{}}, Peers: []localapi.PeerStatus{peer("studio", "", "down")}}, "unsettled", "1 unsettled write"},
 		{"login", Snapshot{Tailnet: &TailnetSummary{NeedsLogin: true}}, "degraded", "Not logged in to the tailnet"},
 	} {
 		level, head := Overall(tc.snap)

@@ -43,6 +43,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
 	"github.com/delta-roads/delta/kit"
 )
@@ -497,7 +498,7 @@ func startTailnet(ctx context.Context, root, bin string, tn *loopnet.Net, procs 
 		for _, p := range st.Peers {
 			if p.Name == "studio" {
 				for _, r := range p.Roads {
-					if r.Road == "lan" && r.State == "up" {
+					if r.Road == string(roads.LAN) && r.State == localapi.RoadUp {
 						return true
 					}
 				}

@@ -1,0 +1,237 @@
+package localapi
+
+import "time"
+
+// Status is the JSON of GET /v1/status: this Delta, its peers and roads,
+// its counters and what its journal keeps.
+type Status struct {
+	Self    Self   `json:"self"`
+	Version string `json:"version"`
+	// Tailnet is nil in static mode.
+	Tailnet *TailnetStatus `json:"tailnet,omitempty"`
+	Peers   []PeerStatus   `json:"peers"`
+	// Routes are the route book's counts: hold-down refusals, races won
+	// per road, invalidations by cause, upkeep traffic.
+	Routes   RouteCounters `json:"routes"`
+	Counters Counters      `json:"counters"`
+	// Unsettled counts the calls waiting to be settled (unknown,
+	// needs_person), not dismissed.
+	Unsettled int `json:"unsettled"`
+	// Notices are what a person should know about this Delta (a port it
+	// could not take).
+	Notices []string      `json:"notices"`
+	Journal JournalStatus `json:"journal"`
+	Cache   struct {
+		Entries int   `json:"entries"`
+		Bytes   int64 `json:"bytes"`
+	} `json:"cache"`
+	// Transfers are those that have run for a second or more: a big read,
+	// call or session, with road, bytes and rate.
+	Transfers []Transfer `json:"transfers"`
+	// Sessions counts the sessions open (WebSocket and other upgrades),
+	// both this computer's apps' and those its owner apps hold for peers.
+	Sessions int `json:"sessions"`
+}
+
+// TailnetStatus is what Status says of the tailnet.
+type TailnetStatus struct {
+	// State is tsnet's backend state: NeedsLogin, Starting, Running, …
+	State    string `json:"state"`
+	LoginURL string `json:"login_url,omitempty"` // open it to log in
+	// ControlURL is the control server Delta logs in to.
+	ControlURL string `json:"control_url"`
+	// Message says why peers are missing, if they are.
+	Message string   `json:"message"`
+	Pin     string   `json:"tls_pin"`
+	LAN     []string `json:"lan_listeners"`
+	// LogUpload reports whether tsnet uploads its log to Tailscale (only
+	// when a person opted in).
+	LogUpload bool `json:"log_upload"`
+}
+
+// PeerStatus is one peer and its roads.
+type PeerStatus struct {
+	Name string `json:"name"`
+	// Road is the current choice, "" when there is none.
+	Road  string       `json:"road,omitempty"`
+	Roads []RoadStatus `json:"roads"`
+}
+
+// RoadState is what Delta believes of a road.
+type RoadState string
+
+// The road states.
+const (
+	// RoadUnknown: not tried since Delta learned of it, or since its
+	// interface changed.
+	RoadUnknown RoadState = "unknown"
+	RoadUp      RoadState = "up"   // the last connect or probe worked
+	RoadDown    RoadState = "down" // the last connect or probe failed
+	// RoadOffline: the tailnet's map says the peer is offline (the
+	// tailnet road only).
+	RoadOffline RoadState = "offline"
+)
+
+// Usable reports whether a request may still try a road in state s: every
+// state but down and offline.
+func (s RoadState) Usable() bool { return s != RoadDown && s != RoadOffline }
+
+// RoadHint names a known cause behind a road's last error, for which a
+// person is shown what to do.
+type RoadHint string
+
+// The road hints.
+const (
+	// HintLocalNetwork: macOS is blocking Delta's Local Network access
+	// (System Settings › Privacy & Security › Local Network).
+	HintLocalNetwork RoadHint = "local_network"
+)
+
+// RoadStatus is one road to a peer.
+type RoadStatus struct {
+	Road      string    `json:"road"` // thunderbolt, lan or tailnet
+	Address   string    `json:"address"`
+	Interface string    `json:"interface,omitempty"`
+	State     RoadState `json:"state"`
+	RTTMillis float64   `json:"rtt_ms,omitempty"`
+	// RecentRTTs are the last round trips, oldest first, for a chart.
+	RecentRTTs  []float64 `json:"recent_rtt_ms,omitempty"`
+	LastError   string    `json:"last_error,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// Hint names a known cause of LastError, "" for none.
+	Hint RoadHint `json:"hint,omitempty"`
+	// Path says how the tailnet road gets there: "direct ADDR" or
+	// "relayed through DERP REGION" (tailnet only).
+	Path          string    `json:"path,omitempty"`
+	CheckedAt     time.Time `json:"checked_at,omitzero"`
+	HeldDownUntil time.Time `json:"held_down_until,omitzero"`
+	// OfflineSince is when the tailnet last saw the peer, while its map
+	// says the peer is offline (state offline; tailnet road only).
+	OfflineSince time.Time `json:"offline_since,omitzero"`
+}
+
+// RouteCounters are a route book's counts.
+type RouteCounters struct {
+	HoldDownRefusals uint64            `json:"hold_down_refusals"`
+	RacesWon         map[string]uint64 `json:"races_won"`     // by road
+	Invalidations    map[string]uint64 `json:"invalidations"` // by cause
+	// Upkeep is what was sent to peers only to keep the roads known, by
+	// kind (probe, hello, ticket).
+	Upkeep map[string]Traffic `json:"upkeep,omitempty"`
+}
+
+// Traffic is a count of requests and the bytes their connections carried,
+// both ways.
+type Traffic struct {
+	Requests uint64 `json:"requests"`
+	Bytes    uint64 `json:"bytes"`
+}
+
+// Counters are the gateway's counts since it started: reads and calls by
+// outcome, calls settled by the reconciler by state, and named counters.
+type Counters struct {
+	Reads    map[string]uint64 `json:"reads"`
+	Calls    map[string]uint64 `json:"calls"`
+	Settled  map[string]uint64 `json:"settled"`
+	Counters map[string]uint64 `json:"counters"`
+}
+
+// JournalStatus is what the journal keeps besides calls and receipts.
+type JournalStatus struct {
+	// RequestBytes are the bodies of calls kept for a person to check.
+	RequestBytes int64 `json:"request_bytes"`
+	// Continuity is what the journal vouches for.
+	Continuity Continuity `json:"continuity"`
+	// Behind, when the journal could not write (a full disk), counts the
+	// outcomes it holds in memory until it can.
+	Behind *Behind `json:"behind,omitempty"`
+}
+
+// Continuity is the time a journal vouches for.
+type Continuity struct {
+	// Since is the start of the time the journal vouches for: its birth,
+	// or a break.
+	Since time.Time `json:"since"`
+	// Broken, if not empty, says why the journal cannot vouch for the time
+	// before Since although it is older.
+	Broken string `json:"broken,omitempty"`
+	// FileError is the last failure to write the continuity file.
+	FileError string `json:"file_error,omitempty"`
+}
+
+// Behind is what the journal holds in memory because it could not write
+// it.
+type Behind struct {
+	Held     int       `json:"held_outcomes"`
+	Since    time.Time `json:"since"`
+	Error    string    `json:"error"`
+	DiskFull bool      `json:"disk_full"`
+}
+
+// TransferKind is what a transfer carries.
+type TransferKind string
+
+// The kinds of transfer.
+const (
+	TransferRead    TransferKind = "read"    // a read's answer
+	TransferCall    TransferKind = "call"    // a call's body
+	TransferSession TransferKind = "session" // an upgraded connection (WebSocket)
+)
+
+// Transfer is a transfer that has run for a second or more.
+type Transfer struct {
+	Kind  TransferKind `json:"kind"`
+	Peer  string       `json:"peer"`
+	App   string       `json:"app"`
+	Path  string       `json:"path"`
+	Road  string       `json:"road"`
+	Since time.Time    `json:"since"`
+	// Sent and Received are bytes towards the peer and from it.
+	Sent     int64 `json:"sent_bytes"`
+	Received int64 `json:"received_bytes"`
+	// Rate is bytes a second both ways, averaged since it began.
+	Rate float64 `json:"bytes_per_second"`
+}
+
+// Receipt is a call this computer's apps received (GET /v1/receipts).
+type Receipt struct {
+	RequestID string `json:"request_id"`
+	// Caller is the calling computer's name; CallerNode its node ID.
+	Caller     string `json:"caller"`
+	CallerNode string `json:"caller_node"`
+	App        string `json:"app"`
+	Method     string `json:"method"`
+	Path       string `json:"path"`
+	// State is running, answered, not_carried_out, app_unknown,
+	// interrupted or fenced.
+	State      string    `json:"state"`
+	ReceivedAt time.Time `json:"received_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// App is an owner app registered with this computer's Delta.
+type App struct {
+	App string `json:"app"`
+	URL string `json:"url"`
+	// Secret arrives with every forwarded request as
+	// X-Delta-Forward-Secret (in the answer to PUT /v1/apps/{app} only).
+	Secret    string    `json:"secret,omitempty"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// PingRoad is what a ping learned of one road to a peer (POST
+// /v1/ping/{peer}).
+type PingRoad struct {
+	Road      string `json:"road"`
+	Address   string `json:"address,omitempty"`
+	Interface string `json:"interface,omitempty"`
+	// OK reports whether the peer's Delta answered on this road.
+	OK bool `json:"ok"`
+	// ConnectMillis is how long the connect took (with TLS and the pin
+	// check on lan and thunderbolt); AnswerMillis the round trip of the
+	// ping request on that connection.
+	ConnectMillis float64 `json:"connect_ms,omitempty"`
+	AnswerMillis  float64 `json:"answer_ms,omitempty"`
+	// Error says why not, when !OK.
+	Error string `json:"error,omitempty"`
+}

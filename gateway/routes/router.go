@@ -1,0 +1,224 @@
+package routes
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+// PingFunc checks one road to a peer: it connects over c and asks the
+// peer's Delta (GET /delta/v1/ping). nil means it answered.
+type PingFunc func(ctx context.Context, c roads.Candidate) error
+
+// Router is the one road keeper of both modes: the route book behind
+// roads.Router, its prober, and the road events it tells the gateway. A
+// mode feeds it candidates (Book().Set: static mode from config.json, the
+// tailnet node from discovery) and a PingFunc, and tells it what netwatch
+// saw (InterfaceLost, InterfacesGained); everything else (hold-downs,
+// races, expiring beliefs, probes) is the same in both.
+type Router struct {
+	book   *Book
+	ping   PingFunc
+	log    *slog.Logger
+	events chan roads.Event
+	kick   chan struct{}
+}
+
+// eventBuffer bounds the road events waiting for the gateway.
+const eventBuffer = 256
+
+// NewRouter returns a router over book that probes with ping. log may be
+// nil.
+func NewRouter(book *Book, ping PingFunc, log *slog.Logger) *Router {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Router{book: book, ping: ping, log: log, events: make(chan roads.Event, eventBuffer), kick: make(chan struct{}, 1)}
+}
+
+// Book is the route book the router keeps.
+func (r *Router) Book() *Book { return r.book }
+
+// Known implements roads.Router.
+func (r *Router) Known(peer string) bool { return r.book.Known(peer) }
+
+// Choose implements roads.Router: a pinned road as it is; otherwise the
+// best usable road, with the others to race after the stagger.
+func (r *Router) Choose(_ context.Context, peer string, pin roads.Road, exclude ...roads.Road) (roads.Candidate, error) {
+	ch, err := r.book.Choose(peer, pin, exclude...)
+	if err != nil {
+		return roads.Candidate{}, err
+	}
+	c := ch.First
+	c.Next = ch.Next
+	return c, nil
+}
+
+// Report implements roads.Router. A success on a peer none of whose roads
+// was believed up is told as roads.RoadUp: the peer is back.
+func (r *Router) Report(c roads.Candidate, rtt time.Duration, err error) {
+	back := err == nil && !r.book.AnyUp(c.Peer)
+	r.book.Report(c, rtt, err)
+	if back {
+		r.Tell(roads.Event{Kind: roads.RoadUp, Peer: c.Peer})
+	}
+}
+
+// Invalidate implements roads.Router.
+func (r *Router) Invalidate(peer string, road roads.Road, reason error) {
+	r.book.Invalidate(peer, road, reason)
+}
+
+// Peers implements roads.Router.
+func (r *Router) Peers() []localapi.PeerStatus { return r.book.Peers() }
+
+// Changed implements roads.Watchable: it closes at the next change to a
+// road's state, a peer's roads or a hold-down.
+func (r *Router) Changed() <-chan struct{} { return r.book.Changed() }
+
+// Won implements roads.RaceCounter.
+func (r *Router) Won(road roads.Road) { r.book.Won(road) }
+
+// RouteCounters implements roads.Counted.
+func (r *Router) RouteCounters() localapi.RouteCounters { return r.book.Counters() }
+
+// Events implements roads.EventSource.
+func (r *Router) Events() <-chan roads.Event { return r.events }
+
+// Tell passes a road event to the gateway without waiting for it.
+func (r *Router) Tell(e roads.Event) {
+	select {
+	case r.events <- e:
+	default:
+		r.log.Warn("road events are not being taken; one is dropped", "kind", e.Kind, "interface", e.Interface, "peer", e.Peer)
+	}
+}
+
+// InterfaceLost drops at once every road over a local interface that went
+// down, lost its address or vanished, and tells the gateway, which closes
+// their connections, busy ones too.
+func (r *Router) InterfaceLost(iface string) {
+	e := roads.Event{Kind: roads.InterfaceLost, Interface: iface}
+	for _, c := range r.book.InterfaceLost(iface) {
+		e.Peers = append(e.Peers, c.Peer)
+	}
+	r.Tell(e)
+}
+
+// InterfacesGained starts a burst of probes of the roads over each
+// interface that came up, or of every road after the computer woke.
+func (r *Router) InterfacesGained(ifaces []string, woke bool) {
+	for _, iface := range ifaces {
+		r.book.InterfaceGained(iface)
+	}
+	if woke {
+		r.book.InterfaceGained("")
+	}
+	r.Kick()
+}
+
+// Kick makes the prober look at what is due now.
+func (r *Router) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// probeSlack is how long a probe may wait for the ping's answer once
+// connected.
+const probeSlack = 2 * time.Second
+
+// Probe implements roads.Prober: until ctx ends, it pings the roads the
+// route book says are due (every road once, roads believed up after
+// BeliefLifetime, failed ones after their hold-down, every BurstEvery
+// during a burst), one probe per road at a time. A road that answers ends
+// its burst; when that changes the road a peer's requests take, the
+// gateway is told (roads.RoadUp), so that reads leave the road they were
+// on. It returns once its probes have.
+func (r *Router) Probe(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	inflight := map[string]bool{}
+	for {
+		due, bursting := r.book.Due()
+		for _, c := range due {
+			k := fmt.Sprint(c.Road, "|", c.Peer, "|", c.Address, "|", c.Interface)
+			mu.Lock()
+			busy := inflight[k]
+			inflight[k] = true
+			mu.Unlock()
+			if busy {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.probe(ctx, c)
+				mu.Lock()
+				delete(inflight, k)
+				mu.Unlock()
+			}()
+		}
+		wait := time.Second
+		if bursting {
+			wait = BurstEvery
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-r.kick:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// probe pings one road and reports the result to the route book.
+func (r *Router) probe(ctx context.Context, c roads.Candidate) {
+	pctx, cancel := context.WithTimeout(ctx, c.Road.ConnectTimeout()+probeSlack)
+	defer cancel()
+	was := r.best(c.Peer)
+	start := time.Now()
+	err := r.ping(pctx, c)
+	if ctx.Err() != nil {
+		return // stopping: not a verdict on the road
+	}
+	if err != nil {
+		err = fmt.Errorf("probe: %w", err)
+	}
+	r.Report(c, time.Since(start), err)
+	if err != nil {
+		return
+	}
+	r.book.EndBurst(c)
+	if now := r.best(c.Peer); now != was {
+		r.Tell(roads.Event{Kind: roads.RoadUp, Peer: c.Peer})
+	}
+}
+
+// best is the road the book would choose for peer now.
+func (r *Router) best(peer string) roads.Road {
+	ch, err := r.book.Choose(peer, "")
+	if err != nil {
+		return ""
+	}
+	return ch.First.Road
+}
+
+var (
+	_ roads.Router      = (*Router)(nil)
+	_ roads.Watchable   = (*Router)(nil)
+	_ roads.EventSource = (*Router)(nil)
+	_ roads.Prober      = (*Router)(nil)
+	_ roads.Counted     = (*Router)(nil)
+	_ roads.RaceCounter = (*Router)(nil)
+)
