@@ -114,8 +114,8 @@ func (n *Node) hello() Hello {
 	h := Hello{Name: n.cfg.Hostname, Version: n.cfg.Version, NodeID: n.Self().Node, Pin: n.pin, Roads: []HelloRoad{}}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, l := range n.lanLns {
-		h.Roads = append(h.Roads, HelloRoad{Road: l.road, Address: l.ln.Addr().String(), Interface: l.iface, MAC: n.helloMACLocked(l)})
+	for _, l := range n.lan.All() {
+		h.Roads = append(h.Roads, HelloRoad{Road: l.Road, Address: l.Addr().String(), Interface: l.Interface, MAC: n.helloMACLocked(l)})
 	}
 	return h
 }

@@ -28,7 +28,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"tailscale.com/client/local"
@@ -40,6 +39,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/localroads"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
@@ -137,8 +137,11 @@ type Node struct {
 	saveKick chan struct{}
 	started  time.Time // when Start was called
 
-	mu     sync.Mutex
-	lanLns []lanListener
+	// lan are the TLS listeners on this computer's lan and thunderbolt
+	// addresses.
+	lan *localroads.Listeners
+
+	mu sync.Mutex
 
 	noticeMu sync.Mutex
 	notices  []string
@@ -160,13 +163,6 @@ type Node struct {
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
 	remembered map[string]statedir.Peer
-}
-
-type lanListener struct {
-	road  roads.Road
-	iface string
-	spec  string // "road=ip" it was opened for
-	ln    net.Listener
 }
 
 type heldTicket struct {
@@ -264,14 +260,12 @@ func (n *Node) Start() (err error) {
 		return fmt.Errorf("tailnet: listen on port %d of the tailnet: %w", n.cfg.TailnetPort, err)
 	}
 	undo = append(undo, func() { n.tailLn.Close() })
-	if err := n.listenLAN(); err != nil {
-		return err
+	n.lan = localroads.New(localroads.Config{Port: n.cfg.LANPort, PortFallback: n.cfg.LANPortFallback, Addrs: n.cfg.LANAddrs,
+		Wrap: func(ln net.Listener) net.Listener { return tls.NewListener(ln, pintls.ServerConfig(n.cert)) }, Notice: n.addNotice, Log: n.log})
+	if err := n.lan.Open(n.ifaces); err != nil {
+		return fmt.Errorf("tailnet: %w", err)
 	}
-	undo = append(undo, func() {
-		for _, l := range n.lanLns {
-			l.ln.Close()
-		}
-	})
+	undo = append(undo, n.lan.Close)
 	// Hellos and tickets, a few an hour for each peer: a connection each,
 	// so that its bytes are counted to the request's kind (upkeep.go).
 	n.httc = &http.Client{Transport: &http.Transport{
@@ -296,25 +290,6 @@ func (n *Node) Start() (err error) {
 	return nil
 }
 
-// lanSpecs are the addresses the TLS listener should be on: the
-// configured ones, or every lan and thunderbolt address of st.
-func (n *Node) lanSpecs(st netwatch.State) []string {
-	if n.cfg.LANAddrs != nil {
-		return n.cfg.LANAddrs
-	}
-	var specs []string
-	for _, ifc := range st {
-		if (ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt) || !ifc.Running {
-			continue
-		}
-		for _, a := range ifc.Addrs {
-			specs = append(specs, string(ifc.Road)+"="+a)
-		}
-	}
-	slices.Sort(specs)
-	return specs
-}
-
 // Notices are what a person should know about this node (a port it could
 // not take).
 func (n *Node) Notices() []string {
@@ -323,107 +298,25 @@ func (n *Node) Notices() []string {
 	return slices.Clone(n.notices)
 }
 
-// openLAN opens the TLS listener for one "road=ip[%zone]" spec.
-func (n *Node) openLAN(spec string) (lanListener, error) {
-	road, addr := roads.LAN, spec
-	if r, rest, ok := strings.Cut(spec, "="); ok {
-		var err error
-		if road, err = roads.Parse(r); err != nil || road == roads.Tailnet {
-			return lanListener{}, fmt.Errorf("tailnet: lan address %q: the road must be lan or thunderbolt", spec)
-		}
-		addr = rest
-	}
-	ip, iface, _ := strings.Cut(addr, "%")
-	if net.ParseIP(ip) == nil {
-		return lanListener{}, fmt.Errorf("tailnet: lan address %q is not an IP address", spec)
-	}
-	hostport := net.JoinHostPort(addr, strconv.Itoa(n.cfg.LANPort))
-	ln, err := net.Listen("tcp", hostport)
-	if errors.Is(err, syscall.EADDRINUSE) && n.cfg.LANPortFallback {
-		// Another user's Delta has the default port (ports are per
-		// computer): a free one, kept for every address, and hello
-		// tells the peers.
-		if ln, err = net.Listen("tcp", net.JoinHostPort(addr, "0")); err == nil {
-			taken := n.cfg.LANPort
-			n.cfg.LANPort = ln.Addr().(*net.TCPAddr).Port
-			n.cfg.LANPortFallback = false // chosen: the same one on every address from now on
-			note := fmt.Sprintf("The lan port %d is taken on this computer (another user's Delta?): this Delta's TLS listeners take port %d, and its hello tells its peers.", taken, n.cfg.LANPort)
-			n.log.Warn("notice", "notice", note)
-			n.noticeMu.Lock()
-			n.notices = append(n.notices, note)
-			n.noticeMu.Unlock()
-		}
-	}
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return lanListener{}, fmt.Errorf("tailnet: the TLS listener of the %s road cannot take port %d on %s: it is in use "+
-			"(another Delta on this computer? give each its own with --lan-port or DELTA_LAN_PORT): %w", road, n.cfg.LANPort, addr, err)
-	}
-	if err != nil {
-		return lanListener{}, fmt.Errorf("tailnet: TLS listener on %s: %w", hostport, err)
-	}
-	return lanListener{road: road, iface: iface, spec: spec, ln: tls.NewListener(ln, pintls.ServerConfig(n.cert))}, nil
-}
-
-// listenLAN opens the TLS listener on each lan and thunderbolt address.
-func (n *Node) listenLAN() error {
-	for _, spec := range n.lanSpecs(n.ifaces) {
-		l, err := n.openLAN(spec)
-		if err != nil {
-			for _, l := range n.lanLns {
-				l.ln.Close()
-			}
-			n.lanLns = nil
-			return err
-		}
-		n.lanLns = append(n.lanLns, l)
-	}
-	return nil
-}
-
 // followLAN opens and closes TLS listeners as this computer's lan and
-// thunderbolt addresses come and go (when they are not configured).
+// thunderbolt addresses come and go (when they are not configured), and
+// hands the new ones to the gateway.
 func (n *Node) followLAN(st netwatch.State) {
-	if n.cfg.LANAddrs != nil {
-		return
-	}
-	want := n.lanSpecs(st)
-	n.mu.Lock()
-	var keep []lanListener
-	have := map[string]bool{}
-	for _, l := range n.lanLns {
-		if slices.Contains(want, l.spec) {
-			keep = append(keep, l)
-			have[l.spec] = true
-			continue
-		}
-		n.log.Info("TLS listener closed: its address went away", "address", l.ln.Addr())
-		// The gateway's server for it stops accepting; its connections
-		// over the lost address end with it.
-		_ = l.ln.Close() // an error means it was closed already
-	}
-	n.lanLns = keep
-	n.mu.Unlock()
-	for _, spec := range want {
-		if have[spec] {
-			continue
-		}
-		l, err := n.openLAN(spec)
-		if err != nil {
-			n.log.Warn("could not follow a new address", "err", err)
-			continue
-		}
+	for _, l := range n.lan.Follow(st) {
 		select {
-		case n.newLns <- gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}}:
+		case n.newLns <- gateway.PeerListener{Name: string(l.Road), Listener: l.Listener, Door: ticketDoor{n}}:
 		default:
-			n.log.Warn("no gateway takes new listeners; the new address is not served", "address", l.ln.Addr())
-			_ = l.ln.Close() // not served: closed again
-			continue
+			n.log.Warn("no gateway takes new listeners; the new address is not served", "address", l.Addr())
+			n.lan.Drop(l)
 		}
-		n.log.Info("TLS listener opened on a new address", "address", l.ln.Addr())
-		n.mu.Lock()
-		n.lanLns = append(n.lanLns, l)
-		n.mu.Unlock()
 	}
+}
+
+// addNotice keeps what a person should know (a port taken) for status.
+func (n *Node) addNotice(note string) {
+	n.noticeMu.Lock()
+	n.notices = append(n.notices, note)
+	n.noticeMu.Unlock()
 }
 
 // eventBuffer bounds the listeners waiting for the gateway.
@@ -459,11 +352,9 @@ func (n *Node) Attach(cfg *gateway.Config) {
 	cfg.Tailnet = n
 	cfg.PeerListeners = []gateway.PeerListener{{Name: "tailnet", Listener: n.tailLn, Door: whoisDoor{n}, Routes: n.routes}}
 	cfg.LaterListeners = n.newLns
-	n.mu.Lock()
-	for _, l := range n.lanLns {
-		cfg.PeerListeners = append(cfg.PeerListeners, gateway.PeerListener{Name: string(l.road), Listener: l.ln, Door: ticketDoor{n}})
+	for _, l := range n.lan.All() {
+		cfg.PeerListeners = append(cfg.PeerListeners, gateway.PeerListener{Name: string(l.Road), Listener: l.Listener, Door: ticketDoor{n}})
 	}
-	n.mu.Unlock()
 }
 
 // Close leaves the tailnet and closes the listeners the gateway has not
@@ -476,11 +367,7 @@ func (n *Node) Close() error {
 	n.cancel()
 	n.wg.Wait()
 	n.tailLn.Close()
-	n.mu.Lock()
-	for _, l := range n.lanLns {
-		l.ln.Close()
-	}
-	n.mu.Unlock()
+	n.lan.Close()
 	n.httc.CloseIdleConnections()
 	err := n.srv.Close()
 	n.cancel = nil
@@ -508,8 +395,8 @@ func (n *Node) Status() localapi.TailnetStatus {
 	defer n.mu.Unlock()
 	st := localapi.TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{},
 		LogUpload: LogUploadOn(), ControlURL: n.controlURL()}
-	for _, l := range n.lanLns {
-		st.LAN = append(st.LAN, string(l.road)+" "+l.ln.Addr().String())
+	for _, l := range n.lan.All() {
+		st.LAN = append(st.LAN, string(l.Road)+" "+l.Addr().String())
 	}
 	switch {
 	case n.backend == "NeedsLogin" && n.authURL != "":

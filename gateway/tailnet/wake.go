@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localroads"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/netwatch"
 )
@@ -162,14 +163,14 @@ func sendWake(w wakeTarget) error {
 // helloMACLocked is the MAC address hello publishes for listener l, when
 // this computer allows its peers to wake it: that of the interface that
 // holds its address.
-func (n *Node) helloMACLocked(l lanListener) string {
+func (n *Node) helloMACLocked(l localroads.Listener) string {
 	if !n.cfg.AllowWake {
 		return ""
 	}
-	iface := l.iface
+	iface := l.Interface
 	if iface == "" {
-		if ap, err := netip.ParseAddrPort(l.ln.Addr().String()); err == nil {
-			iface = n.ifaces.InterfaceFor(l.road, ap.Addr())
+		if ap, err := netip.ParseAddrPort(l.Addr().String()); err == nil {
+			iface = n.ifaces.InterfaceFor(l.Road, ap.Addr())
 		}
 	}
 	if iface == "" {
