@@ -28,6 +28,9 @@ const (
 	exitAppError    = 7 // the owner app answered with an HTTP error status (4xx, 5xx)
 	exitNeedsPerson = 8 // the call needs a person: its owner cannot say whether it was carried out
 	exitCut         = 9 // the answer broke off on its way and could not be continued: what was printed is not the whole
+	// exitNotNow: the call is in a state that does not allow it (ask or
+	// settle a settled call, set aside one that needs a person).
+	exitNotNow = 10
 )
 
 // exitError carries an exit code with its message.
@@ -299,6 +302,8 @@ exit codes: 0 done (a read or call answered 2xx) · 1 failed otherwise ·
 2 bad command line · 3 Delta is not running · 4 not carried out (nothing
 was sent, or the owner proved it did not act) · 5 outcome unknown (Delta
 reconciles it) · 6 request id in use for another request · 7 the owner app
-answered with an HTTP error · 8 a person must check
+answered with an HTTP error · 8 a person must check · 9 the answer broke
+off (what was printed is not the whole) · 10 the call's state does not
+allow it (ask or settle a settled call, dismiss one that needs a person)
 `)
 }

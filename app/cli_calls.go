@@ -15,14 +15,16 @@ import (
 
 type callsOpts struct {
 	unsettled *bool
+	dismissed *bool
 	state     *string
 }
 
 // callsCommand is `delta calls`.
-var callsCommand = &command{name: "calls", args: "[--unsettled | --state S]", summary: "the calls this computer made, newest first", reads: true,
+var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | --state S]", summary: "the calls this computer made, newest first", reads: true,
 	flags: func(fs *flag.FlagSet) any {
-		return &callsOpts{unsettled: fs.Bool("unsettled", false, "only calls waiting to be settled (unknown, needs_person), not dismissed"),
-			state: fs.String("state", "", "only calls in this state (sending, answered, unavailable, unknown, carried_out, not_carried_out, needs_person)")}
+		return &callsOpts{unsettled: fs.Bool("unsettled", false, "only calls waiting to be settled (unknown, needs_person), not set aside"),
+			dismissed: fs.Bool("dismissed", false, "only calls a person set aside (Delta still asks about them)"),
+			state:     fs.String("state", "", "only calls in this state (sending, answered, unavailable, unknown, carried_out, not_carried_out, needs_person)")}
 	},
 	run: func(e *env, o any, args []string) error {
 		opts := o.(*callsOpts)
@@ -30,11 +32,17 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --state S]", su
 			return exitf(exitUsage, "calls: unexpected argument %q", args[0])
 		}
 		state := *opts.state
-		if *opts.unsettled {
-			if state != "" {
-				return exitf(exitUsage, "calls: --unsettled and --state %s together: choose one", state)
+		for _, f := range []struct {
+			on   bool
+			name string
+		}{{*opts.unsettled, "unsettled"}, {*opts.dismissed, "dismissed"}} {
+			if !f.on {
+				continue
 			}
-			state = "unsettled"
+			if state != "" {
+				return exitf(exitUsage, "calls: --%s and %s together: choose one", f.name, map[bool]string{true: "--" + state, false: "--state " + state}[state == "unsettled" || state == "dismissed"])
+			}
+			state = f.name
 		}
 		c, err := e.client()
 		if err != nil {
@@ -51,6 +59,13 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --state S]", su
 			return e.printJSON(map[string]any{"calls": calls})
 		}
 		if len(calls) == 0 {
+			if state == "unsettled" {
+				// "no calls" must not hide the ones set aside.
+				if aside, err := c.Calls(e.ctx, "dismissed"); err == nil && len(aside) > 0 {
+					fmt.Fprintf(e.stdout, "no calls need you; %d set aside, outcome not known yet, still asked about (delta calls --dismissed)\n", len(aside))
+					return nil
+				}
+			}
 			fmt.Fprintln(e.stdout, "no calls")
 			return nil
 		}
@@ -118,7 +133,11 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 		if by == "" {
 			by = "a person"
 		}
-		fmt.Fprintf(w, "set aside from %s; still asked about\n", by)
+		if r.Waiting() {
+			fmt.Fprintf(w, "set aside from %s; still asked about\n", by)
+		} else {
+			fmt.Fprintf(w, "set aside from %s before it was settled\n", by)
+		}
 	}
 	fmt.Fprintf(w, "digest:   %s\n", r.Digest)
 	if q := r.Request; q != nil {
@@ -191,8 +210,8 @@ func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*l
 					switch ae.Outcome {
 					case "not_found":
 						code = exitUnavailable
-					case "conflict":
-						code = exitConflict
+					case "conflict": // the call's state does not allow it
+						code = exitNotNow
 					}
 					return &exitError{code: code, err: fmt.Errorf("%s %s: %s", name, args[0], ae.Detail)}
 				}

@@ -371,8 +371,8 @@ func apiExit(what string, err error) error {
 			code = exitUnavailable
 		case "bad_request":
 			code = exitUsage
-		case "conflict":
-			code = exitConflict
+		case "conflict": // the local API's conflicts are a call's state
+			code = exitNotNow
 		}
 		return &exitError{code: code, err: fmt.Errorf("%s: %s", what, ae.Detail)}
 	}

@@ -98,11 +98,16 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 		}
 	}
 	tw.Flush()
-	switch st.Unsettled {
-	case 0:
-		fmt.Fprintln(w, "unsettled writes: none")
-	default:
+	switch {
+	case st.Unsettled > 0:
 		fmt.Fprintf(w, "unsettled writes: %d (delta calls --unsettled)\n", st.Unsettled)
+	case st.Dismissed > 0:
+		fmt.Fprintln(w, "unsettled writes: none that needs you")
+	default:
+		fmt.Fprintln(w, "unsettled writes: none")
+	}
+	if st.Dismissed > 0 {
+		fmt.Fprintf(w, "set aside: %d, outcome not known yet, still asked about (delta calls --dismissed)\n", st.Dismissed)
 	}
 }
 

@@ -147,10 +147,11 @@ func TestCommandLine(t *testing.T) {
 	// A call its owner cannot account for needs a person; --settle waits.
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/reset-after-read/r", "--id", "cli-reset", "--settle")...)
 	wantCode(t, "call --settle on a reset", code, exitNeedsPerson, out, errOut)
+	// It cannot be set aside: setting aside means "keep asking".
 	out, errOut, code = delta(t, append(L, "dismiss", "cli-reset")...)
-	wantCode(t, "dismiss", code, exitNeedsPerson, out, errOut)
-	if !strings.Contains(out, "set aside from the local API") {
-		t.Fatalf("dismiss:\n%s", out)
+	wantCode(t, "dismiss a call that needs a person", code, exitNotNow, out, errOut)
+	if !strings.Contains(errOut, "needs a person, so it cannot be set aside") {
+		t.Fatalf("dismiss:\n%s", errOut)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--carried-out", "--note", "found it in the app")...)
 	wantCode(t, "settle", code, exitOK, out, errOut)
@@ -158,7 +159,7 @@ func TestCommandLine(t *testing.T) {
 		t.Fatalf("settle:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--not-carried-out")...)
-	wantCode(t, "settle a settled call", code, exitConflict, out, errOut)
+	wantCode(t, "settle a settled call", code, exitNotNow, out, errOut)
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset")...)
 	wantCode(t, "settle without a verdict", code, exitUsage, out, errOut)
 	out, errOut, code = delta(t, "receipts", "--state-dir", studio.dir, "--state", "app_unknown")

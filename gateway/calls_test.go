@@ -15,8 +15,11 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/ui"
 )
 
 // TestConcurrentSameRequestID: 50 calls with one request id at once
@@ -263,12 +266,14 @@ func TestListDismissAsk(t *testing.T) {
 	if r := laptop.c.Must(t, "POST", "/v1/calls/list-1/ask", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"state": "needs_person"`) {
 		t.Errorf("ask: %d %s", r.Status, r.Body)
 	}
-	if r := laptop.c.Must(t, "POST", "/v1/calls/list-1/dismiss", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"dismissed": true`) {
-		t.Errorf("dismiss: %d %s", r.Status, r.Body)
+	// A call that needs a person cannot be set aside (issue "What a
+	// person sees": setting aside means "keep asking", never "hide it").
+	if r := laptop.c.Must(t, "POST", "/v1/calls/list-1/dismiss", nil); r.Status != 409 || !strings.Contains(r.Err.Detail, "needs a person") {
+		t.Errorf("dismiss a call that needs a person: %d %s", r.Status, r.Body)
 	}
 	list = laptop.c.Must(t, "GET", "/v1/calls?state=unsettled", nil)
-	if strings.Contains(string(list.Body), "list-1") {
-		t.Errorf("a dismissed call is still listed as unsettled: %s", list.Body)
+	if !strings.Contains(string(list.Body), "list-1") {
+		t.Errorf("a call that needs a person left the unsettled list: %s", list.Body)
 	}
 	for _, p := range []string{"/v1/calls/nope", "/v1/calls/nope/ask", "/v1/calls/nope/dismiss"} {
 		method := "POST"
@@ -292,4 +297,89 @@ func TestListDismissAsk(t *testing.T) {
 	if id := r.Header.Get("X-Delta-Request-Id"); len(id) != 36 {
 		t.Errorf("minted request id %q is not a UUID", id)
 	}
+}
+
+// TestDismissedCallComesBack: a call set aside while its outcome is
+// unknown, which then comes to need a person (its owner's app took it and
+// broke off), comes back: the unsettled list, /v1/status's count, the
+// headline and the menu all show it, and it is no longer set aside. While
+// it was set aside, the summaries said so instead of "none".
+func TestDismissedCallComesBack(t *testing.T) {
+	checkNoLeaks(t)
+	laptop, studio := pair(t, func(n *node) {
+		if n.name == "laptop" {
+			n.cfg.Backoff = []time.Duration{time.Hour} // asked only when a person asks
+		}
+	})
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	status := func() localapi.Status {
+		var st localapi.Status
+		json.Unmarshal(laptop.c.Must(t, "GET", "/v1/status", nil).Body, &st)
+		return st
+	}
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/reset-after-read/b", []byte("x"), "X-Delta-Request-Id", "back-1")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("%d %s", r.Status, r.Body)
+	}
+	if r := laptop.c.Must(t, "POST", "/v1/calls/back-1/dismiss", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"dismissed": true`) {
+		t.Fatalf("dismiss the unknown call: %d %s", r.Status, r.Body)
+	}
+	// Set aside: out of the unsettled list, and every summary says so.
+	if st := status(); st.Unsettled != 0 || st.Dismissed != 1 {
+		t.Errorf("set aside: status counts %d unsettled, %d set aside; want 0 and 1", st.Unsettled, st.Dismissed)
+	}
+	if list := laptop.c.Must(t, "GET", "/v1/calls?state=dismissed", nil); !strings.Contains(string(list.Body), "back-1") {
+		t.Errorf("the set-aside list lacks the call: %s", list.Body)
+	}
+	snap, err := laptop.g.Snapshot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, head := view.Overall(snap); !strings.Contains(head, "1 set aside") {
+		t.Errorf("headline %q while a call is set aside: it must say so", head)
+	}
+	if m := ui.Build(snap, time.Now()); !menuHas(m.Items, "No unsettled writes (1 set aside") {
+		t.Errorf("the menu does not say a call is set aside")
+	}
+
+	// A person asks now: the owner says its app broke off, so the call
+	// needs a person, and comes back.
+	if r := laptop.c.Must(t, "POST", "/v1/calls/back-1/ask", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"state": "needs_person"`) {
+		t.Fatalf("ask: %d %s", r.Status, r.Body)
+	}
+	c := laptop.c.GetCall(t, "back-1", 0)
+	if c.State != "needs_person" || c.Dismissed || c.DismissedBy != "" {
+		t.Errorf("after it came to need a person: %s, dismissed %v (by %q)", c.State, c.Dismissed, c.DismissedBy)
+	}
+	if st := status(); st.Unsettled != 1 || st.Dismissed != 0 {
+		t.Errorf("status counts %d unsettled, %d set aside; want 1 and 0", st.Unsettled, st.Dismissed)
+	}
+	if list := laptop.c.Must(t, "GET", "/v1/calls?state=unsettled", nil); !strings.Contains(string(list.Body), "back-1") {
+		t.Errorf("the unsettled list lacks the call that needs a person: %s", list.Body)
+	}
+	if snap, err = laptop.g.Snapshot(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if level, head := view.Overall(snap); level != view.Unsettled || head != "1 unsettled write" {
+		t.Errorf("headline: %s %q, want unsettled \"1 unsettled write\"", level, head)
+	}
+	m := ui.Build(snap, time.Now())
+	if m.Level != view.Unsettled || !menuHas(m.Items, "Unsettled writes (1)") || menuHas(m.Items, "    Dismiss…") {
+		t.Errorf("menu: level %s; want unsettled, \"Unsettled writes (1)\", and no Dismiss… for a call that needs a person", m.Level)
+	}
+	hist, err := laptop.g.History(t.Context(), "back-1")
+	if err != nil || len(hist) == 0 || hist[len(hist)-1].State != record.NeedsPerson || hist[len(hist)-1].Dismissed {
+		t.Errorf("history %+v %v: want the last step needs_person, not set aside", hist, err)
+	}
+}
+
+// menuHas reports whether a menu item's title starts with prefix.
+func menuHas(items []ui.Item, prefix string) bool {
+	for _, it := range items {
+		if strings.HasPrefix(it.Title, prefix) || menuHas(it.Children, prefix) {
+			return true
+		}
+	}
+	return false
 }

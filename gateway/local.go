@@ -232,10 +232,12 @@ func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
 	case s == "":
 	case s == "unsettled":
 		f.Unsettled = true
+	case s == "dismissed":
+		f.Dismissed = true
 	case slices.Contains(record.CallStates, s):
 		f.State = s
 	default:
-		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not unsettled or a call state (%s)", s, list(record.CallStates)))
+		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not unsettled, dismissed or a call state (%s)", s, list(record.CallStates)))
 		return
 	}
 	if v := r.URL.Query().Get("limit"); v != "" {

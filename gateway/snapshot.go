@@ -124,11 +124,26 @@ func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, no
 // Dismiss sets a call aside: hidden from the menu, still reconciled. by
 // names who asked ("the status page", "the local API"), as recorded.
 func (g *Gateway) Dismiss(ctx context.Context, id, by string) (*record.Call, error) {
-	if err := g.db.Dismiss(ctx, id, by); err != nil {
+	moved, err := g.db.Dismiss(ctx, id, by)
+	if err != nil {
 		return nil, err
 	}
-	return g.db.Call(ctx, id)
+	c, err := g.db.Call(ctx, id)
+	if err != nil || moved {
+		return c, err
+	}
+	if c.State == record.NeedsPerson {
+		return c, &conflictError{fmt.Sprintf("call %s needs a person, so it cannot be set aside: setting aside means \"keep asking\", and Delta asks about it no more; check with %s whether it happened and settle it (delta settle %s)", id, c.Peer, id)}
+	}
+	return c, &conflictError{fmt.Sprintf("call %s is %s: only a call whose outcome is unknown can be set aside", id, view.Words(c.State))}
 }
+
+// conflictError refuses an action on a call in the wrong state, in its
+// own words; it is an ErrNotUnsettled (409 conflict).
+type conflictError struct{ msg string }
+
+func (e *conflictError) Error() string { return e.msg }
+func (e *conflictError) Unwrap() error { return ErrNotUnsettled }
 
 // behindWords says what the menu and the page say of outcomes the journal
 // holds in memory, or "".

@@ -114,7 +114,10 @@ func (g *Gateway) status(r *http.Request) (localapi.Status, error) {
 	}
 	s.Journal.Behind = behind(g.db.Behind())
 	s.Transfers, s.Sessions = g.transfers.Long(), g.transfers.Sessions()
-	s.Unsettled, err = g.db.CountUnsettled(r.Context())
+	if s.Unsettled, err = g.db.CountUnsettled(r.Context()); err != nil {
+		return s, err
+	}
+	s.Dismissed, err = g.db.CountDismissed(r.Context())
 	s.Cache.Entries, s.Cache.Bytes = g.cache.Len()
 	return s, err
 }

@@ -70,8 +70,9 @@ func (c *Client) CallRecord(ctx context.Context, id string) (*localapi.Call, err
 	return &r, err
 }
 
-// Calls lists calls, newest first: state "" for all, "unsettled", or a
-// call state.
+// Calls lists calls, newest first: state "" for all, "unsettled" (those
+// waiting to be settled, not set aside), "dismissed" (those a person set
+// aside, still asked about), or a call state.
 func (c *Client) Calls(ctx context.Context, state string) ([]localapi.Call, error) {
 	var out struct {
 		Calls []localapi.Call `json:"calls"`

@@ -204,6 +204,9 @@ func currentRoad(p localapi.PeerStatus) *localapi.RoadStatus {
 func callsItem(s view.Snapshot, now time.Time) Item {
 	n := len(s.Unsettled)
 	if n == 0 {
+		if d := len(s.Dismissed); d > 0 {
+			return Item{Key: "calls", Title: fmt.Sprintf("No unsettled writes (%d set aside, still asked about)", d), Action: &Action{Kind: ActOpen}}
+		}
 		return Item{Key: "calls", Title: "No unsettled writes"}
 	}
 	it := Item{Key: "calls", Title: fmt.Sprintf("Unsettled writes (%d)", n)}
@@ -245,12 +248,14 @@ func callItems(c *record.Call, now time.Time) []Item {
 			Item{Key: key + "/nothappened", Title: "    It did not happen…", Tooltip: "opens the status page at this call, where you confirm: Delta stops asking the owner",
 				Action: &Action{Kind: ActSettle, CallID: c.RequestID}})
 	}
-	return append(items,
+	items = append(items,
 		Item{Key: key + "/ask", Title: "    Ask now", Action: &Action{Kind: ActAsk, CallID: c.RequestID}},
-		Item{Key: key + "/copy", Title: "    Copy request id", Tooltip: c.RequestID, Action: &Action{Kind: ActCopyID, CallID: c.RequestID}},
-		Item{Key: key + "/dismiss", Title: "    Dismiss…", Tooltip: "opens the status page at this call: dismissing hides it from the menu, and Delta keeps asking the owner",
-			Action: &Action{Kind: ActDismiss, CallID: c.RequestID}},
-	)
+		Item{Key: key + "/copy", Title: "    Copy request id", Tooltip: c.RequestID, Action: &Action{Kind: ActCopyID, CallID: c.RequestID}})
+	if c.State == record.Unknown { // a call that needs a person is never hidden
+		items = append(items, Item{Key: key + "/dismiss", Title: "    Dismiss…", Tooltip: "opens the status page at this call: dismissing hides it from the menu, and Delta keeps asking the owner",
+			Action: &Action{Kind: ActDismiss, CallID: c.RequestID}})
+	}
+	return items
 }
 
 func capitalize(s string) string {

@@ -168,6 +168,11 @@ func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur
 		if t.CountAsk {
 			set = append(set, "asks = asks + 1")
 		}
+		if t.To == record.NeedsPerson {
+			// Set aside means "keep asking", never "hide it if it needs
+			// me": a call that comes to need a person comes back.
+			set = append(set, "dismissed = 0", "dismissed_by = ''")
+		}
 		q := `UPDATE calls SET ` + strings.Join(set, ", ") + ` WHERE request_id = ? AND state IN (` + placeholders(len(t.From)) + `)`
 		args = append(args, id)
 		for _, s := range t.From {
@@ -278,6 +283,8 @@ type CallFilter struct {
 	Unsettled bool
 	// WithDismissed, with Unsettled, keeps the dismissed ones too.
 	WithDismissed bool
+	// Dismissed keeps only the calls a person set aside.
+	Dismissed bool
 	// State, if not empty, keeps only calls in that state.
 	State record.CallState
 	// Limit caps the number returned. If 0, 500.
@@ -293,6 +300,8 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*record.Call, error) {
 		q += ` WHERE state IN ` + unsettledSQL
 	case f.Unsettled:
 		q += ` WHERE state IN ` + unsettledSQL + ` AND dismissed = 0`
+	case f.Dismissed:
+		q += ` WHERE state IN ` + unsettledSQL + ` AND dismissed = 1`
 	case f.State != "":
 		q += ` WHERE state = ?`
 		args = append(args, f.State)
@@ -360,17 +369,28 @@ func (d *DB) CountUnsettled(ctx context.Context) (int, error) {
 
 // Dismiss sets call id aside: hidden from the menu, still reconciled. by
 // names who did it ("the status page", "the local API"), as the call's
-// record keeps it.
-func (d *DB) Dismiss(ctx context.Context, id, by string) error {
-	res, err := d.db.ExecContext(ctx, `UPDATE calls SET dismissed = 1, dismissed_by = ?, updated_at = ? WHERE request_id = ?`, by, nanos(d.now()), id)
+// record keeps it. Only an unknown call can be set aside (Delta keeps
+// asking about it); moved reports whether it was unknown. A call that
+// comes to need a person comes back (Move).
+func (d *DB) Dismiss(ctx context.Context, id, by string) (moved bool, err error) {
+	res, err := d.db.ExecContext(ctx, `UPDATE calls SET dismissed = 1, dismissed_by = ?, updated_at = ? WHERE request_id = ? AND state = ?`,
+		by, nanos(d.now()), id, record.Unknown)
 	if err != nil {
-		return fmt.Errorf("journal: dismiss call %s: %w", id, err)
+		return false, fmt.Errorf("journal: dismiss call %s: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("journal: call %s: %w", id, ErrNotFound)
+		return false, nil
 	}
 	d.notify()
-	return nil
+	return true, nil
+}
+
+// CountDismissed counts the calls a person set aside that are still
+// unsettled (Delta still asks about them).
+func (d *DB) CountDismissed(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 1`).Scan(&n)
+	return n, err
 }
 
 // RecoverCalls turns every "sending" call into "unknown", due for asking at

@@ -17,6 +17,9 @@ type Status struct {
 	// Unsettled counts the calls waiting to be settled (unknown,
 	// needs_person), not dismissed.
 	Unsettled int `json:"unsettled"`
+	// Dismissed counts the calls a person set aside: their outcome is not
+	// known yet, and Delta still asks their owners.
+	Dismissed int `json:"dismissed"`
 	// Notices are what a person should know about this Delta (a port it
 	// could not take).
 	Notices []string      `json:"notices"`

@@ -63,6 +63,8 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"checkfirst":  func(s proto.ReceiptState) bool { return s.CheckFirst() },
 	"settleable":  func(s record.CallState) bool { return s.Unsettled() },
 	"needsperson": func(s record.CallState) bool { return s == record.NeedsPerson },
+	// Only a call Delta still asks about can be set aside.
+	"dismissable": func(s record.CallState, dismissed bool) bool { return s == record.Unknown && !dismissed },
 	"wrap": func(p pageData, c pageCall) callBox {
 		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
 	},

@@ -178,7 +178,16 @@ func Overall(s Snapshot) (level Level, headline string) {
 	case len(checking) > 1:
 		return OK, fmt.Sprintf("Reaching %d peers…", len(checking))
 	}
-	return OK, fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers)))
+	return OK, fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers))) + setAside(s)
+}
+
+// setAside is what the headline adds while calls are set aside: their
+// outcome is not known yet, so "all well" says so.
+func setAside(s Snapshot) string {
+	if n := len(s.Dismissed); n > 0 {
+		return fmt.Sprintf(" · %d set aside, still asked about", n)
+	}
+	return ""
 }
 
 // currentRoadUp reports whether p's current road is known to be up: only

@@ -32,6 +32,7 @@ func TestOverall(t *testing.T) {
 		{"down", Snapshot{Peers: []localapi.PeerStatus{peer("studio", "", "down")}}, "degraded", "studio is unreachable"},
 		{"unsettled wins", Snapshot{Unsettled: []*record.Call{{}}, Peers: []localapi.PeerStatus{peer("studio", "", "down")}}, "unsettled", "1 unsettled write"},
 		{"login", Snapshot{Tailnet: &TailnetSummary{NeedsLogin: true}}, "degraded", "Not logged in to the tailnet"},
+		{"set aside", Snapshot{Dismissed: []*record.Call{{}}, Peers: []localapi.PeerStatus{peer("studio", roads.Thunderbolt, "up")}}, "ok", "All well: 1 peer reachable · 1 set aside, still asked about"},
 	} {
 		level, head := Overall(tc.snap)
 		if level != tc.level || head != tc.head {

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
+)
+
+// TestSummariesSaySetAside: the status's summary line and a call's record
+// are computed from the same data as what they sum up: "none" never hides
+// a call set aside, and a call set aside before it was settled is not
+// "still asked about".
+func TestSummariesSaySetAside(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		unsettled, dismissed int
+		want, not            string
+	}{
+		{0, 0, "unsettled writes: none\n", "set aside"},
+		{0, 2, "unsettled writes: none that needs you\nset aside: 2, outcome not known yet", "unsettled writes: none\n"},
+		{1, 1, "unsettled writes: 1 (delta calls --unsettled)\nset aside: 1", "none"},
+	} {
+		var b strings.Builder
+		writeStatus(&b, &localapi.Status{Self: localapi.Self{Name: "laptop"}, Unsettled: tc.unsettled, Dismissed: tc.dismissed}, now)
+		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) {
+			t.Errorf("%d unsettled, %d set aside:\n%s\nwant %q, not %q", tc.unsettled, tc.dismissed, b.String(), tc.want, tc.not)
+		}
+	}
+	for state, want := range map[string]string{
+		"unknown":     "set aside from the local API; still asked about",
+		"carried_out": "set aside from the local API before it was settled",
+	} {
+		var b strings.Builder
+		writeRecord(&b, &localapi.Call{RequestID: "r", State: state, Dismissed: true, DismissedBy: "the local API", CreatedAt: now}, now)
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("a %s call set aside:\n%s\nwant %q", state, b.String(), want)
+		}
+	}
+}
