@@ -186,7 +186,6 @@ func (r *Router) Probe(ctx context.Context) {
 func (r *Router) probe(ctx context.Context, c roads.Candidate) {
 	pctx, cancel := context.WithTimeout(ctx, c.Road.ConnectTimeout()+probeSlack)
 	defer cancel()
-	was := r.best(c.Peer)
 	start := time.Now()
 	err := r.ping(pctx, c)
 	if ctx.Err() != nil {
@@ -195,6 +194,7 @@ func (r *Router) probe(ctx context.Context, c roads.Candidate) {
 	if err != nil {
 		err = fmt.Errorf("probe: %w", err)
 	}
+	was := r.best(c.Peer) // as the book had it when the answer came
 	r.Report(c, time.Since(start), err)
 	if err != nil {
 		return
