@@ -32,7 +32,7 @@ func FuzzLocalRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if proto.UncleanPath(r.URL.Path) != "" || proto.Refused(r.Method, r.RequestURI) != "" || !strings.HasPrefix(r.URL.Path, "/v1/peers/") {
+		if proto.UncleanPath(r.URL.Path) != "" || func() bool { _, why := proto.Refused(r.Method, r.RequestURI); return why != "" }() || !strings.HasPrefix(r.URL.Path, "/v1/peers/") {
 			return // refused before the target is read (cleanPaths, guardLocal, the mux)
 		}
 		tg, o, detail := parseTarget(r)

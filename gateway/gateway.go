@@ -196,7 +196,7 @@ type PeerListener struct {
 	// Door identifies callers on this listener. If nil, the gateway's.
 	Door owner.Door
 	// Routes, if not nil, registers extra handlers on this listener's mux
-	// (behind the door; see CallerFrom).
+	// (behind the door; see owner.VisitorFrom).
 	Routes func(mux *http.ServeMux)
 }
 

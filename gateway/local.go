@@ -2,10 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -99,7 +96,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			g.page.ServeHTTP(w, r) // its own login: a cookie, never the token
 			return
 		}
-		if r.URL.Path == ProofPath {
+		if r.URL.Path == localapi.ProofPath {
 			g.handleProof(w, r) // before the token: it is how a client knows whom to send it to
 			return
 		}
@@ -115,10 +112,12 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
 			return
 		}
-		if why := proto.Refused(r.Method, r.RequestURI); why != "" {
-			w.Header().Set("Allow", "GET, HEAD, OPTIONS, and any method of a call (POST, PUT, PATCH, DELETE, …)")
+		if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
+			if status == http.StatusMethodNotAllowed {
+				w.Header().Set("Allow", "GET, HEAD, OPTIONS, and any method of a call (POST, PUT, PATCH, DELETE, …)")
+			}
 			proto.RefuseAndClose(w)
-			proto.WriteError(w, http.StatusMethodNotAllowed, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+			proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -130,7 +129,7 @@ func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
 }
 
 func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
-	isCall := proto.IsCall(r.Method)
+	isCall, upgrade := proto.IsCall(r.Method), proto.IsUpgrade(r.Header)
 	t, o, detail := parseTarget(r)
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
@@ -149,22 +148,17 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}
-	if proto.IsUpgrade(r.Header) {
-		if !g.router.Known(t.Peer) {
-			g.stats.read(proto.NotFound)
-			proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer}.With(proto.NothingSent))
-			return
-		}
-		g.caller.Session(w, r, t)
-		return
-	}
-	if isCall {
+	if isCall && !upgrade {
 		g.caller.Call(w, r, t) // the journal first: it checks the peer after
 		return
 	}
 	if !g.router.Known(t.Peer) {
 		g.stats.read(proto.NotFound)
 		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer}.With(proto.NothingSent))
+		return
+	}
+	if upgrade {
+		g.caller.Session(w, r, t)
 		return
 	}
 	g.caller.Read(w, r, t)
@@ -333,7 +327,7 @@ func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
 	}
 	err := proto.DecodeObject(r.Body, 16<<10, &body)
 	if err == nil && body.State != "carried_out" && body.State != "not_carried_out" {
-		err = fmt.Errorf("state %q is neither", body.State)
+		err = fmt.Errorf("state %q is neither carried_out nor not_carried_out", body.State)
 	}
 	if err != nil {
 		localError(w, proto.BadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "note": "…"}: `+err.Error())
@@ -514,30 +508,16 @@ func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// ProofPath is where the local API proves it is this state folder's
-// Delta before a client sends it the token (the kit asks on every new
-// connection): GET ProofPath?nonce=N answers {"proof": hex(HMAC-SHA256(
-// token, "delta-local-proof/1" NUL N))}. Whoever holds a dead Delta's port
-// cannot answer it, and the token never leaves the client.
-const ProofPath = "/v1/proof"
-
 var nonceRe = regexp.MustCompile(`^[0-9a-f]{32,128}$`)
 
 func (g *Gateway) handleProof(w http.ResponseWriter, r *http.Request) {
 	nonce := r.URL.Query().Get("nonce")
 	if r.Method != http.MethodGet || !nonceRe.MatchString(nonce) {
-		localError(w, proto.BadRequest, "a proof is GET "+ProofPath+"?nonce=<32 to 128 hex digits>")
+		localError(w, proto.BadRequest, "a proof is GET "+localapi.ProofPath+"?nonce=<32 to 128 hex digits>")
 		return
 	}
 	w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
-	proto.WriteJSON(w, http.StatusOK, map[string]string{"proof": LocalProof(g.token, nonce)})
-}
-
-// LocalProof is the proof of holding token for nonce (ProofPath).
-func LocalProof(token, nonce string) string {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("delta-local-proof/1\x00" + nonce))
-	return hex.EncodeToString(m.Sum(nil))
+	proto.WriteJSON(w, http.StatusOK, map[string]string{"proof": localapi.Proof(g.token, nonce)})
 }
 
 // list joins states for an error: "sending, answered, …".

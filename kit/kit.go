@@ -316,7 +316,7 @@ func (c *Client) CallStream(ctx context.Context, peer, app, method, path string,
 	h.Set(HeaderRequestID, id)
 	setCommon(h, c.App, opt.Route, opt.Timeout)
 	if opt.Progress != nil && body != nil {
-		body = &progress{r: body, total: size, report: opt.Progress}
+		body = &progress{r: body, counter: counter{total: size, report: opt.Progress}}
 	}
 	resp, handedOver, err := c.send(ctx, c.calls, method, peerPath(peer, app, path), body, size, h)
 	if err != nil {
@@ -424,7 +424,7 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 				a.Age = time.Duration(s) * time.Second
 			}
 		}
-		return &Response{Answer: a, Body: &body{rc: resp.Body, total: resp.ContentLength, report: report}}, nil
+		return &Response{Answer: a, Body: &body{rc: resp.Body, counter: counter{total: resp.ContentLength, report: report}}}, nil
 	case "":
 		resp.Body.Close()
 		return nil, fmt.Errorf("kit: %s answered %s without %s: it is not Delta's local API", resp.Request.URL.Host, resp.Status, HeaderOutcome)
@@ -449,21 +449,31 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 		NothingSent: eb.Sent != nil && !*eb.Sent}
 }
 
+// counter counts a body's bytes as they pass, and tells report (if not
+// nil) each time some do, and at the end.
+type counter struct {
+	n      int64
+	total  int64 // -1 if unknown
+	report func(done, total int64)
+}
+
+func (c *counter) count(n int, err error) {
+	c.n += int64(n)
+	if c.report != nil && (n > 0 || err == io.EOF) {
+		c.report(c.n, c.total)
+	}
+}
+
 // body is an answer's body as the kit passes it on: an answer that broke
 // off is a *Cut, never a clean end.
 type body struct {
-	rc     io.ReadCloser
-	n      int64
-	total  int64
-	report func(done, total int64)
+	rc io.ReadCloser
+	counter
 }
 
 func (b *body) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
-	b.n += int64(n)
-	if b.report != nil && (n > 0 || err == io.EOF) {
-		b.report(b.n, b.total)
-	}
+	b.count(n, err)
 	if err != nil && err != io.EOF {
 		err = &Cut{Read: b.n, Total: b.total, Err: err}
 	}
@@ -474,18 +484,13 @@ func (b *body) Close() error { return b.rc.Close() }
 
 // progress reports what a call's body has sent.
 type progress struct {
-	r      io.Reader
-	n      int64
-	total  int64
-	report func(done, total int64)
+	r io.Reader
+	counter
 }
 
 func (p *progress) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
-	p.n += int64(n)
-	if n > 0 || err == io.EOF {
-		p.report(p.n, p.total)
-	}
+	p.count(n, err)
 	return n, err
 }
 

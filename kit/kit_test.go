@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/examples/notes"
-	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
 
@@ -206,7 +206,7 @@ func TestLocalDeltaGoneMidCall(t *testing.T) {
 			// then takes the call and breaks.
 			br := bufio.NewReader(conn)
 			if req, err := http.ReadRequest(br); err == nil && req.URL.Path == "/v1/proof" {
-				body, _ := json.Marshal(map[string]string{"proof": gateway.LocalProof("tok", req.URL.Query().Get("nonce"))})
+				body, _ := json.Marshal(map[string]string{"proof": localapi.Proof("tok", req.URL.Query().Get("nonce"))})
 				fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nX-Delta-Outcome: answered\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 				http.ReadRequest(br)
 			}

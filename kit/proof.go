@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,10 +18,6 @@ import (
 
 	"github.com/delta-roads/delta/gateway/localapi"
 )
-
-// proofPath is where the local API proves it holds this folder's token
-// (docs/protocol.md, "Whom the token goes to").
-const proofPath = "/v1/proof"
 
 // NotDelta: the listener named in local.json is not this folder's Delta
 // (a process that took a dead Delta's port): nothing was sent to it, the
@@ -66,7 +61,7 @@ func prove(ctx context.Context, conn net.Conn, addr, tok string) error {
 	}
 	conn.SetDeadline(deadline)
 	defer conn.SetDeadline(time.Time{})
-	if _, err := fmt.Fprintf(conn, "GET %s?nonce=%s HTTP/1.1\r\nHost: %s\r\n\r\n", proofPath, nonce, addr); err != nil {
+	if _, err := fmt.Fprintf(conn, "GET %s?nonce=%s HTTP/1.1\r\nHost: %s\r\n\r\n", localapi.ProofPath, nonce, addr); err != nil {
 		return &NotDelta{Addr: addr, Why: "it took the connection and not the question: " + err.Error()}
 	}
 	br := bufio.NewReaderSize(conn, 1024)
@@ -89,9 +84,7 @@ func prove(ctx context.Context, conn net.Conn, addr, tok string) error {
 	case br.Buffered() != 0:
 		return &NotDelta{Addr: addr, Why: "it sent more than the proof"}
 	}
-	m := hmac.New(sha256.New, []byte(tok))
-	m.Write([]byte("delta-local-proof/1\x00" + nonce))
-	if !hmac.Equal([]byte(p.Proof), []byte(hex.EncodeToString(m.Sum(nil)))) {
+	if !hmac.Equal([]byte(p.Proof), []byte(localapi.Proof(tok, nonce))) {
 		return &NotDelta{Addr: addr, Why: "it does not hold this folder's token (another folder's Delta, or another program)"}
 	}
 	return nil

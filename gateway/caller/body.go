@@ -7,7 +7,6 @@ import (
 	"hash"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
@@ -136,9 +135,6 @@ const drainFor = 10 * time.Second
 func (b *callBody) drain(w http.ResponseWriter, r *http.Request) {
 	if b.whole || b.done || b.srcErr != nil {
 		return
-	}
-	if strings.EqualFold(r.Header.Get("Expect"), "100-continue") && b.n == 0 && len(b.head) == 0 {
-		return // it waits for 100 Continue: nothing more comes
 	}
 	// The door's deadline, not the body's idle one, bounds this.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(drainFor))

@@ -10,8 +10,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -497,19 +495,10 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 	var whole, ahead []byte
 	stream := false
 	if a := e.live; a != nil {
-		h := a.Header.Clone()
-		proto.StripHop(h)
-		h.Del("Content-Length")
+		h := proto.KeptHeader(a.Header)
 		var err error
-		complete := false
-		if a.ContentLength >= 0 && a.ContentLength <= proto.MaxStoredAnswer {
-			ahead, err = io.ReadAll(a.Body)
-			complete = err == nil
-		} else {
-			// What has arrived already: a small answer of unknown length
-			// is usually all there.
-			ahead, complete, err = a.ReadAhead(proto.MaxStoredAnswer)
-		}
+		var complete bool
+		ahead, complete, err = a.ReadSmall(proto.MaxStoredAnswer)
 		switch {
 		case err != nil:
 			a.Body.Close()
@@ -586,14 +575,11 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 		x = cr.cfg.Transfers.Start(localapi.TransferCall, c.Peer, c.App, c.Path, e.road)
 		defer x.Done()
 	}
-	keep := &keptBody{limit: proto.MaxStoredAnswer, h: sha256.New()}
+	keep := &proto.KeptBody{Limit: proto.MaxStoredAnswer}
 	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
-	body := &record.Answer{Omitted: keep.over, BodyDigest: hex.EncodeToString(keep.h.Sum(nil))}
-	if !keep.over {
-		body.Body = keep.buf.Bytes()
-	}
-	if err != nil {
-		body.Omitted, body.Body = true, nil
+	body := &record.Answer{Omitted: true} // a call's record keeps no digest of its answer
+	if kept, ok := keep.Kept(); ok && err == nil {
+		body.Body, body.Omitted = kept, false
 	}
 	if jerr := cr.cfg.DB.SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
 		cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)

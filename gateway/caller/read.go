@@ -1,11 +1,9 @@
 package caller
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/http/httptrace"
@@ -229,13 +227,11 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	// its body: status, no-store, Vary: *, a length over the limit, an
 	// event stream).
 	var admitted *readcache.Admission
-	var keep *keptBody
+	var keep *proto.KeptBody
 	if rd.isGet {
 		if admitted = cr.cfg.Cache.Storable(resp.StatusCode, rd.r.Header, resp.Header, resp.ContentLength); admitted != nil {
-			keep = &keptBody{limit: cr.cfg.Cache.MaxEntry()}
-			if resp.ContentLength > 0 {
-				keep.buf.Grow(int(resp.ContentLength)) // one allocation, not a doubling series
-			}
+			keep = &proto.KeptBody{Limit: cr.cfg.Cache.MaxEntry()}
+			keep.Grow(resp.ContentLength)
 		}
 	}
 	var x *transfer.Transfer
@@ -278,14 +274,16 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		next.Body.Close()
 		n += m
 	}
-	if err != nil || keep == nil || keep.over {
+	if err != nil || keep == nil {
 		return // the app went away, or nothing to keep
 	}
-	// The app has its header (w's map, written): what is kept is trimmed
-	// in place, and PutAdmitted keeps its own copy.
-	proto.StripHop(resp.Header)
-	resp.Header.Del("Content-Length")
-	cr.cfg.Cache.PutAdmitted(admitted, rd.key, resp.Header, keep.buf.Bytes(), string(cand.Road))
+	if body, ok := keep.Kept(); ok {
+		// The app has its header (w's map, written): what is kept is
+		// trimmed in place, and PutAdmitted keeps its own copy.
+		proto.StripHop(resp.Header)
+		resp.Header.Del("Content-Length")
+		cr.cfg.Cache.PutAdmitted(admitted, rd.key, resp.Header, body, string(cand.Road))
+	}
 }
 
 // resume asks for the rest of first's body from byte n, on a freshly
@@ -347,7 +345,7 @@ func Resumable(method string, req http.Header, resp *http.Response) (validator, 
 		return "", "the app asked for a range itself"
 	case resp.StatusCode != http.StatusOK:
 		return "", fmt.Sprintf("the answer was %d, not 200", resp.StatusCode)
-	case !hasToken(resp.Header.Values("Accept-Ranges"), "bytes"):
+	case !proto.HasToken(resp.Header.Values("Accept-Ranges"), "bytes"):
 		return "", "the owner app does not offer ranges (no Accept-Ranges: bytes)"
 	}
 	if et := resp.Header.Get("ETag"); et != "" && !strings.HasPrefix(et, "W/") {
@@ -384,20 +382,9 @@ func Continues(first, next *http.Response, n int64) string {
 	return ""
 }
 
-func hasToken(vs []string, tok string) bool {
-	for _, v := range vs {
-		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(f), tok) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // relay copies src to the app as it arrives (proto.Flow), keeping a copy
 // in keep (if not nil) and counting it in x (if not nil).
-func relay(w http.ResponseWriter, src io.Reader, keep *keptBody, x *transfer.Transfer) (int64, error) {
+func relay(w http.ResponseWriter, src io.Reader, keep *proto.KeptBody, x *transfer.Transfer) (int64, error) {
 	var also io.Writer
 	switch {
 	case keep != nil && x != nil:
@@ -408,28 +395,6 @@ func relay(w http.ResponseWriter, src io.Reader, keep *keptBody, x *transfer.Tra
 		also = x
 	}
 	return proto.Flow(w, src, also)
-}
-
-// keptBody keeps at most limit bytes of a body (and sums it, when h is
-// set), then stops keeping: it never fails, so the relay goes on.
-type keptBody struct {
-	buf   bytes.Buffer
-	limit int64
-	over  bool
-	h     hash.Hash
-}
-
-func (k *keptBody) Write(p []byte) (int, error) {
-	if k.h != nil {
-		k.h.Write(p)
-	}
-	if !k.over && int64(k.buf.Len()+len(p)) <= k.limit {
-		k.buf.Write(p)
-	} else if !k.over {
-		k.over = true
-		k.buf = bytes.Buffer{}
-	}
-	return len(p), nil
 }
 
 // serveCached writes a stored answer: fresh when stale is "", else labelled

@@ -29,7 +29,7 @@ func (d *DB) SetCallBody(ctx context.Context, id, digest string, size int64) err
 
 // SetAnswerBody records the body of call id's answer, whose head was
 // recorded as it arrived (with Omitted set until now): a.Body and
-// a.Omitted, and a.BodyDigest.
+// a.Omitted (a call's record keeps no digest of its answer).
 func (d *DB) SetAnswerBody(ctx context.Context, id string, a *record.Answer) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE calls SET answer_body = ?, answer_omitted = ? WHERE request_id = ? AND answer_status IS NOT NULL`,

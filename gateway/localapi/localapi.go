@@ -7,7 +7,10 @@
 package localapi
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -210,8 +213,11 @@ type Answer struct {
 }
 
 // Body is the kept body.
-func (a *Answer) Body() []byte {
-	b, _ := base64.StdEncoding.DecodeString(a.BodyBase64) // Delta writes valid base64
+func (a *Answer) Body() []byte { return unbase64(a.BodyBase64) }
+
+// unbase64 decodes a body Delta wrote (valid base64).
+func unbase64(s string) []byte {
+	b, _ := base64.StdEncoding.DecodeString(s)
 	return b
 }
 
@@ -239,7 +245,19 @@ type SentRequest struct {
 }
 
 // Body is the kept body.
-func (s *SentRequest) Body() []byte {
-	b, _ := base64.StdEncoding.DecodeString(s.BodyBase64) // Delta writes valid base64
-	return b
+func (s *SentRequest) Body() []byte { return unbase64(s.BodyBase64) }
+
+// ProofPath is where the local API proves that it holds this state
+// folder's token before a client sends it the token (the kit asks on
+// every new connection): GET ProofPath?nonce=N answers {"proof":
+// Proof(token, N)}. Whoever holds a dead Delta's port cannot answer it,
+// and the token never leaves the client.
+const ProofPath = "/v1/proof"
+
+// Proof is the proof of holding token for nonce: hex(HMAC-SHA256(token,
+// "delta-local-proof/1" NUL nonce)).
+func Proof(token, nonce string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("delta-local-proof/1\x00" + nonce))
+	return hex.EncodeToString(m.Sum(nil))
 }

@@ -131,6 +131,18 @@ type Answer struct {
 	br   *bufio.Reader
 }
 
+// ReadSmall reads the body whole when its length is known and at most
+// limit bytes; otherwise what has arrived already (ReadAhead). whole
+// reports whether that is all of it: a small answer is taken whole, and a
+// long one or a stream is passed on from what was read.
+func (a *Answer) ReadSmall(limit int) (data []byte, whole bool, err error) {
+	if a.ContentLength >= 0 && a.ContentLength <= int64(limit) {
+		data, err = io.ReadAll(a.Body)
+		return data, err == nil, err
+	}
+	return a.ReadAhead(limit)
+}
+
 // ReadAhead reads of the body what has arrived already, and no more than
 // limit bytes, without waiting for more: whole reports whether that is all
 // of it (an answer written in one piece, as most small ones are). What is
@@ -235,7 +247,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		// them (a refusal at its door, no room for the body); take that
 		// answer if it comes.
 		c.setRead(opt.Idle, true)
-		if resp, err := readHead(br, req, opt); err == nil {
+		if resp, err := readHead(br, req, opt, false); err == nil {
 			c.bodyIdle.Store(true)
 			return answer(resp, c, br), nil
 		}
@@ -245,7 +257,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		opt.Written()
 	}
 	c.setRead(opt.Wait, true)
-	resp, err := readHead(br, req, opt)
+	resp, err := readHead(br, req, opt, false)
 	if err != nil {
 		err = c.cause(ctx, err)
 		return fail(&Error{Op: "read the answer", Sent: true, Err: err, Timeout: IsTimeout(err)})
@@ -278,20 +290,11 @@ func (g *gate) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		g.c.setRead(g.opt.Idle, true)
-		for range max1xx {
-			resp, err := http.ReadResponse(g.br, g.req)
-			if err != nil {
-				return 0, fmt.Errorf("waiting for 100 Continue: %w", err)
-			}
-			if resp.StatusCode == http.StatusContinue {
-				break
-			}
-			if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-				if g.opt.Got1xx != nil {
-					g.opt.Got1xx(resp.StatusCode, resp.Header)
-				}
-				continue
-			}
+		resp, err := readHead(g.br, g.req, g.opt, true)
+		if err != nil {
+			return 0, fmt.Errorf("waiting for 100 Continue: %w", err)
+		}
+		if resp.StatusCode != http.StatusContinue {
 			g.early = resp
 			return 0, errRefusedEarly
 		}
@@ -325,12 +328,16 @@ func answer(resp *http.Response, c *conn, br *bufio.Reader) *Answer {
 }
 
 // readHead reads the final answer's head, passing interim ones to
-// opt.Got1xx.
-func readHead(br *bufio.Reader, req *http.Request, opt Options) (*http.Response, error) {
+// opt.Got1xx; with until100, a 100 Continue is returned too (the go-ahead
+// for a body held back).
+func readHead(br *bufio.Reader, req *http.Request, opt Options, until100 bool) (*http.Response, error) {
 	for range max1xx {
 		resp, err := http.ReadResponse(br, req)
 		if err != nil {
 			return nil, err
+		}
+		if until100 && resp.StatusCode == http.StatusContinue {
+			return resp, nil
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
 			if opt.Got1xx != nil {

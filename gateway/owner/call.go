@@ -388,27 +388,17 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		a.Body.Close()
 		out = &appResult{state: proto.ReceiptAppUnknown, err: errors.New("it answered 101 Switching Protocols to a call that asked for no upgrade")}
 	case err == nil:
-		var body []byte
-		var whole bool
-		var rerr error
-		if a.ContentLength >= 0 && a.ContentLength <= proto.MaxStoredAnswer {
-			body, rerr = io.ReadAll(a.Body)
-			whole = rerr == nil
-		} else {
-			// What has arrived already: a small answer of unknown length
-			// is usually all there.
-			body, whole, rerr = a.ReadAhead(proto.MaxStoredAnswer)
-		}
+		body, whole, rerr := a.ReadSmall(proto.MaxStoredAnswer)
 		switch {
 		case rerr != nil:
 			a.Body.Close()
 			out = &appResult{state: proto.ReceiptAppUnknown, err: rerr}
 		case whole:
 			a.Body.Close()
-			out = &appResult{state: proto.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, answerHeader(a.Header), body, proto.MaxStoredAnswer), whole: body}
+			out = &appResult{state: proto.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, proto.KeptHeader(a.Header), body, proto.MaxStoredAnswer), whole: body}
 		default:
 			// A stream, or longer than is kept: recorded at its head.
-			out = &appResult{state: proto.ReceiptAnswered, ans: &record.Answer{Status: a.StatusCode, Headers: answerHeader(a.Header), Omitted: true},
+			out = &appResult{state: proto.ReceiptAnswered, ans: &record.Answer{Status: a.StatusCode, Headers: proto.KeptHeader(a.Header), Omitted: true},
 				live: a, ahead: body, taken: make(chan struct{}), finished: make(chan struct{})}
 		}
 	case o.cfg.Ctx.Err() != nil:
@@ -431,16 +421,8 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		<-out.finished
 	case <-gone:
 		// Nobody to pass it to: its body is still read and recorded.
-		o.recordStream(t, rid, out, io.Discard)
+		o.recordStream(t, rid, out, nil)
 	}
-}
-
-// answerHeader is an app's answer's header as it is kept.
-func answerHeader(h http.Header) http.Header {
-	h = h.Clone()
-	proto.StripHop(h)
-	h.Del("Content-Length")
-	return h
 }
 
 // finish records a receipt's outcome, or holds it in memory when the
@@ -469,70 +451,48 @@ func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, r
 		h.Set("Content-Length", strconv.FormatInt(a.ContentLength, 10))
 	}
 	w.WriteHeader(a.StatusCode)
-	if err := o.recordStream(t, rid, res, &flushWriter{w: w, ctl: http.NewResponseController(w)}); err != nil {
+	if err := o.recordStream(t, rid, res, w); err != nil {
 		panic(http.ErrAbortHandler) // cut: never ended as if whole
 	}
 }
 
-// recordStream copies a streaming answer's body to dst, and records it
-// (up to proto.MaxStoredAnswer; else its digest) once it has passed.
-func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, dst io.Writer) error {
+// recordStream passes a streaming answer's body on to w as it arrives
+// (nil: nobody takes it), and records it (up to proto.MaxStoredAnswer;
+// always its digest) once it has passed. When w goes away the rest is
+// still read, to be recorded. It returns why the answer did not reach w
+// whole: the app's body broke off, or w went away.
+func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, w http.ResponseWriter) error {
 	a := res.live
 	defer close(res.finished)
 	defer a.Body.Close()
-	var kept bytes.Buffer
-	sum := sha256.New()
-	over := false
-	buf := proto.CopyBuffers.Get()
-	defer proto.CopyBuffers.Put(buf)
-	var err error
+	keep := &proto.KeptBody{Limit: proto.MaxStoredAnswer, Sum: sha256.New()}
 	src := io.MultiReader(bytes.NewReader(res.ahead), a.Body)
-	for {
-		n, rerr := src.Read(buf)
-		if n > 0 {
-			sum.Write(buf[:n])
-			if !over && kept.Len()+n <= proto.MaxStoredAnswer {
-				kept.Write(buf[:n])
-			} else {
-				over = true
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil && err == nil {
-				err = werr // the caller went away: the rest is still read and summed
-				dst = io.Discard
-			}
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			err = rerr
-			over = true
-			break
+	var gone, broke error
+	if w != nil {
+		if _, err := proto.Flow(w, src, keep); errors.Is(err, proto.ErrWriterGone) {
+			gone = err
+		} else {
+			broke = err
 		}
 	}
-	ans := &record.Answer{Omitted: over, BodyDigest: hex.EncodeToString(sum.Sum(nil))}
-	if !over {
-		ans.Body = kept.Bytes()
+	if w == nil || gone != nil {
+		buf := proto.CopyBuffers.Get()
+		_, broke = io.CopyBuffer(keep, src, buf)
+		proto.CopyBuffers.Put(buf)
+	}
+	ans := &record.Answer{Omitted: true, BodyDigest: hex.EncodeToString(keep.Sum.Sum(nil))}
+	if kept, ok := keep.Kept(); ok && broke == nil {
+		ans.Body, ans.Omitted = kept, false
 	}
 	if jerr := o.cfg.DB.SetReceiptAnswerBody(context.Background(), t.visitor.Node, rid, ans); jerr != nil {
 		o.cfg.Log.Error("could not record the body of a receipt's answer", "request_id", rid, "caller", t.visitor.Name, "err", jerr)
 	}
-	if err != nil {
-		o.cfg.Log.Warn("an app's streamed answer to a call broke off", "request_id", rid, "caller", t.visitor.Name, "app", t.app.Name, "err", err)
+	if broke != nil {
+		o.cfg.Log.Warn("an app's streamed answer to a call broke off", "request_id", rid, "caller", t.visitor.Name, "app", t.app.Name, "err", broke)
+		return broke
 	}
-	return err
-}
-
-// flushWriter flushes each write: an answer streams.
-type flushWriter struct {
-	w   http.ResponseWriter
-	ctl *http.ResponseController
-}
-
-func (f *flushWriter) Write(p []byte) (int, error) {
-	n, err := f.w.Write(p)
-	if err == nil {
-		err = f.ctl.Flush()
+	if gone != nil {
+		o.cfg.Log.Info("the caller went away while an app's answer streamed; it was read to its end and recorded", "request_id", rid, "caller", t.visitor.Name, "err", gone)
 	}
-	return n, err
+	return gone
 }

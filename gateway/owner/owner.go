@@ -169,9 +169,9 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 				Detail: fmt.Sprintf("%s refused the request at its door: %s", o.cfg.Self().Name, why)}.With(proto.NotCarried))
 			return
 		}
-		if why := proto.Refused(r.Method, r.RequestURI); why != "" {
+		if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
 			proto.RefuseAndClose(w)
-			refuse(w, http.StatusMethodNotAllowed, proto.PeerBadRequest, why)
+			refuse(w, status, proto.PeerBadRequest, why)
 			return
 		}
 		if n := proto.Repeated(r.Header, "Authorization", proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderApp, proto.HeaderDigest); n != "" {

@@ -11,20 +11,23 @@ func TestMethods(t *testing.T) {
 	for _, tc := range []struct {
 		method, uri string
 		read, call  bool
-		refused     bool
+		refused     int
 	}{
-		{"GET", "/x", true, false, false},
-		{"HEAD", "/x", true, false, false},
-		{"OPTIONS", "/x", true, false, false},
-		{"OPTIONS", "*", true, false, true},
-		{"POST", "/x", false, true, false},
-		{"PROPFIND", "/x", false, true, false},
-		{"BREW", "/x", false, true, false},
-		{"CONNECT", "example.com:443", false, false, true},
-		{"TRACE", "/x", false, false, true},
+		{"GET", "/x", true, false, 0},
+		{"HEAD", "/x", true, false, 0},
+		{"OPTIONS", "/x", true, false, 0},
+		{"OPTIONS", "*", true, false, 405},
+		{"POST", "/x", false, true, 0},
+		{"POST", "*", false, true, 400},
+		{"0", "*", false, true, 400},
+		{"PROPFIND", "/x", false, true, 0},
+		{"BREW", "/x", false, true, 0},
+		{"CONNECT", "example.com:443", false, false, 405},
+		{"TRACE", "/x", false, false, 405},
 	} {
-		if IsRead(tc.method) != tc.read || IsCall(tc.method) != tc.call || (Refused(tc.method, tc.uri) != "") != tc.refused {
-			t.Errorf("%s %s: read %v call %v refused %q", tc.method, tc.uri, IsRead(tc.method), IsCall(tc.method), Refused(tc.method, tc.uri))
+		status, why := Refused(tc.method, tc.uri)
+		if IsRead(tc.method) != tc.read || IsCall(tc.method) != tc.call || status != tc.refused || (why != "") != (status != 0) {
+			t.Errorf("%s %s: read %v call %v refused %d %q", tc.method, tc.uri, IsRead(tc.method), IsCall(tc.method), status, why)
 		}
 	}
 }

@@ -237,30 +237,36 @@ func IsRead(method string) bool {
 }
 
 // Refused says why Delta refuses a request of method with the
-// request-target requestURI itself (405, nothing sent), or "": CONNECT
-// and TRACE, which Delta does not carry, and OPTIONS *, which asks about
-// the server rather than a resource.
-func Refused(method, requestURI string) string {
+// request-target requestURI itself, and with which status (nothing sent),
+// or "": CONNECT and TRACE, which Delta does not carry (405), OPTIONS *,
+// which asks about the server rather than a resource (405), and * with any
+// other method, which HTTP does not allow (400).
+func Refused(method, requestURI string) (status int, why string) {
 	switch {
 	case method == http.MethodConnect:
-		return "CONNECT asks for a tunnel, which Delta does not open (a WebSocket or another upgrade goes as a session: GET with Connection: upgrade)"
+		return http.StatusMethodNotAllowed, "CONNECT asks for a tunnel, which Delta does not open (a WebSocket or another upgrade goes as a session: GET with Connection: upgrade)"
 	case method == http.MethodTrace:
-		return "TRACE is not carried: it would echo this computer's headers back"
+		return http.StatusMethodNotAllowed, "TRACE is not carried: it would echo this computer's headers back"
 	case method == http.MethodOptions && requestURI == "*":
-		return "OPTIONS * asks about Delta's server, not about an app; OPTIONS on a path is carried as a read"
+		return http.StatusMethodNotAllowed, "OPTIONS * asks about Delta's server, not about an app; OPTIONS on a path is carried as a read"
+	case requestURI == "*":
+		return http.StatusBadRequest, method + " * names no path, so no app (HTTP allows * only with OPTIONS)"
 	}
-	return ""
+	return 0, ""
 }
 
 // IsUpgrade reports whether h asks for a session: Connection lists
 // "upgrade" and Upgrade names a protocol (DESIGN §2a).
 func IsUpgrade(h http.Header) bool {
-	if h.Get("Upgrade") == "" {
-		return false
-	}
-	for _, v := range h.Values("Connection") {
+	return h.Get("Upgrade") != "" && HasToken(h.Values("Connection"), "upgrade")
+}
+
+// HasToken reports whether the comma-separated header values vs list tok,
+// in any case (Connection: keep-alive, Upgrade; Accept-Ranges: bytes).
+func HasToken(vs []string, tok string) bool {
+	for _, v := range vs {
 		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(f), "upgrade") {
+			if strings.EqualFold(strings.TrimSpace(f), tok) {
 				return true
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log"
 	"net"
@@ -301,6 +302,57 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 			return n, rerr
 		}
 	}
+}
+
+// KeptBody keeps at most Limit bytes of a body as it passes (a copy for
+// the read cache or a journal), and sums all of it into Sum when that is
+// set. Past Limit it keeps nothing, and it never fails, so that what it
+// watches goes on.
+type KeptBody struct {
+	Limit int64
+	Sum   hash.Hash
+	buf   bytes.Buffer
+	over  bool
+}
+
+// Grow readies room for a body of n bytes (one allocation, not a
+// doubling series), when that fits Limit.
+func (k *KeptBody) Grow(n int64) {
+	if n > 0 && n <= k.Limit {
+		k.buf.Grow(int(n))
+	}
+}
+
+func (k *KeptBody) Write(p []byte) (int, error) {
+	if k.Sum != nil {
+		k.Sum.Write(p)
+	}
+	switch {
+	case k.over:
+	case int64(k.buf.Len()+len(p)) <= k.Limit:
+		k.buf.Write(p)
+	default:
+		k.over, k.buf = true, bytes.Buffer{}
+	}
+	return len(p), nil
+}
+
+// Kept is the body kept, and false when it was over Limit (nothing is
+// kept then).
+func (k *KeptBody) Kept() ([]byte, bool) {
+	if k.over {
+		return nil, false
+	}
+	return k.buf.Bytes(), true
+}
+
+// KeptHeader is an answer's header as a journal keeps it: a copy without
+// hop-by-hop headers and Content-Length (the body kept says its length).
+func KeptHeader(h http.Header) http.Header {
+	h = h.Clone()
+	StripHop(h)
+	h.Del("Content-Length")
+	return h
 }
 
 // DecodeObject reads one JSON object of at most limit bytes from r into v:

@@ -638,14 +638,11 @@ func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
 	}
 	const hz = 100 // USER_HZ on Linux
 	f.cpuPct = float64(t1-t0) / hz / time.Since(start).Seconds() * 100
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return f, err
+	rss := rssOf(p.cmd.Process.Pid)
+	if rss == 0 {
+		return f, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
 	}
-	if m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
-		kb, _ := strconv.Atoi(string(m[1]))
-		f.rssMB = float64(kb) / 1024
-	}
+	f.rssMB = float64(rss) / (1 << 20)
 	return f, nil
 }
 
