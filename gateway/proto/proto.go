@@ -239,8 +239,9 @@ func IsRead(method string) bool {
 // Refused says why Delta refuses a request of method with the
 // request-target requestURI itself, and with which status (nothing sent),
 // or "": CONNECT and TRACE, which Delta does not carry (405), OPTIONS *,
-// which asks about the server rather than a resource (405), and * with any
-// other method, which HTTP does not allow (400).
+// which asks about the server rather than a resource (405), * with any
+// other method, which HTTP does not allow, and a target without a path
+// ("a:0"), which no app's route matches (400).
 func Refused(method, requestURI string) (status int, why string) {
 	switch {
 	case method == http.MethodConnect:
@@ -251,8 +252,17 @@ func Refused(method, requestURI string) (status int, why string) {
 		return http.StatusMethodNotAllowed, "OPTIONS * asks about Delta's server, not about an app; OPTIONS on a path is carried as a read"
 	case requestURI == "*":
 		return http.StatusBadRequest, method + " * names no path, so no app (HTTP allows * only with OPTIONS)"
+	case !hasPath(requestURI):
+		return http.StatusBadRequest, fmt.Sprintf("the request-target %q names no path (it must start with /, or be a URL with one)", requestURI)
 	}
 	return 0, ""
+}
+
+// hasPath reports whether a request-target has a path that starts with
+// "/": origin-form ("/x"), or absolute-form with one ("http://h/x").
+func hasPath(requestURI string) bool {
+	u, err := url.ParseRequestURI(requestURI)
+	return err == nil && strings.HasPrefix(u.Path, "/")
 }
 
 // IsUpgrade reports whether h asks for a session: Connection lists
