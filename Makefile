@@ -27,27 +27,11 @@ build: deps
 	mkdir -p bin
 	$(GO) build -o bin/delta ./app
 
-# deps installs what the build and tests need when it is missing: a C
-# compiler for SQLite (cgo), and, as root, iproute2 and nftables for the
-# network-namespace lab, dbus (dbus-daemon, a private session bus for the
-# tray's tests) and chromium (the status page's browser tests). As root it
-# uses apt-get; otherwise it says what to install (the tests that need them
-# skip, naming the package).
+# deps installs what the build and tests need when it is missing (a C
+# compiler everywhere; on Debian as root, the lab's, the tray's and the
+# page's tools): tools/deps says what and how.
 deps:
-	@missing=""; \
-	command -v gcc >/dev/null 2>&1 && [ -e /usr/include/stdio.h ] || missing="gcc libc6-dev"; \
-	if [ "$$(id -u)" = 0 ]; then \
-	  command -v ip >/dev/null 2>&1 || missing="$$missing iproute2"; \
-	  command -v nft >/dev/null 2>&1 || missing="$$missing nftables"; \
-	  command -v dbus-daemon >/dev/null 2>&1 || missing="$$missing dbus"; \
-	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium fonts-liberation"; \
-	  command -v shellcheck >/dev/null 2>&1 || missing="$$missing shellcheck"; \
-	else \
-	  for p in dbus-daemon:dbus chromium:chromium shellcheck:shellcheck; do \
-	    command -v $${p%%:*} >/dev/null 2>&1 || echo "make: $${p##*:} is not installed: the tests that need it will skip (Debian: apt-get install $${p##*:})" >&2; \
-	  done; \
-	fi; \
-	tools/apt-install $$missing
+	@tools/deps
 
 vet: deps
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "make: not gofmt-formatted (run gofmt -w):" $$unformatted >&2; exit 1; fi
@@ -60,8 +44,10 @@ vet-darwin: deps
 # unit runs every test. As root, each test binary runs inside a network
 # namespace with loopback only (tools/offline-ns), so that nothing a test
 # starts (delta processes, tsnet nodes, Chromium) can leave the machine, and
-# the run fails if anything tried. Without root the guard is skipped (it
-# says so) and TS_NO_LOGS_NO_SUPPORT=true is set for every process.
+# the run fails if anything tried. Without root (as on the macOS runner)
+# the guard is skipped (it says so), TS_NO_LOGS_NO_SUPPORT=true is set for
+# every process, and tools/testlog prints each package's result, every
+# failure whole, and the list of tests skipped with their reasons.
 OFFLINE_NS = delta-offline-$(shell echo $$PPID)
 unit: deps
 	@if [ "$$(id -u)" = 0 ]; then \
@@ -77,7 +63,10 @@ unit: deps
 	else \
 	  echo "make: not root: the tests run without the offline namespace guard (it needs root); TS_NO_LOGS_NO_SUPPORT=true is set for every process they start"; \
 	  export TS_NO_LOGS_NO_SUPPORT=true; \
-	  $(GO) test -race -timeout 15m $(RACE_PKGS) && $(GO) test -timeout 15m $(TSNET_PKGS); \
+	  set -o pipefail; status=0; \
+	  $(GO) test -json -race -timeout 15m $(RACE_PKGS) | $(GO) run ./tools/testlog || status=1; \
+	  $(GO) test -json -timeout 15m $(TSNET_PKGS) | $(GO) run ./tools/testlog || status=1; \
+	  exit $$status; \
 	fi
 
 test: vet vet-darwin package-check unit fuzz-short

@@ -127,6 +127,7 @@ func TestTailnetMode(t *testing.T) {
 // and waits until laptop has found studio.
 func tailnetPair(t *testing.T, c *tailnettest.Control) (laptop, studio *proc) {
 	t.Helper()
+	gatewaytest.NeedLoopback(t, "127.0.0.2", "127.0.0.3")
 	root := t.TempDir()
 	var procs []*proc
 	for i, name := range []string{"laptop", "studio"} {

@@ -253,6 +253,7 @@ func TestConnectionCapPerSource(t *testing.T) {
 	app := gatewaytest.StartOwnerApp(t)
 	studio.register(t, "notes", app.URL)
 	// The attacker is 127.0.0.2: another source than both Deltas.
+	gatewaytest.NeedLoopback(t, "127.0.0.2")
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
 	hold := func(addr string, n int) {
 		for range n {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -397,3 +398,22 @@ func (l *LogBuffer) String() string {
 
 // Contains reports whether the log holds sub.
 func (l *LogBuffer) Contains(sub string) bool { return strings.Contains(l.String(), sub) }
+
+// NeedLoopback binds each loopback address in addrs (127.0.0.2, …) once
+// and skips t when one cannot be bound on macOS, which configures only
+// 127.0.0.1 on lo0 until aliases are added (the release workflow adds
+// them with sudo ifconfig lo0 alias). Elsewhere a failure is the test's.
+func NeedLoopback(t testing.TB, addrs ...string) {
+	t.Helper()
+	for _, a := range addrs {
+		ln, err := net.Listen("tcp", net.JoinHostPort(a, "0"))
+		if err == nil {
+			ln.Close()
+			continue
+		}
+		if runtime.GOOS == "darwin" {
+			t.Skipf("%s is not on lo0 (macOS configures only 127.0.0.1; sudo ifconfig lo0 alias %s up adds it): %v", a, a, err)
+		}
+		t.Fatalf("loopback address %s cannot be bound: %v", a, err)
+	}
+}

@@ -58,6 +58,7 @@ type nodeOpt struct {
 func (l *lab) start(name, lanIP string, opt nodeOpt) *tnode {
 	t := l.t
 	t.Helper()
+	gatewaytest.NeedLoopback(t, lanIP)
 	nd := &tnode{name: name, dir: filepath.Join(t.TempDir(), name), lanIP: lanIP, log: &gatewaytest.LogBuffer{}}
 	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: name, ControlURL: l.controlURL, LANAddrs: []string{lanIP}, Allow: opt.allow}
 	nd.edit = func(c *gateway.Config) {

@@ -58,6 +58,7 @@ func TestRoads(t *testing.T) {
 // TestNotLoggedIn: Delta serves its local API before it is logged in to
 // the tailnet, and says why there are no peers, with the login URL.
 func TestNotLoggedIn(t *testing.T) {
+	gatewaytest.NeedLoopback(t, "127.0.0.2")
 	l := newLabWith(t, tailnettest.Options{RequireAuth: true})
 	nd := &tnode{name: "laptop", dir: filepath.Join(t.TempDir(), "laptop"), log: &gatewaytest.LogBuffer{}, edit: func(*gateway.Config) {}}
 	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: "laptop", ControlURL: l.controlURL, LANAddrs: []string{"127.0.0.2"}}
