@@ -99,7 +99,7 @@ func init() {
 		statusCommand, pingCommand, loginCommand,
 		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand,
 		getCommand, callCommand, appsCommand,
-		openCommand, versionCommand, demoCommand, uninstallCommand,
+		openCommand, versionCommand, demoCommand, initCommand, uninstallCommand,
 	}
 }
 

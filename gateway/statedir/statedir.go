@@ -63,14 +63,14 @@ type Config struct {
 	// Allow lists who else may use this computer's peer API over the
 	// tailnet, besides the nodes of the same tailnet user: login names
 	// ("alice@example.com"), tags ("tag:media") or stable node IDs.
-	Allow []string `json:"allow"`
+	Allow []string `json:"allow,omitempty"`
 	// Name is this computer's name. If empty, the host name.
-	Name string `json:"name"`
+	Name string `json:"name,omitempty"`
 	// NodeID is this computer's node ID in static mode. If empty, one is
 	// made on first start and kept in <state>/node-id.
-	NodeID string `json:"node_id"`
+	NodeID string `json:"node_id,omitempty"`
 	// PeerListen is the peer API's address in static mode.
-	PeerListen string `json:"peer_listen"`
+	PeerListen string `json:"peer_listen,omitempty"`
 	// NetworkKey is the hex HMAC key that signs tickets, shared by every
 	// computer of a static network. Static mode needs it.
 	NetworkKey string `json:"network_key"`
@@ -81,12 +81,12 @@ type Config struct {
 	// packet when every road to it is silent (tailnet mode): its hello
 	// publishes its lan and thunderbolt MAC addresses. macOS wakes for it
 	// when "Wake for network access" is on.
-	WakeOnLAN bool `json:"wake_on_lan"`
+	WakeOnLAN bool `json:"wake_on_lan,omitempty"`
 	// MaxCallBytes is the largest body a call may carry, out and in
 	// (DESIGN §2a). If 0, 16 GiB. A call's body over 1 MiB streams: it
 	// is never held whole in memory, and the owner writes it to the
 	// state folder's spool until it has arrived whole.
-	MaxCallBytes int64 `json:"max_call_bytes"`
+	MaxCallBytes int64 `json:"max_call_bytes,omitempty"`
 	// PeersGiven reports whether the file has "peers" at all: an empty
 	// list is a mistake, not a wish to join the tailnet.
 	PeersGiven bool `json:"-"`

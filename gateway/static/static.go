@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -101,19 +102,29 @@ func key(dir string, fc *statedir.Config) (ticket.Key, error) {
 	path := filepath.Join(dir, statedir.ConfigFile)
 	if fc.NetworkKey == "" {
 		return nil, fmt.Errorf("static: %s names peers but no network_key: every computer of a static network signs its tickets with the same key. "+
-			"Put the same 32 hex digits in each one's config.json, for example \"network_key\": %q", path, hex.EncodeToString(newKey()))
+			"Put the same 32 hex digits in each one's config.json, for example \"network_key\": %q (delta init --static writes it)", path, NewKey())
 	}
-	k, err := hex.DecodeString(fc.NetworkKey)
-	if err != nil || len(k) < 16 {
-		return nil, fmt.Errorf("static: %s: network_key must be at least 16 bytes, hex-encoded (32 hex digits or more)", path)
+	k, err := ParseKey(fc.NetworkKey)
+	if err != nil {
+		return nil, fmt.Errorf("static: %s: %w", path, err)
 	}
 	return k, nil
 }
 
-func newKey() []byte {
+// ParseKey reads a network key: at least 16 bytes, hex-encoded.
+func ParseKey(s string) (ticket.Key, error) {
+	k, err := hex.DecodeString(s)
+	if err != nil || len(k) < 16 {
+		return nil, errors.New("network_key must be at least 16 bytes, hex-encoded (32 hex digits or more)")
+	}
+	return k, nil
+}
+
+// NewKey makes a fresh network key, hex-encoded (16 random bytes).
+func NewKey() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return b
+	return hex.EncodeToString(b)
 }
 
 // TicketDoor admits requests that carry `Authorization: Delta <ticket>`

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/statedir"
+)
+
+// TestInitStatic makes two Deltas with delta init as the README's recipe
+// does (the second joins with the first's key), starts them as processes
+// and carries a call between them; init refuses bad input naming it, and
+// never overwrites a config.
+func TestInitStatic(t *testing.T) {
+	root := t.TempDir()
+	laptop := &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
+	studio := &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
+
+	out, errOut, code := delta(t, "init", "--static", "--state-dir", laptop.dir, "--name", "laptop", "--peer-listen", laptop.peerAddr, "--peer", "studio="+studio.peerAddr)
+	wantCode(t, "init laptop", code, exitOK, out, errOut)
+	fc, err := statedir.ReadConfig(laptop.dir)
+	if err != nil || fc.NetworkKey == "" || len(fc.Peers) != 1 || fc.Peers[0].Roads["lan"] != studio.peerAddr {
+		t.Fatalf("laptop's config: %+v %v", fc, err)
+	}
+	// The words name the command for the other computer, with the key.
+	want := "delta init --static --network-key " + fc.NetworkKey + " --peer laptop=" + laptop.peerAddr
+	if !strings.Contains(out, want) {
+		t.Fatalf("init's words lack %q:\n%s", want, out)
+	}
+	out, errOut, code = delta(t, "init", "--static", "--state-dir", studio.dir, "--name", "studio", "--peer-listen", studio.peerAddr,
+		"--network-key", fc.NetworkKey, "--peer", "laptop="+laptop.peerAddr)
+	wantCode(t, "init studio", code, exitOK, out, errOut)
+
+	for _, bad := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"--static", "--state-dir", laptop.dir, "--peer", "studio=127.0.0.1:1"}, exitFailed, "exists already"},
+		{[]string{"--static", "--state-dir", t.TempDir()}, exitUsage, "at least one --peer"},
+		{[]string{"--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1"}, exitUsage, "--static"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=nowhere"}, exitUsage, "not HOST:PORT"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, exitUsage, `road "wifi"`},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--network-key", "abc"}, exitUsage, "at least 16 bytes"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--name", "studio"}, exitUsage, "not its own peer"},
+	} {
+		out, errOut, code := delta(t, append([]string{"init"}, bad.args...)...)
+		wantCode(t, strings.Join(bad.args, " "), code, bad.code, out, errOut)
+		if !strings.Contains(errOut, bad.says) {
+			t.Errorf("init %v says %q, want it to name %q", bad.args, errOut, bad.says)
+		}
+	}
+	if again, _ := statedir.ReadConfig(laptop.dir); again.NetworkKey != fc.NetworkKey {
+		t.Fatal("a refused init changed the config")
+	}
+
+	studio.start(t)
+	laptop.start(t)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/a", []byte("hello"), "X-Delta-Request-Id", "init-1")
+	if r.Status != 200 || r.Header.Get("X-Delta-Outcome") != "answered" || string(r.Body) != "POST /a" {
+		t.Fatalf("a call between two Deltas made by init: %d %s %s", r.Status, r.Header.Get("X-Delta-Outcome"), r.Body)
+	}
+}
+
