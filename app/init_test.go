@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
 
@@ -66,3 +67,13 @@ func TestInitStatic(t *testing.T) {
 	}
 }
 
+// TestCanRun: a build without SQLite refuses to start in one sentence
+// naming the fix (the darwin vet builds one), and this build can run.
+func TestCanRun(t *testing.T) {
+	if err := canRun(false); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=1") || !strings.Contains(err.Error(), "journal") {
+		t.Errorf("without SQLite: %v", err)
+	}
+	if err := canRun(journal.Usable); err != nil {
+		t.Errorf("this build: %v", err)
+	}
+}

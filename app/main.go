@@ -31,6 +31,7 @@ import (
 	"tailscale.com/ipn"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -131,9 +132,22 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	return s, nil
 }
 
+// canRun refuses, before anything is written, a build that cannot keep a
+// journal (withSQLite false: built with CGO_ENABLED=0, as the darwin vet
+// does), rather than start and fail at the journal.
+func canRun(withSQLite bool) error {
+	if !withSQLite {
+		return errors.New("this build has no SQLite (it was built with CGO_ENABLED=0, for vetting only) and cannot keep Delta's journal: build it with CGO_ENABLED=1 (make build)")
+	}
+	return nil
+}
+
 func run(args []string, stderr io.Writer) error {
 	s, err := parse(args, stderr)
 	if err != nil {
+		return err
+	}
+	if err := canRun(journal.Usable); err != nil {
 		return err
 	}
 	_, statErr := os.Stat(filepath.Join(s.stateDir, statedir.JournalFile))

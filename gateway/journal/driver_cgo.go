@@ -22,3 +22,7 @@ func init() {
 		return nil
 	}})
 }
+
+// Usable reports whether this build can open a journal: it has SQLite
+// (cgo).
+const Usable = true
