@@ -11,8 +11,8 @@ import (
 
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/static"
 )
 
 type initOpts struct {
