@@ -12,13 +12,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
 	"howett.net/plist"
 )
 
@@ -128,7 +131,7 @@ func TestScripts(t *testing.T) {
 		}
 		t.Skip("shellcheck is not installed (Debian: apt-get install shellcheck; make deps does it as root)")
 	}
-	for _, s := range []string{"macos/scripts/preinstall", "macos/scripts/postinstall", "macos/uninstall.sh", "macos/build.sh"} {
+	for _, s := range []string{"macos/scripts/preinstall", "macos/scripts/postinstall", "macos/uninstall.sh", "macos/build.sh", "macos/notarize.sh", "../tools/deps"} {
 		out, err := exec.Command(sc, "-s", "sh", s).CombinedOutput()
 		if err != nil {
 			t.Errorf("shellcheck -s sh %s: %v\n%s", s, err, out)
@@ -220,19 +223,130 @@ func run(t *testing.T, dir, name string, args ...string) {
 }
 
 // TestWorkflow lints the macOS release workflow with actionlint and
-// checks that it does what docs/release.md says.
+// checks what actionlint does not (releaseProblems). The same checks find
+// the turn-3 workflow's defects, kept in testdata/turn3: a check that
+// passes both would prove nothing.
 func TestWorkflow(t *testing.T) {
 	wf := "../.github/workflows/release-macos.yml"
 	out, err := exec.Command("go", "tool", "actionlint", wf).CombinedOutput()
 	if err != nil {
 		t.Fatalf("actionlint %s: %v\n%s", wf, err, out)
 	}
-	b, _ := os.ReadFile(wf)
-	for _, want := range []string{"runs-on: macos-", "make test", "make pkg", "installer -pkg", "launchctl print", "Delta status", "uninstall", "TestPkgReadBack"} {
-		if !bytes.Contains(b, []byte(want)) {
-			t.Errorf("the workflow lacks %q", want)
+	if p := releaseProblems(t, "..", ".github/workflows/release-macos.yml"); len(p) > 0 {
+		t.Errorf("the release workflow:\n  %s", strings.Join(p, "\n  "))
+	}
+	old := releaseProblems(t, "testdata/turn3", "release-macos.yml")
+	t.Logf("the turn-3 workflow:\n  %s", strings.Join(old, "\n  "))
+	for _, want := range []string{"only its own env: sets", "no lo0 aliases", "notarytool submit without --output-format json",
+		"codesign --verify --deep --strict", "pkgutil --check-signature", "spctl -a -vv -t install", "control server"} {
+		if !slices.ContainsFunc(old, func(p string) bool { return strings.Contains(p, want) }) {
+			t.Errorf("the check does not find the turn-3 workflow's defect %q; it found:\n  %s", want, strings.Join(old, "\n  "))
 		}
 	}
+}
+
+type workflowStep struct {
+	Name string            `yaml:"name"`
+	Uses string            `yaml:"uses"`
+	If   string            `yaml:"if"`
+	Env  map[string]string `yaml:"env"`
+	Run  string            `yaml:"run"`
+}
+
+// releaseProblems reads the release workflow at root/path, with the
+// scripts under root its steps run, and says what would keep it from
+// running green, or from releasing what it should, on a macOS runner.
+func releaseProblems(t *testing.T, root, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf struct {
+		Env  map[string]string `yaml:"env"`
+		Jobs map[string]struct {
+			Env   map[string]string `yaml:"env"`
+			Steps []workflowStep    `yaml:"steps"`
+		} `yaml:"jobs"`
+	}
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("%s does not parse as YAML: %v", path, err)
+	}
+	// script is what a step runs: its run: text, and the text of any of
+	// the repository's scripts it names.
+	script := func(run string) string {
+		text := run
+		for _, f := range regexp.MustCompile(`packaging/macos/[a-z]+\.sh`).FindAllString(run, -1) {
+			if b, err := os.ReadFile(filepath.Join(root, f)); err == nil {
+				text += "\n" + string(b)
+			}
+		}
+		return text
+	}
+	var problems []string
+	envRef := regexp.MustCompile(`env\.([A-Za-z_][A-Za-z0-9_]*)`)
+	for name, job := range wf.Jobs {
+		var aliased, tested, codesigned, pkgsigned, gatekept, installs bool
+		for _, st := range job.Steps {
+			label := st.Name
+			if label == "" {
+				label = st.Uses
+			}
+			for _, m := range envRef.FindAllStringSubmatch(st.If, -1) {
+				v := m[1]
+				_, inJob := job.Env[v]
+				_, inWorkflow := wf.Env[v]
+				_, inStep := st.Env[v]
+				switch {
+				case inStep && !inJob && !inWorkflow:
+					problems = append(problems, fmt.Sprintf("job %s, step %q: its if: reads env.%s, which only its own env: sets (always empty when if: is evaluated); set it in the job's env", name, label, v))
+				case !inJob && !inWorkflow:
+					problems = append(problems, fmt.Sprintf("job %s, step %q: its if: reads env.%s, which nothing sets", name, label, v))
+				}
+			}
+			run := script(st.Run)
+			if strings.Contains(run, "ifconfig lo0 alias") {
+				aliased = true
+			}
+			if strings.Contains(run, "make test") {
+				if !aliased {
+					problems = append(problems, fmt.Sprintf("job %s: make test runs with no lo0 aliases added before it (macOS has only 127.0.0.1; the tailnet tests bind 127.0.0.2-5)", name))
+				}
+				tested = true
+			}
+			if strings.Contains(run, "make pkg") {
+				text := script("packaging/macos/build.sh packaging/macos/notarize.sh")
+				for l := range strings.Lines(text) {
+					if strings.Contains(l, "xcrun notarytool submit") && !strings.Contains(l, "--output-format json") {
+						problems = append(problems, fmt.Sprintf("job %s: notarytool submit without --output-format json (it exits 0 on Invalid): %s", name, strings.TrimSpace(l)))
+					}
+				}
+				if strings.Contains(text, "notarytool submit") && (!strings.Contains(text, "stage notarized") || !strings.Contains(text, "notarytool log")) {
+					problems = append(problems, fmt.Sprintf("job %s: the notarization's verdict is not read (stage notarized) or Apple's log is not printed on a refusal", name))
+				}
+			}
+			signed := strings.Contains(st.If, "env.HAS_CERT")
+			codesigned = codesigned || signed && strings.Contains(run, "codesign --verify --deep --strict")
+			pkgsigned = pkgsigned || signed && strings.Contains(run, "pkgutil --check-signature")
+			gatekept = gatekept || signed && strings.Contains(run, "spctl -a -vv -t install")
+			if i := strings.Index(run, "installer -pkg"); i >= 0 {
+				installs = true
+				if j := strings.Index(run, "init --static"); j < 0 || j > i {
+					problems = append(problems, fmt.Sprintf("job %s, step %q: the installed Delta starts with no static config (delta init --static before installer -pkg), so it would join Tailscale's real control server", name, label))
+				}
+			}
+		}
+		for _, c := range []struct {
+			done bool
+			what string
+		}{{tested, "make test"}, {installs, "installer -pkg"}, {codesigned, "codesign --verify --deep --strict on the app, when signed"},
+			{pkgsigned, "pkgutil --check-signature on the .pkg, when signed"}, {gatekept, "spctl -a -vv -t install on the .pkg, when signed"}} {
+			if !c.done {
+				problems = append(problems, fmt.Sprintf("job %s lacks %s", name, c.what))
+			}
+		}
+	}
+	return problems
 }
 
 // TestDeb builds the .deb from a real delta binary, installs it into a
@@ -325,5 +439,234 @@ func TestDeb(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "running headless") {
 		t.Errorf("the unit's Delta is not headless:\n%s", logs.String())
+	}
+}
+
+// TestDepsOnMac runs tools/deps as make deps would on a macOS runner: uname
+// says Darwin, the user is not root, there is no /usr/include to look for
+// and no apt. With a working compiler it passes and installs nothing;
+// with a compiler that cannot build <stdio.h> it fails and names
+// xcode-select --install; apt-get is never reached.
+func TestDepsOnMac(t *testing.T) {
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no cc on this machine to stand in for the Mac's")
+	}
+	bin := t.TempDir()
+	for _, tool := range []string{"sh", "mktemp", "sed", "rm", "dirname", "cat"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	aptRan := filepath.Join(t.TempDir(), "apt-ran")
+	fake := map[string]string{
+		"uname":   "echo Darwin",
+		"id":      "echo 501",
+		"apt-get": "touch " + aptRan + "; exit 1",
+		// A compiler that cannot find <stdio.h>, as a Mac without the
+		// Command Line Tools.
+		// The machine's own compiler, with the PATH its assembler and
+		// linker need.
+		"good-cc":   "PATH=" + strconv.Quote(os.Getenv("PATH")) + " exec " + cc + ` "$@"`,
+		"broken-cc": "echo 'c.c:1:10: fatal error: stdio.h: No such file or directory' >&2; exit 1",
+	}
+	for name, body := range fake {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deps, _ := filepath.Abs("../tools/deps")
+	run := func(compiler string) (string, error) {
+		cmd := exec.Command(deps)
+		cmd.Env = []string{"PATH=" + bin, "CC=" + compiler, "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run(filepath.Join(bin, "good-cc")); err != nil || out != "" {
+		t.Errorf("with a working compiler: %v %q, want success and silence", err, out)
+	}
+	out, err := run(filepath.Join(bin, "broken-cc"))
+	if err == nil || !strings.Contains(out, "xcode-select --install") || !strings.Contains(out, "stdio.h") {
+		t.Errorf("without a compiler: %v %q, want a failure naming xcode-select --install and what the compiler said", err, out)
+	}
+	if _, err := os.Stat(aptRan); err == nil {
+		t.Error("tools/deps ran apt-get on a Mac")
+	}
+}
+
+// macTools puts stand-ins for macOS's ps, launchctl, pkill, stat, dscl,
+// id, chown, chmod and pkgutil in a folder of its own, each logging its
+// arguments to log, with the process table ps shows: two users at the
+// login window (Fast User Switching), one with a Delta started by hand,
+// and root's loginwindow. launchctl print finds the agent loaded for uids
+// in loaded.
+func macTools(t *testing.T, log, home, loaded string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, tool := range []string{"sh", "awk", "sort", "sed", "head", "rm", "echo", "cat"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		os.Symlink(p, filepath.Join(bin, tool))
+	}
+	logs := `echo "$(basename "$0") $*" >>` + strconv.Quote(log)
+	fake := map[string]string{
+		"ps": `printf '%s\n' "    0 /System/Library/CoreServices/loginwindow.app/Contents/MacOS/loginwindow" \
+"  501 /System/Library/CoreServices/loginwindow.app/Contents/MacOS/loginwindow" \
+"  502 /System/Library/CoreServices/loginwindow.app/Contents/MacOS/loginwindow" \
+"  501 /Applications/Delta.app/Contents/MacOS/Delta" \
+"  503 /Applications/Delta.app/Contents/MacOS/Delta" \
+"  501 /usr/sbin/cfprefsd"`,
+		"launchctl": logs + "\ncase \"$1 $2\" in \"print gui/\"*) for u in " + loaded + "; do [ \"$2\" = \"gui/$u/com.delta-roads.delta\" ] && exit 0; done; exit 113;; \"bootstrap gui/502\") exit 5;; esac; exit 0",
+		"pkill":     logs,
+		"chown":     logs,
+		"chmod":     logs,
+		"pkgutil":   logs,
+		"id":        `if [ $# -ge 2 ]; then echo 501; else echo 0; fi`, // id -u jo; id -u (root)
+		"stat":      "echo jo",
+		// dscl prints a value with a space on a line of its own.
+		"dscl": `printf 'NFSHomeDirectory:\n %s\n' ` + strconv.Quote(home),
+	}
+	for name, body := range fake {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := exec.LookPath("basename")
+	os.Symlink(p, filepath.Join(bin, "basename"))
+	return bin
+}
+
+// TestMacScriptsEveryUser runs the .pkg's scripts and uninstall.sh on
+// Linux with macOS's tools stood in: with two users logged in, each one's
+// Delta is stopped before an upgrade and started (or restarted) after it,
+// uninstall stops every one, and --purge finds a home folder whose path
+// has a space.
+func TestMacScriptsEveryUser(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the scripts remove /Applications/Delta.app and /Library/LaunchAgents' plist: stood in for only on Linux, where neither exists (the workflow installs and uninstalls for real)")
+	}
+	home := filepath.Join(t.TempDir(), "Jo Smith")
+	state := filepath.Join(home, "Library", "Application Support", "Delta")
+	os.MkdirAll(state, 0o700)
+	run := func(script string, args ...string) []string {
+		t.Helper()
+		log := filepath.Join(t.TempDir(), "log")
+		cmd := exec.Command(script, args...)
+		cmd.Env = []string{"PATH=" + macTools(t, log, home, "501 502"), "SUDO_USER=jo"}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		b, _ := os.ReadFile(log)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	has := func(what string, got []string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !slices.Contains(got, w) {
+				t.Errorf("%s did not run %q; it ran:\n%s", what, w, strings.Join(got, "\n"))
+			}
+		}
+	}
+	got := run("macos/scripts/preinstall")
+	has("preinstall", got, "launchctl bootout gui/501/com.delta-roads.delta", "launchctl bootout gui/502/com.delta-roads.delta",
+		"pkill -TERM -U 501 -x Delta", "pkill -TERM -U 502 -x Delta", "pkill -TERM -U 503 -x Delta")
+	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "gui/0/") || strings.Contains(l, "-U 0 ") }) {
+		t.Errorf("preinstall touched root's session:\n%s", strings.Join(got, "\n"))
+	}
+	got = run("macos/scripts/postinstall")
+	has("postinstall", got, "launchctl bootstrap gui/501 /Library/LaunchAgents/com.delta-roads.delta.plist",
+		"launchctl bootstrap gui/502 /Library/LaunchAgents/com.delta-roads.delta.plist",
+		"launchctl kickstart -k gui/502/com.delta-roads.delta") // 502's was loaded: restarted
+	got = run("macos/uninstall.sh", "--purge")
+	has("uninstall.sh", got, "launchctl bootout gui/501/com.delta-roads.delta", "launchctl bootout gui/502/com.delta-roads.delta",
+		"pkill -TERM -U 503 -x Delta")
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("uninstall.sh --purge left %s (a home folder with a space)", state)
+	}
+}
+
+// TestNotarized reads notarytool's recorded answers: only Accepted passes,
+// with its id; Invalid and In Progress fail naming the status and keep the
+// id for notarytool log; text that is not a verdict fails.
+func TestNotarized(t *testing.T) {
+	for _, tc := range []struct {
+		file, id, err string
+	}{
+		{"accepted.json", "2efe2717-52ef-43a5-96dc-0797e4ca1041", ""},
+		{"accepted-with-preamble.json", "5b0d7a11-2c44-4e0f-9a1e-8d2b6c7f3e10", ""},
+		{"invalid.json", "9c3f8e21-6b0a-4d8e-a5b1-3f7e2c1d0a99", "not accepted: Invalid"},
+		{"in-progress.json", "71a2c5d4-0f3e-4b9a-8c6d-1e2f3a4b5c6d", "not accepted: In Progress"},
+		{"auth-error.txt", "", "no JSON verdict"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata", "notarytool", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := Notarized(b)
+		if id != tc.id || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: id %q, err %v; want %q, %q", tc.file, id, err, tc.id, tc.err)
+		}
+	}
+}
+
+// TestNotarizeScript runs notarize.sh with notarytool and stapler stood in
+// by a fake xcrun that answers as recorded: Accepted staples; Invalid (to
+// which the real notarytool exits 0) fails, prints Apple's log and never
+// staples.
+func TestNotarizeScript(t *testing.T) {
+	for _, tc := range []struct {
+		answer   string
+		ok       bool
+		mustRun  []string
+		mustNot  string
+		mustSays string
+	}{
+		{"accepted.json", true, []string{"stapler staple Delta.pkg", "stapler validate Delta.pkg"}, "notarytool log", "accepted"},
+		{"invalid.json", false, []string{"notarytool log 9c3f8e21-6b0a-4d8e-a5b1-3f7e2c1d0a99 --keychain-profile ci"}, "stapler", "not accepted: Invalid"},
+	} {
+		bin := t.TempDir()
+		log := filepath.Join(t.TempDir(), "log")
+		answer, _ := filepath.Abs(filepath.Join("testdata", "notarytool", tc.answer))
+		xcrun := `echo "$*" >>` + strconv.Quote(log) + `
+case $1 in notarytool) case $2 in submit) cat ` + strconv.Quote(answer) + `;; log) echo '{"issues":[{"message":"The binary is not signed."}]}';; esac;; esac
+exit 0`
+		os.WriteFile(filepath.Join(bin, "xcrun"), []byte("#!/bin/sh\n"+xcrun+"\n"), 0o755)
+		root, _ := filepath.Abs("..") // notarize.sh runs from the repository's root, as build.sh does
+		cmd := exec.Command(filepath.Join(root, "packaging/macos/notarize.sh"), "Delta.pkg", "--keychain-profile", "ci")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if (err == nil) != tc.ok || !strings.Contains(string(out), tc.mustSays) {
+			t.Errorf("%s: %v, want ok %v, saying %q:\n%s", tc.answer, err, tc.ok, tc.mustSays, out)
+		}
+		b, _ := os.ReadFile(log)
+		for _, want := range tc.mustRun {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s: xcrun %q was not run; it ran:\n%s", tc.answer, want, b)
+			}
+		}
+		if strings.Contains(string(b), tc.mustNot) {
+			t.Errorf("%s: xcrun %s was run:\n%s", tc.answer, tc.mustNot, b)
+		}
+		if !tc.ok && !strings.Contains(string(out), "The binary is not signed.") {
+			t.Errorf("%s: Apple's log is not printed:\n%s", tc.answer, out)
+		}
+	}
+}
+
+// TestMacVersion: Info.plist and pkgbuild get up to three integers.
+func TestMacVersion(t *testing.T) {
+	for in, want := range map[string]string{"v1.2.3": "1.2.3", "1.2.3": "1.2.3", "v1.2.3-rc1": "1.2.3", "v2": "2.0.0", "v1.10": "1.10.0",
+		"dev": "0.0.0", "0.0.57": "0.0.57", "v01.02.03": "1.2.3", "": "0.0.0", "1.2.3.4": "1.2.3"} {
+		if got := MacVersion(in); got != want {
+			t.Errorf("MacVersion(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

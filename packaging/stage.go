@@ -64,9 +64,38 @@ func File(name, version string) ([]byte, error) {
 	return bytes.ReplaceAll(b, []byte("@VERSION@"), []byte(version)), nil
 }
 
+// MacVersion makes a build's version one Apple accepts in Info.plist
+// (CFBundleShortVersionString, CFBundleVersion) and in pkgbuild: up to
+// three period-separated integers. A tag's "v" goes, as does what follows
+// the numbers ("v1.2.3-rc1" is 1.2.3); missing parts are 0; "dev" is
+// 0.0.0.
+func MacVersion(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	parts := []string{"0", "0", "0"}
+	for i, p := range strings.SplitN(v, ".", 3) {
+		end := 0
+		for end < len(p) && p[end] >= '0' && p[end] <= '9' {
+			end++
+		}
+		if end == 0 {
+			break
+		}
+		parts[i] = strings.TrimLeft(p[:end], "0")
+		if parts[i] == "" {
+			parts[i] = "0"
+		}
+		if end < len(p) {
+			break // "3-rc1": what follows the number ends the version
+		}
+	}
+	return strings.Join(parts, ".")
+}
+
 // StageMac lays out the macOS payload under root (and the scripts under
 // scripts) from the built binary (on a Mac, the universal one from lipo).
+// The bundle's version is MacVersion(version).
 func StageMac(root, scripts, binary, version string) error {
+	version = MacVersion(version)
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return fmt.Errorf("packaging: the delta binary: %w", err)

@@ -43,9 +43,11 @@ else
 fi
 [ "$what" = app ] && { echo "build.sh: $app"; exit 0; }
 
+# Installer compares versions as integers: v1.2.3 is 1.2.3 there.
+macversion=$(go run ./packaging/cmd/stage macversion "$VERSION")
 pkgbuild --root "$OUT/root" --component-plist packaging/macos/component.plist --scripts "$OUT/scripts" \
-	--identifier com.delta-roads.delta.pkg --version "$VERSION" --install-location / "$OUT/Delta-component.pkg"
-sed "s/@VERSION@/$VERSION/g" packaging/macos/Distribution.xml >"$OUT/Distribution.xml"
+	--identifier com.delta-roads.delta.pkg --version "$macversion" --install-location / "$OUT/Delta-component.pkg"
+sed "s/@VERSION@/$macversion/g" packaging/macos/Distribution.xml >"$OUT/Distribution.xml"
 productbuild --distribution "$OUT/Distribution.xml" --package-path "$OUT" "$OUT/Delta-unsigned.pkg"
 pkg="build/Delta-$VERSION.pkg"
 if [ -n "${DELTA_INSTALLER_IDENTITY:-}" ]; then
@@ -55,11 +57,9 @@ else
 	cp "$OUT/Delta-unsigned.pkg" "$pkg"
 fi
 if [ -n "${DELTA_NOTARY_PROFILE:-}" ]; then
-	xcrun notarytool submit "$pkg" --keychain-profile "$DELTA_NOTARY_PROFILE" --wait
-	xcrun stapler staple "$pkg"
+	packaging/macos/notarize.sh "$pkg" --keychain-profile "$DELTA_NOTARY_PROFILE"
 elif [ -n "${APPLE_ID:-}" ] && [ -n "${APPLE_TEAM_ID:-}" ] && [ -n "${APPLE_APP_PASSWORD:-}" ]; then
-	xcrun notarytool submit "$pkg" --apple-id "$APPLE_ID" --team-id "$APPLE_TEAM_ID" --password "$APPLE_APP_PASSWORD" --wait
-	xcrun stapler staple "$pkg"
+	packaging/macos/notarize.sh "$pkg" --apple-id "$APPLE_ID" --team-id "$APPLE_TEAM_ID" --password "$APPLE_APP_PASSWORD"
 else
 	echo "build.sh: no notary credentials: the .pkg is not notarized"
 fi

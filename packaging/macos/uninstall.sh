@@ -1,5 +1,5 @@
 #!/bin/sh
-# Removes Delta from this Mac: stops it for the console user, removes the
+# Removes Delta from this Mac: stops it for every user, removes the
 # LaunchAgent and Delta.app and forgets the package. Each person's state
 # folder (its journal, identity and logs) is kept unless --purge is given;
 # then the invoking user's is removed too.
@@ -19,19 +19,31 @@ if [ "$(id -u)" != 0 ]; then
 	echo "uninstall: run it as root: sudo $0 $*" >&2
 	exit 1
 fi
-user=$(stat -f%Su /dev/console 2>/dev/null || true)
-if [ -n "$user" ] && [ "$user" != root ] && [ "$user" != loginwindow ]; then
-	uid=$(id -u "$user")
+# Every user's Delta: the LaunchAgent of each GUI session (Fast User
+# Switching keeps several; each has a loginwindow of its own) and any
+# Delta started by hand from the bundle.
+# console_uid prints the uid of the user at the console, if any.
+console_uid() {
+	c=$(stat -f%Su /dev/console 2>/dev/null || true)
+	case $c in "" | root | loginwindow) ;; *) id -u "$c" ;; esac
+}
+uids=$({
+	ps -axo uid=,comm= | awk '$1 != 0 && ($2 ~ /(^|\/)loginwindow$/ || $2 ~ /\/Delta\.app\/Contents\/MacOS\/Delta$/) {print $1}'
+	console_uid
+} | sort -un)
+for uid in $uids; do
 	launchctl bootout "gui/$uid/$label" 2>/dev/null || true
 	pkill -TERM -U "$uid" -x Delta 2>/dev/null || true
-fi
+done
 rm -f "/Library/LaunchAgents/$label.plist"
 rm -rf /Applications/Delta.app
 pkgutil --forget "$label.pkg" >/dev/null 2>&1 || true
 echo "uninstall: removed Delta.app and its LaunchAgent"
 if [ "$purge" = yes ]; then
-	who=${SUDO_USER:-$user}
-	home=$(dscl . -read "/Users/$who" NFSHomeDirectory 2>/dev/null | awk '{print $2}')
+	who=${SUDO_USER:-$(stat -f%Su /dev/console 2>/dev/null || true)}
+	# The whole path, spaces and all: dscl prints "NFSHomeDirectory: /Users/jo",
+	# or, for a value with a space, the value on the next line, indented.
+	home=$(dscl . -read "/Users/$who" NFSHomeDirectory 2>/dev/null | sed -e 's/^NFSHomeDirectory:[[:space:]]*//' -e 's/^ //' | awk 'NF' | head -n 1)
 	if [ -n "$home" ] && [ -d "$home" ]; then
 		rm -rf "$home/Library/Application Support/Delta" "$home/Library/Logs/Delta"
 		echo "uninstall: removed $who's state folder and logs"

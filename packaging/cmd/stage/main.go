@@ -3,6 +3,11 @@
 //
 //	stage mac BINARY VERSION ROOT SCRIPTS   the .pkg's payload and scripts
 //	stage deb BINARY VERSION ARCH ROOT      the .deb's tree
+//	stage macversion VERSION                VERSION as Info.plist and pkgbuild take it
+//	stage notarized FILE                    the id of an accepted notarization,
+//	                                        from notarytool's JSON in FILE; else
+//	                                        the verdict on stderr, the id (if
+//	                                        any) on stdout, and exit 1
 package main
 
 import (
@@ -19,8 +24,17 @@ func main() {
 		err = packaging.StageMac(os.Args[4], os.Args[5], os.Args[2], os.Args[3])
 	case len(os.Args) == 6 && os.Args[1] == "deb":
 		err = packaging.StageDeb(os.Args[5], os.Args[2], os.Args[3], os.Args[4])
+	case len(os.Args) == 3 && os.Args[1] == "macversion":
+		fmt.Println(packaging.MacVersion(os.Args[2]))
+	case len(os.Args) == 3 && os.Args[1] == "notarized":
+		var b []byte
+		if b, err = os.ReadFile(os.Args[2]); err == nil {
+			var id string
+			id, err = packaging.Notarized(b)
+			fmt.Println(id)
+		}
 	default:
-		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT")
+		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT | stage macversion VERSION | stage notarized FILE")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stage:", err)
