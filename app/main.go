@@ -335,13 +335,16 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 			log.Error("closing the gateway", "err", err)
 		}
 	}
-	var sender ui.SenderCloser
+	// The notifications' sender comes before the tray, on the main
+	// goroutine: on macOS it sets the notification center's delegate, which
+	// Apple asks for before the application finishes launching, or a click
+	// on a notification that launched Delta is lost (review A8). Clicks wait
+	// in notes until the menu runs.
+	notes := make(chan ui.Action, 16)
+	sender := ui.SystemSender(log, notes)
+	defer sender.Close()
 	ui.RunSystray(log, sd, func(t *ui.Systray) {
 		log.Info("tray is up")
-		// Made once the tray runs: on macOS the notification center
-		// needs the application.
-		notes := make(chan ui.Action, 16)
-		sender = ui.SystemSender(log, notes)
 		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting, Notes: notes}
 		wg.Go(func() { app.Run(ctx) })
 		n := &ui.Notifier{Events: g.CallEvents(), Sender: sender, Log: log}
@@ -353,9 +356,6 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 	}, onExit)
 	cancel()
 	wg.Wait()
-	if sender != nil {
-		sender.Close()
-	}
 }
 
 func envOr(name, def string) string {

@@ -5,6 +5,9 @@ package netwatch
 // The link's media status, as ifconfig prints "status: active/inactive":
 // modelled on Apple's network_cmds ifconfig.tproj/ifmedia.c (media_status),
 // which fills a struct ifmediareq with SIOCGIFMEDIA on a datagram socket.
+// The link's kind, as ifconfig -v prints "type: Wi-Fi": SIOCGIFFUNCTIONALTYPE
+// on the same socket, read as mDNSResponder's mDNSMacOSX.c does
+// (ifr.ifr_ifru.ifru_functional_type). MediaOnMac decides from both.
 
 /*
 #include <stdlib.h>
@@ -12,6 +15,7 @@ package netwatch
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/sockio.h>
 #include <net/if.h>
 #include <net/if_media.h>
 
@@ -32,6 +36,22 @@ static int delta_ifmedia(const char *name, int *status, int *active) {
 	*active = ifmr.ifm_active;
 	return 0;
 }
+
+// delta_functional_type returns name's functional type
+// (IFRTYPE_FUNCTIONAL_*), or -1 if the ioctl fails.
+static int delta_functional_type(const char *name) {
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	strlcpy(ifr.ifr_name, name, sizeof(ifr.ifr_name));
+	int rc = ioctl(s, SIOCGIFFUNCTIONALTYPE, (caddr_t)&ifr);
+	close(s);
+	if (rc < 0)
+		return -1;
+	return (int)ifr.ifr_ifru.ifru_functional_type;
+}
 */
 import "C"
 
@@ -43,17 +63,19 @@ var (
 	_ = [1]struct{}{}[C.IFM_ACTIVE-ifmActive]
 	_ = [1]struct{}{}[C.IFM_IEEE80211-ifmIEEE80211]
 	_ = [1]struct{}{}[C.IFM_NMASK-ifmTypeMask]
+	_ = [1]struct{}{}[C.IFRTYPE_FUNCTIONAL_UNKNOWN-ifrFunctionalUnknown]
+	_ = [1]struct{}{}[C.IFRTYPE_FUNCTIONAL_WIFI_INFRA-ifrFunctionalWiFiInfra]
+	_ = [1]struct{}{}[C.IFRTYPE_FUNCTIONAL_WIFI_AWDL-ifrFunctionalWiFiAWDL]
 )
 
-// linkMedia reads name's link state with SIOCGIFMEDIA.
+// linkMedia reads name's link state with SIOCGIFMEDIA and its kind with
+// SIOCGIFFUNCTIONALTYPE.
 func linkMedia(name string) Media {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	var status, active C.int
-	if C.delta_ifmedia(cname, &status, &active) != 0 {
-		return Media{}
-	}
-	return MediaFromIfmediareq(int(status), int(active))
+	media := C.delta_ifmedia(cname, &status, &active) == 0
+	return MediaOnMac(media, int(status), int(active), int(C.delta_functional_type(cname)))
 }
 
 // wireless comes from the media on macOS (Classify).

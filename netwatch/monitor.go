@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -34,8 +35,9 @@ func Read(roadsOverride map[string]roads.Road) State {
 				}
 			}
 		}
-		c := Classify(ifc.Name, ifc.Flags, driver(ifc.Name), addrs, linkMedia(ifc.Name))
-		c.Index = ifc.Index
+		media := linkMedia(ifc.Name)
+		c := Classify(ifc.Name, ifc.Flags, driver(ifc.Name), addrs, media)
+		c.Index, c.MediaWord = ifc.Index, media.Word
 		if wireless(ifc.Name) {
 			c.Wireless = true
 		}
@@ -165,6 +167,13 @@ func Start(opt Options) (*Monitor, error) {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Monitor{opt: opt, log: opt.Logger, done: make(chan struct{}), cur: Read(opt.Roads)}
+	// What the OS says of each road's link, once, so that a Mac's log
+	// shows what its hardware reports (the Wi-Fi tie-break rests on it).
+	for _, n := range slices.Sorted(maps.Keys(m.cur)) {
+		if c := m.cur[n]; c.MediaWord != "" && c.Road != "" {
+			m.log.Info("netwatch: an interface's link", "interface", n, "road", c.Road, "wireless", c.Wireless, "media", c.MediaWord)
+		}
+	}
 	var err error
 	if opt.Poll == 0 {
 		m.os, err = newOSMon()

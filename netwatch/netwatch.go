@@ -9,6 +9,7 @@ package netwatch
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -43,6 +44,8 @@ type Interface struct {
 	// network (InterfaceFor).
 	Index    int
 	Wireless bool
+	// MediaWord is what the OS said of the link's kind (Media.Word).
+	MediaWord string
 	// Local are every address of the interface, a road or not (a VM
 	// adapter's, a tunnel's): Owns asks them.
 	Local []netip.Addr
@@ -59,6 +62,11 @@ type Media struct {
 	Known    bool
 	Active   bool
 	Wireless bool
+	// Word is what the OS said, for the log ("" where it says nothing):
+	// on macOS the functional type and ifm_active's word, logged once per
+	// interface at start so that a Mac's run tells what its hardware
+	// reports.
+	Word string
 }
 
 // ifmediareq's bits (net/if_media.h): ifm_status's IFM_AVALID (the status
@@ -70,6 +78,64 @@ const (
 	ifmTypeMask  = 0xe0
 	ifmIEEE80211 = 0x80
 )
+
+// SIOCGIFFUNCTIONALTYPE's answers (sys/sockio.h, net/if.h's
+// ifru_functional_type; ifconfig -v prints them as "type:"), the ones
+// that decide.
+const (
+	ifrFunctionalUnknown   = 0
+	ifrFunctionalWiFiInfra = 3
+	ifrFunctionalWiFiAWDL  = 4
+)
+
+// MediaOnMac reads what macOS says of an interface: SIOCGIFMEDIA's
+// ifm_status and ifm_active (media false when that ioctl failed: lo0,
+// utun), and SIOCGIFFUNCTIONALTYPE's type (-1 when that one failed). Wi-Fi
+// is what the functional type says, as Apple's own code reads it
+// (mDNSResponder): IFM_IEEE80211 in ifm_active decides only when the type
+// is unknown, because Apple's Wi-Fi driver is not known to report it
+// (review A5). Pure, for table tests on every OS.
+func MediaOnMac(media bool, status, active, ftype int) Media {
+	var m Media
+	if media {
+		m = MediaFromIfmediareq(status, active)
+	}
+	switch ftype {
+	case -1, ifrFunctionalUnknown:
+		// the media's word, if any, stands
+	default:
+		m.Wireless = ftype == ifrFunctionalWiFiInfra || ftype == ifrFunctionalWiFiAWDL
+	}
+	m.Word = fmt.Sprintf("functional type %d (%s)", ftype, functionalName(ftype))
+	if media {
+		m.Word += fmt.Sprintf(", ifm_active 0x%x, ifm_status 0x%x", active, status)
+	}
+	return m
+}
+
+func functionalName(ftype int) string {
+	switch ftype {
+	case -1:
+		return "the ioctl failed"
+	case ifrFunctionalUnknown:
+		return "unknown"
+	case 1:
+		return "loopback"
+	case 2:
+		return "wired"
+	case ifrFunctionalWiFiInfra:
+		return "Wi-Fi"
+	case ifrFunctionalWiFiAWDL:
+		return "AWDL"
+	case 5:
+		return "cellular"
+	case 6:
+		return "coprocessor"
+	case 7:
+		return "companion link"
+	}
+	return "unrecognized"
+}
 
 // MediaFromIfmediareq reads SIOCGIFMEDIA's ifm_status and ifm_active. It
 // is pure, for table tests on every OS.

@@ -1,9 +1,11 @@
 package netwatch
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -231,6 +233,35 @@ func TestLocalNetworkBlocked(t *testing.T) {
 	}{{"linux", unreach, true}, {"darwin", refused, true}, {"darwin", unreach, false}} {
 		if LocalNetworkBlocked(tc.goos, tc.err, tc.connected) {
 			t.Errorf("%s %v connected=%v: blocked, want not", tc.goos, tc.err, tc.connected)
+		}
+	}
+}
+
+// TestMediaOnMac: the functional type decides Wi-Fi; the media's
+// IFM_IEEE80211 only when the type is unknown; the word names both.
+func TestMediaOnMac(t *testing.T) {
+	const ether, wifiMedia = 0x20, 0x80
+	for _, tc := range []struct {
+		name                  string
+		media                 bool
+		status, active, ftype int
+		known, up, wireless   bool
+	}{
+		{"Wi-Fi reported as Ethernet media", true, 0x3, ether, 3, true, true, true},
+		{"wired adapter", true, 0x3, ether, 2, true, true, false},
+		{"Wi-Fi, link down", true, 0x1, ether, 3, true, false, true},
+		{"type unknown: the media decides", true, 0x3, wifiMedia, 0, true, true, true},
+		{"type ioctl failed: the media decides", true, 0x3, ether, -1, true, true, false},
+		{"wired type beats a Wi-Fi media word", true, 0x3, wifiMedia, 2, true, true, false},
+		{"no media (bridge0)", false, 0, 0, 2, false, false, false},
+		{"AWDL", true, 0x3, ether, 4, true, true, true},
+	} {
+		m := MediaOnMac(tc.media, tc.status, tc.active, tc.ftype)
+		if m.Known != tc.known || m.Active != tc.up || m.Wireless != tc.wireless || !strings.Contains(m.Word, fmt.Sprintf("functional type %d", tc.ftype)) {
+			t.Errorf("%s: %+v", tc.name, m)
+		}
+		if tc.media && !strings.Contains(m.Word, fmt.Sprintf("ifm_active 0x%x", tc.active)) {
+			t.Errorf("%s: the word lacks ifm_active: %q", tc.name, m.Word)
 		}
 	}
 }

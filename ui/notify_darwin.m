@@ -55,9 +55,9 @@ void deltaNotifySetup(const char *openTitle, const char *askTitle) {
 		[center setDelegate:deltaNoteDelegate];
 		[center requestAuthorizationWithOptions:(UNAuthorizationOptionAlert | UNAuthorizationOptionSound)
 			completionHandler:^(BOOL granted, NSError *_Nullable error) {
-				if (error != nil) {
-					NSLog(@"Delta: notifications not authorized: %@", error);
-				}
+				// To delta.log through Go (the agent has no stderr file).
+				NSString *why = error != nil ? [error localizedDescription] : @"";
+				deltaNoteAuthorized(granted ? 1 : 0, (char *)[why UTF8String]);
 			}];
 	}
 }
@@ -77,6 +77,9 @@ int deltaNotify(const char *title, const char *body, const char *requestID, char
 		}
 		NSString *identifier = [NSString stringWithFormat:@"delta-%@", [[NSUUID UUID] UUIDString]];
 		UNNotificationRequest *request = [UNNotificationRequest requestWithIdentifier:identifier content:content trigger:nil];
+		// Written only by the completion handler, and read only after it
+		// signalled: a handler that comes after the 10 s timeout writes it
+		// with nobody reading (review A7: the timeout path wrote it too).
 		__block NSString *failure = nil;
 		dispatch_semaphore_t done = dispatch_semaphore_create(0);
 		[center addNotificationRequest:request withCompletionHandler:^(NSError *_Nullable error) {
@@ -87,12 +90,23 @@ int deltaNotify(const char *title, const char *body, const char *requestID, char
 		}];
 		if (dispatch_semaphore_wait(done, dispatch_time(DISPATCH_TIME_NOW, 10 * NSEC_PER_SEC)) != 0) {
 			[center removePendingNotificationRequestsWithIdentifiers:@[ identifier ]];
-			failure = @"the notification center did not take the notification within 10 s";
+			strlcpy(errBuf, "the notification center did not take the notification within 10 s", errLen);
+			return 1;
 		}
 		if (failure != nil) {
 			strlcpy(errBuf, [failure UTF8String], errLen);
 			return 1;
 		}
 		return 0;
+	}
+}
+
+// deltaBundleID returns the main bundle's identifier into buf ("" when
+// Delta runs outside a bundle, where UNUserNotificationCenter raises). As
+// fyne's app_darwin.m decides it.
+void deltaBundleID(char *buf, int len) {
+	@autoreleasepool {
+		NSString *bid = [[NSBundle mainBundle] bundleIdentifier];
+		strlcpy(buf, bid != nil ? [bid UTF8String] : "", len);
 	}
 }

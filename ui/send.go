@@ -2,7 +2,7 @@ package ui
 
 import (
 	"log/slog"
-	"strings"
+	"sync"
 )
 
 // SystemSender shows Delta's notifications the system's way, and delivers
@@ -28,10 +28,32 @@ type SenderCloser interface {
 	Close() error
 }
 
-// bundled reports whether the executable at exe runs from a macOS bundle
-// (Delta.app/Contents/MacOS/Delta): only a bundle's notifications are
-// shown, and UNUserNotificationCenter outside one raises an exception.
-func bundled(exe string) bool { return strings.Contains(exe, ".app/Contents/MacOS/") }
+// unbundled says why Delta cannot show macOS notifications, or "" when it
+// can: it needs a main bundle with an identifier (bundleID, from
+// NSBundle, as fyne's app_darwin.m asks): only a bundle's notifications
+// are shown, and UNUserNotificationCenter outside one raises an
+// exception. exe is named in the reason. A path inside "X.app" is not
+// enough, and a symlink to the bundle's executable is.
+func unbundled(bundleID, exe string) string {
+	if bundleID != "" {
+		return ""
+	}
+	return "Delta runs outside an app bundle (" + exe + "), and macOS shows only an app bundle's notifications; Delta.app shows them"
+}
+
+var authorizedOnce sync.Once
+
+// authorized logs macOS's answer to Delta's request to notify: a refusal
+// once, with where a person allows it.
+func authorized(log *slog.Logger, granted bool, why string) {
+	if granted {
+		return
+	}
+	authorizedOnce.Do(func() {
+		log.Warn("macOS does not allow Delta's notifications: calls that need a person show in the menu only; allow them in System Settings → Notifications → Delta",
+			"why", why)
+	})
+}
 
 // deliver hands a clicked action to acts without blocking the caller (a
 // bus's signal loop, the macOS delegate).

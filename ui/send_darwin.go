@@ -9,6 +9,7 @@ package ui
 
 void deltaNotifySetup(const char *openTitle, const char *askTitle);
 int deltaNotify(const char *title, const char *body, const char *requestID, char *errBuf, int errLen);
+void deltaBundleID(char *buf, int len);
 */
 import "C"
 
@@ -37,10 +38,12 @@ var (
 
 func systemSender(log *slog.Logger, acts chan<- Action) SenderCloser {
 	exe, _ := os.Executable()
-	if !bundled(exe) {
+	var buf [256]C.char
+	C.deltaBundleID(&buf[0], C.int(len(buf)))
+	if why := unbundled(C.GoString(&buf[0]), exe); why != "" {
 		// UNUserNotificationCenter outside a bundle raises an exception,
 		// and macOS shows a bundle's notifications only.
-		return &logSender{log: log, why: "Delta runs unbundled (" + exe + "), and macOS shows only an app bundle's notifications; Delta.app shows them"}
+		return &logSender{log: log, why: why}
 	}
 	noteMu.Lock()
 	noteLog, noteActs = log, acts
@@ -75,5 +78,18 @@ func deltaNoteAction(action, requestID *C.char) {
 	noteMu.Unlock()
 	if log != nil {
 		deliver(log, acts, C.GoString(action), C.GoString(requestID))
+	}
+}
+
+// deltaNoteAuthorized is the answer to the request for authorization:
+// a refusal is said once in delta.log, with where to allow it.
+//
+//export deltaNoteAuthorized
+func deltaNoteAuthorized(granted C.int, why *C.char) {
+	noteMu.Lock()
+	log := noteLog
+	noteMu.Unlock()
+	if log != nil {
+		authorized(log, granted != 0, C.GoString(why))
 	}
 }

@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"bytes"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +92,23 @@ func TestNoteAction(t *testing.T) {
 			t.Errorf("NoteAction(%q, %q) = %+v, %v; want %+v, %v", tc.key, tc.rid, got, ok, tc.want, tc.ok)
 		}
 	}
-	if !bundled("/Applications/Delta.app/Contents/MacOS/Delta") || bundled("/Users/me/go/bin/delta") {
-		t.Error("bundled misreads an executable's path")
+	if unbundled("com.delta-roads.delta", "/usr/local/bin/delta") != "" { // a symlink to the bundle's executable
+		t.Error("a bundle with an identifier is taken as unbundled")
+	}
+	if why := unbundled("", "/Users/me/X.app/Contents/MacOS/delta"); !strings.Contains(why, "outside an app bundle") || !strings.Contains(why, "/Users/me/X.app") {
+		t.Errorf("a path inside X.app without a bundle identifier: %q", why)
+	}
+}
+
+// TestAuthorizedLogsOnce: macOS's refusal to let Delta notify is said
+// once in delta.log, with where to allow it; an allowance says nothing.
+func TestAuthorizedLogsOnce(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	authorized(log, true, "")
+	authorized(log, false, "Notifications are not allowed for this application")
+	authorized(log, false, "Notifications are not allowed for this application")
+	if n := strings.Count(buf.String(), "System Settings → Notifications → Delta"); n != 1 || !strings.Contains(buf.String(), "not allowed for this application") {
+		t.Errorf("logged %d times:\n%s", n, buf.String())
 	}
 }

@@ -20,6 +20,11 @@ type Shutdown struct {
 	// Close closes the gateway and whatever runs beside it. Required.
 	Close func() error
 
+	// trayMu is held by a tray update from its check of the quit to its
+	// last call into the tray (InTray), and by BeginAfterTray around the
+	// mark: no update is ever between the two when the main loop stops.
+	trayMu sync.Mutex
+
 	mu       sync.Mutex
 	quitting bool
 	started  bool
@@ -32,6 +37,30 @@ func (s *Shutdown) Begin() {
 	s.mu.Lock()
 	s.quitting = true
 	s.mu.Unlock()
+}
+
+// BeginAfterTray marks the quit once no tray update is running (QuitSystray,
+// before it stops the main loop). A tray call waits for the main thread,
+// so an update that had checked Quitting just before the loop stopped
+// would hang for ever; with this, none can (MACOS.md #6). It must not run
+// on the main thread while an update waits for it: the system's terminate
+// path marks the quit with Begin.
+func (s *Shutdown) BeginAfterTray() {
+	s.trayMu.Lock()
+	defer s.trayMu.Unlock()
+	s.Begin()
+}
+
+// InTray runs update, a change to the tray, unless the quit has begun; it
+// reports whether it ran. BeginAfterTray waits for it.
+func (s *Shutdown) InTray(update func()) bool {
+	s.trayMu.Lock()
+	defer s.trayMu.Unlock()
+	if s.Quitting() {
+		return false
+	}
+	update()
+	return true
 }
 
 // Quitting reports whether a quit has begun: tray updates return at once.

@@ -81,3 +81,39 @@ func (b *blockingTray) Show(m Menu) {
 }
 
 func (b *blockingTray) Clicks() <-chan Action { return nil }
+
+// TestQuitWaitsForTrayUpdate: a quit that comes while a tray update runs
+// is marked only after it ends (the main loop still serves it then), and
+// no update runs after the mark (review A10: the update that checked just
+// before the loop stopped hung for ever).
+func TestQuitWaitsForTrayUpdate(t *testing.T) {
+	sd := &Shutdown{Close: func() error { return nil }}
+	inside, release := make(chan struct{}), make(chan struct{})
+	updated := make(chan bool)
+	go func() {
+		updated <- sd.InTray(func() {
+			close(inside)
+			<-release // a fyne call waiting for the main thread
+		})
+	}()
+	<-inside
+	marked := make(chan struct{})
+	go func() {
+		sd.BeginAfterTray()
+		close(marked)
+	}()
+	select {
+	case <-marked:
+		t.Fatal("the quit was marked while a tray update was between its check and its call")
+	case <-time.After(50 * time.Millisecond):
+		// Not marked yet: it waits (a lower bound only, never a timing assertion on success).
+	}
+	close(release)
+	if !<-updated {
+		t.Fatal("the update that began before the quit did not run")
+	}
+	<-marked
+	if sd.InTray(func() { t.Error("a tray update ran after the quit was marked") }) {
+		t.Fatal("InTray reported an update after the quit")
+	}
+}

@@ -48,11 +48,12 @@ func RunSystray(log *slog.Logger, sd *Shutdown, ready func(t *Systray), onExit f
 	}, onExit)
 }
 
-// QuitSystray makes RunSystray return: the quit is marked first (sd), so
-// that no tray update starts that the stopped main loop would never serve.
+// QuitSystray makes RunSystray return: the quit is marked first (sd), once
+// no tray update is running, so that none runs or starts that the stopped
+// main loop would never serve.
 // It may be called from any goroutine, more than once.
 func QuitSystray(sd *Shutdown) {
-	sd.Begin()
+	sd.BeginAfterTray()
 	systray.Quit()
 }
 
@@ -72,9 +73,12 @@ func (t *Systray) setIcon(l view.Level) {
 // Show implements Tray: items whose keys did not move are updated in place
 // (an open menu stays open); otherwise the menu is rebuilt.
 func (t *Systray) Show(m Menu) {
-	if t.sd.Quitting() { // fyne's calls wait for the main thread, which no longer serves them
-		return
-	}
+	// fyne's calls wait for the main thread, which stops serving them at a
+	// quit: an update runs whole before QuitSystray marks it, or not at all.
+	t.sd.InTray(func() { t.show(m) })
+}
+
+func (t *Systray) show(m Menu) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if m.Level != t.level {
