@@ -201,6 +201,14 @@ func run(args []string, stderr io.Writer) error {
 			"state_dir", s.stateDir)
 	}
 	defer lock.Close()
+	// A state folder restored from a backup of, or migrated from, another
+	// Mac: its identity is that Mac's, which may still run (MACOS.md §2.9).
+	if aside, err := statedir.Moved(s.stateDir, statedir.MachineID(), time.Now()); err != nil {
+		return err
+	} else if aside != "" {
+		log.Warn("this state folder was made on another computer (a backup restored, or a migration): Delta starts here as a new computer, "+
+			"with a new identity that peers must learn; the journal and settings stay, and the other computer's keys are kept aside", "aside", aside)
+	}
 	fc, err := statedir.ReadConfig(s.stateDir)
 	if err != nil {
 		return err
@@ -259,6 +267,10 @@ func run(args []string, stderr io.Writer) error {
 		for _, n := range node.Notices() {
 			g.AddNotice(n)
 		}
+	}
+	// The identity is made by now: kept out of Time Machine (macOS).
+	if err := statedir.ExcludeFromBackups(statedir.BackupExclusions(s.stateDir)); err != nil {
+		log.Warn("could not keep this computer's identity out of Time Machine: a restore onto another Mac is caught at its start instead", "err", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
