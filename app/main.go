@@ -355,6 +355,8 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 	notes := make(chan ui.Action, 16)
 	sender := ui.SystemSender(log, notes)
 	defer sender.Close()
+	// A double-click on Delta.app while it runs opens the status page.
+	ui.HandleReopen(log, notes)
 	ui.RunSystray(log, sd, func(t *ui.Systray) {
 		log.Info("tray is up")
 		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting, Notes: notes}
