@@ -37,6 +37,7 @@ vet: deps
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "make: not gofmt-formatted (run gofmt -w):" $$unformatted >&2; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+	$(GO) run ./tools/objcvet
 
 vet-darwin: deps
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)
