@@ -34,6 +34,9 @@ func TestIcons(t *testing.T) {
 					}
 				}
 			}
+			if name == "template" && (bnd.Dx() != 32 || bnd.Dy() != 32) {
+				t.Errorf("%s template icon is %v; the menu bar shows it at 16 pt, so it is drawn at 32 px (@2x)", st, bnd.Size())
+			}
 			if name == "template" && coloured {
 				t.Errorf("%s template icon has colour; macOS needs black with alpha", st)
 			}

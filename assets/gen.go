@@ -19,6 +19,9 @@ import (
 
 type pt struct{ x, y float64 }
 
+// TemplatePixels is the menu-bar template's size: 16 pt at @2x.
+const TemplatePixels = 32
+
 // inTri reports whether p is inside triangle a, b, c.
 func inTri(p, a, b, c pt) bool {
 	s := func(p1, p2, p3 pt) float64 { return (p1.x-p3.x)*(p2.y-p3.y) - (p2.x-p3.x)*(p1.y-p3.y) }
@@ -152,7 +155,10 @@ func main() {
 		st := state
 		cover := func(p pt) bool { return shape(st, p) }
 		// macOS menu-bar template: black, alpha only; the system tints it.
-		write("tray-"+state+"-template.png", render(44, color.NRGBA{0, 0, 0, 0xff}, cover))
+		// Drawn at 32 px for its 16 pt (fyne sets the image's size to 16
+		// pt): pixel for pixel on a Retina menu bar, not scaled from
+		// another size.
+		write("tray-"+state+"-template.png", render(TemplatePixels, color.NRGBA{0, 0, 0, 0xff}, cover))
 		// Linux panels show colour.
 		write("tray-"+state+".png", render(64, col, cover))
 	}
