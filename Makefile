@@ -122,12 +122,12 @@ package-check: deps
 
 VERSION ?= dev
 DEB_ARCH = $(shell $(GO) env GOARCH)
-# deb builds bin/delta_$(VERSION)_$(DEB_ARCH).deb (dpkg-deb).
+# deb builds bin/delta_$(VERSION)_$(DEB_ARCH).deb (packaging.BuildDeb: a
+# stripped PIE binary, Depends from dpkg-shlibdeps, copyright, changelog,
+# man page, launcher, icons; dpkg-deb). make package-check builds it the
+# same way and runs lintian on it.
 deb: deps
-	rm -rf build/deb && mkdir -p build/deb bin
-	$(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o build/deb/delta ./app
-	$(GO) run ./packaging/cmd/stage deb build/deb/delta $(VERSION) $(DEB_ARCH) build/deb/root
-	dpkg-deb --root-owner-group --build build/deb/root bin/delta_$(VERSION)_$(DEB_ARCH).deb
+	$(GO) run ./packaging/cmd/stage debfile . $(VERSION) $(DEB_ARCH) bin
 
 # app and pkg build Delta.app and Delta-$(VERSION).pkg on a Mac (signed and
 # notarized when the identities are in the environment: docs/release.md);

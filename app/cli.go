@@ -135,7 +135,7 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return &exitError{code: exitUsage, err: err}
 	}
 	if name == "help" {
-		usage(stderr)
+		usage(stdout) // asked for: it is the answer, on stdout (delta -h | less)
 		return nil
 	}
 	if name == "" || name == "run" {

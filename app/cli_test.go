@@ -47,9 +47,12 @@ func TestCommandLine(t *testing.T) {
 	out, errOut, code := delta(t, "-h")
 	wantCode(t, "-h", code, exitOK, out, errOut)
 	for _, c := range commands {
-		if !strings.Contains(errOut, "  "+c.name+" ") {
-			t.Errorf("delta -h does not list %s:\n%s", c.name, errOut)
+		if !strings.Contains(out, "  "+c.name+" ") {
+			t.Errorf("delta -h does not list %s on stdout:\n%s", c.name, out)
 		}
+	}
+	if errOut != "" {
+		t.Errorf("delta -h wrote to stderr: %q", errOut)
 	}
 
 	// status, flags after the command.

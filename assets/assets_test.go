@@ -56,3 +56,21 @@ func TestIcons(t *testing.T) {
 		t.Fatalf("app icon: %v %v", img.Bounds(), err)
 	}
 }
+
+// TestAppIconSizes: each hicolor size is drawn at that size; others are
+// refused.
+func TestAppIconSizes(t *testing.T) {
+	for _, n := range append([]int{512}, HicolorSizes...) {
+		b, err := AppIconSized(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil || img.Bounds().Dx() != n || img.Bounds().Dy() != n {
+			t.Errorf("the %d px icon: %v %v", n, img.Bounds(), err)
+		}
+	}
+	if _, err := AppIconSized(17); err == nil {
+		t.Error("a 17 px icon was given")
+	}
+}

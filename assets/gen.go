@@ -9,6 +9,7 @@
 package main
 
 import (
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -21,6 +22,9 @@ type pt struct{ x, y float64 }
 
 // TemplatePixels is the menu-bar template's size: 16 pt at @2x.
 const TemplatePixels = 32
+
+// HicolorSizes are the app icon's sizes besides 512 (assets.HicolorSizes).
+var HicolorSizes = []int{16, 22, 24, 32, 48, 64, 128, 256}
 
 // inTri reports whether p is inside triangle a, b, c.
 func inTri(p, a, b, c pt) bool {
@@ -163,4 +167,9 @@ func main() {
 		write("tray-"+state+".png", render(64, col, cover))
 	}
 	write("app-icon.png", appIcon(512))
+	// The freedesktop hicolor theme's sizes, each drawn at its size (the
+	// .deb installs them; a desktop picks the nearest).
+	for _, n := range HicolorSizes {
+		write(fmt.Sprintf("app-icon-%d.png", n), appIcon(n))
+	}
 }

@@ -2,6 +2,7 @@ package packaging
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -360,21 +361,25 @@ func TestDeb(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
 		t.Skip("dpkg-deb is not installed (Debian's dpkg)")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "delta")
-	if out, err := exec.Command("go", "build", "-o", bin, "../app").CombinedOutput(); err != nil {
-		t.Fatalf("build delta: %v\n%s", err, out)
+	if _, err := exec.LookPath("dpkg-shlibdeps"); err != nil {
+		t.Skip("dpkg-shlibdeps is not installed (Debian's dpkg-dev; make deps installs it as root)")
 	}
-	stage, deb := filepath.Join(dir, "stage"), filepath.Join(dir, "delta.deb")
+	dir := t.TempDir()
 	arch := map[string]string{"amd64": "amd64", "arm64": "arm64"}[runtime.GOARCH]
-	if err := StageDeb(stage, bin, "dev", arch); err != nil {
+	// Built as make deb builds it.
+	deb, err := BuildDeb("..", dir, "dev", arch)
+	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, dir, "dpkg-deb", "--root-owner-group", "--build", stage, deb)
-	info, err := exec.Command("dpkg-deb", "-f", deb, "Package", "Version", "Architecture").CombinedOutput()
-	if err != nil || !strings.Contains(string(info), "Package: delta") || !strings.Contains(string(info), "Version: 0~dev") {
+	info, err := exec.Command("dpkg-deb", "-f", deb, "Package", "Version", "Architecture", "Depends").CombinedOutput()
+	if err != nil || !strings.Contains(string(info), "Package: delta") || !strings.Contains(string(info), "Version: 0~dev") ||
+		!regexp.MustCompile(`Depends: libc6 \(>= 2\.\d+\)`).Match(info) {
 		t.Fatalf("dpkg-deb -f: %v %s", err, info)
 	}
+	if conf, err := exec.Command("dpkg-deb", "-I", deb, "conffiles").CombinedOutput(); err != nil || strings.TrimSpace(string(conf)) != "/etc/xdg/autostart/delta.desktop" {
+		t.Errorf("conffiles: %v %q", err, conf)
+	}
+	lintian(t, deb)
 	root := filepath.Join(dir, "root")
 	run(t, dir, "dpkg-deb", "-x", deb, root)
 	var want []Entry
@@ -384,6 +389,21 @@ func TestDeb(t *testing.T) {
 		}
 	}
 	checkTree(t, root, want)
+	for _, f := range []string{"usr/share/doc/delta/changelog.gz", "usr/share/man/man1/delta.1.gz"} {
+		b, _ := os.ReadFile(filepath.Join(root, f))
+		if len(b) < 18 || b[0] != 0x1f || b[1] != 0x8b || b[4]|b[5]|b[6]|b[7] != 0 || b[3]&0x08 != 0 {
+			t.Errorf("%s is not gzip -9n (no name, no time)", f)
+		}
+	}
+	if zr, err := gzipReader(filepath.Join(root, "usr/share/man/man1/delta.1.gz")); err != nil || !strings.Contains(zr, ".B init") || !strings.Contains(zr, `.SH "EXIT STATUS"`) {
+		t.Errorf("the man page lacks the commands or the exit codes (%v):\n%s", err, zr)
+	}
+	if cr, _ := os.ReadFile(filepath.Join(root, "usr/share/doc/delta/copyright")); !bytes.Contains(cr, []byte("tailscale.com v1.102.5")) || !bytes.Contains(cr, []byte("BSD-3-Clause")) {
+		t.Errorf("the copyright file does not name the modules compiled in:\n%.2000s", cr)
+	}
+	if unit, _ := os.ReadFile(filepath.Join(root, "usr/lib/systemd/user/delta.service")); bytes.Contains(unit, []byte("network-online.target")) {
+		t.Error("the user unit names network-online.target, which a user's systemd does not have")
+	}
 
 	unit, _ := os.ReadFile(filepath.Join(root, "usr/lib/systemd/user/delta.service"))
 	var execStart []string
@@ -669,4 +689,42 @@ func TestMacVersion(t *testing.T) {
 			t.Errorf("MacVersion(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// lintian runs Debian's lintian on the .deb (pedantic, informational and
+// experimental tags too): it must say nothing.
+func lintian(t *testing.T, deb string) {
+	t.Helper()
+	if _, err := exec.LookPath("lintian"); err != nil {
+		if os.Geteuid() == 0 {
+			t.Fatal("lintian is not installed (make deps installs it as root)")
+		}
+		t.Log("lintian is not installed (Debian: apt-get install lintian; make deps does it as root): the .deb is not linted")
+		return
+	}
+	out, err := exec.Command("lintian", "--pedantic", "--info", "--display-experimental", "--fail-on", "error,warning,info,pedantic", deb).CombinedOutput()
+	var tags []string
+	for l := range strings.Lines(string(out)) {
+		if len(l) > 2 && l[1] == ':' && strings.Contains("EWIPXO", l[:1]) {
+			tags = append(tags, strings.TrimSpace(l))
+		}
+	}
+	if err != nil || len(tags) > 0 {
+		t.Errorf("lintian: %v\n%s", err, out)
+	}
+	t.Logf("lintian --pedantic --info --display-experimental: %d tags", len(tags))
+}
+
+func gzipReader(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(zr)
+	return string(b), err
 }

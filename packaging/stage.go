@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -45,13 +46,30 @@ var MacPayload = []Entry{
 // MacScripts are the package's scripts (pkgbuild --scripts).
 var MacScripts = []Entry{{"preinstall", 0o755}, {"postinstall", 0o755}}
 
-// DebPayload is the .deb's tree (DEBIAN/control included).
-var DebPayload = []Entry{
+// DebPayload is the .deb's tree (DEBIAN/control and conffiles included).
+var DebPayload = append([]Entry{
 	{"DEBIAN/control", 0o644},
+	{"DEBIAN/conffiles", 0o644},
 	{"usr/bin/delta", 0o755},
 	{"usr/lib/systemd/user/delta.service", 0o644},
 	{"etc/xdg/autostart/delta.desktop", 0o644},
+	{"usr/share/applications/delta.desktop", 0o644},
+	{"usr/share/doc/delta/copyright", 0o644},
+	{"usr/share/doc/delta/changelog.gz", 0o644},
+	{"usr/share/man/man1/delta.1.gz", 0o644},
 	{"usr/share/icons/hicolor/512x512/apps/delta.png", 0o644},
+}, hicolorEntries()...)
+
+func hicolorEntries() []Entry {
+	var out []Entry
+	for _, n := range assets.HicolorSizes {
+		out = append(out, Entry{hicolorPath(n), 0o644})
+	}
+	return out
+}
+
+func hicolorPath(n int) string {
+	return fmt.Sprintf("usr/share/icons/hicolor/%dx%d/apps/delta.png", n, n)
 }
 
 // File returns one of the packaging files ("macos/Info.plist"), with
@@ -121,17 +139,45 @@ func StageMac(root, scripts, binary, version string) error {
 }
 
 // StageDeb lays out the .deb's tree under root from the built Linux binary
-// for arch (Debian's name: amd64, arm64).
+// for arch (Debian's name: amd64, arm64): Depends from dpkg-shlibdeps, the
+// copyright of every module compiled in, the changelog, the man page made
+// from the binary's own help, the launcher and the icons at the hicolor
+// sizes. Debian's hicolor-icon-theme refreshes the icon cache by its
+// trigger on /usr/share/icons/hicolor, so the package has no scripts.
 func StageDeb(root, binary, version, arch string) error {
 	bin, err := os.ReadFile(binary)
 	if err != nil {
 		return fmt.Errorf("packaging: the delta binary: %w", err)
 	}
+	depends, err := ShlibDepends(binary)
+	if err != nil {
+		return err
+	}
+	copyright, err := Copyright(binary)
+	if err != nil {
+		return err
+	}
+	at, err := buildTime()
+	if err != nil {
+		return err
+	}
+	changelog, err := Changelog(version, at)
+	if err != nil {
+		return err
+	}
+	usage, err := exec.Command(binary, "-h").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("packaging: %s -h: %v\n%s", binary, err, usage)
+	}
+	man, err := ManPage(string(usage), version, at)
+	if err != nil {
+		return err
+	}
 	control := fmt.Sprintf(`Package: delta
 Version: %s
 Architecture: %s
 Maintainer: Delta <delta@delta-roads.invalid>
-Depends: libc6
+Depends: %s
 Recommends: dbus-user-session
 Section: net
 Priority: optional
@@ -141,14 +187,23 @@ Description: lets a person's own computers talk to each other
  Delta on loopback; it carries their requests to the person's other
  computers over the Thunderbolt cable, the home network or the tailnet,
  and sends writes at most once.
-`, debVersion(version), arch)
-	return write(root, DebPayload, map[string]func() ([]byte, error){
+`, debVersion(version), arch, depends)
+	contents := map[string]func() ([]byte, error){
 		"DEBIAN/control":                                 func() ([]byte, error) { return []byte(control), nil },
+		"DEBIAN/conffiles":                               func() ([]byte, error) { return []byte("/etc/xdg/autostart/delta.desktop\n"), nil },
 		"usr/bin/delta":                                  func() ([]byte, error) { return bin, nil },
 		"usr/lib/systemd/user/delta.service":             func() ([]byte, error) { return File("linux/delta.service", version) },
 		"etc/xdg/autostart/delta.desktop":                func() ([]byte, error) { return File("linux/delta.desktop", version) },
+		"usr/share/applications/delta.desktop":           func() ([]byte, error) { return File("linux/delta-launcher.desktop", version) },
+		"usr/share/doc/delta/copyright":                  func() ([]byte, error) { return copyright, nil },
+		"usr/share/doc/delta/changelog.gz":               func() ([]byte, error) { return changelog, nil },
+		"usr/share/man/man1/delta.1.gz":                  func() ([]byte, error) { return man, nil },
 		"usr/share/icons/hicolor/512x512/apps/delta.png": func() ([]byte, error) { return assets.AppIcon(), nil },
-	})
+	}
+	for _, n := range assets.HicolorSizes {
+		contents[hicolorPath(n)] = func() ([]byte, error) { return assets.AppIconSized(n) }
+	}
+	return write(root, DebPayload, contents)
 }
 
 // debVersion makes a build's version one dpkg accepts: it must start with

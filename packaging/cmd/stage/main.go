@@ -3,6 +3,7 @@
 //
 //	stage mac BINARY VERSION ROOT SCRIPTS   the .pkg's payload and scripts
 //	stage deb BINARY VERSION ARCH ROOT      the .deb's tree
+//	stage debfile REPO VERSION ARCH OUT     build the .deb into folder OUT (make deb)
 //	stage macversion VERSION                VERSION as Info.plist and pkgbuild take it
 //	stage notarized FILE                    the id of an accepted notarization,
 //	                                        from notarytool's JSON in FILE; else
@@ -24,6 +25,11 @@ func main() {
 		err = packaging.StageMac(os.Args[4], os.Args[5], os.Args[2], os.Args[3])
 	case len(os.Args) == 6 && os.Args[1] == "deb":
 		err = packaging.StageDeb(os.Args[5], os.Args[2], os.Args[3], os.Args[4])
+	case len(os.Args) == 6 && os.Args[1] == "debfile":
+		var deb string
+		if deb, err = packaging.BuildDeb(os.Args[2], os.Args[5], os.Args[3], os.Args[4]); err == nil {
+			fmt.Println(deb)
+		}
 	case len(os.Args) == 3 && os.Args[1] == "macversion":
 		fmt.Println(packaging.MacVersion(os.Args[2]))
 	case len(os.Args) == 3 && os.Args[1] == "notarized":
@@ -34,7 +40,7 @@ func main() {
 			fmt.Println(id)
 		}
 	default:
-		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT | stage macversion VERSION | stage notarized FILE")
+		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT | stage debfile REPO VERSION ARCH OUT | stage macversion VERSION | stage notarized FILE")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stage:", err)
