@@ -267,9 +267,20 @@ func (b *Bus) WaitTray(t testing.TB, pid int, d time.Duration) *Tray {
 			t.Fatalf("no %s on the bus within %v", name, d)
 		}
 	}
-	v, err := b.Conn.Object(name, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Menu")
-	if err != nil {
-		t.Fatalf("read %s's Menu property: %v", name, err)
+	// fyne's systray takes its name before it exports its objects
+	// (systray_unix.go nativeStart): the Menu property is there a moment
+	// later.
+	var v dbus.Variant
+	for {
+		v, err = b.Conn.Object(name, "/StatusNotifierItem").GetProperty("org.kde.StatusNotifierItem.Menu")
+		if err == nil {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("read %s's Menu property: %v", name, err)
+		case <-time.After(10 * time.Millisecond): // the next look; bounded by the deadline
+		}
 	}
 	return &Tray{bus: b, name: name, menu: v.Value().(dbus.ObjectPath)}
 }
