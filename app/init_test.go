@@ -77,3 +77,31 @@ func TestCanRun(t *testing.T) {
 		t.Errorf("this build: %v", err)
 	}
 }
+
+// TestModeFlags: a flag of the other mode is refused before Delta starts,
+// naming the flag and why; the flags of a Delta's own mode are not.
+func TestModeFlags(t *testing.T) {
+	if err := modeConflict(true, map[string]bool{"lan-port": true, "listen": true}); err == nil ||
+		!strings.Contains(err.Error(), "--lan-port (or DELTA_LAN_PORT) is for tailnet mode") || !strings.Contains(err.Error(), "peer_listen") {
+		t.Errorf("static with --lan-port: %v", err)
+	}
+	if err := modeConflict(false, map[string]bool{"peer-listen": true}); err == nil || !strings.Contains(err.Error(), "is for static mode") {
+		t.Errorf("tailnet with --peer-listen: %v", err)
+	}
+	if err := modeConflict(true, map[string]bool{"peer-listen": true, "headless": true}); err != nil {
+		t.Errorf("static with its own flags: %v", err)
+	}
+	if err := modeConflict(false, map[string]bool{"lan-port": true, "control-url": true, "hostname": true}); err != nil {
+		t.Errorf("tailnet with its own flags: %v", err)
+	}
+
+	// As a person meets it: a static config, and --lan-port.
+	dir := filepath.Join(t.TempDir(), "laptop")
+	out, errOut, code := delta(t, "init", "--static", "--state-dir", dir, "--name", "laptop", "--peer", "studio=127.0.0.1:9")
+	wantCode(t, "init", code, exitOK, out, errOut)
+	out, errOut, code = delta(t, "run", "--state-dir", dir, "--headless", "--listen", "127.0.0.1:0", "--lan-port", "7999")
+	wantCode(t, "run --lan-port in static mode", code, exitUsage, out, errOut)
+	if !strings.Contains(errOut, "--lan-port (or DELTA_LAN_PORT) is for tailnet mode") {
+		t.Errorf("the refusal does not name the flag: %s", errOut)
+	}
+}

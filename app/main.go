@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,61 @@ type settings struct {
 	// chosen by the person (flag or environment), so a taken one (another
 	// user's Delta) is replaced with a free one.
 	defaultListen, defaultLANPort bool
+	// given names the flags the person set, by flag or environment.
+	given map[string]bool
+}
+
+// modeFlags are the flags of one mode only: set in the other, they would
+// do nothing, and a person who set one meant something.
+var modeFlags = map[string]string{
+	"lan-port":             "tailnet",
+	"lan-addrs":            "tailnet",
+	"control-url":          "tailnet",
+	"hostname":             "tailnet",
+	"tailscale-log-upload": "tailnet",
+	"peer-listen":          "static",
+}
+
+// flagEnv is the environment variable of each flag that has one.
+var flagEnv = map[string]string{
+	"listen": "DELTA_LISTEN", "peer-listen": "DELTA_PEER_LISTEN", "headless": "DELTA_HEADLESS", "lan-port": "DELTA_LAN_PORT",
+	"control-url": "DELTA_CONTROL_URL", "hostname": "DELTA_HOSTNAME", "tailscale-log-upload": "DELTA_TAILSCALE_LOG_UPLOAD",
+	"verbose": "DELTA_VERBOSE", "lan-addrs": "DELTA_LAN_ADDRS",
+}
+
+// modeConflict refuses a flag of the other mode (given: the flags set),
+// naming what it is for and what to use instead.
+func modeConflict(static bool, given map[string]bool) error {
+	mode := "tailnet"
+	if static {
+		mode = "static"
+	}
+	var names []string
+	for name := range given {
+		if m, ok := modeFlags[name]; ok && m != mode {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	how := func(n string) string {
+		if e := flagEnv[n]; e != "" {
+			return "--" + n + " (or " + e + ")"
+		}
+		return "--" + n
+	}
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, how(n))
+	}
+	if static {
+		return fmt.Errorf("%w: %s is for tailnet mode, and this Delta runs in static mode (config.json names peers): "+
+			"its peer API listens in plain TCP on --peer-listen or config.json's peer_listen, and it joins no tailnet", errUsage, strings.Join(parts, ", "))
+	}
+	return fmt.Errorf("%w: %s is for static mode, and this Delta runs in tailnet mode (config.json names no peers): "+
+		"its peers reach it over the tailnet and over TLS on --lan-port; delta init --static makes a static config", errUsage, strings.Join(parts, ", "))
 }
 
 // serverFlags defines Delta's own flags on fs, into s; lanAddrs receives
@@ -76,16 +132,16 @@ type settings struct {
 func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
 	fs.StringVar(&s.stateDir, "state-dir", localapi.DefaultStateDir(), "the state folder (DELTA_STATE_DIR)")
 	fs.StringVar(&s.listen, "listen", envOr("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
-	fs.StringVar(&s.peerListen, "peer-listen", envOr("DELTA_PEER_LISTEN", ""), "the peer API's plain-TCP address in static mode (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
+	fs.StringVar(&s.peerListen, "peer-listen", envOr("DELTA_PEER_LISTEN", ""), "static mode: the peer API's plain-TCP address (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
 	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")
 	lanPort, _ := strconv.Atoi(envOr("DELTA_LAN_PORT", strconv.Itoa(tailnet.DefaultLANPort)))
-	fs.IntVar(&s.lanPort, "lan-port", lanPort, "the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
-	fs.StringVar(&s.controlURL, "control-url", envOr("DELTA_CONTROL_URL", ""), "the tailnet's control server (DELTA_CONTROL_URL)")
-	fs.StringVar(&s.hostname, "hostname", envOr("DELTA_HOSTNAME", ""), "this computer's name on the tailnet (DELTA_HOSTNAME)")
+	fs.IntVar(&s.lanPort, "lan-port", lanPort, "tailnet mode: the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
+	fs.StringVar(&s.controlURL, "control-url", envOr("DELTA_CONTROL_URL", ""), "tailnet mode: the tailnet's control server (DELTA_CONTROL_URL)")
+	fs.StringVar(&s.hostname, "hostname", envOr("DELTA_HOSTNAME", ""), "tailnet mode: this computer's name on the tailnet (DELTA_HOSTNAME)")
 	fs.BoolVar(&s.uploadLogs, "tailscale-log-upload", os.Getenv("DELTA_TAILSCALE_LOG_UPLOAD") == "1",
-		"let the tailnet's software upload its log to Tailscale, for Tailscale's support (DELTA_TAILSCALE_LOG_UPLOAD=1); off by default")
+		"tailnet mode: let the tailnet's software upload its log to Tailscale, for Tailscale's support (DELTA_TAILSCALE_LOG_UPLOAD=1); off by default")
 	fs.BoolVar(&s.verbose, "verbose", os.Getenv("DELTA_VERBOSE") == "1", "also write the tailnet software's own log lines to stderr (DELTA_VERBOSE=1); they always go to tailscale.log")
-	return fs.String("lan-addrs", envOr("DELTA_LAN_ADDRS", ""), "comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
+	return fs.String("lan-addrs", envOr("DELTA_LAN_ADDRS", ""), "tailnet mode: comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
 }
 
 func parse(args []string, stderr io.Writer) (settings, error) {
@@ -93,6 +149,27 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs := flag.NewFlagSet("delta run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lanAddrs := serverFlags(fs, &s)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: delta run [flags]   (or just: delta [flags])
+
+Delta itself: the local API for this computer's apps, the menu (unless
+headless), and the roads to this person's other computers. It runs in one
+of two modes, chosen by config.json in the state folder:
+
+  tailnet mode   config.json names no peers: Delta joins the tailnet
+                 (delta login) and finds the other computers there, and
+                 over TLS on their lan and thunderbolt addresses.
+  static mode    config.json names peers by address (delta init --static
+                 writes it): no tailnet; the peer API listens in plain TCP
+                 on --peer-listen, and tickets signed with the shared
+                 network key keep out whoever lacks it.
+
+A flag of the other mode is refused, saying why.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return s, err
@@ -102,15 +179,14 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	if fs.NArg() > 0 {
 		return s, fmt.Errorf("%w: unexpected argument %q (delta run takes flags only; delta -h lists the commands)", errUsage, fs.Arg(0))
 	}
-	s.defaultListen, s.defaultLANPort = os.Getenv("DELTA_LISTEN") == "", os.Getenv("DELTA_LAN_PORT") == ""
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "listen":
-			s.defaultListen = false
-		case "lan-port":
-			s.defaultLANPort = false
+	s.given = map[string]bool{}
+	for name, env := range flagEnv {
+		if os.Getenv(env) != "" {
+			s.given[name] = true
 		}
-	})
+	}
+	fs.Visit(func(f *flag.Flag) { s.given[f.Name] = true })
+	s.defaultListen, s.defaultLANPort = !s.given["listen"], !s.given["lan-port"]
 	if s.stateDir == "" {
 		return s, errors.New("no state folder: set --state-dir or DELTA_STATE_DIR (HOME is not set either)")
 	}
@@ -215,6 +291,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version,
 		MaxCallBytes: fc.MaxCallBytes}
+	if err := modeConflict(len(fc.Peers) > 0, s.given); err != nil {
+		return err
+	}
 	var node *tailnet.Node
 	if len(fc.Peers) > 0 {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
