@@ -29,9 +29,12 @@ build: deps
 
 # deps installs what the build and tests need when it is missing (a C
 # compiler everywhere; on Debian as root, the lab's, the tray's and the
-# page's tools): tools/deps says what and how.
+# page's tools): tools/deps says what and how. Before a first build it says
+# that the build will take minutes, and why.
 deps:
 	@tools/deps
+	@[ "$$($(GO) list -f '{{.Stale}}' tailscale.com/tsnet 2>/dev/null)" = false ] || \
+	  echo "make: first build: compiling Tailscale's tsnet and SQLite, several minutes on 2 cores (later builds use Go's cache)"
 
 vet: deps
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "make: not gofmt-formatted (run gofmt -w):" $$unformatted >&2; exit 1; fi
