@@ -31,6 +31,9 @@ const (
 	// exitNotNow: the call is in a state that does not allow it (ask or
 	// settle a settled call, set aside one that needs a person).
 	exitNotNow = 10
+	// exitStale: a read answered from this computer's cache because the
+	// peer could not be reached (the answer was printed, labelled stale).
+	exitStale = 11
 )
 
 // exitError carries an exit code with its message.
@@ -304,6 +307,8 @@ was sent, or the owner proved it did not act) · 5 outcome unknown (Delta
 reconciles it) · 6 request id in use for another request · 7 the owner app
 answered with an HTTP error · 8 a person must check · 9 the answer broke
 off (what was printed is not the whole) · 10 the call's state does not
-allow it (ask or settle a settled call, dismiss one that needs a person)
+allow it (ask or settle a settled call, dismiss one that needs a person) ·
+11 a stale answer from this computer's cache (the peer could not be
+reached; get --fresh refuses one)
 `)
 }

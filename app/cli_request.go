@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/term"
+
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
@@ -55,6 +57,8 @@ type requestOpts struct {
 	header  headerFlags
 	timeout secondsFlag
 	route   *string
+	// reads only
+	fresh *bool
 	// calls only
 	method *string
 	data   *string
@@ -68,6 +72,9 @@ func requestFlags(fs *flag.FlagSet, call bool) *requestOpts {
 	fs.Var(&o.header, "H", "a request header, \"Name: value\" (repeatable)")
 	fs.Var(&o.timeout, "timeout", "how long the owner may take, in seconds (default 30)")
 	o.route = fs.String("route", "", "pin the road: thunderbolt, lan or tailnet")
+	if !call {
+		o.fresh = fs.Bool("fresh", false, "the owner's answer or none: never a stale one from the cache (sends Cache-Control: no-cache)")
+	}
 	if call {
 		o.method = fs.String("X", "POST", "the method: POST, PUT, PATCH or DELETE")
 		o.data = fs.String("data", "", "the body: text, @FILE, or - for standard input")
@@ -118,6 +125,12 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 			return err
 		}
 		ro := &kit.ReadOptions{Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h}
+		if *opts.fresh {
+			if ro.Header == nil {
+				ro.Header = http.Header{}
+			}
+			ro.Header.Set("Cache-Control", "no-cache")
+		}
 		if e.json {
 			// The body goes inside the JSON: held whole.
 			ans, err := c.Get(e.ctx, args[0], args[1], args[2], ro)
@@ -138,8 +151,10 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 		}
 		// The body streams to standard output as it arrives: nothing is
 		// held whole.
-		_, err = io.Copy(e.stdout, r.Body)
+		out := &lastByte{w: e.stdout}
+		_, err = io.Copy(out, r.Body)
 		bar.finish()
+		finishLine(e.stdout, out)
 		var cut *kit.Cut
 		switch {
 		case errors.As(err, &cut):
@@ -148,6 +163,8 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 			return exitf(exitFailed, "could not write the answer: %v", err)
 		case r.Status >= 400:
 			return exitf(exitAppError, "the owner app answered %d %s", r.Status, http.StatusText(r.Status))
+		case r.Stale:
+			return exitf(exitStale, "the answer above is a stale one from this computer's cache (--fresh refuses it)")
 		}
 		return nil
 	}}
@@ -239,8 +256,11 @@ func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 			v.RequestID = ans.RequestID
 		}
 		bodyJSON(&v, ans.Body)
-		if ans.Status >= 400 {
+		switch {
+		case ans.Status >= 400:
 			code, msg = exitAppError, fmt.Sprintf("the owner app answered %d %s", ans.Status, http.StatusText(ans.Status))
+		case ans.Stale:
+			code, msg = exitStale, "a stale answer from this computer's cache (--fresh refuses it)"
 		}
 	case errors.As(err, &un):
 		v.Outcome, v.Status, v.Detail = un.Outcome, un.Status, un.Detail
@@ -281,12 +301,14 @@ func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 			return err
 		}
 	} else {
+		out := &lastByte{w: e.stdout}
 		if v.Body != nil {
-			fmt.Fprint(e.stdout, *v.Body)
+			fmt.Fprint(out, *v.Body)
 		} else if v.BodyBase64 != "" {
 			b, _ := base64.StdEncoding.DecodeString(v.BodyBase64)
-			e.stdout.Write(b)
+			out.Write(b)
 		}
+		finishLine(e.stdout, out)
 		if v.Stale {
 			fmt.Fprintf(e.stderr, "delta: a stale answer (%s)\n", v.StaleReason)
 		}
@@ -377,4 +399,40 @@ func apiExit(what string, err error) error {
 		return &exitError{code: code, err: fmt.Errorf("%s: %s", what, ae.Detail)}
 	}
 	return err
+}
+
+// lastByte remembers the last byte written through it.
+type lastByte struct {
+	w    io.Writer
+	n    int64
+	last byte
+}
+
+func (l *lastByte) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.n += int64(n)
+		l.last = p[n-1]
+	}
+	return n, err
+}
+
+// finishLine ends an answer printed to a terminal with a newline when it
+// has none (the shell's prompt would follow on its last line); into a pipe
+// or a file the bytes are the answer's, exactly.
+func finishLine(stdout io.Writer, l *lastByte) {
+	if needsNewline(isTerminal(stdout), l.n, l.last) {
+		io.WriteString(stdout, "\n")
+	}
+}
+
+// needsNewline is finishLine's rule.
+func needsNewline(terminal bool, written int64, last byte) bool {
+	return terminal && written > 0 && last != '\n'
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

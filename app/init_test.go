@@ -105,3 +105,39 @@ func TestModeFlags(t *testing.T) {
 		t.Errorf("the refusal does not name the flag: %s", errOut)
 	}
 }
+
+// TestStaleExit: a read answered stale from the cache prints the answer
+// and exits 11; --fresh refuses it (exit 4, nothing printed).
+func TestStaleExit(t *testing.T) {
+	laptop, studio, _ := startPair(t)
+	L := []string{"--state-dir", laptop.dir}
+	const path = "/cache/s?cc=max-age%3D0"
+	out, errOut, code := delta(t, append([]string{"get", "studio", "notes", path}, L...)...)
+	wantCode(t, "get", code, exitOK, out, errOut)
+	studio.kill(t) // the peer cannot be reached now
+	stale, errOut, code := delta(t, append([]string{"get", "studio", "notes", path}, L...)...)
+	wantCode(t, "get with the peer down", code, exitStale, stale, errOut)
+	if stale != out || !strings.Contains(errOut, "stale") {
+		t.Errorf("the stale answer: %q (was %q), stderr %q", stale, out, errOut)
+	}
+	fresh, errOut, code := delta(t, append([]string{"get", "--fresh", "studio", "notes", path}, L...)...)
+	wantCode(t, "get --fresh with the peer down", code, exitUnavailable, fresh, errOut)
+	if fresh != "" {
+		t.Errorf("--fresh printed %q", fresh)
+	}
+}
+
+// TestNeedsNewline: only a terminal gets the newline, only after an
+// answer that has none.
+func TestNeedsNewline(t *testing.T) {
+	for _, tc := range []struct {
+		tty  bool
+		n    int64
+		last byte
+		want bool
+	}{{true, 5, 'x', true}, {true, 5, '\n', false}, {true, 0, 0, false}, {false, 5, 'x', false}} {
+		if got := needsNewline(tc.tty, tc.n, tc.last); got != tc.want {
+			t.Errorf("needsNewline(%v, %d, %q) = %v", tc.tty, tc.n, tc.last, got)
+		}
+	}
+}

@@ -140,6 +140,12 @@ func TestStaleOnlyWhenTheRoadFails(t *testing.T) {
 	if r := laptop.c.Must(t, "GET", p, nil); r.Outcome() != "stale" || r.Header.Get("X-Delta-Stale") == "" {
 		t.Fatalf("with the peer unreachable: %d %q %s, want stale", r.Status, r.Outcome(), r.Body)
 	}
+	// An app that asks for a fresh answer never gets a stale one.
+	for _, cc := range []string{"no-cache", "max-age=0"} {
+		if r := laptop.c.Must(t, "GET", p, nil, "Cache-Control", cc); r.Outcome() != "unavailable" {
+			t.Errorf("with Cache-Control: %s and the peer unreachable: %d %q %s, want unavailable", cc, r.Status, r.Outcome(), r.Body)
+		}
+	}
 }
 
 // TestRefusalsLogSummarized: a flood of requests without a ticket is

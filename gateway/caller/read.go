@@ -70,7 +70,9 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	// Stale only when the peer could not be reached: an owner app that is
 	// down or slow is the owner's answer, not a reason to show old data
 	// as if the road had failed (docs/protocol.md).
-	if isGet && fail.roadFault && (fail.o == proto.Unavailable || fail.o == proto.Timeout) {
+	// Nor when the app asked for a fresh answer (Cache-Control: no-cache
+	// or max-age=0): RFC 9111 §5.2.1.4 forbids a stored one unvalidated.
+	if isGet && fail.roadFault && (fail.o == proto.Unavailable || fail.o == proto.Timeout) && !readcache.RequestBypasses(r.Header) {
 		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.StaleOK() {
 			cr.cfg.OnRead(proto.Stale)
 			cr.serveCached(w, r, e, fail.detail)
