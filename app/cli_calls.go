@@ -73,7 +73,11 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | -
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "REQUEST ID\tAGE\tSTATE\tTO\tREQUEST")
 		for _, r := range calls {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, view.Ago(now.Sub(r.CreatedAt)), r.State, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
+			state := r.State
+			if r.SettledBy != "" {
+				state += " (by " + r.SettledBy + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, view.Ago(now.Sub(r.CreatedAt)), state, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
 		}
 		return tw.Flush()
 	}}

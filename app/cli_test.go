@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -160,6 +161,11 @@ func TestCommandLine(t *testing.T) {
 	wantCode(t, "settle", code, exitOK, out, errOut)
 	if !strings.Contains(out, "carried_out") || !strings.Contains(out, `settled by a person: "found it in the app"`) || !strings.Contains(out, "sent:     no body") {
 		t.Fatalf("settle:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "calls", "--state", "carried_out")...)
+	wantCode(t, "calls", code, exitOK, out, errOut)
+	if !regexp.MustCompile(`cli-reset\s+\S+ s\s+carried_out \(by a person\)`).MatchString(out) {
+		t.Errorf("calls does not say the call was settled by a person:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--not-carried-out")...)
 	wantCode(t, "settle a settled call", code, exitNotNow, out, errOut)

@@ -19,21 +19,33 @@ import (
 // TestBadStarts: each mistake of a first start is refused, or warned
 // about, with a message that names it.
 func TestBadStarts(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
 	for _, tc := range []struct {
 		name, config string
 		want         []string
+		listen       string
 	}{
+		{"a taken --listen port", `{"network_key": "00112233445566778899aabbccddeeff", "peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}], "peer_listen": "127.0.0.1:0"}`,
+			[]string{"the local API cannot listen on " + taken.Addr().String(), "--listen or DELTA_LISTEN"}, taken.Addr().String()},
 		{"no network key", `{"peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
-			[]string{"no network_key", `"network_key": "`}},
+			[]string{"no network_key", `"network_key": "`}, ""},
 		{"empty peers", `{"network_key": "00112233445566778899aabbccddeeff", "peers": []}`,
-			[]string{`"peers": []`, "static mode needs at least one peer", `remove "peers"`}},
+			[]string{`"peers": []`, "static mode needs at least one peer", `remove "peers"`}, ""},
 		{"short key", `{"network_key": "abcd", "peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
-			[]string{"network_key must be at least 16 bytes"}},
+			[]string{"network_key must be at least 16 bytes"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "config.json"), []byte(tc.config), 0o600)
-			out, err := exec.Command(bin, "--state-dir", dir, "--listen", "127.0.0.1:0", "--headless").CombinedOutput()
+			listen := tc.listen
+			if listen == "" {
+				listen = "127.0.0.1:0"
+			}
+			out, err := exec.Command(bin, "--state-dir", dir, "--listen", listen, "--headless").CombinedOutput()
 			if err == nil {
 				t.Fatalf("started: %s", out)
 			}

@@ -347,8 +347,11 @@ func (g *Gateway) Start() (err error) {
 				port, g.localLn.Addr()))
 		}
 	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("gateway: the local API cannot listen on %s, which something else holds (another Delta? --listen or DELTA_LISTEN names another address; port 0 takes a free one): %w", g.cfg.Listen, err)
+	}
 	if err != nil {
-		return fmt.Errorf("gateway: local API: %w", err)
+		return fmt.Errorf("gateway: the local API cannot listen on %s (--listen or DELTA_LISTEN): %w", g.cfg.Listen, err)
 	}
 	undo = append(undo, func() { g.localLn.Close() })
 	if err := statedir.WriteLocal(dir, localapi.LocalFile{URL: g.LocalURL(), PID: os.Getpid()}); err != nil {
@@ -370,7 +373,11 @@ func (g *Gateway) Start() (err error) {
 	var peerAddrs []string
 	for _, pl := range pls {
 		g.servePeer(pl, errLog)
-		peerAddrs = append(peerAddrs, pl.Name+"="+pl.Listener.Addr().String())
+		if pl.Name == "peer" { // static mode's one listener: its address says it all
+			peerAddrs = append(peerAddrs, pl.Listener.Addr().String())
+		} else {
+			peerAddrs = append(peerAddrs, pl.Name+"="+pl.Listener.Addr().String())
+		}
 	}
 	g.goBackground(g.recon.Run)
 	if es, ok := g.router.(roads.EventSource); ok {
@@ -397,7 +404,7 @@ func (g *Gateway) Start() (err error) {
 	}
 	g.goBackground(func() { g.every(time.Second, g.flush) })
 	self := g.Self()
-	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer", strings.Join(peerAddrs, " "))
+	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer_api", strings.Join(peerAddrs, " "))
 	return nil
 }
 

@@ -154,7 +154,7 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	if !g.router.Known(t.Peer) {
 		g.stats.read(proto.NotFound)
-		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), Peer: t.Peer}.With(proto.NothingSent))
+		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(g.router)), ""), Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}
 	if upgrade {

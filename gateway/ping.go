@@ -22,7 +22,7 @@ const pingTimeout = 5 * time.Second
 // result says until when. Nothing reaches an app.
 func (g *Gateway) Ping(ctx context.Context, peer string) ([]localapi.PingRoad, error) {
 	if !g.router.Known(peer) {
-		return nil, fmt.Errorf("%q is not one of this computer's peers: %w", peer, roads.ErrUnknownPeer)
+		return nil, fmt.Errorf("%s: %w", roads.UnknownPeer(peer, roads.PeerNames(g.router)), roads.ErrUnknownPeer)
 	}
 	var known []roads.Road
 	for _, p := range g.router.Peers() {

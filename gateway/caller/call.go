@@ -152,7 +152,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	if !cr.cfg.Router.Known(t.Peer) {
-		cr.refuseCall(w, proto.NotFound, proto.NotSent(fmt.Sprintf("%q is not one of this computer's peers", t.Peer), ""), rid, t.Peer)
+		cr.refuseCall(w, proto.NotFound, proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(cr.cfg.Router)), ""), rid, t.Peer)
 		return
 	}
 	if r.ContentLength > cr.cfg.MaxCallBytes {

@@ -165,7 +165,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 			cr.cfg.Router.Report(used, 0, err) // the connection broke or timed out after connecting
 		}
 		rd.fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
-			detail: fmt.Sprintf("%s did not answer the read via %s: %v", t.Peer, used, err)}
+			detail: fmt.Sprintf("%s did not answer the read: %v", used, err)}
 		if dialErr != nil {
 			rd.fail.g = proto.NothingSent
 		}
@@ -177,7 +177,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 			cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 		case errors.Is(err, errHeadTimeout):
 			rd.fail.o = proto.Timeout
-			rd.fail.detail = fmt.Sprintf("%s did not answer the read via %s within %s", t.Peer, used, used.Road.ConnectTimeout()+t.Timeout+readGrace)
+			rd.fail.detail = fmt.Sprintf("%s did not answer the read within %s", used, used.Road.ConnectTimeout()+t.Timeout+readGrace)
 		}
 		res.Verdict, res.RoadFault, res.Tried, res.Reason = peerclient.Failed, true, peerclient.TriedRoads(used, cand, dialErr), errors.New(rd.fail.detail)
 		return res

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -248,4 +250,57 @@ type EventSource interface {
 // The gateway runs Probe until ctx ends.
 type Prober interface {
 	Probe(ctx context.Context)
+}
+
+// UnknownPeer says that peer is not one of this computer's peers, naming
+// them (known) and the one a typo most likely meant: the nearest, at most
+// two edits away.
+func UnknownPeer(peer string, known []string) string {
+	msg := fmt.Sprintf("%q is not one of this computer's peers", peer)
+	if len(known) == 0 {
+		return msg + " (it has none yet)"
+	}
+	names := slices.Sorted(slices.Values(known))
+	best, bestD := "", 3
+	for _, k := range names {
+		d := editDistance(strings.ToLower(peer), strings.ToLower(k))
+		if d < bestD {
+			best, bestD = k, d
+		}
+	}
+	msg += " (its peers: " + strings.Join(names, ", ")
+	if best != "" {
+		msg += "; did you mean " + best + "?"
+	}
+	return msg + ")"
+}
+
+// PeerNames are the names of r's peers.
+func PeerNames(r Router) []string {
+	var out []string
+	for _, p := range r.Peers() {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// editDistance is Levenshtein's distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -2,6 +2,7 @@ package roads
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -22,6 +23,24 @@ func TestNotYetError(t *testing.T) {
 		}
 		if !errors.Is(err, ErrNoRoad) {
 			t.Errorf("NotYetError does not wrap ErrNoRoad")
+		}
+	}
+}
+
+// TestUnknownPeer: the words name the peers and the one a typo meant.
+func TestUnknownPeer(t *testing.T) {
+	for _, tc := range []struct {
+		peer  string
+		known []string
+		want  string
+	}{
+		{"stdio", []string{"studio", "den"}, `"stdio" is not one of this computer's peers (its peers: den, studio; did you mean studio?)`},
+		{"Studio", []string{"studio"}, "did you mean studio?"},
+		{"kitchen", []string{"studio", "den"}, `"kitchen" is not one of this computer's peers (its peers: den, studio)`},
+		{"x", nil, "(it has none yet)"},
+	} {
+		if got := UnknownPeer(tc.peer, tc.known); !strings.Contains(got, tc.want) {
+			t.Errorf("UnknownPeer(%q, %v) = %q, want %q", tc.peer, tc.known, got, tc.want)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -187,7 +188,15 @@ func pageError(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	fmt.Fprintf(w, `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Delta</title>
 <style>body{font:15px -apple-system,system-ui,sans-serif;margin:3em auto;max-width:40em;color:#222}</style></head>
-<body><h1>Delta</h1><p>%s</p></body></html>`, template.HTMLEscapeString(msg))
+<body><h1>Delta</h1><p>%s</p></body></html>`, codeSpans(template.HTMLEscapeString(msg)))
+}
+
+var backticked = regexp.MustCompile("`([^`]+)`")
+
+// codeSpans shows a message's `command` as code, not with its backticks
+// (the words are the command line's too, where backticks mark a command).
+func codeSpans(escaped string) string {
+	return backticked.ReplaceAllString(escaped, "<code>$1</code>")
 }
 
 func (p *Page) handleLogin(w http.ResponseWriter, r *http.Request) {
