@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,7 +97,11 @@ func (p *proc) start(t *testing.T) {
 	}
 	argv = append(argv, p.args...)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
-	p.cmd.Env = append(os.Environ(), p.env...)
+	// The test's own environment, less what a child must not inherit: the
+	// person who runs the tests may have set TS_NO_LOGS_NO_SUPPORT, which
+	// would hide what TestStaysOnMachine's opted-in Delta must show. Each
+	// child gets it only as set here.
+	p.cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "TS_NO_LOGS_NO_SUPPORT=") }), p.env...)
 	if os.Geteuid() != 0 {
 		// Without root there is no offline namespace guard (make unit):
 		// make sure no Delta a test starts uploads tsnet's log.
