@@ -45,6 +45,16 @@ var demoCommand = &command{name: "demo", args: "[--check] [--dir DIR]", summary:
 		}
 		opts := o.(*demoOpts)
 		d := &demo{out: e.stdout, check: *opts.check, headless: *opts.headless || *opts.check}
+		if !d.headless {
+			// The tour speaks of the menu bar only where there is one.
+			if !ui.TrayAvailable {
+				d.headless = true
+				d.say("(this build has no tray; alpha runs headless, and the tour says what the menu would show)")
+			} else if _, err := ui.DesktopProblem(); err != nil {
+				d.headless = true
+				d.say("(no desktop here: %v; alpha runs headless, and the tour says what the menu would show)", err)
+			}
+		}
 		return d.run(e.ctx, *opts.dir)
 	}}
 
@@ -212,14 +222,45 @@ func (d *demo) run(ctx context.Context, keep string) (err error) {
 	if d.check {
 		return nil
 	}
+	self := commandName()
 	d.say("alpha and beta keep running; try, in another terminal:")
-	d.say("  delta --state-dir %s status", alpha.dir)
-	d.say("  delta --state-dir %s calls", alpha.dir)
-	d.say("  delta --state-dir %s call beta notes /notes --data '{\"text\":\"hello\"}'", alpha.dir)
-	d.say("  delta --state-dir %s open", alpha.dir)
+	d.say("  %s --state-dir %s status", self, alpha.dir)
+	d.say("  %s --state-dir %s calls", self, alpha.dir)
+	d.say("  %s --state-dir %s call beta notes /notes --data '{\"text\":\"hello\"}'", self, alpha.dir)
+	d.say("  %s --state-dir %s open", self, alpha.dir)
 	d.say("Ctrl-C ends the demo.")
 	<-ctx.Done()
 	return nil
+}
+
+// commandName is how a person in this folder runs this delta: "delta"
+// when that is what the PATH finds, else its path (bin/delta from the
+// repository, where make demo runs it).
+func commandName() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "delta"
+	}
+	return commandFor(exe, func() (string, error) { return exec.LookPath("delta") }, os.Getwd)
+}
+
+// commandFor is commandName's rule, with the PATH's answer and the
+// working folder given.
+func commandFor(exe string, onPath func() (string, error), wd func() (string, error)) string {
+	if p, err := onPath(); err == nil {
+		if a, err := filepath.Abs(p); err == nil && filepath.Clean(a) == filepath.Clean(exe) {
+			return "delta"
+		}
+	}
+	if dir, err := wd(); err == nil {
+		if rel, err := filepath.Rel(dir, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			if !strings.Contains(rel, string(filepath.Separator)) {
+				return "./" + rel
+			}
+			return rel
+		}
+	}
+	return exe
 }
 
 // tour is the four steps.
@@ -354,9 +395,6 @@ func (d *demo) start(root, name, controlURL string, headless bool) (*child, erro
 		"--lan-addrs", "127.0.0.1", "--lan-port", strconv.Itoa(port)}
 	if headless {
 		args = append(args, "--headless")
-	} else if !ui.TrayAvailable {
-		args = append(args, "--headless")
-		d.say("(this build has no tray; alpha runs headless)")
 	}
 	out, err := os.Create(filepath.Join(root, name+".out"))
 	if err != nil {

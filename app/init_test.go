@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,6 +139,27 @@ func TestNeedsNewline(t *testing.T) {
 	}{{true, 5, 'x', true}, {true, 5, '\n', false}, {true, 0, 0, false}, {false, 5, 'x', false}} {
 		if got := needsNewline(tc.tty, tc.n, tc.last); got != tc.want {
 			t.Errorf("needsNewline(%v, %d, %q) = %v", tc.tty, tc.n, tc.last, got)
+		}
+	}
+}
+
+// TestCommandFor: the tour names delta as a person in that folder runs it.
+func TestCommandFor(t *testing.T) {
+	none := func() (string, error) { return "", os.ErrNotExist }
+	at := func(p string) func() (string, error) { return func() (string, error) { return p, nil } }
+	for _, tc := range []struct {
+		exe    string
+		onPath func() (string, error)
+		wd     string
+		want   string
+	}{
+		{"/src/delta/bin/delta", none, "/src/delta", "bin/delta"},
+		{"/usr/bin/delta", at("/usr/bin/delta"), "/home/jo", "delta"},
+		{"/src/delta/bin/delta", at("/usr/bin/delta"), "/home/jo", "/src/delta/bin/delta"},
+		{"/src/delta/delta", none, "/src/delta", "./delta"},
+	} {
+		if got := commandFor(tc.exe, tc.onPath, at(tc.wd)); got != tc.want {
+			t.Errorf("commandFor(%q) in %s = %q, want %q", tc.exe, tc.wd, got, tc.want)
 		}
 	}
 }
