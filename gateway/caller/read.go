@@ -241,7 +241,27 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		x = cr.cfg.Transfers.Start(localapi.TransferRead, t.Peer, t.App, t.PathQuery, string(cand.Road))
 		defer x.Done()
 	}
-	n, err := relay(w, proto.Silenced(resp.Body, t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, t.Timeout)) }), keep, x)
+	var src io.Reader = proto.Silenced(resp.Body, t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, t.Timeout)) })
+	stored := false
+	store := func() {
+		if body, ok := keep.Kept(); ok && !stored {
+			stored = true
+			// The app has its header (w's map, written): what is kept is
+			// trimmed in place, and PutAdmitted keeps its own copy.
+			proto.StripHop(resp.Header)
+			resp.Header.Del("Content-Length")
+			cr.cfg.Cache.PutAdmitted(admitted, rd.key, resp.Header, body, string(cand.Road))
+		}
+	}
+	firstKeep := keep
+	if keep != nil && resp.ContentLength > 0 {
+		// An answer of known length is stored once its last bytes have
+		// arrived, before they go to the app: an app that reads it again
+		// as soon as it has it whole finds it in the cache.
+		src = &beforeLast{r: io.TeeReader(src, keep), left: resp.ContentLength, last: store}
+		firstKeep = nil // the tee keeps it
+	}
+	n, err := relay(w, src, firstKeep, x)
 	for resumes := 0; err != nil && !errors.Is(err, proto.ErrWriterGone); resumes++ {
 		validator, why := Resumable(rd.r.Method, rd.r.Header, resp)
 		if why == "" && resumes >= MaxResumes {
@@ -279,13 +299,27 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	if err != nil || keep == nil {
 		return // the app went away, or nothing to keep
 	}
-	if body, ok := keep.Kept(); ok {
-		// The app has its header (w's map, written): what is kept is
-		// trimmed in place, and PutAdmitted keeps its own copy.
-		proto.StripHop(resp.Header)
-		resp.Header.Del("Content-Length")
-		cr.cfg.Cache.PutAdmitted(admitted, rd.key, resp.Header, body, string(cand.Road))
+	store() // an answer of unknown length, or one resumed
+}
+
+// beforeLast calls last once the reads from r reach left bytes, before
+// the read that reaches it returns: the whole body has arrived, and its
+// last bytes have not yet been passed on.
+type beforeLast struct {
+	r    io.Reader
+	left int64
+	last func()
+}
+
+func (b *beforeLast) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+		if b.left == 0 {
+			b.last()
+		}
 	}
+	return n, err
 }
 
 // resume asks for the rest of first's body from byte n, on a freshly
