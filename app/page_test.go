@@ -175,7 +175,8 @@ func openLink(t *testing.T, dir string, flags ...string) string {
 // person. On the caller's page the person sees what was sent, "It
 // happened" does nothing until the box "I checked" is ticked, and then
 // settles it with the note. On the owner's page, opened at the receipt,
-// the received call is listed as app_unknown, with the registered apps.
+// the received call is listed in plain words (app_unknown on hover), with
+// the registered apps.
 func TestSettleInBrowser(t *testing.T) {
 	ctx := browser(t)
 	laptop, studio, _ := startPair(t)
@@ -229,7 +230,7 @@ func TestSettleInBrowser(t *testing.T) {
 		t.Fatalf("delta open --receipt printed %q", link)
 	}
 	text = bodyText(t, ctx, link)
-	for _, want := range []string{"Received calls (1)", "laptop → notes", "POST /reset-after-read/rent", "page-person", "app_unknown", "check the app", "Registered apps (1)"} {
+	for _, want := range []string{"Received calls (1)", "laptop → notes", "POST /reset-after-read/rent", "page-person", "the app took it and its connection broke before it answered: check the app", "Registered apps (1)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the owner's page lacks %q:\n%s", want, text)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -33,5 +34,28 @@ func TestOldErrorShownAsOld(t *testing.T) {
 	down := page[strings.Index(page, "169.254.1.2:7422"):]
 	if strings.Contains(down[:strings.Index(down, "</tr>")], "olderror") || !strings.Contains(down, "<td>connect: no route to host<br><span class=\"muted nowrap\">5 s ago, at ") {
 		t.Errorf("the road that is down does not show its error as it is:\n%.600s", down)
+	}
+}
+
+// TestReceivedInPlainWords: a received call's state is said in plain
+// words, with the precise term on hover, never the term alone.
+func TestReceivedInPlainWords(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	snap := view.Snapshot{Self: localapi.Self{Name: "studio"}, Received: []view.Received{
+		{CallerName: "laptop", RequestID: "r1", App: "notes", Method: "POST", Path: "/a", State: proto.ReceiptAppUnknown, ReceivedAt: now},
+	}}
+	d := pageData{Now: now, Snap: snap}
+	d.Level, d.Headline = view.Overall(snap)
+	var buf bytes.Buffer
+	if err := statusPage.Execute(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	row := buf.String()[strings.Index(buf.String(), `id="receipt-r1"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	if !strings.Contains(row, `<b title="app_unknown">the app took it and its connection broke before it answered: check the app</b>`) {
+		t.Errorf("the received call's state:\n%s", row)
+	}
+	if strings.Count(row, "app_unknown") != 1 {
+		t.Errorf("the precise term shows other than on hover:\n%s", row)
 	}
 }
