@@ -164,7 +164,7 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 		case r.Status >= 400:
 			return exitf(exitAppError, "the owner app answered %d %s", r.Status, http.StatusText(r.Status))
 		case r.Stale:
-			return exitf(exitStale, "the answer above is a stale one from this computer's cache (--fresh refuses it)")
+			return exitf(exitStale, "the answer printed is a stale one from this computer's cache: %s could not be reached (--fresh refuses it)", args[0])
 		}
 		return nil
 	}}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/kit"
+	"github.com/delta-roads/delta/tools/procmem"
 )
 
 // The tests of DESIGN §2a, "Everything an app sends": each through two
@@ -639,7 +640,7 @@ func watchRSS(t *testing.T, ps ...*proc) func() map[string]int64 {
 		defer tick.Stop()
 		for {
 			for _, p := range ps {
-				if rss := rssOf(p.cmd.Process.Pid); rss > peak[p.name] {
+				if rss := procmem.RSS(p.cmd.Process.Pid); rss > peak[p.name] {
 					peak[p.name] = rss
 				}
 			}
@@ -658,21 +659,6 @@ func watchRSS(t *testing.T, ps ...*proc) func() map[string]int64 {
 		once.Do(func() { close(stop); out = <-done })
 		return out
 	}
-}
-
-// rssOf is pid's resident memory (VmRSS), in bytes; 0 if unknown.
-func rssOf(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 // TestCutUpload: an upload whose app goes away half-way is never seen by

@@ -69,7 +69,7 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST
 			name = "THIS-COMPUTER"
 		}
 		fmt.Fprintf(e.stdout, "Wrote %s: static mode, %s, this computer's peer API on %s.\n", path, peerWords(fc.Peers), listen)
-		fmt.Fprintf(e.stdout, "On each peer, with the same network key and this computer's address as its peer:\n\n  delta init --static --network-key %s --peer %s=%s\n\n", fc.NetworkKey, name, listen)
+		fmt.Fprintf(e.stdout, "On each peer, with the same network key and this computer's address as its peer:\n\n  delta init --static --network-key %s --peer %s=%s\n\n", fc.NetworkKey, name, reachableAs(listen))
 		fmt.Fprintln(e.stdout, "Then start Delta (delta, or delta run --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
 		return nil
 	}}
@@ -157,4 +157,18 @@ func peerWords(peers []roads.StaticPeer) string {
 		return "one peer: " + parts[0]
 	}
 	return fmt.Sprintf("%d peers: %s", len(parts), strings.Join(parts, "; "))
+}
+
+// reachableAs is how a peer names a listener on listen: an unspecified
+// host (0.0.0.0, [::], none) listens on every address, and the peer must
+// be given one of them.
+func reachableAs(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("THIS-COMPUTERS-ADDRESS", port)
+	}
+	return listen
 }

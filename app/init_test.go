@@ -163,3 +163,14 @@ func TestCommandFor(t *testing.T) {
 		}
 	}
 }
+
+// TestReachableAs: the command init prints for a peer names an address
+// the peer can dial, never 0.0.0.0.
+func TestReachableAs(t *testing.T) {
+	for in, want := range map[string]string{"0.0.0.0:7421": "THIS-COMPUTERS-ADDRESS:7421", "[::]:7421": "THIS-COMPUTERS-ADDRESS:7421", ":7421": "THIS-COMPUTERS-ADDRESS:7421",
+		"192.168.1.10:7421": "192.168.1.10:7421", "127.0.0.1:7501": "127.0.0.1:7501"} {
+		if got := reachableAs(in); got != want {
+			t.Errorf("reachableAs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

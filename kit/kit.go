@@ -424,7 +424,7 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 				a.Age = time.Duration(s) * time.Second
 			}
 		}
-		return &Response{Answer: a, Body: &body{rc: resp.Body, counter: counter{total: resp.ContentLength, report: report}}}, nil
+		return &Response{Answer: a, Body: &body{progress: progress{r: resp.Body, counter: counter{total: resp.ContentLength, report: report}}, c: resp.Body}}, nil
 	case "":
 		resp.Body.Close()
 		return nil, fmt.Errorf("kit: %s answered %s without %s: it is not Delta's local API", resp.Request.URL.Host, resp.Status, HeaderOutcome)
@@ -464,25 +464,8 @@ func (c *counter) count(n int, err error) {
 	}
 }
 
-// body is an answer's body as the kit passes it on: an answer that broke
-// off is a *Cut, never a clean end.
-type body struct {
-	rc io.ReadCloser
-	counter
-}
-
-func (b *body) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.count(n, err)
-	if err != nil && err != io.EOF {
-		err = &Cut{Read: b.n, Total: b.total, Err: err}
-	}
-	return n, err
-}
-
-func (b *body) Close() error { return b.rc.Close() }
-
-// progress reports what a call's body has sent.
+// progress reports what a body has passed: a call's as it is sent, an
+// answer's as it is read.
 type progress struct {
 	r io.Reader
 	counter
@@ -493,6 +476,23 @@ func (p *progress) Read(b []byte) (int, error) {
 	p.count(n, err)
 	return n, err
 }
+
+// body is an answer's body as the kit passes it on: an answer that broke
+// off is a *Cut, never a clean end.
+type body struct {
+	progress
+	c io.Closer
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.progress.Read(p)
+	if err != nil && err != io.EOF {
+		err = &Cut{Read: b.n, Total: b.total, Err: err}
+	}
+	return n, err
+}
+
+func (b *body) Close() error { return b.c.Close() }
 
 type errorBody struct {
 	Error     string `json:"error"`

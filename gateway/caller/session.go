@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/oneshot"
@@ -125,18 +124,14 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	far, farR := a.Switched()
-	near, rw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		far.Close()
-		proto.WriteError(w, http.StatusInternalServerError, proto.ErrorBody{Error: string(proto.Unknown), Detail: fmt.Sprintf("Delta could not take the app's connection for the session (%v); the session was opened on %s and is closed", err, t.Peer), Peer: t.Peer, Road: road})
-		return
-	}
-	near.SetDeadline(time.Time{}) // the door's limits were for the request
 	h.Set(proto.HeaderOutcome, string(proto.Answered))
 	h.Set(proto.HeaderRoute, road)
-	if err := session.WriteHead(rw.Writer, h); err != nil {
-		near.Close()
+	near, nearR, err := session.Take(w, h)
+	if err != nil {
 		far.Close()
+		if errors.Is(err, session.ErrNotTaken) {
+			proto.WriteError(w, http.StatusInternalServerError, proto.ErrorBody{Error: string(proto.Unknown), Detail: fmt.Sprintf("Delta could not take the app's connection for the session (%v); the session was opened on %s and is closed", err, t.Peer), Peer: t.Peer, Road: road})
+		}
 		return
 	}
 	var x *transfer.Transfer
@@ -146,6 +141,6 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	stop := context.AfterFunc(cr.cfg.Ctx, func() { near.Close(); far.Close() }) // Delta stopping ends it
 	defer stop()
-	err = session.Relay(near, rw.Reader, far, farR, x)
+	err = session.Relay(near, nearR, far, farR, x)
 	cr.cfg.Log.Info("session closed", "peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", road, "err", err)
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/oneshot"
@@ -66,17 +65,13 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 		return
 	}
 	appConn, appR := a.Switched()
-	near, rw, err := http.NewResponseController(w).Hijack()
+	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
+	near, nearR, err := session.Take(w, h)
 	if err != nil {
 		appConn.Close()
-		peerError(w, http.StatusInternalServerError, proto.PeerUnknown, fmt.Sprintf("%s could not take the caller's connection for the session (%v)", o.cfg.Self().Name, err))
-		return
-	}
-	near.SetDeadline(time.Time{}) // the door's limits were for the request
-	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
-	if err := session.WriteHead(rw.Writer, h); err != nil {
-		near.Close()
-		appConn.Close()
+		if errors.Is(err, session.ErrNotTaken) {
+			peerError(w, http.StatusInternalServerError, proto.PeerUnknown, fmt.Sprintf("%s could not take the caller's connection for the session (%v)", o.cfg.Self().Name, err))
+		}
 		return
 	}
 	var x *transfer.Transfer
@@ -86,7 +81,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	}
 	defer o.sessions.add(near)()
 	// The app's side is the near one here; the caller's Delta is far.
-	session.Relay(appConn, appR, near, rw.Reader, x)
+	session.Relay(appConn, appR, near, nearR, x)
 }
 
 // sessions are the sessions open on this owner, by the interface their

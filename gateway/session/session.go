@@ -6,12 +6,14 @@ package session
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/transfer"
@@ -48,6 +50,28 @@ func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *tran
 	go pipe(near, farR, false)
 	wg.Wait()
 	return first
+}
+
+// ErrNotTaken wraps Take's failure to take the connection from its
+// server: nothing was written, and w can still answer.
+var ErrNotTaken = errors.New("the connection could not be taken from its server")
+
+// Take switches w's connection to the session: taken from its server
+// (hijacked), without the door's deadlines (they were for the request),
+// and answered with the 101 head with header h. It returns the connection
+// and what reads it. An error wrapping ErrNotTaken leaves w to answer;
+// any other has closed the connection.
+func Take(w http.ResponseWriter, h http.Header) (net.Conn, *bufio.Reader, error) {
+	near, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (%v)", ErrNotTaken, err)
+	}
+	near.SetDeadline(time.Time{})
+	if err := WriteHead(rw.Writer, h); err != nil {
+		near.Close()
+		return nil, nil, err
+	}
+	return near, rw.Reader, nil
 }
 
 // WriteHead writes a 101 Switching Protocols head with header h to w (a

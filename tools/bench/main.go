@@ -46,6 +46,7 @@ import (
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
 	"github.com/delta-roads/delta/kit"
+	"github.com/delta-roads/delta/tools/procmem"
 )
 
 var (
@@ -638,7 +639,7 @@ func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
 	}
 	const hz = 100 // USER_HZ on Linux
 	f.cpuPct = float64(t1-t0) / hz / time.Since(start).Seconds() * 100
-	rss := rssOf(p.cmd.Process.Pid)
+	rss := procmem.RSS(p.cmd.Process.Pid)
 	if rss == 0 {
 		return f, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
 	}
@@ -706,7 +707,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 		defer tick.Stop()
 		for {
 			for n, p := range watch {
-				f.peak[n] = max(f.peak[n], rssOf(p.cmd.Process.Pid))
+				f.peak[n] = max(f.peak[n], procmem.RSS(p.cmd.Process.Pid))
 			}
 			select {
 			case <-stop:
@@ -751,21 +752,6 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	<-sampled
 	f.err = err
 	return f
-}
-
-// rssOf is pid's resident memory in bytes (Linux's /proc); 0 if unknown.
-func rssOf(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for l := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 func report(targets []target, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure) string {

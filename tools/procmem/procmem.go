@@ -1,0 +1,27 @@
+// Package procmem reads a process's memory from Linux's /proc, for the
+// tests and the benchmark that measure Delta's (make bench, the big
+// transfers' peak RSS).
+package procmem
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// RSS is pid's resident memory (VmRSS) in bytes; 0 when unknown (no
+// /proc, or the process is gone).
+func RSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
