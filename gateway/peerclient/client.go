@@ -126,11 +126,15 @@ func (e *TicketError) Unwrap() error { return e.Err }
 // be made.
 func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road, attempt func(Try) Result) error {
 	var exclude []roads.Road
+	var first roads.Candidate // the first choice, for the roads it passed over
 	renewed, fellBack := false, false
 	for tries := 1; ; tries++ {
 		cand, err := c.cfg.Router.Choose(ctx, peer, pin, exclude...)
 		if err != nil {
 			return &NoRoadError{Err: err, FellBack: fellBack}
+		}
+		if tries == 1 {
+			first = cand
 		}
 		tk := ""
 		if cand.NeedsTicket {
@@ -161,8 +165,30 @@ func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road,
 				c.CloseIdle(peer)
 			}
 			exclude = append(exclude, res.Tried...)
+			if kind != Question {
+				exclude = append(exclude, c.stillPassed(first)...)
+			}
 		}
 	}
+}
+
+// stillPassed are the roads the first choice passed over (held down,
+// offline, believed down) that have not answered since: a fall-back does
+// not take them. Without it, a road whose hold-down ran out while the
+// exchange waited on the others (a thunderbolt hold-down is 4 s, a tailnet
+// connect 8 s) would be dialled again at the end, by every caller that
+// arrived while it was held down: a sleeping peer would cost one more
+// connect and a wait longer than the first attempt's.
+func (c *Client) stillPassed(first roads.Candidate) []roads.Road {
+	ans, _ := c.cfg.Router.(roads.Answerer)
+	var out []roads.Road
+	for _, r := range first.Passed {
+		if ans != nil && ans.AnsweredSince(first.Peer, r, first.ChosenAt) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Dial connects for cand: to its road alone, or racing cand.Next after the

@@ -97,6 +97,14 @@ type Candidate struct {
 	// connected by then, best first (unpinned choices only). Empty: dial
 	// this road alone.
 	Next []Candidate
+	// Passed are the peer's roads an unpinned choice passed over as held
+	// down, offline or believed down, and ChosenAt is when it was made
+	// (by the router's clock). A read's or a call's fall-back does not
+	// take a passed road unless it has answered since (peerclient.Do): its
+	// failure is a verdict this exchange has already accepted, even if
+	// its hold-down ends while the exchange waits on the other roads.
+	Passed   []Road
+	ChosenAt time.Time
 }
 
 // String names the candidate the way details do: "studio via lan (192.168.1.20:7422 on en0)".
@@ -146,6 +154,12 @@ func HintOf(err error) localapi.RoadHint {
 type StaticPeer struct {
 	Name  string          `json:"name"`
 	Roads map[Road]string `json:"roads"` // road → host:port
+}
+
+// Answerer is a Router that can say whether a road has answered since a
+// moment (by its own clock, as in Candidate.ChosenAt).
+type Answerer interface {
+	AnsweredSince(peer string, road Road, t time.Time) bool
 }
 
 // Router chooses roads.

@@ -55,8 +55,13 @@ func (r *Router) Choose(_ context.Context, peer string, pin roads.Road, exclude 
 		return roads.Candidate{}, err
 	}
 	c := ch.First
-	c.Next = ch.Next
+	c.Next, c.Passed, c.ChosenAt = ch.Next, ch.Passed, ch.At
 	return c, nil
+}
+
+// AnsweredSince implements roads.Answerer.
+func (r *Router) AnsweredSince(peer string, road roads.Road, t time.Time) bool {
+	return r.book.AnsweredSince(peer, road, t)
 }
 
 // Report implements roads.Router. A success on a peer none of whose roads
@@ -221,4 +226,5 @@ var (
 	_ roads.Prober      = (*Router)(nil)
 	_ roads.Counted     = (*Router)(nil)
 	_ roads.RaceCounter = (*Router)(nil)
+	_ roads.Answerer    = (*Router)(nil)
 )

@@ -235,6 +235,10 @@ func (b *Book) AnyUp(peer string) bool {
 type Choice struct {
 	First roads.Candidate
 	Next  []roads.Candidate
+	// Passed are the roads skipped as held down, offline or believed down
+	// (unpinned choices); At is when the choice was made.
+	Passed []roads.Road
+	At     time.Time
 }
 
 // Choose picks roads for peer: a pinned road as it is (unless held down);
@@ -268,6 +272,7 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 		return Choice{}, fmt.Errorf("%w: %s has no %s road", roads.ErrNoRoad, peer, pin)
 	}
 	var usable []roads.Candidate
+	var passed []roads.Road
 	// refusal is the most recent reason a road is refused: a hold-down or
 	// the tailnet's offline, whichever the book learned last.
 	var refusal error
@@ -282,9 +287,12 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 		case slices.Contains(exclude, e.cand.Road):
 		case e.offline:
 			refuse(&OfflineError{Peer: peer, Since: e.offlineSince}, e.offlineAt)
+			passed = append(passed, e.cand.Road)
 		case e.held(now):
 			refuse(heldError(e, now), e.heldAt)
+			passed = append(passed, e.cand.Road)
 		case e.believedDown(now):
+			passed = append(passed, e.cand.Road)
 		default:
 			usable = append(usable, e.cand)
 		}
@@ -298,7 +306,20 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 		}
 		return Choice{}, fmt.Errorf("%w: no road to %s is usable now", roads.ErrNoRoad, peer)
 	}
-	return Choice{First: usable[0], Next: usable[1:]}, nil
+	return Choice{First: usable[0], Next: usable[1:], Passed: passed, At: now}, nil
+}
+
+// AnsweredSince reports whether peer's road has answered (a probe or a
+// use) at or after t.
+func (b *Book) AnsweredSince(peer string, road roads.Road, t time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, e := range b.peers[peer] {
+		if e.cand.Road == road && !e.upAt.IsZero() && !e.upAt.Before(t) {
+			return true
+		}
+	}
+	return false
 }
 
 func heldError(e *entry, now time.Time) *HeldDownError {

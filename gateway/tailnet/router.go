@@ -43,6 +43,11 @@ func (n *Node) Choose(ctx context.Context, peer string, pin roads.Road, exclude 
 	return c, err
 }
 
+// AnsweredSince implements roads.Answerer.
+func (n *Node) AnsweredSince(peer string, road roads.Road, t time.Time) bool {
+	return n.router.AnsweredSince(peer, road, t)
+}
+
 // Report implements roads.Router.
 func (n *Node) Report(c roads.Candidate, rtt time.Duration, err error) { n.router.Report(c, rtt, err) }
 
