@@ -4,10 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/kit"
@@ -144,19 +148,7 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 		}
 	}
 	fmt.Fprintf(w, "digest:   %s\n", r.Digest)
-	if q := r.Request; q != nil {
-		body := q.Body()
-		switch {
-		case q.Truncated:
-			fmt.Fprintf(w, "sent:     %d bytes (over 64 KiB: only the size and digest are kept)\n", q.Size)
-		case len(body) == 0:
-			fmt.Fprintln(w, "sent:     no body")
-		case view.IsText(body):
-			fmt.Fprintf(w, "sent:     %s\n", view.Clip(string(body), 2000))
-		default:
-			fmt.Fprintf(w, "sent:     %d bytes of binary\n", q.Size)
-		}
-	}
+	writeKept(w, "sent:    ", r.Request)
 	if r.SettledBy != "" {
 		fmt.Fprintf(w, "settled by %s", r.SettledBy)
 		if r.SettleNote != "" {
@@ -275,6 +267,63 @@ var settleCommand = &command{name: "settle", args: "ID --carried-out|--not-carri
 		return nil
 	}}
 
+// writeKept writes what a call carried, as the journal keeps it, after
+// label.
+func writeKept(w io.Writer, label string, q *localapi.SentRequest) {
+	if q == nil {
+		return
+	}
+	body := q.Body()
+	switch {
+	case q.Forgotten:
+		fmt.Fprintf(w, "%s %d bytes (forgotten at a person's request)\n", label, q.Size)
+	case q.Truncated:
+		fmt.Fprintf(w, "%s %d bytes (over 64 KiB: only the size and digest are kept)\n", label, q.Size)
+	case len(body) == 0:
+		fmt.Fprintf(w, "%s no body\n", label)
+	case view.IsText(body):
+		fmt.Fprintf(w, "%s %s\n", label, view.Clip(string(body), 2000))
+	default:
+		fmt.Fprintf(w, "%s %d bytes of binary\n", label, q.Size)
+	}
+}
+
+// writeReceipt writes one receipt for a person: what came, what the app
+// did with it, what to do.
+func writeReceipt(w io.Writer, r *localapi.Receipt, now time.Time) {
+	fmt.Fprintf(w, "%s  %s → %s: %s %s\n", r.RequestID, r.Caller, r.App, r.Method, r.Path)
+	fmt.Fprintf(w, "state:    %s (%s)\n", r.State, view.ReceivedWords(proto.ReceiptState(r.State), r.ToCheck))
+	fmt.Fprintf(w, "received: %s (%s ago)\n", r.ReceivedAt.Local().Format("Mon 2 Jan 15:04:05 MST"), view.Ago(now.Sub(r.ReceivedAt)))
+	if r.Digest != "" {
+		fmt.Fprintf(w, "digest:   %s\n", r.Digest)
+	}
+	if r.Request == nil {
+		fmt.Fprintln(w, "carried:  not kept (kept 7 days, or while it is to be checked)")
+	} else {
+		writeKept(w, "carried: ", r.Request)
+		for _, k := range slices.Sorted(maps.Keys(r.Request.Headers)) {
+			fmt.Fprintf(w, "  %s: %s\n", k, strings.Join(r.Request.Headers[k], ", "))
+		}
+	}
+	if s := r.CallerSettled; s != nil {
+		fmt.Fprintf(w, "a person on %s settled it: %s", r.Caller, view.SettledWords(s.State))
+		if s.Note != "" {
+			fmt.Fprintf(w, " (%q)", s.Note)
+		}
+		fmt.Fprintf(w, ", %s ago\n", view.Ago(now.Sub(s.At)))
+	}
+	if c := r.Checked; c != nil {
+		fmt.Fprintf(w, "checked by a person here (%s)", c.By)
+		if c.Note != "" {
+			fmt.Fprintf(w, ": %q", c.Note)
+		}
+		fmt.Fprintf(w, ", %s ago\n", view.Ago(now.Sub(c.At)))
+	}
+	if r.ToCheck {
+		fmt.Fprintf(w, "to check: look in %s whether it acted on this call, then: delta check-receipt %s [--note TEXT]\n", r.App, r.RequestID)
+	}
+}
+
 type receiptsOpts struct{ state *string }
 
 // receiptsCommand is `delta receipts`: what this computer's apps received.
@@ -307,7 +356,72 @@ var receiptsCommand = &command{name: "receipts", args: "[--state S]", summary: "
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "REQUEST ID\tRECEIVED\tSTATE\tFROM → APP\tREQUEST")
 		for _, r := range recs {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s %s\n", r.RequestID, r.ReceivedAt.Local().Format("Jan 2 15:04:05"), r.State, r.Caller, r.App, r.Method, view.Clip(r.Path, 50))
+			state := r.State
+			switch {
+			case r.ToCheck:
+				state += " (to check)"
+			case r.CallerSettled != nil:
+				state += " (settled by a person on " + r.Caller + ")"
+			case r.Checked != nil:
+				state += " (checked)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s %s\n", r.RequestID, r.ReceivedAt.Local().Format("Jan 2 15:04:05"), state, r.Caller, r.App, r.Method, view.Clip(r.Path, 50))
 		}
 		return tw.Flush()
+	}}
+
+// showReceiptCommand is `delta show-receipt ID`: one received call, with
+// what it carried.
+var showReceiptCommand = &command{name: "show-receipt", args: "ID", summary: "one call this computer's apps received: what it carried, what the app did, whether a person checked it", reads: true,
+	run: func(e *env, _ any, args []string) error {
+		if len(args) != 1 {
+			return exitf(exitUsage, "show-receipt takes one request id (delta receipts lists them)")
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		recs, err := c.Receipt(e.ctx, args[0])
+		if err != nil {
+			return apiExit("show-receipt "+args[0], e.downErr(err))
+		}
+		if e.json {
+			return e.printJSON(map[string]any{"receipts": recs})
+		}
+		for i := range recs {
+			if i > 0 {
+				fmt.Fprintln(e.stdout)
+			}
+			writeReceipt(e.stdout, &recs[i], time.Now())
+		}
+		return nil
+	}}
+
+type checkReceiptOpts struct{ note, caller *string }
+
+// checkReceiptCommand is `delta check-receipt ID`: a person here checked
+// what the app did.
+var checkReceiptCommand = &command{name: "check-receipt", args: "ID [--note TEXT] [--caller NAME]", summary: "say you checked what the app did with a call it received: it is no longer listed to check", reads: true,
+	flags: func(fs *flag.FlagSet) any {
+		return &checkReceiptOpts{note: fs.String("note", "", "what you saw, kept with the receipt"),
+			caller: fs.String("caller", "", "the calling computer, when two sent a call under this id")}
+	},
+	run: func(e *env, o any, args []string) error {
+		opts := o.(*checkReceiptOpts)
+		if len(args) != 1 {
+			return exitf(exitUsage, "check-receipt takes one request id (delta receipts lists them)")
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		r, err := c.CheckReceipt(e.ctx, args[0], *opts.caller, *opts.note)
+		if err != nil {
+			return apiExit("check-receipt "+args[0], e.downErr(err))
+		}
+		if e.json {
+			return e.printJSON(r)
+		}
+		writeReceipt(e.stdout, r, time.Now())
+		return nil
 	}}

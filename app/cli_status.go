@@ -109,6 +109,9 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	if st.Dismissed > 0 {
 		fmt.Fprintf(w, "set aside: %d, outcome not known yet, still asked about (delta calls --dismissed)\n", st.Dismissed)
 	}
+	if st.ReceivedToCheck > 0 {
+		fmt.Fprintf(w, "received calls to check: %d (delta receipts; each says what it carried)\n", st.ReceivedToCheck)
+	}
 }
 
 // pingCommand is `delta ping PEER`, like `tailscale ping`.

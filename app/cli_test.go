@@ -10,6 +10,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // delta runs the delta binary with args and returns its stdout, stderr and
@@ -176,11 +180,53 @@ func TestCommandLine(t *testing.T) {
 	if !strings.Contains(out, "cli-reset") || !strings.Contains(out, "laptop → notes") {
 		t.Fatalf("receipts:\n%s", out)
 	}
+	// The owner's side: laptop's settlement reaches studio; a call studio's
+	// person must check says what it carried, and is checked there.
+	S := []string{"--state-dir", studio.dir}
+	gatewaytest.WaitFor(t, 20*time.Second, "studio to hear of laptop's settlement", func() bool {
+		out, _, _ = delta(t, append(S, "show-receipt", "cli-reset")...)
+		return strings.Contains(out, `a person on laptop settled it: it happened (carried out) ("found it in the app")`)
+	})
+	if strings.Contains(out, "to check:") {
+		t.Errorf("show-receipt of a call laptop's person settled:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/reset-after-read/r2", "--id", "cli-reset2", "--data", "water the plants")...)
+	wantCode(t, "a second call the app resets", code, exitUnknown, out, errOut)
+	gatewaytest.WaitFor(t, 20*time.Second, "studio's app to finish with cli-reset2", func() bool {
+		out, _, _ = delta(t, append(S, "show-receipt", "cli-reset2")...)
+		return strings.Contains(out, "app_unknown")
+	})
+	for _, want := range []string{"cli-reset2  laptop → notes: POST /reset-after-read/r2", "carried:  water the plants", "to check: look in notes whether it acted on this call, then: delta check-receipt cli-reset2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("show-receipt lacks %q:\n%s", want, out)
+		}
+	}
+	out, errOut, code = delta(t, append(S, "status")...)
+	if code != exitOK || !strings.Contains(out, "received calls to check: 1") {
+		t.Errorf("studio's status with a call to check: %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = delta(t, append(S, "receipts", "--json")...)
+	wantCode(t, "receipts --json", code, exitOK, out, errOut)
+	var recs struct {
+		Receipts []localapi.Receipt
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs.Receipts) < 2 || recs.Receipts[0].RequestID != "cli-reset2" || !recs.Receipts[0].ToCheck ||
+		string(recs.Receipts[0].Request.Body()) != "water the plants" {
+		t.Fatalf("receipts --json: %v\n%s", err, out)
+	}
+	out, errOut, code = delta(t, append(S, "check-receipt", "cli-reset2", "--note", "the plants are watered")...)
+	wantCode(t, "check-receipt", code, exitOK, out, errOut)
+	if !strings.Contains(out, `checked by a person here (the local API): "the plants are watered"`) || strings.Contains(out, "to check:") {
+		t.Errorf("check-receipt:\n%s", out)
+	}
+	out, errOut, code = delta(t, append(S, "check-receipt", "no-such-id")...)
+	wantCode(t, "check-receipt of an id never received", code, exitUnavailable, out, errOut)
+	out, errOut, code = delta(t, append(S, "show-receipt")...)
+	wantCode(t, "show-receipt without an id", code, exitUsage, out, errOut)
 	out, errOut, code = delta(t, append(L, "show", "no-such-id")...)
 	wantCode(t, "show an unknown id", code, exitUnavailable, out, errOut)
 
 	// apps on studio
-	S := []string{"--state-dir", studio.dir}
 	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:9")...)
 	wantCode(t, "apps add", code, exitOK, out, errOut)
 	if !strings.Contains(out, "forward secret") {

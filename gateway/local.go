@@ -35,6 +35,8 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("POST /v1/calls/{id}/settle", g.handleSettle)
 	mux.HandleFunc("POST /v1/calls/{id}/forget", g.handleForget)
 	mux.HandleFunc("GET /v1/receipts", g.handleReceipts)
+	mux.HandleFunc("GET /v1/receipts/{id}", g.handleGetReceipt)
+	mux.HandleFunc("POST /v1/receipts/{id}/check", g.handleCheckReceipt)
 	mux.HandleFunc("GET /v1/apps", g.handleListApps)
 	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
 	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
@@ -358,12 +360,90 @@ func (g *Gateway) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
+	if err := g.db.WithReceiptRequests(r.Context(), recs); err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return
+	}
 	out := []localapi.Receipt{}
 	for _, rc := range recs {
-		out = append(out, localapi.Receipt{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
-			Path: rc.Path, State: string(rc.State), ReceivedAt: rc.ReceivedAt.UTC(), UpdatedAt: rc.UpdatedAt.UTC()})
+		out = append(out, receiptJSON(rc))
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"receipts": out})
+}
+
+// receiptJSON is a receipt as the local API shows it.
+func receiptJSON(rc *journal.Receipt) localapi.Receipt {
+	v := localapi.Receipt{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
+		Path: rc.Path, State: string(rc.State), ReceivedAt: rc.ReceivedAt.UTC(), UpdatedAt: rc.UpdatedAt.UTC(), Digest: rc.Digest, ToCheck: rc.ToCheck()}
+	if q := rc.Request; q != nil {
+		v.Request = &localapi.SentRequest{Headers: q.Headers, BodyBase64: base64.StdEncoding.EncodeToString(q.Body), Size: q.Size, Truncated: q.Truncated}
+	}
+	if !rc.CheckedAt.IsZero() {
+		v.Checked = &localapi.ReceiptCheck{By: rc.CheckedBy, At: rc.CheckedAt.UTC(), Note: rc.CheckNote}
+	}
+	if rc.CallerSettled != "" {
+		v.CallerSettled = &localapi.CallerSettlement{State: rc.CallerSettled, At: rc.CallerSettledAt.UTC(), Note: rc.CallerSettleNote}
+	}
+	return v
+}
+
+// handleGetReceipt shows the receipts under one request id (one, unless
+// two callers used the same id), with what their calls carried.
+func (g *Gateway) handleGetReceipt(w http.ResponseWriter, r *http.Request) {
+	recs, ok := g.findReceipts(w, r)
+	if !ok {
+		return
+	}
+	out := []localapi.Receipt{}
+	for _, rc := range recs {
+		out = append(out, receiptJSON(rc))
+	}
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"receipts": out})
+}
+
+// findReceipts looks up the receipts under the path's id, answering 404
+// when there are none.
+func (g *Gateway) findReceipts(w http.ResponseWriter, r *http.Request) ([]*journal.Receipt, bool) {
+	id := r.PathValue("id")
+	recs, err := g.db.FindReceipts(r.Context(), id)
+	if err != nil {
+		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		return nil, false
+	}
+	if len(recs) == 0 {
+		localError(w, proto.NotFound, fmt.Sprintf("this computer received no call %s (delta receipts lists those of the last 7 days)", id))
+		return nil, false
+	}
+	return recs, true
+}
+
+// handleCheckReceipt records that a person here checked a receipt (POST
+// /v1/receipts/{id}/check, {"note": "…", "caller": "…"}): it is no longer
+// one to check. caller names the calling computer when two used the id.
+func (g *Gateway) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Note   string `json:"note"`
+		Caller string `json:"caller"`
+	}
+	err := proto.DecodeObject(r.Body, 16<<10, &body)
+	if err == nil && len(body.Note) > proto.MaxSettleNote {
+		err = fmt.Errorf("the note is over %d bytes", proto.MaxSettleNote)
+	}
+	if err != nil {
+		localError(w, proto.BadRequest, `the body is not {"note": "…", "caller": "…"} (both may be left out): `+err.Error())
+		return
+	}
+	rc, err := g.checkReceipt(r.Context(), r.PathValue("id"), body.Caller, "the local API", body.Note)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		localError(w, proto.NotFound, err.Error())
+	case errors.Is(err, journal.ErrNotCheckable), errors.Is(err, ErrAmbiguous):
+		localError(w, proto.Conflict, err.Error())
+	case err != nil:
+		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+	default:
+		proto.WriteJSON(w, http.StatusOK, receiptJSON(rc))
+	}
 }
 
 // writeCallResult answers an Ask or a Dismiss.

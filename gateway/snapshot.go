@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/record"
@@ -42,6 +43,17 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	if err != nil {
 		return s, err
 	}
+	// What the calls carried, for the receipts a person looks at: to
+	// check, or checked or settled (a few; the rest show their state).
+	var looked []*journal.Receipt
+	for _, r := range recs {
+		if r.ToCheck() || !r.CheckedAt.IsZero() || r.CallerSettled != "" {
+			looked = append(looked, r)
+		}
+	}
+	if err := g.db.WithReceiptRequests(ctx, looked); err != nil {
+		return s, err
+	}
 	for _, r := range recs {
 		s.Received = append(s.Received, receivedView(r))
 	}
@@ -63,7 +75,9 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 
 func receivedView(r *journal.Receipt) view.Received {
 	return view.Received{CallerName: r.CallerName, Caller: r.Caller, RequestID: r.RequestID, App: r.App, Method: r.Method,
-		Path: r.Path, State: r.State, ReceivedAt: r.ReceivedAt, UpdatedAt: r.UpdatedAt}
+		Path: r.Path, State: r.State, ReceivedAt: r.ReceivedAt, UpdatedAt: r.UpdatedAt, Digest: r.Digest, ToCheck: r.ToCheck(),
+		Request: r.Request, CheckedBy: r.CheckedBy, CheckedAt: r.CheckedAt, CheckNote: r.CheckNote,
+		CallerSettled: r.CallerSettled, CallerSettledAt: r.CallerSettledAt, CallerSettledNote: r.CallerSettleNote}
 }
 
 // Changed returns a channel that closes at the next change to what Snapshot
@@ -117,8 +131,53 @@ func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, no
 	c, err := g.db.SettleByPerson(ctx, id, to, note)
 	if err == nil {
 		g.log.Info("call settled by a person", "request_id", id, "peer", c.Peer, "state", to, "note", note)
+		g.recon.Wake() // the owner is told, so that it stops listing it as one to check
 	}
 	return c, err
+}
+
+// ErrAmbiguous refuses an action on a request id that two callers used,
+// without saying whose.
+var ErrAmbiguous = errors.New("more than one computer sent a call under this id")
+
+// CheckReceipt records that a person here checked the receipt of call id
+// (from caller, a computer's name or node ID, when two used the id): by
+// names where ("the status page", "the local API"). Errors wrap
+// journal.ErrNotFound, journal.ErrNotCheckable or ErrAmbiguous.
+func (g *Gateway) CheckReceipt(ctx context.Context, id, caller, by, note string) (view.Received, error) {
+	rc, err := g.checkReceipt(ctx, id, caller, by, note)
+	if rc == nil {
+		return view.Received{}, err
+	}
+	return receivedView(rc), err
+}
+
+func (g *Gateway) checkReceipt(ctx context.Context, id, caller, by, note string) (*journal.Receipt, error) {
+	recs, err := g.db.FindReceipts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	var match []*journal.Receipt
+	for _, rc := range recs {
+		names = append(names, rc.CallerName)
+		if caller == "" || caller == rc.CallerName || caller == rc.Caller {
+			match = append(match, rc)
+		}
+	}
+	switch {
+	case len(match) == 0 && caller != "" && len(recs) > 0:
+		return nil, fmt.Errorf("this computer received call %s from %s, not from %s: %w", id, strings.Join(names, " and "), caller, journal.ErrNotFound)
+	case len(match) == 0:
+		return nil, fmt.Errorf("this computer received no call %s: %w", id, journal.ErrNotFound)
+	case len(match) > 1:
+		return nil, fmt.Errorf("%w (%s): name the caller", ErrAmbiguous, strings.Join(names, ", "))
+	}
+	rc, err := g.db.CheckReceipt(ctx, match[0].Caller, id, by, note)
+	if err == nil {
+		g.log.Info("a received call was checked by a person", "request_id", id, "caller", rc.CallerName, "app", rc.App, "by", by, "note", note)
+	}
+	return rc, err
 }
 
 // Dismiss sets a call aside: hidden from the menu, still reconciled. by

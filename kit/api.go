@@ -147,8 +147,8 @@ func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*l
 }
 
 // Receipts lists what this computer's apps received in the last 7 days,
-// those to check first (app_unknown, interrupted) at the top; state, if
-// not empty, keeps one state.
+// with what each call carried, those to check first (ToCheck) at the top;
+// state, if not empty, keeps one state.
 func (c *Client) Receipts(ctx context.Context, state string) ([]localapi.Receipt, error) {
 	var out struct {
 		Receipts []localapi.Receipt `json:"receipts"`
@@ -159,6 +159,28 @@ func (c *Client) Receipts(ctx context.Context, state string) ([]localapi.Receipt
 	}
 	err := c.api(ctx, http.MethodGet, "/v1/receipts"+q, nil, &out)
 	return out.Receipts, err
+}
+
+// Receipt returns the receipts under request id, with what their calls
+// carried: one, unless two callers used the same id. An id this computer
+// did not receive is an *APIError with Outcome "not_found".
+func (c *Client) Receipt(ctx context.Context, id string) ([]localapi.Receipt, error) {
+	var out struct {
+		Receipts []localapi.Receipt `json:"receipts"`
+	}
+	err := c.api(ctx, http.MethodGet, "/v1/receipts/"+url.PathEscape(id), nil, &out)
+	return out.Receipts, err
+}
+
+// CheckReceipt records that a person here checked what the app did with
+// call id (the receipt is no longer one to check), with their note.
+// caller names the calling computer, needed only when two used the id. A
+// call the app is still working on is an *APIError with Outcome
+// "conflict".
+func (c *Client) CheckReceipt(ctx context.Context, id, caller, note string) (*localapi.Receipt, error) {
+	var r localapi.Receipt
+	err := c.api(ctx, http.MethodPost, "/v1/receipts/"+url.PathEscape(id)+"/check", map[string]string{"note": note, "caller": caller}, &r)
+	return &r, err
 }
 
 // RegisterApp registers (or re-points) the owner app name at url

@@ -76,6 +76,28 @@ func (d *DB) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return d.wait(op)
+}
+
+// txQueued queues f for the next group commit and returns at once; then
+// gets its result (nil: committed). Operations commit in the order they
+// were queued, so one queued before a tx is durable no later than it.
+func (d *DB) txQueued(ctx context.Context, f func(*sql.Tx) error, then func(error)) {
+	op := &writeOp{ctx: ctx, f: f, done: make(chan error, 1)}
+	select {
+	case d.commit.ops <- op:
+	case <-d.commit.stop:
+		then(ErrClosed)
+		return
+	case <-ctx.Done():
+		then(ctx.Err())
+		return
+	}
+	go func() { then(d.wait(op)) }()
+}
+
+// wait waits for a queued operation's result.
+func (d *DB) wait(op *writeOp) error {
 	// Once queued, the operation is waited for even if ctx ends: whether
 	// it committed must be known. The writer answers every operation it
 	// takes before it stops; one it never took was not written.

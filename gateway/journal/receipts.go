@@ -39,6 +39,20 @@ type Receipt struct {
 	// Behind: State and Answer are held in memory, not yet written (the
 	// journal could not write them; behind.go).
 	Behind bool
+	// CheckedBy, CheckedAt and CheckNote: a person here checked it
+	// (CheckReceipt); CheckedBy says where ("the status page").
+	CheckedBy string
+	CheckedAt time.Time
+	CheckNote string
+	// CallerSettled is the caller's person's settlement (carried_out or
+	// not_carried_out), as the caller's Delta told it at CallerSettledAt,
+	// with their note.
+	CallerSettled    string
+	CallerSettledAt  time.Time
+	CallerSettleNote string
+	// Request is what the call carried, when kept and read
+	// (WithReceiptRequests); nil otherwise.
+	Request *record.Request
 }
 
 // Decision is what the owner does with an arriving call.
@@ -78,7 +92,8 @@ func Decide(old *Receipt, digest string) Decision {
 
 const receiptCols = `caller, request_id, digest, state, caller_name, app, method, path,
 	received_at, updated_at, answer_status, answer_headers, answer_body,
-	answer_digest, answer_omitted, answer_expired`
+	answer_digest, answer_omitted, answer_expired, checked_by, checked_at, check_note,
+	caller_settled, caller_settled_at, caller_settle_note`
 
 func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 	var r Receipt
@@ -88,12 +103,20 @@ func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 	var body []byte
 	var bodyDigest string
 	var omitted, expired int
+	var checked, settled sql.NullInt64
 	err := s.Scan(&r.Caller, &r.RequestID, &r.Digest, &r.State, &r.CallerName, &r.App,
-		&r.Method, &r.Path, &recv, &upd, &status, &headers, &body, &bodyDigest, &omitted, &expired)
+		&r.Method, &r.Path, &recv, &upd, &status, &headers, &body, &bodyDigest, &omitted, &expired,
+		&r.CheckedBy, &checked, &r.CheckNote, &r.CallerSettled, &settled, &r.CallerSettleNote)
 	if err != nil {
 		return nil, err
 	}
 	r.ReceivedAt, r.UpdatedAt = fromNanos(recv), fromNanos(upd)
+	if checked.Valid {
+		r.CheckedAt = fromNanos(checked.Int64)
+	}
+	if settled.Valid {
+		r.CallerSettledAt = fromNanos(settled.Int64)
+	}
 	r.AnswerExpired = expired != 0
 	if status.Valid {
 		r.Answer = &record.Answer{Status: int(status.Int64), Headers: decodeHeaders(headers.String),
@@ -302,7 +325,11 @@ func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 			return fmt.Errorf("journal: delete old calls: %w", err)
 		}
 		s.CallsGone, _ = res.RowsAffected()
-		s.RequestsGone, err = sweepRequests(ctx, tx, now)
+		if s.RequestsGone, err = sweepRequests(ctx, tx, now); err != nil {
+			return err
+		}
+		n, err := sweepReceiptRequests(ctx, tx, now)
+		s.RequestsGone += n
 		return err
 	})
 	return s, err
@@ -312,7 +339,7 @@ func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 const ReceiptShown = 7 * 24 * time.Hour
 
 // RecentReceipts lists the receipts received since since, those a person
-// may have to check first (app_unknown, interrupted), then running, then
+// has to check first (Receipt.ToCheck), then running, then
 // the rest, newest first within each; state, if not empty, keeps only
 // that state. At most limit (500 if 0).
 func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state proto.ReceiptState, limit int) ([]*Receipt, error) {
@@ -325,7 +352,7 @@ func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state proto.Re
 		q += ` AND state = ?`
 		args = append(args, state)
 	}
-	q += ` ORDER BY CASE state WHEN 'app_unknown' THEN 0 WHEN 'interrupted' THEN 0 WHEN 'running' THEN 1 ELSE 2 END, received_at DESC LIMIT ?`
+	q += ` ORDER BY CASE WHEN ` + toCheckSQLOf("receipts") + ` THEN 0 WHEN state = 'running' THEN 1 ELSE 2 END, received_at DESC LIMIT ?`
 	args = append(args, limit)
 	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {

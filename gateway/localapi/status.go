@@ -20,6 +20,9 @@ type Status struct {
 	// Dismissed counts the calls a person set aside: their outcome is not
 	// known yet, and Delta still asks their owners.
 	Dismissed int `json:"dismissed"`
+	// ReceivedToCheck counts the calls this computer's apps received in
+	// the last 7 days that a person here should check (Receipt.ToCheck).
+	ReceivedToCheck int `json:"received_to_check"`
 	// Notices are what a person should know about this Delta (a port it
 	// could not take).
 	Notices []string      `json:"notices"`
@@ -210,6 +213,38 @@ type Receipt struct {
 	State      string    `json:"state"`
 	ReceivedAt time.Time `json:"received_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Digest names the call's method, app, path and body (its body when
+	// only its size is kept).
+	Digest string `json:"digest,omitempty"`
+	// ToCheck: the app may or may not have acted (app_unknown,
+	// interrupted) and nobody has said what happened: a person here
+	// should check the app, then mark it checked.
+	ToCheck bool `json:"to_check"`
+	// Request is what the call carried, as the app got it (without
+	// Delta's own headers), while kept.
+	Request *SentRequest `json:"request,omitempty"`
+	// Checked: a person here marked it checked.
+	Checked *ReceiptCheck `json:"checked,omitempty"`
+	// CallerSettled: the caller's person settled the call, and the
+	// caller's Delta told this one.
+	CallerSettled *CallerSettlement `json:"caller_settled,omitempty"`
+}
+
+// ReceiptCheck is a person's check of a receipt on this computer.
+type ReceiptCheck struct {
+	// By is where: "the status page" or "the local API".
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+	Note string    `json:"note,omitempty"`
+}
+
+// CallerSettlement is what a person at the caller settled a call as, told
+// by the caller's Delta.
+type CallerSettlement struct {
+	// State is carried_out or not_carried_out.
+	State string    `json:"state"`
+	At    time.Time `json:"at"`
+	Note  string    `json:"note,omitempty"`
 }
 
 // App is an owner app registered with this computer's Delta.

@@ -134,7 +134,34 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		o.refuseBody(w, err)
 		return
 	}
+	o.keepReceived(r, t, rid, b)
 	o.forward(w, r, t, rid, b)
+}
+
+// keepReceived records what the call carried, by the caller's rule (the
+// headers as the app gets them, without Delta's secret; the body up to
+// 64 KiB, else its size): a person here who must check the app sees what
+// it was asked (DESIGN §4). It is queued ahead of the call's outcome and
+// not waited for.
+func (o *Owner) keepReceived(r *http.Request, t ownerTarget, rid string, b *callBody) {
+	h := proto.ForwardHeaders(r.Header)
+	h.Del(proto.HeaderBodyLength)
+	kept := &record.Request{Headers: h, Size: int(b.size), Truncated: b.size > record.MaxKeptBody}
+	switch {
+	case kept.Truncated:
+	case b.file != nil:
+		buf := make([]byte, b.size)
+		if _, err := b.file.ReadAt(buf, 0); err != nil {
+			o.cfg.Log.Warn("could not read back a call's body to keep it; its size is kept", "request_id", rid, "caller", t.visitor.Name, "err", err)
+		} else {
+			kept.Body = buf
+		}
+	default:
+		kept.Body = b.mem
+	}
+	o.cfg.DB.KeepReceived(r.Context(), t.visitor.Node, rid, kept, func(err error) {
+		o.cfg.Log.Warn("could not keep what a call carried; its receipt is kept", "request_id", rid, "caller", t.visitor.Name, "err", err)
+	})
 }
 
 // bodyError is why a call's body was not taken.

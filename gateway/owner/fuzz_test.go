@@ -44,6 +44,7 @@ func FuzzOwnerDoor(f *testing.F) {
 		"GET /delta/v1/apps/notes/r?x=1 HTTP/1.1\r\nHost: s\r\nX-Delta-Timeout: 1\r\n\r\n",
 		"GET /delta/v1/apps/n%6Ftes/r HTTP/1.1\r\nHost: s\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
 		"GET /delta/v1/calls/r1?digest=x HTTP/1.1\r\nHost: s\r\n\r\n",
+		"POST /delta/v1/calls/r1/settled HTTP/1.1\r\nHost: s\r\nContent-Length: 57\r\n\r\n{\"state\":\"carried_out\",\"by\":\"a person\",\"at\":\"2026-12-02\"}",
 		"DELETE /delta/v1/apps/nowhere/x HTTP/1.1\r\nHost: s\r\nX-Delta-Request-Id: r3\r\n\r\n",
 		"TRACE /delta/v1/apps/notes/x HTTP/1.1\r\nHost: s\r\n\r\n",
 	} {

@@ -140,6 +140,7 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 	mux.HandleFunc(proto.PathApps+"{app}", o.handleOwnerRequest)
 	mux.HandleFunc(proto.PathApps+"{app}/{path...}", o.handleOwnerRequest)
 	mux.HandleFunc("GET "+proto.PathCalls+"{id}", o.handleOwnerLookup)
+	mux.HandleFunc("POST "+proto.PathCalls+"{id}/settled", o.handleCallerSettled)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		peerError(w, http.StatusNotFound, proto.PeerBadRequest, fmt.Sprintf("%s %s is not part of Delta's peer API", r.Method, r.URL.Path))
 	})
@@ -344,4 +345,48 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(proto.HeaderOutcome, "call_state")
 	proto.WriteJSON(w, http.StatusOK, v)
+}
+
+// handleCallerSettled records that a person at the caller settled one of
+// its calls (POST /delta/v1/calls/{id}/settled): the receipt stops being
+// one to check here, and says who settled it and how. A receipt this
+// computer does not keep is answered recorded: false.
+func (o *Owner) handleCallerSettled(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := proto.CheckRequestID(id); err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
+		return
+	}
+	var v proto.SettledJSON
+	err := proto.DecodeObject(r.Body, 16<<10, &v)
+	switch {
+	case err != nil:
+	case v.State != "carried_out" && v.State != "not_carried_out":
+		err = fmt.Errorf("state %q is neither carried_out nor not_carried_out", v.State)
+	case len(v.Note) > proto.MaxSettleNote:
+		err = fmt.Errorf("the note is over %d bytes", proto.MaxSettleNote)
+	}
+	if err != nil {
+		peerError(w, http.StatusBadRequest, proto.PeerBadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "by": "…", "note": "…", "at": "…"}: `+err.Error())
+		return
+	}
+	vis := visitorOf(r)
+	rec, err := o.cfg.DB.CallerSettled(r.Context(), vis.Node, id, v.State, v.Note)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		w.Header().Set(proto.HeaderOutcome, "settlement")
+		proto.WritePeerJSON(w, http.StatusOK, proto.SettledReplyJSON{})
+		return
+	case err != nil:
+		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the settlement (%v)", o.cfg.Self().Name, err))
+		return
+	}
+	log := o.cfg.Log.Info
+	if rec.State == proto.ReceiptAnswered && v.State == "not_carried_out" || rec.State == proto.ReceiptNotCarriedOut && v.State == "carried_out" {
+		log = o.cfg.Log.Warn // both are kept and shown; a person should know
+	}
+	log("a person at the caller settled a call this computer received", "request_id", id, "caller", vis.Name, "app", rec.App,
+		"state", v.State, "note", v.Note, "receipt_state", rec.State)
+	w.Header().Set(proto.HeaderOutcome, "settlement")
+	proto.WritePeerJSON(w, http.StatusOK, proto.SettledReplyJSON{Recorded: true, State: rec.State})
 }

@@ -1,6 +1,7 @@
 package peerclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,6 +96,37 @@ func LookupRequest(ctx context.Context, try Try, id, digest string, created time
 	}
 	try.authorize(req)
 	return req, nil
+}
+
+// SettledRequest tells the owner behind try that a person here settled
+// call id (POST /delta/v1/calls/{id}/settled, DESIGN §4).
+func SettledRequest(ctx context.Context, try Try, id string, v proto.SettledJSON) (*http.Request, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+try.Cand.Address+proto.PathCalls+url.PathEscape(id)+"/settled", bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	try.authorize(req)
+	return req, nil
+}
+
+// ReadSettled reads the owner's answer to a SettledRequest.
+func ReadSettled(peer string, resp *http.Response) (*proto.SettledReplyJSON, Reply, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r := Classify(resp)
+		return nil, r, fmt.Errorf("%s answered %d %s (%s)", peer, resp.StatusCode, r.Said.Error, r.Said.Detail)
+	}
+	r := Reply{Status: resp.StatusCode}
+	v := &proto.SettledReplyJSON{}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(v); err != nil {
+		return nil, r, fmt.Errorf("%s's answer is not the settlement reply JSON: %w", peer, err)
+	}
+	return v, r, nil
 }
 
 // ReadLookup reads the owner's answer to a LookupRequest: what it knows,

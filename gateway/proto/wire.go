@@ -45,9 +45,6 @@ const (
 // person reads them.
 var StoredReceiptStates = []ReceiptState{ReceiptRunning, ReceiptAnswered, ReceiptNotCarriedOut, ReceiptAppUnknown, ReceiptInterrupted, ReceiptFenced}
 
-// CheckFirst reports whether a person should check the owner app about a
-// receipt in state s: its outcome there is not known to Delta.
-func (s ReceiptState) CheckFirst() bool { return s == ReceiptAppUnknown || s == ReceiptInterrupted }
 
 // CallStateJSON is the JSON of GET /delta/v1/calls/{id} (DESIGN §4): what
 // the owner knows of a call. The owner writes it, the reconciler reads it.
@@ -58,6 +55,32 @@ type CallStateJSON struct {
 	Answer        *localapi.Answer `json:"answer,omitempty"`
 	AnswerExpired bool             `json:"answer_expired"`
 }
+
+// SettledJSON is the body of POST /delta/v1/calls/{id}/settled: the
+// caller's Delta tells the owner that a person there settled the call, so
+// that the owner stops listing its receipt as one to check (DESIGN §4).
+type SettledJSON struct {
+	// State is the caller's word for the call: carried_out or
+	// not_carried_out.
+	State string `json:"state"`
+	// By is who settled it: "a person".
+	By string `json:"by"`
+	// Note is the person's note, at most MaxSettleNote bytes.
+	Note string `json:"note,omitempty"`
+	// At is when, RFC 3339.
+	At string `json:"at"`
+}
+
+// SettledReplyJSON is the owner's answer to a SettledJSON: whether it
+// keeps a receipt of the call to record it on (it may never have received
+// the call, or have swept it), and the receipt's state.
+type SettledReplyJSON struct {
+	Recorded bool         `json:"recorded"`
+	State    ReceiptState `json:"state,omitempty"`
+}
+
+// MaxSettleNote bounds a person's note on a settlement or a check.
+const MaxSettleNote = 1000
 
 // RFC3339 is how times are written on the wire: RFC 3339, UTC.
 func RFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

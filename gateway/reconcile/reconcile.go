@@ -59,6 +59,8 @@ type Reconciler struct {
 
 	mu     sync.Mutex
 	kicked map[string]bool // peers whose unknown calls are asked about now
+
+	tellFailed map[string]time.Time // peers last not reached with a settlement (Run's own)
 }
 
 // New returns a reconciler; Run runs it.
@@ -72,10 +74,11 @@ func New(cfg Config) *Reconciler {
 	if cfg.OnAlarm == nil {
 		cfg.OnAlarm = func() {}
 	}
-	return &Reconciler{cfg: cfg, wakeCh: make(chan struct{}, 1), kicked: map[string]bool{}}
+	return &Reconciler{cfg: cfg, wakeCh: make(chan struct{}, 1), kicked: map[string]bool{}, tellFailed: map[string]time.Time{}}
 }
 
-// Wake makes the reconciler look for due calls now (a call became unknown).
+// Wake makes the reconciler look for due calls now (a call became
+// unknown), and tell owners of settlements (a person settled a call).
 func (rc *Reconciler) Wake() {
 	select {
 	case rc.wakeCh <- struct{}{}:
@@ -83,7 +86,8 @@ func (rc *Reconciler) Wake() {
 	}
 }
 
-// KickPeer asks about peer's unknown calls at once (a road to it came up).
+// KickPeer asks about peer's unknown calls, and tells it of settlements,
+// at once (a road to it came up).
 func (rc *Reconciler) KickPeer(peer string) {
 	rc.mu.Lock()
 	rc.kicked[peer] = true
@@ -91,7 +95,8 @@ func (rc *Reconciler) KickPeer(peer string) {
 	rc.Wake()
 }
 
-// Run asks about due calls until Config.Ctx ends.
+// Run asks about due calls, and tells owners of a person's settlements,
+// until Config.Ctx ends.
 func (rc *Reconciler) Run() {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -108,7 +113,9 @@ func (rc *Reconciler) Run() {
 			for _, c := range calls {
 				rc.Ask(rc.cfg.Ctx, c, false)
 			}
+			rc.tellSettled(peer)
 		}
+		rc.tellSettled("")
 		due, err := rc.cfg.DB.DueCalls(rc.cfg.Ctx, rc.cfg.Now())
 		if err != nil && rc.cfg.Ctx.Err() == nil {
 			rc.cfg.Log.Error("reconciler: list due calls", "err", err)
@@ -251,10 +258,24 @@ func Settle(peer, digest string, age time.Duration, st *proto.CallStateJSON) Ver
 // cache.
 func (rc *Reconciler) query(ctx context.Context, c *record.Call) (*proto.CallStateJSON, error) {
 	var v *proto.CallStateJSON
+	err := rc.exchange(ctx, c.Peer, func(try peerclient.Try) (*http.Request, error) {
+		return peerclient.LookupRequest(ctx, try, c.RequestID, c.Digest, c.CreatedAt)
+	}, func(resp *http.Response) (r peerclient.Reply, err error) {
+		v, r, err = peerclient.ReadLookup(c.Peer, resp)
+		return r, err
+	})
+	return v, err
+}
+
+// exchange puts one question to peer on any road (peerclient.Question):
+// build makes its request for a try, read reads the answer (a 401 renews
+// the ticket). It returns read's error, or why no road answered.
+func (rc *Reconciler) exchange(ctx context.Context, peer string, build func(peerclient.Try) (*http.Request, error), read func(*http.Response) (peerclient.Reply, error)) error {
 	var lastErr, answerErr error
-	err := rc.cfg.Peers.Do(ctx, peerclient.Question, c.Peer, "", func(try peerclient.Try) peerclient.Result {
+	answered := false
+	err := rc.cfg.Peers.Do(ctx, peerclient.Question, peer, "", func(try peerclient.Try) peerclient.Result {
 		cand := try.Cand
-		req, err := peerclient.LookupRequest(ctx, try, c.RequestID, c.Digest, c.CreatedAt)
+		req, err := build(try)
 		if err != nil {
 			answerErr = err
 			return peerclient.Result{Verdict: peerclient.Done}
@@ -268,24 +289,25 @@ func (rc *Reconciler) query(ctx context.Context, c *record.Call) (*proto.CallSta
 			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: !gaveUp, Road: used.Road, Tried: peerclient.TriedRoads(used, cand, dialErr)}
 		}
 		var reply peerclient.Reply
-		v, reply, answerErr = peerclient.ReadLookup(c.Peer, resp)
+		reply, answerErr = read(resp)
 		if reply.Status == http.StatusUnauthorized {
 			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket}
 		}
+		answered = answerErr == nil
 		return peerclient.Result{Verdict: peerclient.Done}
 	})
 	var nr *peerclient.NoRoadError
 	var te *peerclient.TicketError
 	switch {
 	case errors.As(err, &nr) && lastErr != nil:
-		return nil, lastErr
+		return lastErr
 	case errors.As(err, &nr):
-		return nil, nr.Err
+		return nr.Err
 	case errors.As(err, &te):
-		return nil, fmt.Errorf("no ticket for %s: %w", c.Peer, te.Err)
+		return fmt.Errorf("no ticket for %s: %w", peer, te.Err)
 	}
-	if answerErr == nil && v == nil {
+	if answerErr == nil && !answered {
 		answerErr = errors.New("no road answered")
 	}
-	return v, answerErr
+	return answerErr
 }

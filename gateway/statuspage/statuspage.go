@@ -27,7 +27,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
 )
@@ -48,22 +47,25 @@ var statusPageHTML string
 func stamp(t time.Time) string { return t.Local().Format("Mon 2 Jan 15:04:05 MST") }
 
 var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
-	"ago":         func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
-	"spark":       sparkline,
-	"ms":          func(v float64) string { return view.FormatMillis(v) },
-	"bytes":       view.Bytes,
-	"int64":       func(v float64) int64 { return int64(v) },
-	"words":       func(s record.CallState) string { return view.Words(s) },
-	"stamp":       stamp,
-	"fullTime":    func(t time.Time) string { return t.Local().Format(time.RFC1123) },
-	"history":     func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
-	"excerpt":     func(r *record.Request) string { return view.Excerpt(r, 200) },
-	"istext":      func(b []byte) bool { return view.IsText(b) },
-	"str":         func(b []byte) string { return string(b) },
-	"received":    view.ReceivedWords,
-	"checkfirst":  func(s proto.ReceiptState) bool { return s.CheckFirst() },
-	"settleable":  func(s record.CallState) bool { return s.Unsettled() },
-	"needsperson": func(s record.CallState) bool { return s == record.NeedsPerson },
+	"ago":          func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
+	"spark":        sparkline,
+	"ms":           func(v float64) string { return view.FormatMillis(v) },
+	"bytes":        view.Bytes,
+	"int64":        func(v float64) int64 { return int64(v) },
+	"words":        func(s record.CallState) string { return view.Words(s) },
+	"stamp":        stamp,
+	"fullTime":     func(t time.Time) string { return t.Local().Format(time.RFC1123) },
+	"history":      func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
+	"excerpt":      func(r *record.Request) string { return view.Excerpt(r, 200) },
+	"istext":       func(b []byte) bool { return view.IsText(b) },
+	"str":          func(b []byte) string { return string(b) },
+	"received":     view.ReceivedWords,
+	"kept":         func(title string, r *record.Request) keptBox { return keptBox{Title: title, Request: r} },
+	"settledwords": view.SettledWords,
+	"tocheck":      view.ToCheck,
+	"receipt":      func(p pageData, r view.Received) receiptBox { return receiptBox{Page: p, R: r, CSRF: p.CSRF} },
+	"settleable":   func(s record.CallState) bool { return s.Unsettled() },
+	"needsperson":  func(s record.CallState) bool { return s == record.NeedsPerson },
 	// Only a call Delta still asks about can be set aside.
 	"dismissable": func(s record.CallState, dismissed bool) bool { return s == record.Unknown && !dismissed },
 	"wrap": func(p pageData, c pageCall) callBox {
@@ -84,6 +86,9 @@ type Source interface {
 	// Settle records a person's settlement (carried_out or
 	// not_carried_out) with their note.
 	Settle(ctx context.Context, id string, to record.CallState, note string) (*record.Call, error)
+	// CheckReceipt records that a person here checked what the app did
+	// with a call it received from caller (a name or node ID).
+	CheckReceipt(ctx context.Context, id, caller, by, note string) (view.Received, error)
 }
 
 // Page is the status page. Its fields are set before it serves.
@@ -167,6 +172,7 @@ func (p *Page) newHandler() http.Handler {
 	mux.HandleFunc("GET /login", p.handleLogin)
 	mux.HandleFunc("GET /{$}", p.withSession(p.handlePage))
 	mux.HandleFunc("POST "+pagePrefix+"calls/{id}/{action}", p.withSession(p.handlePageAction))
+	mux.HandleFunc("POST "+pagePrefix+"receipts/{caller}/{id}/check", p.withSession(p.handleCheckReceipt))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not part of Delta's status page.", r.Method, r.URL.Path))
 	})
@@ -255,7 +261,10 @@ func (p *Page) withSession(next http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
+// actionForm reads an action's form, after checking that it came from
+// the page itself (Origin) in this session (CSRF); on refusal it has
+// answered and returns nil.
+func (p *Page) actionForm(w http.ResponseWriter, r *http.Request) *pageSession {
 	s := r.Context().Value(sessionKey{}).(*pageSession)
 	if o := r.Header.Get("Origin"); o != p.Origin() {
 		why := "it has no Origin header"
@@ -264,15 +273,46 @@ func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
 		}
 		p.log().Warn("status page: a cross-origin action was refused", "origin", o, "path", r.URL.Path)
 		pageError(w, http.StatusForbidden, "Refused: "+why+". Delta's status page accepts actions only from its own page; nothing was done.")
-		return
+		return nil
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil {
 		pageError(w, http.StatusBadRequest, "The form could not be read: "+err.Error()+"; nothing was done.")
-		return
+		return nil
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
 		pageError(w, http.StatusForbidden, "Refused: the form's CSRF token does not match this session (reload the page and try again); nothing was done.")
+		return nil
+	}
+	return s
+}
+
+// handleCheckReceipt records that a person here checked what an app did
+// with a call it received.
+func (p *Page) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
+	s := p.actionForm(w, r)
+	if s == nil {
+		return
+	}
+	id, caller := r.PathValue("id"), r.PathValue("caller")
+	if r.PostForm.Get("checked") != "yes" {
+		pageError(w, http.StatusBadRequest, "Marking a received call checked needs the box \"I checked\" ticked: go back, look in the app, tick it and try again; nothing was done.")
+		return
+	}
+	rc, err := p.Source.CheckReceipt(r.Context(), id, caller, "the status page", strings.TrimSpace(r.PostForm.Get("note")))
+	flash := fmt.Sprintf("Call %s from %s is marked checked by you; Delta no longer lists it among the calls a person must look at.", id, rc.CallerName)
+	if err != nil {
+		flash = err.Error()
+	}
+	p.mu.Lock()
+	s.flash = flash
+	p.mu.Unlock()
+	http.Redirect(w, r, "/#receipt-"+url.PathEscape(id), http.StatusSeeOther)
+}
+
+func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
+	s := p.actionForm(w, r)
+	if s == nil {
 		return
 	}
 	id := r.PathValue("id")
@@ -331,6 +371,21 @@ type callBox struct {
 	Call    *record.Call
 	History []record.Event
 	CSRF    string
+}
+
+// receiptBox is what the page's "receipt" template draws: a received call
+// to check, with its form.
+type receiptBox struct {
+	Page pageData
+	R    view.Received
+	CSRF string
+}
+
+// keptBox is what the page's "kept" template draws: what a call carried,
+// under a title.
+type keptBox struct {
+	Title   string
+	Request *record.Request
 }
 
 // historyBox is what the page's "history" template draws: a call's steps,

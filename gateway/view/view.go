@@ -71,6 +71,22 @@ type Received struct {
 	State      proto.ReceiptState
 	ReceivedAt time.Time
 	UpdatedAt  time.Time
+	Digest     string
+	// ToCheck: a person here should check the app (journal.Receipt.ToCheck).
+	ToCheck bool
+	// Request is what the call carried, for the receipts a person looks
+	// at (to check, checked, settled at the caller); nil for the others
+	// or when not kept.
+	Request *record.Request
+	// CheckedBy/At/Note: a person here checked it.
+	CheckedBy string
+	CheckedAt time.Time
+	CheckNote string
+	// CallerSettled (carried_out, not_carried_out), At and Note: a person
+	// at the caller settled it.
+	CallerSettled     string
+	CallerSettledAt   time.Time
+	CallerSettledNote string
 }
 
 // App is a registered owner app.
@@ -79,8 +95,17 @@ type App struct {
 	URL  string
 }
 
-// ReceivedWords says what a receipt's state means to a person.
-func ReceivedWords(state proto.ReceiptState) string {
+// ReceivedWords says what a receipt's state means to a person; toCheck
+// adds what the person should do when nobody has said what happened yet.
+func ReceivedWords(state proto.ReceiptState, toCheck bool) string {
+	w := receivedWords(state)
+	if toCheck {
+		w += ": check the app"
+	}
+	return w
+}
+
+func receivedWords(state proto.ReceiptState) string {
 	switch state {
 	case proto.ReceiptRunning:
 		return "the app is working on it"
@@ -89,9 +114,9 @@ func ReceivedWords(state proto.ReceiptState) string {
 	case proto.ReceiptNotCarriedOut:
 		return "not carried out (the app was not listening)"
 	case proto.ReceiptAppUnknown:
-		return "the app took it and its connection broke before it answered: check the app"
+		return "the app took it and its connection broke before it answered"
 	case proto.ReceiptInterrupted:
-		return "Delta restarted while the app worked on it: check the app"
+		return "Delta restarted while the app worked on it"
 	case proto.ReceiptFenced:
 		return "never arrived; the id is fenced"
 	}
@@ -147,13 +172,17 @@ const (
 var Levels = []Level{OK, Degraded, Unsettled}
 
 // Overall sums a snapshot up for the icon, the menu's first line and the
-// page's headline: Unsettled when a write waits to be settled, Degraded
+// page's headline: Unsettled when a write waits to be settled or a
+// received call is to be checked, Degraded
 // when a peer has no road up, else OK. "All well" only when every peer's
 // current road is known to be up; a road not checked yet is "Reaching
 // studio…".
 func Overall(s Snapshot) (level Level, headline string) {
 	if n := len(s.Unsettled); n > 0 {
 		return Unsettled, fmt.Sprintf("%d unsettled write%s", n, plural(n))
+	}
+	if n := ToCheck(s); n > 0 {
+		return Unsettled, fmt.Sprintf("%d received call%s to check", n, plural(n))
 	}
 	var down, checking []string
 	for _, p := range s.Peers {
@@ -179,6 +208,17 @@ func Overall(s Snapshot) (level Level, headline string) {
 		return OK, fmt.Sprintf("Reaching %d peers…", len(checking))
 	}
 	return OK, fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers))) + setAside(s)
+}
+
+// ToCheck counts the received calls a person here should check.
+func ToCheck(s Snapshot) int {
+	n := 0
+	for _, r := range s.Received {
+		if r.ToCheck {
+			n++
+		}
+	}
+	return n
 }
 
 // setAside is what the headline adds while calls are set aside: their
@@ -261,6 +301,18 @@ func Words(s record.CallState) string {
 		return "needs you"
 	}
 	return string(s)
+}
+
+// SettledWords says what a person's settlement (carried_out,
+// not_carried_out) says happened.
+func SettledWords(state string) string {
+	switch record.CallState(state) {
+	case record.CarriedOut:
+		return "it happened (carried out)"
+	case record.NotCarriedOut:
+		return "it did not happen (not carried out)"
+	}
+	return state
 }
 
 // CallLine names a call for people: "editor → notes on studio: POST /a".

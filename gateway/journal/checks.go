@@ -1,0 +1,243 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/record"
+)
+
+// The owner's side of a settlement (DESIGN §4, docs/protocol.md "What the
+// owner keeps"): what a receipt's call carried, a person here checking it,
+// and the caller's person's settlement, told by the caller's Delta. The
+// caller's side: the settlements a person made that the owner has not
+// been told of yet.
+
+// ToCheck reports whether a person here should check the receipt: its
+// app may or may not have acted (app_unknown, interrupted), and neither a
+// person here nor the caller's person has said what happened.
+func (r *Receipt) ToCheck() bool {
+	return (r.State == proto.ReceiptAppUnknown || r.State == proto.ReceiptInterrupted) && r.CheckedAt.IsZero() && r.CallerSettled == ""
+}
+
+// KeepReceived records what the call (caller, id) carried, by the caller's
+// rule (KeepRequest). It is queued behind the receipt's own writes and
+// ahead of its outcome, and not waited for: the app is asked at once. An
+// error (the journal cannot write) goes to onErr, and the receipt then
+// says nothing was kept.
+func (d *DB) KeepReceived(ctx context.Context, caller, id string, r *record.Request, onErr func(error)) {
+	ctx = context.WithoutCancel(ctx)
+	d.txQueued(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO receipt_requests (caller, request_id, headers, body, size, truncated) VALUES (?, ?, ?, ?, ?, ?)`,
+			caller, id, encodeHeaders(r.Headers), r.Body, r.Size, boolInt(r.Truncated))
+		if err != nil {
+			return fmt.Errorf("journal: record what call %s from %s carried: %w", id, caller, err)
+		}
+		return nil
+	}, func(err error) {
+		if err != nil && onErr != nil {
+			onErr(err)
+		}
+	})
+}
+
+// WithReceiptRequests reads what each receipt's call carried into it.
+func (d *DB) WithReceiptRequests(ctx context.Context, rs []*Receipt) error {
+	for _, r := range rs {
+		var headers string
+		var trunc int
+		q := &record.Request{}
+		err := d.db.QueryRowContext(ctx, `SELECT headers, body, size, truncated FROM receipt_requests WHERE caller = ? AND request_id = ?`,
+			r.Caller, r.RequestID).Scan(&headers, &q.Body, &q.Size, &trunc)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return fmt.Errorf("journal: read what call %s from %s carried: %w", r.RequestID, r.Caller, err)
+		}
+		q.Headers, q.Truncated = decodeHeaders(headers), trunc != 0
+		r.Request = q
+	}
+	return nil
+}
+
+// FindReceipts returns the receipts under request id from any caller,
+// with what their calls carried (a request id is unique per caller; two
+// callers could, in principle, use the same one).
+func (d *DB) FindReceipts(ctx context.Context, id string) ([]*Receipt, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE request_id = ? AND state != 'fenced' ORDER BY received_at`, id)
+	if err != nil {
+		return nil, fmt.Errorf("journal: look up receipt %s: %w", id, err)
+	}
+	var out []*Receipt
+	for rows.Next() {
+		r, err := scanReceipt(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("journal: look up receipt %s: %w", id, err)
+		}
+		d.overlayReceipt(r)
+		out = append(out, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, d.WithReceiptRequests(ctx, out)
+}
+
+// CountToCheck counts the receipts received since since that a person
+// here should check (Receipt.ToCheck): the same as RecentReceipts lists.
+func (d *DB) CountToCheck(ctx context.Context, since time.Time) (int, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM receipts WHERE received_at >= ? AND `+toCheckSQLOf("receipts"), nanos(since)).Scan(&n)
+	return n, err
+}
+
+// ErrNotCheckable refuses a person's check of a receipt whose app has not
+// finished with it (running) or that never arrived (fenced).
+var ErrNotCheckable = errors.New("only a call the app has finished with can be marked checked")
+
+// CheckReceipt records that a person here checked receipt (caller, id):
+// by names where ("the status page", "the local API"). Checking again
+// keeps the first check. It returns the receipt as it stands.
+func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Receipt, error) {
+	var n int64
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET checked_by = ?, checked_at = ?, check_note = ?
+			WHERE caller = ? AND request_id = ? AND checked_at IS NULL AND state NOT IN ('running', 'fenced')`, by, nanos(d.now()), note, caller, id)
+		if err != nil {
+			return fmt.Errorf("journal: mark receipt %s from %s checked: %w", id, caller, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		d.notify()
+	}
+	r, err := d.Receipt(ctx, caller, id)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 && r.CheckedAt.IsZero() {
+		return r, fmt.Errorf("%w (it is %s)", ErrNotCheckable, r.State)
+	}
+	return r, nil
+}
+
+// CallerSettled records the caller's person's settlement of receipt
+// (caller, id), as the caller's Delta told it: to (carried_out or
+// not_carried_out) with their note. A later word replaces an earlier one.
+// It reports ErrNotFound when no receipt (or only a fence) is kept.
+func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string) (*Receipt, error) {
+	var n int64
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET caller_settled = ?, caller_settled_at = ?, caller_settle_note = ?
+			WHERE caller = ? AND request_id = ? AND state != 'fenced'`, to, nanos(d.now()), note, caller, id)
+		if err != nil {
+			return fmt.Errorf("journal: record the caller's settlement of %s from %s: %w", id, caller, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
+	}
+	d.notify()
+	return d.Receipt(ctx, caller, id)
+}
+
+// UntoldSettlements are the calls to peer ("" for every peer) that a
+// person settled and whose owner has not been told yet, oldest first.
+func (d *DB) UntoldSettlements(ctx context.Context, peer string) ([]*record.Call, error) {
+	q := `SELECT ` + callCols + ` FROM calls WHERE settled_by != '' AND settle_told = 0`
+	var args []any
+	if peer != "" {
+		q += ` AND peer = ?`
+		args = append(args, peer)
+	}
+	rows, err := d.db.QueryContext(ctx, q+` ORDER BY updated_at LIMIT 100`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("journal: list settlements to tell: %w", err)
+	}
+	defer rows.Close()
+	var out []*record.Call
+	for rows.Next() {
+		c, err := scanCall(rows)
+		if err != nil {
+			return nil, fmt.Errorf("journal: list settlements to tell: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// SettlementTold records that call id's owner was told of its person's
+// settlement (or has no receipt to tell it to).
+func (d *DB) SettlementTold(ctx context.Context, id string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE calls SET settle_told = 1 WHERE request_id = ?`, id); err != nil {
+			return fmt.Errorf("journal: record that call %s's settlement was told: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// sweepReceiptRequests drops what receipts' calls carried once they are
+// RequestRetention old and not to check, then, over maxRequestStore, the
+// oldest of those.
+func sweepReceiptRequests(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM receipt_requests WHERE (caller, request_id) IN (
+		SELECT q.caller, q.request_id FROM receipt_requests q CROSS JOIN receipts r ON r.caller = q.caller AND r.request_id = q.request_id
+		WHERE NOT `+toCheckSQLOf("r")+` AND r.state != 'running' AND r.received_at < ?)`, nanos(now.Add(-RequestRetention)))
+	if err != nil {
+		return 0, fmt.Errorf("journal: drop what old receipts carried: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	rows, err := tx.QueryContext(ctx, `SELECT q.caller, q.request_id, COALESCE(LENGTH(q.body), 0) FROM receipt_requests q CROSS JOIN receipts r ON r.caller = q.caller AND r.request_id = q.request_id
+		WHERE NOT `+toCheckSQLOf("r")+` AND r.state != 'running' ORDER BY r.received_at DESC`)
+	if err != nil {
+		return n, fmt.Errorf("journal: size what receipts carried: %w", err)
+	}
+	var total int64
+	var drop [][2]string
+	for rows.Next() {
+		var caller, id string
+		var size int64
+		if err := rows.Scan(&caller, &id, &size); err != nil {
+			rows.Close()
+			return n, err
+		}
+		if total += size; total > maxRequestStore {
+			drop = append(drop, [2]string{caller, id})
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return n, err
+	}
+	for _, k := range drop {
+		res, err := tx.ExecContext(ctx, `DELETE FROM receipt_requests WHERE caller = ? AND request_id = ?`, k[0], k[1])
+		if err != nil {
+			return n, fmt.Errorf("journal: drop what receipts carried over the bound: %w", err)
+		}
+		m, _ := res.RowsAffected()
+		n += m
+	}
+	return n, nil
+}
+
+// toCheckSQLOf is Receipt.ToCheck in SQL, on the receipts table named t.
+func toCheckSQLOf(t string) string {
+	return `(` + t + `.state IN ('app_unknown', 'interrupted') AND ` + t + `.checked_at IS NULL AND ` + t + `.caller_settled = '')`
+}
