@@ -45,7 +45,6 @@ const (
 // person reads them.
 var StoredReceiptStates = []ReceiptState{ReceiptRunning, ReceiptAnswered, ReceiptNotCarriedOut, ReceiptAppUnknown, ReceiptInterrupted, ReceiptFenced}
 
-
 // CallStateJSON is the JSON of GET /delta/v1/calls/{id} (DESIGN §4): what
 // the owner knows of a call. The owner writes it, the reconciler reads it.
 type CallStateJSON struct {
