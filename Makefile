@@ -20,7 +20,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots
 all: build
 
 build: deps
@@ -74,6 +74,16 @@ unit: deps
 	fi
 
 test: vet vet-darwin package-check unit fuzz-short
+
+# screenshots redraws docs/screenshots/*.png from real processes: two
+# Deltas, the tray's menu in xfce4-panel and a notification from
+# xfce4-notifyd on a virtual X screen, the status pages in Chromium
+# (docs/screenshots.sh). It installs what it needs when root.
+SCREENSHOT_DEBS = xvfb x11-utils xfce4-panel xfce4-notifyd xdotool imagemagick dbus-x11 chromium
+screenshots: deps
+	@missing=""; for p in $(SCREENSHOT_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	  [ -z "$$missing" ] || tools/apt-install $$missing
+	sh docs/screenshots.sh
 
 # soak runs the fault soaks for SOAK each (make test runs them for 30 s in
 # static mode and 60 s in the lab): 16 apps' calls under random faults,

@@ -295,9 +295,9 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	}
 	d.expect(len(app.Notes()) == 2, "the app did apply it: beta has the note")
 	st, err := alpha.c.Status(ctx)
-	d.expect(err == nil && st.Unsettled == 1, "alpha shows 1 unsettled write (menu, status page, `delta calls --unsettled`)")
+	d.expect(err == nil && st.Unsettled == 1, "alpha shows it: \"Asking beta about 1 write\" (menu, status page, `delta calls --unsettled`)")
 	if !d.headless {
-		d.say("   The Δ in the menu bar is red now, and a notification says the write's outcome is unknown.")
+		d.say("   The Δ in the menu bar has a dot at its heart now: Delta is asking. A notification says the write's outcome is unknown.")
 	}
 	d.pause("an unsettled write")
 	d.say("alpha's Delta asks beta's Delta by request id until it knows (1 s, 2 s, 5 s, …):")

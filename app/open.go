@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/ui"
 )
 
@@ -34,9 +35,9 @@ var openCommand = &command{name: "open", args: "[--print] [--call ID | --receipt
 		}
 		switch opts := o.(*openOpts); {
 		case *opts.call != "":
-			link += "#call-" + *opts.call
+			link = view.PageAt(link, "call-"+*opts.call, "call-"+*opts.call)
 		case *opts.receipt != "":
-			link += "#receipt-" + *opts.receipt
+			link = view.PageAt(link, "receipt-"+*opts.receipt, "receipt-"+*opts.receipt)
 		}
 		fmt.Fprintln(e.stdout, link)
 		if *o.(*openOpts).print {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // browser starts headless Chromium (Debian's chromium) for the test, or
@@ -98,7 +99,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 	text := bodyText(t, ctx, link)
 	var err error
-	for _, want := range []string{"1 unsettled write", "editor → notes on studio: POST /sleep-then-apply/p", "request id page-1", "Ask now", "Dismiss", "studio", "lan"} {
+	for _, want := range []string{"Asking studio about 1 write", "editor → notes on studio", "POST /sleep-then-apply/p", "outcome unknown", "Ask now", "studio", "lan"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the page lacks %q:\n%s", want, text)
 		}
@@ -146,15 +147,33 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if text, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS("body"))); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "the owner last said: running") {
-		t.Errorf("the page does not show what the owner said:\n%s", text)
+	// The call is one line; a click on it opens it, and the page stops
+	// refreshing itself while it is open.
+	if strings.Contains(text, "request id page-1") {
+		t.Errorf("the closed card shows its details:\n%s", text)
+	}
+	if err := chromedp.Do(tctx,
+		chromedp.Click(chromedp.CSS(`#call-page-1 a.toggle`)),
+		chromedp.WaitVisible(chromedp.CSS(`#call-page-1 .body`))); err != nil {
+		t.Fatalf("click the call's line: %v", err)
+	}
+	if text, err = chromedp.Run(tctx, chromedp.Text(chromedp.CSS("#call-page-1"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"studio last said: the app is working on it", "request id page-1", "Dismiss", "It happened", "I checked on studio"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the open card lacks %q:\n%s", want, text)
+		}
+	}
+	if text, _ = chromedp.Run(tctx, chromedp.Text(chromedp.CSS("header"))); !strings.Contains(text, "not refreshing while a call is open") {
+		t.Errorf("the header while a card is open: %s", text)
 	}
 	// The owner's app finishes; once settled the call leaves the list.
 	app.Release("/sleep-then-apply/p")
 	if c := laptop.c.GetCall(t, "page-1", 30); c.State != "carried_out" {
 		t.Fatalf("call is %s, want carried_out", c.State)
 	}
-	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "Unsettled writes (0)") || !strings.Contains(text, "carried out") {
+	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "No write waits on an owner") || !strings.Contains(text, "carried out") {
 		t.Errorf("after settling:\n%s", text)
 	}
 }
@@ -176,7 +195,8 @@ func openLink(t *testing.T, dir string, flags ...string) string {
 // happened" does nothing until the box "I checked" is ticked, and then
 // settles it with the note. On the owner's page, opened at the receipt,
 // the received call is listed in plain words (app_unknown on hover), with
-// the registered apps.
+// what it carried and the caller's person's settlement, and the registered
+// apps.
 func TestSettleInBrowser(t *testing.T) {
 	ctx := browser(t)
 	laptop, studio, _ := startPair(t)
@@ -224,16 +244,24 @@ func TestSettleInBrowser(t *testing.T) {
 		t.Fatalf("the record after settling: %+v", rec)
 	}
 
-	// The owner's page, at the receipt.
+	// The owner's page, at the receipt, once laptop has told studio.
+	gatewaytest.WaitFor(t, 20*time.Second, "studio to hear of laptop's settlement", func() bool {
+		return strings.Contains(string(studio.c.Must(t, "GET", "/v1/receipts/page-person", nil).Body), `"caller_settled"`)
+	})
 	link := openLink(t, studio.dir, "--receipt", "page-person")
-	if !strings.HasSuffix(link, "#receipt-page-person") {
+	if !strings.HasSuffix(link, "&open=receipt-page-person#receipt-page-person") {
 		t.Fatalf("delta open --receipt printed %q", link)
 	}
 	text = bodyText(t, ctx, link)
-	for _, want := range []string{"Received calls (1)", "laptop → notes", "POST /reset-after-read/rent", "page-person", "the app took it and its connection broke before it answered: check the app", "Registered apps (1)"} {
+	for _, want := range []string{"laptop → notes", "POST /reset-after-read/rent", "request id page-person", "settled on laptop",
+		"the app took it and its connection broke before it answered", "A person on laptop settled it: it happened (carried out) (“the note is in the app”)",
+		"What it carried", "pay the rent", "notes\thttp://127.0.0.1:"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the owner's page lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, "check the app") || strings.Contains(text, "app_unknown") {
+		t.Errorf("the owner's page asks a person to check what the caller's person settled, or shows the term:\n%s", text)
 	}
 	if loc, _ := chromedp.Run(tctx, chromedp.Location()); !strings.HasSuffix(loc, "#receipt-page-person") {
 		t.Errorf("the owner's page is not at the receipt: %s", loc)

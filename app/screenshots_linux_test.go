@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,8 +24,9 @@ import (
 )
 
 // TestScreenshots draws the pictures in docs/screenshots: the tray's menu
-// opened on an unsettled write in xfce4-panel, a notification from
-// xfce4-notifyd, and the status page in Chromium. It runs only from
+// opened on a write that needs a person in xfce4-panel, a notification
+// from xfce4-notifyd, and the status pages in Chromium (the caller's, shut
+// and with a card open, and the owner's at the call it received). It runs only from
 // docs/screenshots.sh, which starts Xvfb, a session bus, the panel and the
 // notification daemon and sets DELTA_SCREENSHOTS to the output folder.
 func TestScreenshots(t *testing.T) {
@@ -45,9 +47,18 @@ func TestScreenshots(t *testing.T) {
 	studio.start(t)
 	laptop.start(t)
 
-	// A notes app on studio whose appends are slow today.
+	// A notes app on studio whose appends are slow today, and whose pins
+	// break off after reading the request (nobody can tell whether they
+	// happened).
 	release := make(chan struct{})
 	notes := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/pin") {
+			io.Copy(io.Discard, r.Body)
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close()
+			}
+			return
+		}
 		if r.Method == "POST" {
 			select {
 			case <-release:
@@ -67,6 +78,14 @@ func TestScreenshots(t *testing.T) {
 	if r.Outcome() != "outcome_unknown" {
 		t.Fatalf("call: %d %s", r.Status, r.Body)
 	}
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/notes/notes/42/pin", []byte(`{"pinned": true}`),
+		"X-Delta-Request-Id", "3b1e0f57-2c4d-4a8e-b6f1-9d0c7e5a2b44", "X-Delta-App", "editor", "Content-Type", "application/json")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	if c := laptop.c.GetCall(t, "3b1e0f57-2c4d-4a8e-b6f1-9d0c7e5a2b44", 10); c.State != "needs_person" {
+		t.Fatalf("the pin is %s, want needs_person", c.State)
+	}
 
 	// The notification pops up at the top right.
 	time.Sleep(1500 * time.Millisecond) // the notifier's coalescing window and the popup's fade-in: a picture, not a test
@@ -83,7 +102,7 @@ func TestScreenshots(t *testing.T) {
 	root = grab(t)
 
 	// Click the red icon in the panel and walk the menu with the keyboard:
-	// studio and its roads, then Unsettled writes (1) and the call.
+	// studio and its roads, then Needs you (1) and the call.
 	x, y := findColour(t, root, 0xd7, 0x2c, 0x2c)
 	xdotool(t, "mousemove", fmt.Sprint(x), fmt.Sprint(y), "click", "1")
 	time.Sleep(500 * time.Millisecond)
@@ -101,24 +120,31 @@ func TestScreenshots(t *testing.T) {
 	save(t, filepath.Join(out, "menu.png"), crop(root, image.Rect(root.Bounds().Dx()-1180, 0, root.Bounds().Dx(), 360)))
 	xdotool(t, "key", "Escape", "Escape", "Escape")
 
-	// The status page.
+	// The status pages: laptop's, as it opens, and with the write that
+	// needs a person open; studio's, at the call it received and must
+	// check.
 	ctx := browser(t)
-	var link bytes.Buffer
-	open := exec.Command(bin, "open", "--print", "--state-dir", laptop.dir)
-	open.Stdout = &link
-	if err := open.Run(); err != nil {
-		t.Fatal(err)
+	page := func(dir, name string, flags ...string) {
+		var link bytes.Buffer
+		open := exec.Command(bin, append([]string{"open", "--print", "--state-dir", dir}, flags...)...)
+		open.Stdout = &link
+		if err := open.Run(); err != nil {
+			t.Fatal(err)
+		}
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(tctx, chromedp.Navigate(strings.TrimSpace(link.String())), chromedp.WaitVisible(chromedp.CSS(".card"))); err != nil {
+			t.Fatal(err)
+		}
+		shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(out, name), shot, 0o644)
 	}
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(tctx, chromedp.Navigate(strings.TrimSpace(link.String())), chromedp.WaitVisible(chromedp.CSS(".call"))); err != nil {
-		t.Fatal(err)
-	}
-	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(out, "status-page.png"), shot, 0o644)
+	page(laptop.dir, "status-page.png")
+	page(laptop.dir, "status-page-open.png", "--call", "3b1e0f57-2c4d-4a8e-b6f1-9d0c7e5a2b44")
+	page(studio.dir, "status-page-received.png", "--receipt", "3b1e0f57-2c4d-4a8e-b6f1-9d0c7e5a2b44")
 }
 
 func xdotool(t *testing.T, args ...string) {

@@ -59,15 +59,15 @@ func TestTray(t *testing.T) {
 	}
 	const line = "editor → notes on studio: POST /sleep-then-apply/t"
 	menu := tray.WaitMenu(t, 10*time.Second, "the unsettled call", func(m []uitest.MenuItem) bool {
-		calls, ok := uitest.Find(m, "Unsettled writes (1)")
-		_, head := uitest.Find(m, "1 unsettled write")
+		calls, ok := uitest.Find(m, "Delta is asking (1)")
+		_, head := uitest.Find(m, "Asking studio about 1 write")
 		_, call := uitest.Find(calls.Children, line)
 		return ok && head && call
 	})
-	calls, _ := uitest.Find(menu, "Unsettled writes (1)")
+	calls, _ := uitest.Find(menu, "Delta is asking (1)")
 	for _, want := range []string{line, "    Outcome unknown, sent ", "    Sent: x", "    It happened…", "    It did not happen…", "    Ask now", "    Copy request id", "    Dismiss…"} {
 		if _, ok := uitest.Find(calls.Children, want); !ok {
-			t.Errorf("the unsettled writes' submenu lacks %q:\n%s", want, uitest.Lines(menu))
+			t.Errorf("the submenu of the writes Delta asks about lacks %q:\n%s", want, uitest.Lines(menu))
 		}
 	}
 
@@ -82,7 +82,7 @@ func TestTray(t *testing.T) {
 	})
 	tray.WaitMenu(t, 10*time.Second, "what the owner said", func(m []uitest.MenuItem) bool {
 		s, ok := uitest.Find(m, "    Outcome unknown, sent ")
-		return ok && strings.Contains(s.Label, "the owner last said: running")
+		return ok && strings.Contains(s.Label, "the owner last said: the app is working on it")
 	})
 
 	// The owner's app finishes; the call settles and leaves the menu.
@@ -93,8 +93,8 @@ func TestTray(t *testing.T) {
 			tray.Click(a.ID) // settle it now rather than at the next backoff step
 		}
 	}
-	tray.WaitMenu(t, 30*time.Second, "no unsettled writes", func(m []uitest.MenuItem) bool {
-		_, none := uitest.Find(m, "No unsettled writes")
+	tray.WaitMenu(t, 30*time.Second, "no write waiting on an owner", func(m []uitest.MenuItem) bool {
+		_, none := uitest.Find(m, "No write waits on an owner")
 		_, call := uitest.Find(m, line)
 		return none && !call
 	})

@@ -14,7 +14,7 @@ var files embed.FS
 // error naming it.
 func TrayIcon(state string) (template, regular []byte, err error) {
 	if template, err = files.ReadFile("tray-" + state + "-template.png"); err != nil {
-		return nil, nil, fmt.Errorf("assets: no tray icon for state %q (known: ok, degraded, unsettled)", state)
+		return nil, nil, fmt.Errorf("assets: no tray icon for state %q (known: ok, degraded, asking, needs-you)", state)
 	}
 	regular, err = files.ReadFile("tray-" + state + ".png")
 	return template, regular, err

@@ -1,11 +1,12 @@
 //go:build ignore
 
 // gen draws Delta's icons: `go generate ./assets` rewrites the PNGs in this
-// folder. Shapes are computed, not drawn by hand, so the three states stay
+// folder. Shapes are computed, not drawn by hand, so the four states stay
 // aligned: a delta (Δ) outline when all is well, the outline broken at its
-// base when a peer is unreachable, and a filled delta with a gap for an
-// exclamation mark when writes are unsettled. Edges are antialiased by 8×8
-// supersampling.
+// base when a peer is unreachable, the outline with a dot at its heart
+// while Delta asks owners about writes, and a filled delta with a gap for
+// an exclamation mark when a write or a received call needs a person.
+// Edges are antialiased by 8×8 supersampling.
 package main
 
 import (
@@ -47,20 +48,24 @@ func inset(a, b, c pt, k float64) (pt, pt, pt) {
 	return f(a), f(b), f(c)
 }
 
-// shape reports the coverage of the unit-square point p for a state.
+// shape reports the coverage of the unit-square point p for a state
+// (view.Levels): one mark, four states told apart by shape as well as
+// colour, since the macOS menu bar shows them in one tint.
 func shape(state string, p pt) bool {
 	a, b, c := delta(0.08)
 	ia, ib, ic := inset(a, b, c, 0.62)
+	outline := inTri(p, a, b, c) && !inTri(p, ia, ib, ic)
 	switch state {
 	case "ok":
-		return inTri(p, a, b, c) && !inTri(p, ia, ib, ic)
+		return outline
 	case "degraded":
 		// The outline with its base cut in the middle: a road is missing.
-		if !inTri(p, a, b, c) || inTri(p, ia, ib, ic) {
-			return false
-		}
-		return !(p.y > 0.7 && math.Abs(p.x-0.5) < 0.13)
-	case "unsettled":
+		return outline && !(p.y > 0.7 && math.Abs(p.x-0.5) < 0.13)
+	case "asking":
+		// The outline with a dot at its heart: Delta is asking an owner;
+		// nothing to do.
+		return outline || math.Hypot(p.x-0.5, p.y-0.64) < 0.095
+	case "needs-you":
 		if !inTri(p, a, b, c) {
 			return false
 		}
@@ -153,7 +158,8 @@ func main() {
 	colors := map[string]color.NRGBA{
 		"ok":        {0x2f, 0xa0, 0x5a, 0xff}, // green: seen on light and dark panels alike
 		"degraded":  {0xd9, 0x8a, 0x00, 0xff}, // amber
-		"unsettled": {0xd7, 0x2c, 0x2c, 0xff}, // red
+		"asking":    {0x2b, 0x6c, 0xd0, 0xff}, // blue: Delta's own colour, nothing wrong
+		"needs-you": {0xd7, 0x2c, 0x2c, 0xff}, // red
 	}
 	for state, col := range colors {
 		st := state

@@ -339,7 +339,7 @@ func TestDismissedCallComesBack(t *testing.T) {
 	if _, head := view.Overall(snap); !strings.Contains(head, "1 set aside") {
 		t.Errorf("headline %q while a call is set aside: it must say so", head)
 	}
-	if m := ui.Build(snap, time.Now()); !menuHas(m.Items, "No unsettled writes (1 set aside") {
+	if m := ui.Build(snap, time.Now()); !menuHas(m.Items, "Nothing needs you (1 set aside") {
 		t.Errorf("the menu does not say a call is set aside")
 	}
 
@@ -361,12 +361,12 @@ func TestDismissedCallComesBack(t *testing.T) {
 	if snap, err = laptop.g.Snapshot(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if level, head := view.Overall(snap); level != view.Unsettled || head != "1 unsettled write" {
-		t.Errorf("headline: %s %q, want unsettled \"1 unsettled write\"", level, head)
+	if level, head := view.Overall(snap); level != view.NeedsYou || head != "1 write needs you" {
+		t.Errorf("headline: %s %q, want needs-you \"1 write needs you\"", level, head)
 	}
 	m := ui.Build(snap, time.Now())
-	if m.Level != view.Unsettled || !menuHas(m.Items, "Unsettled writes (1)") || menuHas(m.Items, "    Dismiss…") {
-		t.Errorf("menu: level %s; want unsettled, \"Unsettled writes (1)\", and no Dismiss… for a call that needs a person", m.Level)
+	if m.Level != view.NeedsYou || !menuHas(m.Items, "Needs you (1)") || menuHas(m.Items, "    Dismiss…") {
+		t.Errorf("menu: level %s; want needs-you, \"Needs you (1)\", and no Dismiss… for a call that needs a person", m.Level)
 	}
 	hist, err := laptop.g.History(t.Context(), "back-1")
 	if err != nil || len(hist) == 0 || hist[len(hist)-1].State != record.NeedsPerson || hist[len(hist)-1].Dismissed {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/record"
@@ -12,8 +13,12 @@ import (
 	"github.com/delta-roads/delta/gateway/view"
 )
 
-// recentCalls is how many calls a snapshot lists in Recent.
+// recentCalls is how many calls a snapshot lists in Recent and Settled.
 const recentCalls = 20
+
+// SettledShown is how long a call settled after an unknown outcome is
+// listed as settled recently.
+const SettledShown = 24 * time.Hour
 
 // Snapshot reads what the menu and the status page show.
 func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
@@ -37,6 +42,12 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 		return s, err
 	}
 	if s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls}); err != nil {
+		return s, err
+	}
+	if s.Settled, err = g.db.Calls(ctx, journal.CallFilter{SettledSince: g.now().Add(-SettledShown), Limit: recentCalls}); err != nil {
+		return s, err
+	}
+	if err := g.db.WithRequests(ctx, append(s.Recent, s.Settled...)); err != nil {
 		return s, err
 	}
 	recs, err := g.db.RecentReceipts(ctx, g.now().Add(-journal.ReceiptShown), "", 200)

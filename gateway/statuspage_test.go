@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"html"
 	"io"
 	"net/http"
 	"net/url"
@@ -86,7 +87,7 @@ func TestStatusPageGuards(t *testing.T) {
 	}
 
 	resp, body := pageDo(t, "GET", base+"/", cookie, nil)
-	if resp.StatusCode != 200 || !strings.Contains(body, "page-1") || !strings.Contains(body, "1 unsettled write") {
+	if resp.StatusCode != 200 || !strings.Contains(body, "page-1") || !strings.Contains(body, "Asking studio about 1 write") {
 		t.Fatalf("page: %d, lacks the unsettled call:\n%s", resp.StatusCode, body)
 	}
 	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") {
@@ -134,9 +135,13 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Fatalf("dismiss from the page: %d", resp.StatusCode)
 	}
 	_, body = pageDo(t, "GET", base+"/", cookie, nil)
-	if !strings.Contains(body, "Unsettled writes (0)") || !strings.Contains(body, "Set aside (1)") || !strings.Contains(body, "Delta keeps asking its owner") ||
-		!strings.Contains(body, "Set aside from the status page") {
+	if !strings.Contains(body, `Delta is asking <span class="count">1</span>`) || !strings.Contains(body, "outcome unknown, set aside") || !strings.Contains(body, "Delta keeps asking its owner") ||
+		!strings.Contains(body, "· 1 set aside, still asked about") {
 		t.Errorf("page after Dismiss:\n%s", body)
+	}
+	_, body = pageDo(t, "GET", base+"/?open=call-page-1", cookie, nil)
+	if !strings.Contains(body, "Set aside from the status page") || strings.Contains(body, `http-equiv="refresh"`) {
+		t.Errorf("the call's open card after Dismiss:\n%s", body)
 	}
 	if c := laptop.c.Must(t, "GET", "/v1/calls/page-1", nil); !strings.Contains(string(c.Body), `"dismissed_by": "the status page"`) {
 		t.Errorf("the record does not say who dismissed it: %s", c.Body)
@@ -156,7 +161,8 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Fatalf("after Ask on the page the call is %s, want carried_out", c.State)
 	}
 	_, body = pageDo(t, "GET", base+"/", cookie, nil)
-	if !strings.Contains(body, "Asked studio about call page-1: carried out") || !strings.Contains(body, "Unsettled writes (0)") {
+	if !strings.Contains(body, "Asked studio about call page-1: carried out") || !strings.Contains(body, `Delta is asking <span class="count">0</span>`) ||
+		!strings.Contains(body, `Settled recently <span class="count">1</span>`) {
 		t.Errorf("page after Ask lacks the result:\n%s", body)
 	}
 }
@@ -183,7 +189,7 @@ func TestPageShowsWhatAppsWroteSafely(t *testing.T) {
 		}
 	}
 	_, body := pageDo(t, "GET", laptop.g.LocalURL()+"/", cookie, nil)
-	if !strings.Contains(body, "rtl-1") || strings.ContainsRune(body, '\u202E') || !strings.Contains(body, "invoice⟨U+202E⟩fdp.exe") {
+	if !strings.Contains(body, "rtl-1") || strings.ContainsRune(body, '\u202E') || !strings.Contains(html.UnescapeString(body), "invoice⟨U+202E⟩fdp.exe") {
 		t.Errorf("the page shows the app's name as it was sent, or not at all:\n%s", grepLines(body, "gpj"))
 	}
 	if strings.Contains(body, strings.Repeat("x", 100)) {

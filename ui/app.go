@@ -157,12 +157,15 @@ func (a *App) do(ctx context.Context, act Action) {
 		switch act.Kind {
 		case ActOpen:
 			if act.CallID != "" { // a notification's "Open status page"
-				url += "#call-" + act.CallID
+				url = view.PageAt(url, "call-"+act.CallID, "call-"+act.CallID)
+			}
+			if act.ReceiptID != "" {
+				url = view.PageAt(url, "receipt-"+act.ReceiptID, "receipt-"+act.ReceiptID)
 			}
 		case ActDismiss:
-			url += "#call-" + act.CallID
+			url = view.PageAt(url, "call-"+act.CallID, "call-"+act.CallID)
 		case ActSettle:
-			url += "#settle-" + act.CallID
+			url = view.PageAt(url, "call-"+act.CallID, "settle-"+act.CallID)
 		}
 		if err := a.Open(url); err != nil {
 			a.Log.Warn("could not open the status page in a browser", "err", err, "hint", "run `delta open` to print a login link")

@@ -108,8 +108,8 @@ func TestAppLoop(t *testing.T) {
 	db.BeginCall(ctx, &record.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
 	db.Move(ctx, "r1", journal.Transition{From: []record.CallState{record.Sending}, To: record.Unknown, NextAsk: time.Now().Add(time.Hour)})
 	m := tray.waitMenu(t, "the unsettled call", func(m Menu) bool { _, ok := m.Find("call/r1/ask"); return ok })
-	if m.Level != view.Unsettled {
-		t.Errorf("level %s, want unsettled", m.Level)
+	if m.Level != view.Asking {
+		t.Errorf("level %s, want asking", m.Level)
 	}
 
 	for _, key := range []string{"call/r1/copy", "open", "call/r1/dismiss", "call/r1/happened", "call/r1/nothappened"} {

@@ -35,7 +35,9 @@ const LocalNetworkSettings = "x-apple.systempreferences:com.apple.preference.sec
 type Action struct {
 	Kind   ActionKind
 	CallID string // ask, copy-id, dismiss
-	URL    string // login
+	// ReceiptID, with open: open the page at a received call.
+	ReceiptID string
+	URL       string // login
 }
 
 // Item is one menu entry. An item without an Action and without Children
@@ -104,7 +106,9 @@ func Build(s view.Snapshot, now time.Time) Menu {
 		add(it)
 	}
 	sep("calls")
-	add(callsItem(s, now))
+	for _, it := range callsItems(s, now) {
+		add(it)
+	}
 	sep("actions")
 	add(Item{Key: "open", Title: "Open status page", Action: &Action{Kind: ActOpen}})
 	if t := s.Tailnet; t != nil && t.NeedsLogin {
@@ -198,29 +202,52 @@ func currentRoad(p localapi.PeerStatus) *localapi.RoadStatus {
 	return nil
 }
 
-// callsItem is "Unsettled writes (N)" with each call's lines and actions in
-// its submenu. Two levels, not three: libdbusmenu-gtk (Xfce, Cinnamon,
-// GNOME's extensions) shows a third level's submenus empty.
-func callsItem(s view.Snapshot, now time.Time) Item {
-	n := len(s.Unsettled)
-	if n == 0 {
-		if d := len(s.Dismissed); d > 0 {
-			return Item{Key: "calls", Title: fmt.Sprintf("No unsettled writes (%d set aside, still asked about)", d), Action: &Action{Kind: ActOpen}}
+// callsItems are the calls by what a person must do (view.Group): "Needs
+// you (N)" and "Delta is asking (N)", each with its calls' lines and
+// actions in its submenu, and the received calls to check; or one line
+// saying nothing waits. Two levels, not three: libdbusmenu-gtk (Xfce,
+// Cinnamon, GNOME's extensions) shows a third level's submenus empty.
+func callsItems(s view.Snapshot, now time.Time) []Item {
+	g := view.Group(s)
+	var out []Item
+	group := func(key, title string, calls []*record.Call) {
+		it := Item{Key: key, Title: fmt.Sprintf("%s (%d)", title, len(calls))}
+		for i, c := range calls {
+			if i == MaxCallsInMenu {
+				it.Children = append(it.Children, Item{Key: key + "/more", Title: fmt.Sprintf("%d more on the status page…", len(calls)-i), Action: &Action{Kind: ActOpen}})
+				break
+			}
+			if i > 0 {
+				it.Children = append(it.Children, Item{Key: "call/" + c.RequestID + "/sep", Separator: true})
+			}
+			it.Children = append(it.Children, callItems(c, now)...)
 		}
-		return Item{Key: "calls", Title: "No unsettled writes"}
+		out = append(out, it)
 	}
-	it := Item{Key: "calls", Title: fmt.Sprintf("Unsettled writes (%d)", n)}
-	for i, c := range s.Unsettled {
-		if i == MaxCallsInMenu {
-			it.Children = append(it.Children, Item{Key: "calls/more", Title: fmt.Sprintf("%d more on the status page…", n-i), Action: &Action{Kind: ActOpen}})
-			break
-		}
-		if i > 0 {
-			it.Children = append(it.Children, Item{Key: "call/" + c.RequestID + "/sep", Separator: true})
-		}
-		it.Children = append(it.Children, callItems(c, now)...)
+	if len(g.NeedsYou) > 0 {
+		group("calls/needs", "Needs you", g.NeedsYou)
 	}
-	return it
+	if g.ToCheck > 0 {
+		it := Item{Key: "received/check", Title: fmt.Sprintf("Received calls to check (%d)…", g.ToCheck),
+			Tooltip: "calls this computer's apps received that may or may not have been carried out: opens the status page at the first"}
+		for _, r := range s.Received {
+			if r.ToCheck {
+				it.Action = &Action{Kind: ActOpen, ReceiptID: r.RequestID}
+				break
+			}
+		}
+		out = append(out, it)
+	}
+	if len(g.Asking) > 0 {
+		group("calls/asking", "Delta is asking", g.Asking)
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if d := len(g.SetAside); d > 0 {
+		return []Item{{Key: "calls", Title: fmt.Sprintf("Nothing needs you (%d set aside, still asked about)", d), Action: &Action{Kind: ActOpen}}}
+	}
+	return []Item{{Key: "calls", Title: "No write waits on an owner"}}
 }
 
 // callItems are one unsettled call's lines: what it is, how it stands,
@@ -229,7 +256,7 @@ func callItems(c *record.Call, now time.Time) []Item {
 	key := "call/" + c.RequestID
 	said := "not asked yet"
 	if c.OwnerState != "" {
-		said = "the owner last said: " + c.OwnerState
+		said = "the owner last said: " + view.OwnerWords(c.OwnerState)
 	}
 	items := []Item{
 		{Key: key, Title: view.CallLine(c) + " — " + view.Ago(now.Sub(c.CreatedAt)), Tooltip: "request id " + c.RequestID},
@@ -256,6 +283,17 @@ func callItems(c *record.Call, now time.Time) []Item {
 			Action: &Action{Kind: ActDismiss, CallID: c.RequestID}})
 	}
 	return items
+}
+
+// menuLabel is a title as the tray shows it on goos: dbusmenu (Linux)
+// takes "_" for the mark of a keyboard access key and drops it
+// ("app_unknown" shows as "appunknown"), so each is doubled there; the
+// macOS menu bar shows titles as they are.
+func menuLabel(title, goos string) string {
+	if goos == "linux" {
+		return strings.ReplaceAll(title, "_", "__")
+	}
+	return title
 }
 
 func capitalize(s string) string {

@@ -36,6 +36,12 @@ func unknownCall(id string, age time.Duration) *record.Call {
 		Detail: "studio did not answer; it will not be sent again, and Delta is asking studio what happened"}
 }
 
+func needsCall(id string, age time.Duration) *record.Call {
+	c := unknownCall(id, age)
+	c.State, c.OwnerState, c.Detail = record.NeedsPerson, "app_unknown", "studio's app took the call and its connection broke before it answered; a person must check"
+	return c
+}
+
 // titles lists the menu as lines, children indented, separators as "--".
 func titles(items []Item, indent string) []string {
 	var out []string
@@ -72,7 +78,7 @@ func TestBuild(t *testing.T) {
 			level: view.OK,
 			want: []string{"(All well: 1 peer reachable)", "--", "studio — thunderbolt, 0.4 ms",
 				"  (thunderbolt  169.254.3.2:7422 on bridge0 — up, 0.4 ms)", "  (lan  192.168.1.20:7422 on en0 — up, 2.1 ms)", "  (tailnet  studio:7421 — unknown)",
-				"--", "(No unsettled writes)", "--", "Open status page", "--", "Quit Delta"},
+				"--", "(No write waits on an owner)", "--", "Open status page", "--", "Quit Delta"},
 			not: []string{"Log in to tailnet…"},
 		},
 		{
@@ -101,18 +107,27 @@ func TestBuild(t *testing.T) {
 		{
 			name:  "an unsettled write",
 			snap:  view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Unsettled: []*record.Call{unknownCall("req-1", 3*time.Minute)}},
-			level: view.Unsettled,
-			want: []string{"(1 unsettled write)", "Unsettled writes (1)", "  (editor → notes on studio: POST /notes/42 — 3 min)",
-				"  (    Outcome unknown, sent 3 min ago; the owner last said: running)",
+			level: view.Asking,
+			want: []string{"(Asking studio about 1 write)", "Delta is asking (1)", "  (editor → notes on studio: POST /notes/42 — 3 min)",
+				"  (    Outcome unknown, sent 3 min ago; the owner last said: the app is working on it)",
 				"  (    studio did not answer; it will not be sent again, and Delta is asking studio what happened)",
 				"      Ask now", "      Copy request id", "      Dismiss…"},
 		},
 		{
 			name:  "more unsettled writes than the menu lists",
 			snap:  view.Snapshot{Unsettled: calls},
-			level: view.Unsettled,
-			want:  []string{"(12 unsettled writes)", "(No peers yet)", "Unsettled writes (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
+			level: view.Asking,
+			want:  []string{"(Asking studio about 12 writes)", "(No peers yet)", "Delta is asking (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
 			not:   []string{"  (editor → notes on studio: POST /notes/42 — 11 min)"},
+		},
+		{
+			name: "a write that needs you, one Delta asks about, a received call to check",
+			snap: view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})},
+				Unsettled: []*record.Call{needsCall("n-1", 5*time.Minute), unknownCall("req-1", 3*time.Minute)},
+				Received:  []view.Received{{RequestID: "rc-1", CallerName: "nas", ToCheck: true}, {RequestID: "rc-2"}}},
+			level: view.NeedsYou,
+			want: []string{"(1 write needs you · 1 received call to check · asking about 1 more)", "Needs you (1)", "  (editor → notes on studio: POST /notes/42 — 5 min)",
+				"      It happened…", "Received calls to check (1)…", "Delta is asking (1)", "  (editor → notes on studio: POST /notes/42 — 3 min)", "      Dismiss…"},
 		},
 		{
 			name:  "not logged in to the tailnet, login address known",
@@ -262,5 +277,16 @@ func TestMenuShowsWhatAppsWroteSafely(t *testing.T) {
 	}
 	if !strings.Contains(got, "invoice⟨U+202E⟩fdp.exe") {
 		t.Errorf("the app's name is not shown neutralised:\n%s", got)
+	}
+}
+
+// TestMenuLabel: dbusmenu takes "_" for an access key's mark, so Linux
+// gets each doubled; macOS shows titles as they are.
+func TestMenuLabel(t *testing.T) {
+	if got := menuLabel("req_1 of app_unknown", "linux"); got != "req__1 of app__unknown" {
+		t.Errorf("linux: %q", got)
+	}
+	if got := menuLabel("req_1", "darwin"); got != "req_1" {
+		t.Errorf("darwin: %q", got)
 	}
 }

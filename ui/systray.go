@@ -4,6 +4,7 @@ package ui
 
 import (
 	"log/slog"
+	"runtime"
 	"sync"
 
 	"fyne.io/systray"
@@ -110,9 +111,9 @@ func (t *Systray) add(items []Item, parent *systray.MenuItem) {
 		}
 		var mi *systray.MenuItem
 		if parent == nil {
-			mi = systray.AddMenuItem(it.Title, it.Tooltip)
+			mi = systray.AddMenuItem(menuLabel(it.Title, runtime.GOOS), it.Tooltip)
 		} else {
-			mi = parent.AddSubMenuItem(it.Title, it.Tooltip)
+			mi = parent.AddSubMenuItem(menuLabel(it.Title, runtime.GOOS), it.Tooltip)
 		}
 		if !it.Enabled() {
 			mi.Disable()
@@ -135,7 +136,7 @@ func (t *Systray) update(old, cur []Item) {
 			continue
 		}
 		if o.Title != it.Title {
-			mi.SetTitle(it.Title)
+			mi.SetTitle(menuLabel(it.Title, runtime.GOOS))
 		}
 		if o.Tooltip != it.Tooltip {
 			mi.SetTooltip(it.Tooltip)

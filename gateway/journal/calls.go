@@ -287,6 +287,10 @@ type CallFilter struct {
 	Dismissed bool
 	// State, if not empty, keeps only calls in that state.
 	State record.CallState
+	// SettledSince, if not zero, keeps only the calls settled after an
+	// unknown outcome (carried_out, not_carried_out) since then, most
+	// recently settled first.
+	SettledSince time.Time
 	// Limit caps the number returned. If 0, 500.
 	Limit int
 }
@@ -305,11 +309,18 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*record.Call, error) {
 	case f.State != "":
 		q += ` WHERE state = ?`
 		args = append(args, f.State)
+	case !f.SettledSince.IsZero():
+		q += ` WHERE state IN (?, ?) AND updated_at >= ?`
+		args = append(args, record.CarriedOut, record.NotCarriedOut, nanos(f.SettledSince))
 	}
 	if f.Limit <= 0 {
 		f.Limit = 500
 	}
-	q += ` ORDER BY created_at DESC, request_id LIMIT ?`
+	order := `created_at DESC`
+	if !f.SettledSince.IsZero() {
+		order = `updated_at DESC`
+	}
+	q += ` ORDER BY ` + order + `, request_id LIMIT ?`
 	args = append(args, f.Limit)
 	calls, err := d.queryCalls(ctx, q, args...)
 	if err == nil {

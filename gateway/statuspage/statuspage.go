@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	_ "embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"html"
@@ -27,6 +28,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/delta-roads/delta/assets"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
 )
@@ -63,13 +65,35 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"kept":         func(title string, r *record.Request) keptBox { return keptBox{Title: title, Request: r} },
 	"settledwords": view.SettledWords,
 	"tocheck":      view.ToCheck,
-	"receipt":      func(p pageData, r view.Received) receiptBox { return receiptBox{Page: p, R: r, CSRF: p.CSRF} },
-	"settleable":   func(s record.CallState) bool { return s.Unsettled() },
-	"needsperson":  func(s record.CallState) bool { return s == record.NeedsPerson },
+	"receipt": func(p pageData, r view.Received) receiptBox {
+		return receiptBox{Page: p, R: r, CSRF: p.CSRF, Open: p.Open == "receipt-"+r.RequestID}
+	},
+	"settleable":  func(s record.CallState) bool { return s.Unsettled() },
+	"needsperson": func(s record.CallState) bool { return s == record.NeedsPerson },
 	// Only a call Delta still asks about can be set aside.
 	"dismissable": func(s record.CallState, dismissed bool) bool { return s == record.Unknown && !dismissed },
-	"wrap": func(p pageData, c pageCall) callBox {
-		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF}
+	"wrap": func(p pageData, c pageCall, action bool) callBox {
+		return callBox{Page: p, Call: c.Call, History: c.History, CSRF: p.CSRF, Open: p.Open == "call-"+c.RequestID, Action: action}
+	},
+	"appname":    view.AppName,
+	"ownerwords": view.OwnerWords,
+	"clip":       func(s string, n int) string { return view.Clip(s, n) },
+	"opened":     func(p pageData, kind, id string) bool { return p.Open == kind+"-"+id },
+	"shown":      shownHeaders,
+	"add":        func(a, b int) int { return a + b },
+	// statecls is a call state's look: needs (red), asking (blue), settled.
+	"statecls": func(s record.CallState, dismissed bool) string {
+		switch {
+		case s == record.NeedsPerson:
+			return "needs"
+		case s == record.Unknown && dismissed:
+			return "set-aside"
+		case s == record.Unknown:
+			return "asking"
+		case s == record.CarriedOut || s == record.NotCarriedOut:
+			return "settled"
+		}
+		return ""
 	},
 }).Parse(statusPageHTML))
 
@@ -232,8 +256,15 @@ func (p *Page) handleLogin(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime.Seconds())})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	to := "/"
+	if open := r.URL.Query().Get("open"); openCard.MatchString(open) {
+		to += "?open=" + url.QueryEscape(open)
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
 }
+
+// openCard is what ?open= may name: a call's or a receipt's card.
+var openCard = regexp.MustCompile(`^(call|receipt)-[\x21-\x7e]{1,200}$`)
 
 type sessionKey struct{}
 
@@ -365,12 +396,27 @@ type pageCall struct {
 	History []record.Event
 }
 
-// callBox is what the page's "call" template draws.
+// callBox is what the page's "call" template draws: one line, open when
+// the address says so; Action: with its one action beside the line.
 type callBox struct {
 	Page    pageData
 	Call    *record.Call
 	History []record.Event
 	CSRF    string
+	Open    bool
+	Action  bool
+}
+
+// shownHeaders are a kept request's headers as a person is shown them:
+// Delta's own (X-Delta-*) are left out, the request id is shown apart.
+func shownHeaders(h http.Header) http.Header {
+	out := http.Header{}
+	for k, v := range h {
+		if !strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Delta-") {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // receiptBox is what the page's "receipt" template draws: a received call
@@ -379,6 +425,7 @@ type receiptBox struct {
 	Page pageData
 	R    view.Received
 	CSRF string
+	Open bool
 }
 
 // keptBox is what the page's "kept" template draws: what a call carried,
@@ -396,15 +443,67 @@ type historyBox struct {
 }
 
 type pageData struct {
-	Now       time.Time
-	Snap      view.Snapshot
-	Headline  string
-	Level     view.Level
-	CSRF      string
-	Flash     string
-	Unsettled []pageCall
-	Dismissed []pageCall
-	Recent    []pageCall
+	Now      time.Time
+	Snap     view.Snapshot
+	Headline string
+	Level    view.Level
+	CSRF     string
+	Flash    string
+	// Open is the card shown open ("call-ID", "receipt-ID"), from the
+	// address (?open=): the page does not refresh itself while one is,
+	// so that a person reading it or typing a note is not interrupted.
+	Open string
+	// The calls by what a person must do (view.Group), those settled
+	// recently, and the newest of all.
+	NeedsYou []pageCall
+	Asking   []pageCall // set aside ones too, marked
+	Settled  []pageCall
+	Recent   []pageCall
+	// ToCheck are the received calls to check; Received the others.
+	ToCheck  []view.Received
+	Received []view.Received
+	// Mark is the state's mark as a data: URL, for the favicon and the
+	// header.
+	Mark template.URL
+}
+
+// newPageData arranges a snapshot for the page.
+func newPageData(snap view.Snapshot, now time.Time, csrf, open string) pageData {
+	d := pageData{Now: now, Snap: snap, CSRF: csrf, Open: open}
+	d.Level, d.Headline = view.Overall(snap)
+	g := view.Group(snap)
+	calls := func(cs ...[]*record.Call) []pageCall {
+		var out []pageCall
+		for _, list := range cs {
+			for _, c := range list {
+				out = append(out, pageCall{Call: c})
+			}
+		}
+		return out
+	}
+	// Recent writes: those not listed above already.
+	shown := map[string]bool{}
+	for _, c := range snap.Settled {
+		shown[c.RequestID] = true
+	}
+	var recent []*record.Call
+	for _, c := range snap.Recent {
+		if !c.State.Unsettled() && !shown[c.RequestID] {
+			recent = append(recent, c)
+		}
+	}
+	d.NeedsYou, d.Asking, d.Settled, d.Recent = calls(g.NeedsYou), calls(g.Asking, g.SetAside), calls(snap.Settled), calls(recent)
+	for _, r := range snap.Received {
+		if r.ToCheck {
+			d.ToCheck = append(d.ToCheck, r)
+		} else {
+			d.Received = append(d.Received, r)
+		}
+	}
+	if _, icon, err := assets.TrayIcon(string(d.Level)); err == nil {
+		d.Mark = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(icon))
+	}
+	return d
 }
 
 func (p *Page) handlePage(w http.ResponseWriter, r *http.Request) {
@@ -414,21 +513,19 @@ func (p *Page) handlePage(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusServiceUnavailable, "Delta could not read its journal: "+err.Error())
 		return
 	}
-	d := pageData{Now: p.now(), Snap: snap, CSRF: s.csrf}
-	d.Level, d.Headline = view.Overall(snap)
+	d := newPageData(snap, p.now(), s.csrf, r.URL.Query().Get("open"))
 	p.mu.Lock()
 	d.Flash, s.flash = s.flash, ""
 	p.mu.Unlock()
-	withHistory := func(cs []*record.Call) []pageCall {
-		var out []pageCall
-		for _, c := range cs {
-			// A call swept meanwhile has no history: it is drawn without.
-			h, _ := p.Source.History(r.Context(), c.RequestID)
-			out = append(out, pageCall{Call: c, History: h})
+	// Only the open card shows its history. A call swept meanwhile has
+	// none: it is drawn without.
+	for _, group := range [][]pageCall{d.NeedsYou, d.Asking, d.Settled, d.Recent} {
+		for i := range group {
+			if d.Open == "call-"+group[i].RequestID {
+				group[i].History, _ = p.Source.History(r.Context(), group[i].RequestID)
+			}
 		}
-		return out
 	}
-	d.Unsettled, d.Dismissed, d.Recent = withHistory(snap.Unsettled), withHistory(snap.Dismissed), withHistory(snap.Recent)
 	var buf bytes.Buffer
 	if err := statusPage.Execute(&buf, d); err != nil {
 		pageError(w, http.StatusInternalServerError, "Delta could not draw its status page: "+err.Error())

@@ -6,6 +6,7 @@ package view
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 	"unicode"
@@ -38,6 +39,9 @@ type Snapshot struct {
 	Dismissed []*record.Call
 	// Recent are the newest calls in any state, newest first.
 	Recent []*record.Call
+	// Settled are the calls settled after an unknown outcome in the last
+	// day (by the reconciler or a person), most recently settled first.
+	Settled []*record.Call
 	// Received are the calls this computer's apps received from its peers
 	// in the last 7 days, those a person may have to check first.
 	Received []Received
@@ -105,6 +109,18 @@ func ReceivedWords(state proto.ReceiptState, toCheck bool) string {
 	return w
 }
 
+// OwnerWords says what an owner's word on a call (a receipt state, or
+// never_arrived, expired) means to a person.
+func OwnerWords(state string) string {
+	switch proto.ReceiptState(state) {
+	case proto.ReceiptNeverArrived:
+		return "it never arrived"
+	case proto.ReceiptExpired:
+		return "it keeps no record that old"
+	}
+	return receivedWords(proto.ReceiptState(state))
+}
+
 func receivedWords(state proto.ReceiptState) string {
 	switch state {
 	case proto.ReceiptRunning:
@@ -161,28 +177,64 @@ func IsText(b []byte) bool {
 // Level is the overall state the icon shows.
 type Level string
 
-// The icon's three states; the tray has an icon for each (Levels).
+// The icon's four states, in the order a person should care about them;
+// the tray has an icon for each (Levels).
 const (
-	OK        Level = "ok"        // every peer reachable, nothing unsettled
-	Degraded  Level = "degraded"  // a peer unreachable, or the tailnet needs a login
-	Unsettled Level = "unsettled" // a write waits to be settled
+	OK       Level = "ok"        // every peer reachable, nothing waits on anyone
+	Degraded Level = "degraded"  // a peer unreachable, or the tailnet needs a login
+	Asking   Level = "asking"    // Delta asks owners about writes whose outcome is unknown: nothing to do
+	NeedsYou Level = "needs-you" // a write needs a person, or a received call is to check
 )
 
 // Levels are the icon's states.
-var Levels = []Level{OK, Degraded, Unsettled}
+var Levels = []Level{OK, Degraded, Asking, NeedsYou}
+
+// Groups are a snapshot's calls by what a person must do (the page's and
+// the menu's sections): those that need a person, and those Delta is
+// asking about (set aside or not).
+type Groups struct {
+	NeedsYou []*record.Call // needs_person: the owner cannot say; a person must
+	Asking   []*record.Call // unknown, not set aside: Delta asks the owner
+	SetAside []*record.Call // unknown, set aside: still asked about, off the menu
+	ToCheck  int            // received calls a person here should check
+}
+
+// Group sorts a snapshot's unsettled calls by what a person must do.
+func Group(s Snapshot) Groups {
+	g := Groups{SetAside: s.Dismissed, ToCheck: ToCheck(s)}
+	for _, c := range s.Unsettled {
+		if c.State == record.NeedsPerson {
+			g.NeedsYou = append(g.NeedsYou, c)
+		} else {
+			g.Asking = append(g.Asking, c)
+		}
+	}
+	return g
+}
 
 // Overall sums a snapshot up for the icon, the menu's first line and the
-// page's headline: Unsettled when a write waits to be settled or a
-// received call is to be checked, Degraded
-// when a peer has no road up, else OK. "All well" only when every peer's
-// current road is known to be up; a road not checked yet is "Reaching
-// studio…".
+// page's headline, from the same lists the page and the menu show:
+// NeedsYou when a write needs a person or a received call is to check,
+// Asking when Delta asks owners about writes, Degraded when a peer has no
+// road up, else OK. "All well" only when every peer's current road is
+// known to be up; a road not checked yet is "Reaching studio…".
 func Overall(s Snapshot) (level Level, headline string) {
-	if n := len(s.Unsettled); n > 0 {
-		return Unsettled, fmt.Sprintf("%d unsettled write%s", n, plural(n))
+	g := Group(s)
+	var parts []string
+	if n := len(g.NeedsYou); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d write%s need%s you", n, plural(n), map[bool]string{true: "s"}[n == 1]))
 	}
-	if n := ToCheck(s); n > 0 {
-		return Unsettled, fmt.Sprintf("%d received call%s to check", n, plural(n))
+	if n := g.ToCheck; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d received call%s to check", n, plural(n)))
+	}
+	if len(parts) > 0 {
+		if n := len(g.Asking); n > 0 {
+			parts = append(parts, fmt.Sprintf("asking about %d more", n))
+		}
+		return NeedsYou, strings.Join(parts, " · ")
+	}
+	if n := len(g.Asking); n > 0 {
+		return Asking, fmt.Sprintf("Asking %s about %d write%s", owners(g.Asking), n, plural(n)) + setAside(s)
 	}
 	var down, checking []string
 	for _, p := range s.Peers {
@@ -208,6 +260,18 @@ func Overall(s Snapshot) (level Level, headline string) {
 		return OK, fmt.Sprintf("Reaching %d peers…", len(checking))
 	}
 	return OK, fmt.Sprintf("All well: %d peer%s reachable", len(s.Peers), plural(len(s.Peers))) + setAside(s)
+}
+
+// owners names the peers calls went to: "studio", or "2 peers".
+func owners(calls []*record.Call) string {
+	seen := map[string]bool{}
+	for _, c := range calls {
+		seen[c.Peer] = true
+	}
+	if len(seen) == 1 {
+		return calls[0].Peer
+	}
+	return fmt.Sprintf("%d peers", len(seen))
 }
 
 // ToCheck counts the received calls a person here should check.
@@ -315,13 +379,35 @@ func SettledWords(state string) string {
 	return state
 }
 
+// AppName names the app that made a call, for people: its X-Delta-App,
+// else the product of its User-Agent as kept ("curl", "python-requests"),
+// else "an app".
+func AppName(c *record.Call) string {
+	if c.CallerApp != "" {
+		return Clip(c.CallerApp, 64)
+	}
+	if c.Request != nil {
+		if ua := c.Request.Headers.Get("User-Agent"); ua != "" {
+			product, _, _ := strings.Cut(ua, " ")
+			product, _, _ = strings.Cut(product, "/")
+			if product != "" {
+				return Clip(product, 32)
+			}
+		}
+	}
+	return "an app"
+}
+
+// PageAt is a status page login link that opens the page with the card
+// open (a "call-ID" or "receipt-ID") and scrolled to fragment (the card,
+// or a part of it such as "settle-ID").
+func PageAt(link, open, fragment string) string {
+	return link + "&open=" + url.QueryEscape(open) + "#" + fragment
+}
+
 // CallLine names a call for people: "editor → notes on studio: POST /a".
 func CallLine(c *record.Call) string {
-	from := c.CallerApp
-	if from == "" {
-		from = "an app"
-	}
-	return fmt.Sprintf("%s → %s on %s: %s %s", Clip(from, 64), Safe(c.App), Safe(c.Peer), Safe(c.Method), Clip(c.Path, 40))
+	return fmt.Sprintf("%s → %s on %s: %s %s", AppName(c), Safe(c.App), Safe(c.Peer), Safe(c.Method), Clip(c.Path, 40))
 }
 
 // Safe is s as a person may be shown it, whatever an app or a peer put in
