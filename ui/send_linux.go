@@ -91,13 +91,15 @@ func (s *fdoSender) follow(signals <-chan *dbus.Signal, done chan<- struct{}) {
 }
 
 // fdoActions are the actions a note gets from a server with caps: "Open
-// status page" (also its body, "default") and, for a note about one call,
-// "Ask now"; none where the server cannot show actions. Pure, for tests.
+// status page" as the note's default (a click on its body; servers such
+// as xfce4-notifyd draw the default as a button too, so it is not offered
+// twice) and, for a note about one call, "Ask now"; none where the server
+// cannot show actions. Pure, for tests.
 func fdoActions(caps []string, n Note) []string {
 	if !slices.Contains(caps, "actions") {
 		return []string{}
 	}
-	acts := []string{"default", "Open status page", NoteOpen, "Open status page"}
+	acts := []string{"default", "Open status page"}
 	if n.RequestID != "" {
 		acts = append(acts, NoteAsk, "Ask now")
 	}
