@@ -2,10 +2,12 @@
 // the notifications.
 //
 // Build turns a view.Snapshot into a Menu with a pure function: the
-// icon's state (all well, degraded, unsettled writes), the first line, each
-// peer with its current road and RTT and a submenu of its roads, the
-// unsettled writes with Ask now, Copy request id and Dismiss…, Open status
-// page, Log in to tailnet… when needed, and Quit Delta.
+// icon's state (view.Levels: all well, degraded, asking, needs you), the
+// first line, each peer with its current road and RTT and a submenu of its
+// roads, the writes by what a person must do (Needs you, Delta is asking,
+// each with It happened…, It did not happen…, Ask now, Copy request id and
+// Dismiss…), the received calls to check, Open status page, Log in to
+// tailnet… when needed, and Quit Delta.
 //
 // App is the one event loop: it redraws the menu when the gateway says
 // something changed (coalesced over Settle), and turns clicks into gateway
