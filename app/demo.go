@@ -295,7 +295,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	}
 	d.expect(len(app.Notes()) == 2, "the app did apply it: beta has the note")
 	st, err := alpha.c.Status(ctx)
-	d.expect(err == nil && st.Unsettled == 1, "alpha shows it: \"Asking beta about 1 write\" (menu, status page, `delta calls --unsettled`)")
+	d.expect(err == nil && st.Unsettled == 1, "alpha counts 1 write it is asking beta about (the menu's first line, the status page, `delta calls --unsettled`)")
 	if !d.headless {
 		d.say("   The Δ in the menu bar has a dot at its heart now: Delta is asking. A notification says the write's outcome is unknown.")
 	}
