@@ -69,23 +69,9 @@ func (d *DB) WithReceiptRequests(ctx context.Context, rs []*Receipt) error {
 // with what their calls carried (a request id is unique per caller; two
 // callers could, in principle, use the same one).
 func (d *DB) FindReceipts(ctx context.Context, id string) ([]*Receipt, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE request_id = ? AND state != 'fenced' ORDER BY received_at`, id)
+	out, err := d.queryReceipts(ctx, `SELECT `+receiptCols+` FROM receipts WHERE request_id = ? AND state != 'fenced' ORDER BY received_at`, id)
 	if err != nil {
 		return nil, fmt.Errorf("journal: look up receipt %s: %w", id, err)
-	}
-	var out []*Receipt
-	for rows.Next() {
-		r, err := scanReceipt(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("journal: look up receipt %s: %w", id, err)
-		}
-		d.overlayReceipt(r)
-		out = append(out, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	return out, d.WithReceiptRequests(ctx, out)
 }
@@ -166,20 +152,11 @@ func (d *DB) UntoldSettlements(ctx context.Context, peer string) ([]*record.Call
 		q += ` AND peer = ?`
 		args = append(args, peer)
 	}
-	rows, err := d.db.QueryContext(ctx, q+` ORDER BY updated_at LIMIT 100`, args...)
+	calls, err := d.queryCalls(ctx, q+` ORDER BY updated_at LIMIT 100`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list settlements to tell: %w", err)
 	}
-	defer rows.Close()
-	var out []*record.Call
-	for rows.Next() {
-		c, err := scanCall(rows)
-		if err != nil {
-			return nil, fmt.Errorf("journal: list settlements to tell: %w", err)
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return calls, nil
 }
 
 // SettlementTold records that call id's owner was told of its person's

@@ -207,7 +207,13 @@ func (d *DB) Receipt(ctx context.Context, caller, id string) (*Receipt, error) {
 
 // Receipts lists every receipt, oldest first (for tests and the status page).
 func (d *DB) Receipts(ctx context.Context) ([]*Receipt, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+receiptCols+` FROM receipts ORDER BY received_at`)
+	return d.queryReceipts(ctx, `SELECT `+receiptCols+` FROM receipts ORDER BY received_at`)
+}
+
+// queryReceipts runs q and reads its rows as receipts, with what the
+// journal holds in memory shown.
+func (d *DB) queryReceipts(ctx context.Context, q string, args ...any) ([]*Receipt, error) {
+	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -354,19 +360,9 @@ func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state proto.Re
 	}
 	q += ` ORDER BY CASE WHEN ` + toCheckSQLOf("receipts") + ` THEN 0 WHEN state = 'running' THEN 1 ELSE 2 END, received_at DESC LIMIT ?`
 	args = append(args, limit)
-	rows, err := d.db.QueryContext(ctx, q, args...)
+	out, err := d.queryReceipts(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list receipts: %w", err)
 	}
-	defer rows.Close()
-	var out []*Receipt
-	for rows.Next() {
-		r, err := scanReceipt(rows)
-		if err != nil {
-			return nil, fmt.Errorf("journal: list receipts: %w", err)
-		}
-		d.overlayReceipt(r)
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return out, nil
 }
