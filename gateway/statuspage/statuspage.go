@@ -58,13 +58,11 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"stamp":        stamp,
 	"fullTime":     func(t time.Time) string { return t.Local().Format(time.RFC1123) },
 	"history":      func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },
-	"excerpt":      func(r *record.Request) string { return view.Excerpt(r, 200) },
 	"istext":       func(b []byte) bool { return view.IsText(b) },
 	"str":          func(b []byte) string { return string(b) },
 	"received":     view.ReceivedWords,
 	"kept":         func(title string, r *record.Request) keptBox { return keptBox{Title: title, Request: r} },
 	"settledwords": view.SettledWords,
-	"tocheck":      view.ToCheck,
 	"receipt": func(p pageData, r view.Received) receiptBox {
 		return receiptBox{Page: p, R: r, CSRF: p.CSRF, Open: p.Open == "receipt-"+r.RequestID}
 	},
@@ -78,7 +76,6 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"appname":    view.AppName,
 	"ownerwords": view.OwnerWords,
 	"clip":       func(s string, n int) string { return view.Clip(s, n) },
-	"opened":     func(p pageData, kind, id string) bool { return p.Open == kind+"-"+id },
 	"shown":      shownHeaders,
 	"add":        func(a, b int) int { return a + b },
 	// statecls is a call state's look: needs (red), asking (blue), settled.
