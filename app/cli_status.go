@@ -99,8 +99,10 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	}
 	tw.Flush()
 	switch {
+	case st.Unsettled > 0 && st.NeedsYou > 0:
+		fmt.Fprintf(w, "unsettled writes: %d, %d of them need%s you, Delta is asking about the rest (delta calls --unsettled)\n", st.Unsettled, st.NeedsYou, map[bool]string{true: "s"}[st.NeedsYou == 1])
 	case st.Unsettled > 0:
-		fmt.Fprintf(w, "unsettled writes: %d (delta calls --unsettled)\n", st.Unsettled)
+		fmt.Fprintf(w, "unsettled writes: %d, Delta is asking their owners; nothing needs you (delta calls --unsettled)\n", st.Unsettled)
 	case st.Dismissed > 0:
 		fmt.Fprintln(w, "unsettled writes: none that needs you")
 	default:

@@ -15,17 +15,18 @@ import (
 func TestSummariesSaySetAside(t *testing.T) {
 	now := time.Now()
 	for _, tc := range []struct {
-		unsettled, dismissed int
-		want, not            string
+		unsettled, needs, dismissed int
+		want, not                   string
 	}{
-		{0, 0, "unsettled writes: none\n", "set aside"},
-		{0, 2, "unsettled writes: none that needs you\nset aside: 2, outcome not known yet", "unsettled writes: none\n"},
-		{1, 1, "unsettled writes: 1 (delta calls --unsettled)\nset aside: 1", "none"},
+		{0, 0, 0, "unsettled writes: none\n", "set aside"},
+		{0, 0, 2, "unsettled writes: none that needs you\nset aside: 2, outcome not known yet", "unsettled writes: none\n"},
+		{1, 0, 1, "unsettled writes: 1, Delta is asking their owners; nothing needs you (delta calls --unsettled)\nset aside: 1", "none\n"},
+		{3, 1, 0, "unsettled writes: 3, 1 of them needs you, Delta is asking about the rest", "nothing needs you"},
 	} {
 		var b strings.Builder
-		writeStatus(&b, &localapi.Status{Self: localapi.Self{Name: "laptop"}, Unsettled: tc.unsettled, Dismissed: tc.dismissed}, now)
+		writeStatus(&b, &localapi.Status{Self: localapi.Self{Name: "laptop"}, Unsettled: tc.unsettled, NeedsYou: tc.needs, Dismissed: tc.dismissed}, now)
 		if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), tc.not) {
-			t.Errorf("%d unsettled, %d set aside:\n%s\nwant %q, not %q", tc.unsettled, tc.dismissed, b.String(), tc.want, tc.not)
+			t.Errorf("%d unsettled (%d need you), %d set aside:\n%s\nwant %q, not %q", tc.unsettled, tc.needs, tc.dismissed, b.String(), tc.want, tc.not)
 		}
 	}
 	for state, want := range map[string]string{

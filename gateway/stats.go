@@ -117,6 +117,9 @@ func (g *Gateway) status(r *http.Request) (localapi.Status, error) {
 	if s.Unsettled, err = g.db.CountUnsettled(r.Context()); err != nil {
 		return s, err
 	}
+	if s.NeedsYou, err = g.db.CountNeedsPerson(r.Context()); err != nil {
+		return s, err
+	}
 	if s.ReceivedToCheck, err = g.db.CountToCheck(r.Context(), g.now().Add(-journal.ReceiptShown)); err != nil {
 		return s, err
 	}

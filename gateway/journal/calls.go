@@ -372,6 +372,13 @@ func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*record.C
 }
 
 // CountUnsettled counts the unsettled calls that are not dismissed.
+// CountNeedsPerson counts the calls that need a person (never set aside).
+func (d *DB) CountNeedsPerson(ctx context.Context) (int, error) {
+	var n int
+	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state = ? AND dismissed = 0`, record.NeedsPerson).Scan(&n)
+	return n, err
+}
+
 func (d *DB) CountUnsettled(ctx context.Context) (int, error) {
 	var n int
 	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 0`).Scan(&n)

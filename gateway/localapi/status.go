@@ -17,6 +17,9 @@ type Status struct {
 	// Unsettled counts the calls waiting to be settled (unknown,
 	// needs_person), not dismissed.
 	Unsettled int `json:"unsettled"`
+	// NeedsYou counts those of them that need a person (needs_person):
+	// the rest Delta is asking owners about.
+	NeedsYou int `json:"needs_you"`
 	// Dismissed counts the calls a person set aside: their outcome is not
 	// known yet, and Delta still asks their owners.
 	Dismissed int `json:"dismissed"`
