@@ -62,3 +62,36 @@ func TestSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerWordsAndAppName: what an owner said is said in plain words;
+// a call is named by its app, else its User-Agent's product, else "an
+// app"; a page link opens a card.
+func TestOwnerWordsAndAppName(t *testing.T) {
+	for state, want := range map[string]string{
+		"running":       "the app is working on it",
+		"app_unknown":   "the app took it and its connection broke before it answered",
+		"never_arrived": "it never arrived",
+		"expired":       "it keeps no record that old",
+	} {
+		if got := OwnerWords(state); got != want {
+			t.Errorf("OwnerWords(%q) = %q, want %q", state, got, want)
+		}
+	}
+	ua := func(v string) *record.Request { return &record.Request{Headers: map[string][]string{"User-Agent": {v}}} }
+	for _, tc := range []struct {
+		c    record.Call
+		want string
+	}{
+		{record.Call{CallerApp: "editor", Request: ua("curl/8.1.2")}, "editor"},
+		{record.Call{Request: ua("curl/8.1.2")}, "curl"},
+		{record.Call{Request: ua("python-requests/2.31.0 extra")}, "python-requests"},
+		{record.Call{}, "an app"},
+	} {
+		if got := AppName(&tc.c); got != tc.want {
+			t.Errorf("AppName(%+v) = %q, want %q", tc.c, got, tc.want)
+		}
+	}
+	if got := PageAt("http://127.0.0.1:7420/login?code=X", "call-a b", "settle-a b"); got != "http://127.0.0.1:7420/login?code=X&open=call-a+b#settle-a b" {
+		t.Errorf("PageAt: %q", got)
+	}
+}
