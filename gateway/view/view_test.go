@@ -77,7 +77,9 @@ func TestOwnerWordsAndAppName(t *testing.T) {
 			t.Errorf("OwnerWords(%q) = %q, want %q", state, got, want)
 		}
 	}
-	ua := func(v string) *record.Request { return &record.Request{Headers: map[string][]string{"User-Agent": {v}}} }
+	ua := func(v string) *record.Request {
+		return &record.Request{Headers: map[string][]string{"User-Agent": {v}}}
+	}
 	for _, tc := range []struct {
 		c    record.Call
 		want string
