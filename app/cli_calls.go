@@ -268,24 +268,13 @@ var settleCommand = &command{name: "settle", args: "ID --carried-out|--not-carri
 	}}
 
 // writeKept writes what a call carried, as the journal keeps it, after
-// label.
+// label, in the words the menu uses (view.Excerpt).
 func writeKept(w io.Writer, label string, q *localapi.SentRequest) {
 	if q == nil {
 		return
 	}
-	body := q.Body()
-	switch {
-	case q.Forgotten:
-		fmt.Fprintf(w, "%s %d bytes (forgotten at a person's request)\n", label, q.Size)
-	case q.Truncated:
-		fmt.Fprintf(w, "%s %d bytes (over 64 KiB: only the size and digest are kept)\n", label, q.Size)
-	case len(body) == 0:
-		fmt.Fprintf(w, "%s no body\n", label)
-	case view.IsText(body):
-		fmt.Fprintf(w, "%s %s\n", label, view.Clip(string(body), 2000))
-	default:
-		fmt.Fprintf(w, "%s %d bytes of binary\n", label, q.Size)
-	}
+	kept := &record.Request{Headers: q.Headers, Body: q.Body(), Size: q.Size, Truncated: q.Truncated, Forgotten: q.Forgotten}
+	fmt.Fprintf(w, "%s %s\n", label, view.Excerpt(kept, 2000))
 }
 
 // writeReceipt writes one receipt for a person: what came, what the app

@@ -212,9 +212,7 @@ func viewCall(c *record.Call) localapi.Call {
 		v.Attempts = append(v.Attempts, localapi.Attempt{N: a.N, Road: a.Road, Address: a.Address,
 			StartedAt: a.StartedAt.UTC(), FirstByte: a.FirstByte, Error: a.Error})
 	}
-	if rq := c.Request; rq != nil {
-		v.Request = &localapi.SentRequest{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
-	}
+	v.Request = sentRequest(c.Request)
 	if c.Answer != nil {
 		v.Answer = &localapi.Answer{Status: c.Answer.Status, Headers: c.Answer.Headers,
 			BodyBase64: base64.StdEncoding.EncodeToString(c.Answer.Body), Omitted: c.Answer.Omitted}
@@ -371,13 +369,20 @@ func (g *Gateway) handleReceipts(w http.ResponseWriter, r *http.Request) {
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"receipts": out})
 }
 
+// sentRequest is a kept request (a call's, or a received call's) as the
+// local API shows it; nil for none.
+func sentRequest(rq *record.Request) *localapi.SentRequest {
+	if rq == nil {
+		return nil
+	}
+	return &localapi.SentRequest{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
+}
+
 // receiptJSON is a receipt as the local API shows it.
 func receiptJSON(rc *journal.Receipt) localapi.Receipt {
 	v := localapi.Receipt{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
 		Path: rc.Path, State: string(rc.State), ReceivedAt: rc.ReceivedAt.UTC(), UpdatedAt: rc.UpdatedAt.UTC(), Digest: rc.Digest, ToCheck: rc.ToCheck()}
-	if q := rc.Request; q != nil {
-		v.Request = &localapi.SentRequest{Headers: q.Headers, BodyBase64: base64.StdEncoding.EncodeToString(q.Body), Size: q.Size, Truncated: q.Truncated}
-	}
+	v.Request = sentRequest(rc.Request)
 	if !rc.CheckedAt.IsZero() {
 		v.Checked = &localapi.ReceiptCheck{By: rc.CheckedBy, At: rc.CheckedAt.UTC(), Note: rc.CheckNote}
 	}

@@ -149,7 +149,7 @@ func Excerpt(r *record.Request, n int) string {
 		return fmt.Sprintf("%d bytes (forgotten at a person's request)", r.Size)
 	}
 	if r.Truncated {
-		return fmt.Sprintf("%d bytes (not kept: over 64 KiB)", r.Size)
+		return fmt.Sprintf("%d bytes (over 64 KiB: only the size and digest are kept)", r.Size)
 	}
 	if len(r.Body) == 0 {
 		return "no body"
