@@ -26,14 +26,16 @@ func (r *Receipt) ToCheck() bool {
 
 // KeepReceived records what the call (caller, id) carried, by the caller's
 // rule (KeepRequest). It is queued behind the receipt's own writes and
-// ahead of its outcome, and not waited for: the app is asked at once. An
+// ahead of its outcome, and not waited for: the app is asked at once. The
+// headers are read before it returns; the body must not change. An
 // error (the journal cannot write) goes to onErr, and the receipt then
 // says nothing was kept.
 func (d *DB) KeepReceived(ctx context.Context, caller, id string, r *record.Request, onErr func(error)) {
 	ctx = context.WithoutCancel(ctx)
+	headers := encodeHeaders(r.Headers) // now: the caller may change r.Headers once this returns
 	d.txQueued(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO receipt_requests (caller, request_id, headers, body, size, truncated) VALUES (?, ?, ?, ?, ?, ?)`,
-			caller, id, encodeHeaders(r.Headers), r.Body, r.Size, boolInt(r.Truncated))
+			caller, id, headers, r.Body, r.Size, boolInt(r.Truncated))
 		if err != nil {
 			return fmt.Errorf("journal: record what call %s from %s carried: %w", id, caller, err)
 		}

@@ -134,18 +134,15 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		o.refuseBody(w, err)
 		return
 	}
-	o.keepReceived(r, t, rid, b)
 	o.forward(w, r, t, rid, b)
 }
 
-// keepReceived records what the call carried, by the caller's rule (the
-// headers as the app gets them, without Delta's secret; the body up to
-// 64 KiB, else its size): a person here who must check the app sees what
-// it was asked (DESIGN §4). It is queued ahead of the call's outcome and
-// not waited for.
-func (o *Owner) keepReceived(r *http.Request, t ownerTarget, rid string, b *callBody) {
-	h := proto.ForwardHeaders(r.Header)
-	h.Del(proto.HeaderBodyLength)
+// keepReceived records what the call carried, by the caller's rule (h:
+// the headers as forward stripped them, before Delta's secret and request
+// id are added; the body up to 64 KiB, else its size): a person here who
+// must check the app sees what it was asked (DESIGN §4). It is queued
+// ahead of the call's outcome and not waited for.
+func (o *Owner) keepReceived(ctx context.Context, h http.Header, t ownerTarget, rid string, b *callBody) {
 	kept := &record.Request{Headers: h, Size: int(b.size), Truncated: b.size > record.MaxKeptBody}
 	switch {
 	case kept.Truncated:
@@ -159,7 +156,7 @@ func (o *Owner) keepReceived(r *http.Request, t ownerTarget, rid string, b *call
 	default:
 		kept.Body = b.mem
 	}
-	o.cfg.DB.KeepReceived(r.Context(), t.visitor.Node, rid, kept, func(err error) {
+	o.cfg.DB.KeepReceived(ctx, t.visitor.Node, rid, kept, func(err error) {
 		o.cfg.Log.Warn("could not keep what a call carried; its receipt is kept", "request_id", rid, "caller", t.visitor.Name, "err", err)
 	})
 }
@@ -342,6 +339,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	}
 	req.Header = proto.ForwardHeaders(r.Header)
 	req.Header.Del(proto.HeaderBodyLength)
+	o.keepReceived(r.Context(), req.Header, t, rid, b) // before Delta's own headers are added
 	req.Header.Set(proto.HeaderRequestID, rid)
 	o.appHeaders(req.Header, t, t.timeout)
 
