@@ -122,13 +122,18 @@ func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Re
 
 // CallerSettled records the caller's person's settlement of receipt
 // (caller, id), as the caller's Delta told it: to (carried_out or
-// not_carried_out) with their note. A later word replaces an earlier one.
-// It reports ErrNotFound when no receipt (or only a fence) is kept.
-func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string) (*Receipt, error) {
+// not_carried_out) with their note, made at (the caller's clock; a time
+// after now, or none, is taken as now: it may be told long after it was
+// made, never before). A later word replaces an earlier one. It reports
+// ErrNotFound when no receipt (or only a fence) is kept.
+func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string, at time.Time) (*Receipt, error) {
+	if now := d.now(); at.IsZero() || at.After(now) {
+		at = now
+	}
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE receipts SET caller_settled = ?, caller_settled_at = ?, caller_settle_note = ?
-			WHERE caller = ? AND request_id = ? AND state != 'fenced'`, to, nanos(d.now()), note, caller, id)
+			WHERE caller = ? AND request_id = ? AND state != 'fenced'`, to, nanos(at), note, caller, id)
 		if err != nil {
 			return fmt.Errorf("journal: record the caller's settlement of %s from %s: %w", id, caller, err)
 		}

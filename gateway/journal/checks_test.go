@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
@@ -71,11 +72,17 @@ func TestReceiptChecks(t *testing.T) {
 	if r, _ := db.CheckReceipt(ctx, "nL", "b", "the local API", "again"); r.CheckNote != "not in the app" {
 		t.Errorf("a second check replaced the first: %+v", r)
 	}
-	r, err = db.CallerSettled(ctx, "nL", "a", "carried_out", "in the notes")
-	if err != nil || r.CallerSettled != "carried_out" || r.CallerSettleNote != "in the notes" || r.ToCheck() {
+	// Told an hour after it was made: the time it was made is kept; a
+	// time to come is not believed.
+	made := clk.now().Add(-time.Hour)
+	r, err = db.CallerSettled(ctx, "nL", "a", "carried_out", "in the notes", made)
+	if err != nil || r.CallerSettled != "carried_out" || r.CallerSettleNote != "in the notes" || r.ToCheck() || !r.CallerSettledAt.Equal(made) {
 		t.Fatalf("CallerSettled a: %+v %v", r, err)
 	}
-	if _, err := db.CallerSettled(ctx, "nL", "nope", "carried_out", ""); !errors.Is(err, ErrNotFound) {
+	if r, _ := db.CallerSettled(ctx, "nL", "a", "carried_out", "", clk.now().Add(time.Hour)); !r.CallerSettledAt.Equal(clk.now()) {
+		t.Errorf("a settlement made in the future is recorded at %v, want now (%v)", r.CallerSettledAt, clk.now())
+	}
+	if _, err := db.CallerSettled(ctx, "nL", "nope", "carried_out", "", time.Time{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a settlement of a call never received: %v", err)
 	}
 	if got := order(); got != "dcba" {

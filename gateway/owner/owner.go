@@ -371,7 +371,8 @@ func (o *Owner) handleCallerSettled(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	vis := visitorOf(r)
-	rec, err := o.cfg.DB.CallerSettled(r.Context(), vis.Node, id, v.State, v.Note)
+	at, _ := time.Parse(time.RFC3339Nano, v.At) // none or unreadable: when it is told
+	rec, err := o.cfg.DB.CallerSettled(r.Context(), vis.Node, id, v.State, v.Note, at)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		w.Header().Set(proto.HeaderOutcome, "settlement")

@@ -66,7 +66,8 @@ type SettledJSON struct {
 	By string `json:"by"`
 	// Note is the person's note, at most MaxSettleNote bytes.
 	Note string `json:"note,omitempty"`
-	// At is when, RFC 3339.
+	// At is when the person settled it, RFC 3339: the owner shows it (a
+	// time after the owner's now, or none, is taken as now).
 	At string `json:"at"`
 }
 
