@@ -287,7 +287,7 @@ func writeReceipt(w io.Writer, r *localapi.Receipt, now time.Time) {
 		fmt.Fprintf(w, "digest:   %s\n", r.Digest)
 	}
 	if r.Request == nil {
-		fmt.Fprintln(w, "carried:  not kept (kept 7 days, or while it is to be checked)")
+		fmt.Fprintln(w, "carried:  "+view.NotKept)
 	} else {
 		writeKept(w, "carried: ", r.Request)
 		for _, k := range slices.Sorted(maps.Keys(r.Request.Headers)) {

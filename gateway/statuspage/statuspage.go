@@ -75,6 +75,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	},
 	"appname":    view.AppName,
 	"ownerwords": view.OwnerWords,
+	"notkept":    func() string { return view.NotKept },
 	"clip":       func(s string, n int) string { return view.Clip(s, n) },
 	"shown":      shownHeaders,
 	"add":        func(a, b int) int { return a + b },

@@ -109,6 +109,11 @@ func ReceivedWords(state proto.ReceiptState, toCheck bool) string {
 	return w
 }
 
+// NotKept says why a received call shows nothing of what it carried,
+// without guessing which reason it was: the receipt cannot tell.
+const NotKept = "not kept: what a received call carried is kept while it is to check and 7 days after it arrived, the oldest going first past 32 MiB; " +
+	"a body that never arrived whole, a call received before Delta kept them, or one the journal could not write has none"
+
 // OwnerWords says what an owner's word on a call (a receipt state, or
 // never_arrived, expired) means to a person.
 func OwnerWords(state string) string {
