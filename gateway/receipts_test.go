@@ -12,6 +12,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -187,4 +188,27 @@ func TestReceiptsRoundTrip(t *testing.T) {
 	}
 	app.Release("/hold/h")
 	studio.waitReceiptDone(t, "node-laptop", "rt-3")
+
+	// On laptop, a write that named no app (rt-2, sent by Go's client
+	// without X-Delta-App) is named by its User-Agent wherever it is
+	// listed: settled recently, and among the recent writes.
+	if r := laptop.c.Must(t, "POST", "/v1/calls/rt-2/settle", []byte(`{"state": "not_carried_out"}`)); r.Status != 200 {
+		t.Fatalf("settle rt-2: %d %s", r.Status, r.Body)
+	}
+	snap, err := laptop.g.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, c := range append(append([]*record.Call{}, snap.Settled...), snap.Recent...) {
+		if c.RequestID == "rt-2" {
+			if got := view.AppName(c); got != "Go-http-client" {
+				t.Errorf("rt-2 is named %q, want Go-http-client (its User-Agent)", got)
+			}
+			named++
+		}
+	}
+	if named != 2 {
+		t.Errorf("rt-2 is listed %d times among the settled and recent writes, want 2", named)
+	}
 }

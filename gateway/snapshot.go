@@ -47,7 +47,7 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	if s.Settled, err = g.db.Calls(ctx, journal.CallFilter{SettledSince: g.now().Add(-SettledShown), Limit: recentCalls}); err != nil {
 		return s, err
 	}
-	if err := g.db.WithRequests(ctx, append(s.Recent, s.Settled...)); err != nil {
+	if err := g.withNames(ctx, all, s.Recent, s.Settled); err != nil {
 		return s, err
 	}
 	recs, err := g.db.RecentReceipts(ctx, g.now().Add(-journal.ReceiptShown), "", 200)
@@ -82,6 +82,40 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 		s.Apps = append(s.Apps, view.App{Name: a.Name, URL: a.URL})
 	}
 	return s, err
+}
+
+// withNames gives the calls in lists that name no app (no X-Delta-App)
+// their kept request, so that the page can name the app by its
+// User-Agent (view.AppName): from loaded where it was read already, else
+// read once per call, whichever lists it is in. The rest are not read.
+func (g *Gateway) withNames(ctx context.Context, loaded []*record.Call, lists ...[]*record.Call) error {
+	kept := make(map[string]*record.Request, len(loaded))
+	for _, c := range loaded {
+		kept[c.RequestID] = c.Request
+	}
+	var read []*record.Call
+	for _, list := range lists {
+		for _, c := range list {
+			if _, ok := kept[c.RequestID]; !ok && c.CallerApp == "" {
+				kept[c.RequestID] = nil
+				read = append(read, c)
+			}
+		}
+	}
+	if err := g.db.WithRequests(ctx, read); err != nil {
+		return err
+	}
+	for _, c := range read {
+		kept[c.RequestID] = c.Request
+	}
+	for _, list := range lists {
+		for _, c := range list {
+			if c.CallerApp == "" {
+				c.Request = kept[c.RequestID]
+			}
+		}
+	}
+	return nil
 }
 
 func receivedView(r *journal.Receipt) view.Received {
