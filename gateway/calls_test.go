@@ -352,8 +352,8 @@ func TestDismissedCallComesBack(t *testing.T) {
 	if c.State != "needs_person" || c.Dismissed || c.DismissedBy != "" {
 		t.Errorf("after it came to need a person: %s, dismissed %v (by %q)", c.State, c.Dismissed, c.DismissedBy)
 	}
-	if st := status(); st.Unsettled != 1 || st.Dismissed != 0 {
-		t.Errorf("status counts %d unsettled, %d set aside; want 1 and 0", st.Unsettled, st.Dismissed)
+	if st := status(); st.Unsettled != 1 || st.Dismissed != 0 || st.NeedsYou != 1 {
+		t.Errorf("status counts %d unsettled (%d needing a person), %d set aside; want 1 (1) and 0", st.Unsettled, st.NeedsYou, st.Dismissed)
 	}
 	if list := laptop.c.Must(t, "GET", "/v1/calls?state=unsettled", nil); !strings.Contains(string(list.Body), "back-1") {
 		t.Errorf("the unsettled list lacks the call that needs a person: %s", list.Body)

@@ -114,10 +114,7 @@ func (g *Gateway) status(r *http.Request) (localapi.Status, error) {
 	}
 	s.Journal.Behind = behind(g.db.Behind())
 	s.Transfers, s.Sessions = g.transfers.Long(), g.transfers.Sessions()
-	if s.Unsettled, err = g.db.CountUnsettled(r.Context()); err != nil {
-		return s, err
-	}
-	if s.NeedsYou, err = g.db.CountNeedsPerson(r.Context()); err != nil {
+	if s.Unsettled, s.NeedsYou, err = g.db.CountUnsettled(r.Context()); err != nil {
 		return s, err
 	}
 	if s.ReceivedToCheck, err = g.db.CountToCheck(r.Context(), g.now().Add(-journal.ReceiptShown)); err != nil {

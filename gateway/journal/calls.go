@@ -371,18 +371,13 @@ func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*record.C
 	return out, rows.Err()
 }
 
-// CountUnsettled counts the unsettled calls that are not dismissed.
-// CountNeedsPerson counts the calls that need a person (never set aside).
-func (d *DB) CountNeedsPerson(ctx context.Context) (int, error) {
-	var n int
-	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state = ? AND dismissed = 0`, record.NeedsPerson).Scan(&n)
-	return n, err
-}
-
-func (d *DB) CountUnsettled(ctx context.Context) (int, error) {
-	var n int
-	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 0`).Scan(&n)
-	return n, err
+// CountUnsettled counts the unsettled calls that are not dismissed, and
+// among them those that need a person, in one read (the two never
+// disagree).
+func (d *DB) CountUnsettled(ctx context.Context) (unsettled, needsPerson int, err error) {
+	err = d.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(state = ?), 0) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 0`,
+		record.NeedsPerson).Scan(&unsettled, &needsPerson)
+	return unsettled, needsPerson, err
 }
 
 // Dismiss sets call id aside: hidden from the menu, still reconciled. by

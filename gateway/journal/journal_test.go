@@ -109,11 +109,11 @@ func TestRecoverCallsAndDue(t *testing.T) {
 	if !ok || !next.Equal(clk.now().Add(5*time.Second)) {
 		t.Errorf("NextAsk %v %v", next, ok)
 	}
-	if n, _ := db.CountUnsettled(ctx); n != 1 {
+	if n, _, _ := db.CountUnsettled(ctx); n != 1 {
 		t.Errorf("unsettled %d", n)
 	}
 	db.Dismiss(ctx, "a", "the local API")
-	if n, _ := db.CountUnsettled(ctx); n != 0 {
+	if n, _, _ := db.CountUnsettled(ctx); n != 0 {
 		t.Errorf("a dismissed call counts as unsettled")
 	}
 	a, _ = db.Call(ctx, "a")
