@@ -188,37 +188,9 @@ func sweepReceiptRequests(ctx context.Context, tx *sql.Tx, now time.Time) (int64
 		return 0, fmt.Errorf("journal: drop what old receipts carried: %w", err)
 	}
 	n, _ := res.RowsAffected()
-	rows, err := tx.QueryContext(ctx, `SELECT q.caller, q.request_id, COALESCE(LENGTH(q.body), 0) FROM receipt_requests q CROSS JOIN receipts r ON r.caller = q.caller AND r.request_id = q.request_id
-		WHERE NOT `+toCheckSQLOf("r")+` AND r.state != 'running' ORDER BY r.received_at DESC`)
-	if err != nil {
-		return n, fmt.Errorf("journal: size what receipts carried: %w", err)
-	}
-	var total int64
-	var drop [][2]string
-	for rows.Next() {
-		var caller, id string
-		var size int64
-		if err := rows.Scan(&caller, &id, &size); err != nil {
-			rows.Close()
-			return n, err
-		}
-		if total += size; total > maxRequestStore {
-			drop = append(drop, [2]string{caller, id})
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return n, err
-	}
-	for _, k := range drop {
-		res, err := tx.ExecContext(ctx, `DELETE FROM receipt_requests WHERE caller = ? AND request_id = ?`, k[0], k[1])
-		if err != nil {
-			return n, fmt.Errorf("journal: drop what receipts carried over the bound: %w", err)
-		}
-		m, _ := res.RowsAffected()
-		n += m
-	}
-	return n, nil
+	m, err := dropOverBound(ctx, tx, "receipt_requests", `SELECT q.rowid, COALESCE(LENGTH(q.body), 0) FROM receipt_requests q CROSS JOIN receipts r ON r.caller = q.caller AND r.request_id = q.request_id
+		WHERE NOT `+toCheckSQLOf("r")+` AND r.state != 'running' ORDER BY r.received_at DESC, r.caller, r.request_id`)
+	return n + m, err
 }
 
 // toCheckSQLOf is Receipt.ToCheck in SQL, on the receipts table named t.

@@ -144,3 +144,29 @@ func TestSettlementsToTell(t *testing.T) {
 		t.Fatalf("after p1 was told: %+v", untold)
 	}
 }
+
+// TestReceiptRequestsBounded: over the store's bound, what the oldest
+// received calls carried goes first; one to check keeps its own whatever
+// its age.
+func TestReceiptRequestsBounded(t *testing.T) {
+	db, clk, _ := open(t)
+	defer func(v int64) { maxRequestStore = v }(maxRequestStore)
+	maxRequestStore = 10
+	receive(t, db, "nL", "old", []byte("aaaaaa"), proto.ReceiptAnswered)
+	clk.add(1)
+	receive(t, db, "nL", "check", []byte("cccccc"), proto.ReceiptAppUnknown)
+	clk.add(1)
+	receive(t, db, "nL", "new", []byte("bbbbbb"), proto.ReceiptAnswered)
+	if _, err := db.Sweep(ctx, clk.now()); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"old": false, "check": true, "new": true} {
+		rs, err := db.FindReceipts(ctx, id)
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("receipt %s: %v %v", id, rs, err)
+		}
+		if got := rs[0].Request != nil; got != want {
+			t.Errorf("%s: what it carried kept %v, want %v", id, got, want)
+		}
+	}
+}

@@ -85,34 +85,42 @@ func sweepRequests(ctx context.Context, tx *sql.Tx, now time.Time) (int64, error
 	}
 	n, _ := res.RowsAffected()
 	// The bound: newest settled first, keep them while they fit.
-	rows, err := tx.QueryContext(ctx, `SELECT r.request_id, COALESCE(LENGTH(r.body), 0) FROM call_requests r CROSS JOIN calls c ON c.request_id = r.request_id
+	m, err := dropOverBound(ctx, tx, "call_requests", `SELECT r.rowid, COALESCE(LENGTH(r.body), 0) FROM call_requests r CROSS JOIN calls c ON c.request_id = r.request_id
 		WHERE c.state != 'sending' AND c.state NOT IN `+unsettledSQL+` ORDER BY c.updated_at DESC, c.request_id`)
+	return n + m, err
+}
+
+// dropOverBound deletes from table (call_requests, receipt_requests) the
+// rows past maxRequestStore bytes of body, in the order q lists them
+// (their rowid and body size, those to keep first).
+func dropOverBound(ctx context.Context, tx *sql.Tx, table, q string) (int64, error) {
+	rows, err := tx.QueryContext(ctx, q)
 	if err != nil {
-		return n, fmt.Errorf("journal: size the kept requests: %w", err)
+		return 0, fmt.Errorf("journal: size the bodies kept in %s: %w", table, err)
 	}
 	var total int64
 	var drop []any
 	for rows.Next() {
-		var id string
-		var size int64
-		if err := rows.Scan(&id, &size); err != nil {
+		var rowid, size int64
+		if err := rows.Scan(&rowid, &size); err != nil {
 			rows.Close()
-			return n, err
+			return 0, fmt.Errorf("journal: size the bodies kept in %s: %w", table, err)
 		}
 		if total += size; total > maxRequestStore {
-			drop = append(drop, id)
+			drop = append(drop, rowid)
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return n, err
+		return 0, fmt.Errorf("journal: size the bodies kept in %s: %w", table, err)
 	}
+	var n int64
 	for len(drop) > 0 {
 		batch := drop[:min(len(drop), 500)]
 		drop = drop[len(batch):]
-		res, err := tx.ExecContext(ctx, `DELETE FROM call_requests WHERE request_id IN (`+placeholders(len(batch))+`)`, batch...)
+		res, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE rowid IN (`+placeholders(len(batch))+`)`, batch...)
 		if err != nil {
-			return n, fmt.Errorf("journal: drop requests over the bound: %w", err)
+			return n, fmt.Errorf("journal: drop the bodies in %s over the %d-byte bound: %w", table, maxRequestStore, err)
 		}
 		m, _ := res.RowsAffected()
 		n += m
