@@ -37,8 +37,9 @@ func (rc *Reconciler) tellSettled(peer string) {
 			continue
 		}
 		if err := rc.Tell(rc.cfg.Ctx, c); err != nil {
+			_, failing := rc.tellFailed[c.Peer]
 			rc.tellFailed[c.Peer] = now
-			if rc.cfg.Ctx.Err() == nil {
+			if rc.cfg.Ctx.Err() == nil && !failing { // said once, not each minute it stays unreachable
 				rc.cfg.Log.Info("could not tell the owner that a person here settled a call; telling it when it can be reached",
 					"request_id", c.RequestID, "peer", c.Peer, "err", err)
 			}
