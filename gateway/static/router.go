@@ -191,4 +191,5 @@ var (
 	_ roads.EventSource = (*Router)(nil)
 	_ roads.Prober      = (*Router)(nil)
 	_ roads.Counted     = (*Router)(nil)
+	_ roads.Answerer    = (*Router)(nil) // a fall-back may take a passed road that answered since
 )

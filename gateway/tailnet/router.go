@@ -227,4 +227,5 @@ var (
 	_ roads.RaceCounter = (*Node)(nil)
 	_ roads.Counted     = (*Node)(nil)
 	_ roads.Watchable   = (*Node)(nil)
+	_ roads.Answerer    = (*Node)(nil)
 )
