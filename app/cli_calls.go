@@ -115,10 +115,11 @@ func showRecord(e *env, r *localapi.Call) error {
 }
 
 func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
-	from := r.CallerApp
-	if from == "" {
-		from = "an app"
+	named := &record.Call{CallerApp: r.CallerApp}
+	if q := r.Request; q != nil {
+		named.Request = &record.Request{Headers: q.Headers}
 	}
+	from := view.AppName(named) // as the menu and the page name it
 	fmt.Fprintf(w, "%s  %s → %s on %s: %s %s\n", r.RequestID, from, r.App, r.Peer, r.Method, r.Path)
 	fmt.Fprintf(w, "state:    %s (%s)", r.State, view.Words(record.CallState(r.State)))
 	if r.Outcome != "" {
