@@ -32,6 +32,9 @@ type writeOp struct {
 	ctx  context.Context
 	f    func(*sql.Tx) error
 	done chan error
+	// then, if set, is told the result instead of done, by the writer
+	// itself (txQueued: nobody waits, and no goroutine is spent on it).
+	then func(error)
 }
 
 type committer struct {
@@ -80,10 +83,11 @@ func (d *DB) tx(ctx context.Context, f func(*sql.Tx) error) error {
 }
 
 // txQueued queues f for the next group commit and returns at once; then
-// gets its result (nil: committed). Operations commit in the order they
-// were queued, so one queued before a tx is durable no later than it.
+// gets its result (nil: committed) from the writer itself, so it must be
+// quick. Operations commit in the order they were queued, so one queued
+// before a tx is durable no later than it.
 func (d *DB) txQueued(ctx context.Context, f func(*sql.Tx) error, then func(error)) {
-	op := &writeOp{ctx: ctx, f: f, done: make(chan error, 1)}
+	op := &writeOp{ctx: ctx, f: f, then: then}
 	select {
 	case d.commit.ops <- op:
 	case <-d.commit.stop:
@@ -93,7 +97,15 @@ func (d *DB) txQueued(ctx context.Context, f func(*sql.Tx) error, then func(erro
 		then(ctx.Err())
 		return
 	}
-	go func() { then(d.wait(op)) }()
+}
+
+// finish hands the operation its result.
+func (op *writeOp) finish(err error) {
+	if op.then != nil {
+		op.then(err)
+		return
+	}
+	op.done <- err
 }
 
 // wait waits for a queued operation's result.
@@ -162,11 +174,11 @@ func (d *DB) runBatch(batch []*writeOp) {
 				c.mu.Unlock()
 			}
 			for _, op := range batch {
-				op.done <- err // nil: committed
+				op.finish(err) // nil: committed
 			}
 			return
 		}
-		batch[failed].done <- err
+		batch[failed].finish(err)
 		batch = append(batch[:failed:failed], batch[failed+1:]...)
 	}
 }
