@@ -16,6 +16,10 @@ import (
 // recentCalls is how many calls a snapshot lists in Recent and Settled.
 const recentCalls = 20
 
+// receiptsShown is how many received calls a snapshot lists, those to
+// check first.
+const receiptsShown = 200
+
 // SettledShown is how long a call settled after an unknown outcome is
 // listed as settled recently.
 const SettledShown = 24 * time.Hour
@@ -44,15 +48,21 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	if s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls}); err != nil {
 		return s, err
 	}
-	if s.Settled, err = g.db.Calls(ctx, journal.CallFilter{SettledSince: g.now().Add(-SettledShown), Limit: recentCalls}); err != nil {
+	if s.Settled, err = g.db.Calls(ctx, journal.CallFilter{SettledSince: g.now().Add(-SettledShown), Limit: recentCalls + 1}); err != nil {
 		return s, err
+	}
+	if len(s.Settled) > recentCalls { // one more read than shown: the page's count says "or more"
+		s.Settled, s.SettledMore = s.Settled[:recentCalls], true
 	}
 	if err := g.withNames(ctx, all, s.Recent, s.Settled); err != nil {
 		return s, err
 	}
-	recs, err := g.db.RecentReceipts(ctx, g.now().Add(-journal.ReceiptShown), "", 200)
+	recs, err := g.db.RecentReceipts(ctx, g.now().Add(-journal.ReceiptShown), "", receiptsShown+1)
 	if err != nil {
 		return s, err
+	}
+	if len(recs) > receiptsShown {
+		recs, s.ReceivedMore = recs[:receiptsShown], true
 	}
 	// What the calls carried, for the receipts a person looks at: to
 	// check, or checked or settled (a few; the rest show their state).

@@ -166,6 +166,12 @@ func TestCallsGrouped(t *testing.T) {
 	if !strings.Contains(needs, `<span class="count">1</span>`) || !strings.Contains(asking, `<span class="count">2</span>`) {
 		t.Errorf("the groups' counts:\n%s\n%s", needs[:200], asking[:200])
 	}
+	// A capped list's count says so.
+	snap.SettledMore = true
+	if page := render(t, snap, now, ""); !strings.Contains(page, `Settled recently <span class="count">1 or more</span>`) {
+		t.Errorf("the capped list of settled writes counts them as if whole")
+	}
+	snap.SettledMore = false
 	// Open, the card that needs you holds the settle form.
 	n1 = card(t, render(t, snap, now, "call-n1"), "call-n1")
 	if !strings.Contains(n1, `id="settle-n1"`) || !strings.Contains(n1, `href="/#call-n1"`) || !strings.Contains(n1, "▾") {

@@ -42,6 +42,9 @@ type Snapshot struct {
 	// Settled are the calls settled after an unknown outcome in the last
 	// day (by the reconciler or a person), most recently settled first.
 	Settled []*record.Call
+	// SettledMore and ReceivedMore: there are more than Settled and
+	// Received list (they are capped); counts of them say "or more".
+	SettledMore, ReceivedMore bool
 	// Received are the calls this computer's apps received from its peers
 	// in the last 7 days, those a person may have to check first.
 	Received []Received
@@ -230,7 +233,11 @@ func Overall(s Snapshot) (level Level, headline string) {
 		parts = append(parts, fmt.Sprintf("%d write%s need%s you", n, plural(n), map[bool]string{true: "s"}[n == 1]))
 	}
 	if n := g.ToCheck; n > 0 {
-		parts = append(parts, fmt.Sprintf("%d received call%s to check", n, plural(n)))
+		more := ""
+		if s.ReceivedMore && n == len(s.Received) { // those to check come first: all listed are, and more are not listed
+			more = " or more"
+		}
+		parts = append(parts, fmt.Sprintf("%d%s received call%s to check", n, more, plural(n)))
 	}
 	if len(parts) > 0 {
 		if n := len(g.Asking); n > 0 {

@@ -35,6 +35,7 @@ func TestOverall(t *testing.T) {
 		{"needs you wins", Snapshot{Unsettled: []*record.Call{{Peer: "studio", State: record.NeedsPerson}, {Peer: "studio", State: record.Unknown}}, Dismissed: []*record.Call{{}}}, "needs-you", "1 write needs you · asking about 1 more"},
 		{"two need you", Snapshot{Unsettled: []*record.Call{{State: record.NeedsPerson}, {State: record.NeedsPerson}}}, "needs-you", "2 writes need you"},
 		{"a received call to check", Snapshot{Received: []Received{{ToCheck: true}, {}}, Peers: []localapi.PeerStatus{peer("studio", roads.Thunderbolt, "up")}}, "needs-you", "1 received call to check"},
+		{"more to check than listed", Snapshot{Received: []Received{{ToCheck: true}, {ToCheck: true}}, ReceivedMore: true}, "needs-you", "2 or more received calls to check"},
 		{"both", Snapshot{Unsettled: []*record.Call{{State: record.NeedsPerson}}, Received: []Received{{ToCheck: true}, {ToCheck: true}}}, "needs-you", "1 write needs you · 2 received calls to check"},
 		{"asking, set aside", Snapshot{Unsettled: []*record.Call{{Peer: "studio", State: record.Unknown}}, Dismissed: []*record.Call{{}}}, "asking", "Asking studio about 1 write · 1 set aside, still asked about"},
 		{"login", Snapshot{Tailnet: &TailnetSummary{NeedsLogin: true}}, "degraded", "Not logged in to the tailnet"},
