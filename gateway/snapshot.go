@@ -16,6 +16,10 @@ import (
 // recentCalls is how many calls a snapshot lists in Recent and Settled.
 const recentCalls = 20
 
+// unsettledShown is how many unsettled calls a snapshot lists, newest
+// first.
+const unsettledShown = 500
+
 // receiptsShown is how many received calls a snapshot lists, those to
 // check first.
 const receiptsShown = 200
@@ -31,9 +35,12 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 		sum := g.cfg.Tailnet.Summary()
 		s.Tailnet = &sum
 	}
-	all, err := g.db.Calls(ctx, journal.CallFilter{Unsettled: true, WithDismissed: true})
+	all, err := g.db.Calls(ctx, journal.CallFilter{Unsettled: true, WithDismissed: true, Limit: unsettledShown + 1})
 	if err != nil {
 		return s, err
+	}
+	if len(all) > unsettledShown {
+		all, s.UnsettledMore = all[:unsettledShown], true
 	}
 	for _, c := range all {
 		if c.Dismissed {

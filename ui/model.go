@@ -211,7 +211,11 @@ func callsItems(s view.Snapshot, now time.Time) []Item {
 	g := view.Group(s)
 	var out []Item
 	group := func(key, title string, calls []*record.Call) {
-		it := Item{Key: key, Title: fmt.Sprintf("%s (%d)", title, len(calls))}
+		count := fmt.Sprint(len(calls))
+		if s.UnsettledMore { // the list is capped: either group may hold more
+			count += " or more"
+		}
+		it := Item{Key: key, Title: fmt.Sprintf("%s (%s)", title, count)}
 		for i, c := range calls {
 			if i == MaxCallsInMenu {
 				it.Children = append(it.Children, Item{Key: key + "/more", Title: fmt.Sprintf("%d more on the status page…", len(calls)-i), Action: &Action{Kind: ActOpen}})

@@ -42,9 +42,10 @@ type Snapshot struct {
 	// Settled are the calls settled after an unknown outcome in the last
 	// day (by the reconciler or a person), most recently settled first.
 	Settled []*record.Call
-	// SettledMore and ReceivedMore: there are more than Settled and
-	// Received list (they are capped); counts of them say "or more".
-	SettledMore, ReceivedMore bool
+	// UnsettledMore, SettledMore and ReceivedMore: there are more than
+	// Unsettled with Dismissed, Settled and Received list (they are
+	// capped); counts of them say "or more".
+	UnsettledMore, SettledMore, ReceivedMore bool
 	// Received are the calls this computer's apps received from its peers
 	// in the last 7 days, those a person may have to check first.
 	Received []Received
@@ -228,25 +229,29 @@ func Group(s Snapshot) Groups {
 // known to be up; a road not checked yet is "Reaching studio…".
 func Overall(s Snapshot) (level Level, headline string) {
 	g := Group(s)
+	atLeast := "" // the unsettled list is capped: either group may hold more
+	if s.UnsettledMore {
+		atLeast = "at least "
+	}
 	var parts []string
 	if n := len(g.NeedsYou); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d write%s need%s you", n, plural(n), map[bool]string{true: "s"}[n == 1]))
+		parts = append(parts, fmt.Sprintf("%s%d write%s need%s you", atLeast, n, plural(n), map[bool]string{true: "s"}[n == 1]))
 	}
 	if n := g.ToCheck; n > 0 {
-		more := ""
+		atLeast := ""
 		if s.ReceivedMore && n == len(s.Received) { // those to check come first: all listed are, and more are not listed
-			more = " or more"
+			atLeast = "at least "
 		}
-		parts = append(parts, fmt.Sprintf("%d%s received call%s to check", n, more, plural(n)))
+		parts = append(parts, fmt.Sprintf("%s%d received call%s to check", atLeast, n, plural(n)))
 	}
 	if len(parts) > 0 {
 		if n := len(g.Asking); n > 0 {
-			parts = append(parts, fmt.Sprintf("asking about %d more", n))
+			parts = append(parts, fmt.Sprintf("asking about %s%d more", atLeast, n))
 		}
 		return NeedsYou, strings.Join(parts, " · ")
 	}
 	if n := len(g.Asking); n > 0 {
-		return Asking, fmt.Sprintf("Asking %s about %d write%s", owners(g.Asking), n, plural(n)) + setAside(s)
+		return Asking, fmt.Sprintf("Asking %s about %s%d write%s", owners(g.Asking), atLeast, n, plural(n)) + setAside(s)
 	}
 	var down, checking []string
 	for _, p := range s.Peers {
