@@ -7,3 +7,11 @@ func (g *Gateway) Journal() *journal.DB { return g.db }
 
 // PeerAddr is the (first) peer API listener's address, for this package's tests.
 func (g *Gateway) PeerAddr() string { return g.peerLns[0].Addr().String() }
+
+// CapLists caps what a snapshot lists (unsettled calls, calls settled
+// recently, receipts) for a test, until it ends.
+func CapLists(t interface{ Cleanup(func()) }, unsettled, settled, receipts int) {
+	u, s, r := unsettledShown, recentCalls, receiptsShown
+	unsettledShown, recentCalls, receiptsShown = unsettled, settled, receipts
+	t.Cleanup(func() { unsettledShown, recentCalls, receiptsShown = u, s, r })
+}

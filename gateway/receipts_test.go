@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
@@ -210,5 +211,28 @@ func TestReceiptsRoundTrip(t *testing.T) {
 	}
 	if named != 2 {
 		t.Errorf("rt-2 is listed %d times among the settled and recent writes, want 2", named)
+	}
+}
+
+// TestCappedListsSayOrMore: when a snapshot lists fewer calls than there
+// are, the counts a person reads say "at least", never the cap as if it
+// were all.
+func TestCappedListsSayOrMore(t *testing.T) {
+	laptop, studio := pair(t, func(n *node) { n.cfg.Backoff = []time.Duration{time.Hour} })
+	gateway.CapLists(t, 2, 1, 1)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	for _, id := range []string{"cap-1", "cap-2", "cap-3"} {
+		if r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/hold/"+id, []byte("x"), "X-Delta-Request-Id", id, "X-Delta-Timeout", "0.2"); r.Outcome() != "outcome_unknown" {
+			t.Fatalf("%s: %d %s", id, r.Status, r.Body)
+		}
+	}
+	defer app.ReleaseAll()
+	snap, err := laptop.g.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, head := view.Overall(snap); len(snap.Unsettled) != 2 || !snap.UnsettledMore || head != "Asking studio about at least 2 writes" {
+		t.Errorf("3 unsettled, 2 listed: %d listed, more %v, headline %q", len(snap.Unsettled), snap.UnsettledMore, head)
 	}
 }

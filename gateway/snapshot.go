@@ -14,15 +14,15 @@ import (
 )
 
 // recentCalls is how many calls a snapshot lists in Recent and Settled.
-const recentCalls = 20
+var recentCalls = 20 // a variable for tests
 
 // unsettledShown is how many unsettled calls a snapshot lists, newest
 // first.
-const unsettledShown = 500
+var unsettledShown = 500 // a variable for tests
 
 // receiptsShown is how many received calls a snapshot lists, those to
 // check first.
-const receiptsShown = 200
+var receiptsShown = 200 // a variable for tests
 
 // SettledShown is how long a call settled after an unknown outcome is
 // listed as settled recently.
