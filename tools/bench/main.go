@@ -50,11 +50,14 @@ import (
 )
 
 var (
-	duration = flag.Duration("d", 5*time.Second, "how long wrk loads each cell")
-	doc      = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
-	quick    = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
-	idleOnly = flag.Bool("idle", false, "only the idle Delta's figures (nothing written)")
-	bigSize  = flag.Int64("big", 1<<30, "the size of the big read and the big call, in bytes")
+	duration    = flag.Duration("d", 5*time.Second, "how long wrk loads each cell")
+	doc         = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
+	quick       = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
+	idleOnly    = flag.Bool("idle", false, "only the idle Delta's figures (nothing written)")
+	bigSize     = flag.Int64("big", 1<<30, "the size of the big read and the big call, in bytes")
+	before      = flag.String("before", "", "a delta binary built from other code, run as two more pairs beside this code's, cell by cell")
+	onlyTargets = flag.String("targets", "", "only the targets whose names match this regular expression")
+	parts       = flag.String("parts", "", "a comma-separated subset of reads,calls,big (empty: all)")
 )
 
 func main() {
@@ -65,9 +68,42 @@ func main() {
 	}
 }
 
+// role is what a target is, for the ratios.
+type role string
+
+const (
+	roleDirect    role = "direct"
+	roleNginx     role = "nginx"
+	roleNginxTLS  role = "nginx TLS"
+	roleCaddy     role = "Caddy"
+	roleCaddyTLS  role = "Caddy TLS"
+	roleDelta     role = "Delta"
+	roleDeltaTLS  role = "Delta TLS"
+	roleBefore    role = "before"
+	roleBeforeTLS role = "before TLS"
+)
+
+// tls reports whether the target's middle hop is TLS.
+func (r role) tls() bool { return strings.HasSuffix(string(r), "TLS") }
+
+// delta reports whether the target is a pair of Deltas.
+func (r role) delta() bool {
+	return strings.HasPrefix(string(r), "Delta") || strings.HasPrefix(string(r), "before")
+}
+
+// baselines are what a Delta target is compared with: Caddy's and
+// nginx's two hops (with TLS between for a TLS road), and direct.
+func (r role) baselines() []role {
+	if r.tls() {
+		return []role{roleCaddyTLS, roleNginxTLS, roleDirect}
+	}
+	return []role{roleCaddy, roleNginx, roleDirect}
+}
+
 // target is one way to reach the owner app.
 type target struct {
 	name    string
+	role    role
 	readURL string // + "/r/<size>"
 	callURL string
 	headers []string
@@ -82,11 +118,18 @@ type cell struct {
 }
 
 func run() error {
-	for _, tool := range []string{"wrk", "nginx"} {
+	for _, tool := range []string{"wrk", "nginx", "caddy"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if _, err := os.Stat("/usr/sbin/" + tool); err != nil {
-				return fmt.Errorf("%s is not installed (Debian: apt-get install %s; make deps installs it as root)", tool, tool)
+				return fmt.Errorf("%s is not installed (Debian: apt-get install %s; make bench-deps installs it as root)", tool, tool)
 			}
+		}
+	}
+	var only *regexp.Regexp
+	if *onlyTargets != "" {
+		var err error
+		if only, err = regexp.Compile(*onlyTargets); err != nil {
+			return fmt.Errorf("-targets: %w", err)
 		}
 	}
 	root, err := os.MkdirTemp("", "delta-bench-")
@@ -108,13 +151,18 @@ func run() error {
 		return err
 	}
 	defer stopApp()
-	direct := target{name: "direct", readURL: "http://" + appAddr, callURL: "http://" + appAddr + "/c"}
+	direct := target{name: "direct", role: roleDirect, readURL: "http://" + appAddr, callURL: "http://" + appAddr + "/c"}
 
 	nginxPlain, nginxTLS, stopNginx, err := startNginx(root, appAddr)
 	if err != nil {
 		return err
 	}
 	defer stopNginx()
+	caddyPlain, caddyTLS, caddyVersion, stopCaddy, err := startCaddy(root, appAddr)
+	if err != nil {
+		return err
+	}
+	defer stopCaddy()
 
 	var procs []*deltaProc
 	defer func() {
@@ -122,7 +170,7 @@ func run() error {
 			p.stop()
 		}
 	}()
-	staticPair, err := startStatic(ctx, root, bin, &procs)
+	staticPair, err := startStatic(ctx, root, bin, "static", &procs)
 	if err != nil {
 		return err
 	}
@@ -131,7 +179,7 @@ func run() error {
 		return err
 	}
 	defer tn.Close()
-	tlsPair, startup, err := startTailnet(ctx, root, bin, tn, &procs)
+	tlsPair, startup, err := startTailnet(ctx, root, bin, "", true, tn, &procs)
 	if err != nil {
 		return err
 	}
@@ -145,67 +193,99 @@ func run() error {
 	if *idleOnly {
 		return nil
 	}
-	for _, p := range []*deltaProc{staticPair[1], tlsPair[1]} {
-		if _, err := p.kit.RegisterApp(ctx, "bench", "http://"+appAddr); err != nil {
-			return fmt.Errorf("register the owner app on %s: %w", p.name, err)
+	pairs := [][2]*deltaProc{staticPair, tlsPair}
+	deltaStatic := staticPair[0].target("Delta (static, plain TCP)", roleDelta, "studio")
+	deltaTLS := tlsPair[0].target("Delta (lan road, pinned TLS)", roleDeltaTLS, "studio")
+	deltaTLS.headers = append(deltaTLS.headers, "X-Delta-Route: lan")
+	targets := []target{direct, nginxPlain, nginxTLS, caddyPlain, caddyTLS, deltaStatic, deltaTLS}
+	watches := map[string][2]*deltaProc{deltaStatic.name: staticPair, deltaTLS.name: tlsPair}
+	if *before != "" {
+		// The same cells through Deltas built from other code, in the
+		// same run: each cell runs every target in turn, so the two
+		// are measured alternately, under the same conditions.
+		oldStatic, err := startStatic(ctx, root, *before, "before-static", &procs)
+		if err != nil {
+			return fmt.Errorf("-before: %w", err)
+		}
+		oldTLS, _, err := startTailnet(ctx, root, *before, "before-", false, tn, &procs)
+		if err != nil {
+			return fmt.Errorf("-before: %w", err)
+		}
+		pairs = append(pairs, oldStatic, oldTLS)
+		bs := oldStatic[0].target("before (static, plain TCP)", roleBefore, "studio")
+		bt := oldTLS[0].target("before (lan road, pinned TLS)", roleBeforeTLS, "before-studio")
+		bt.headers = append(bt.headers, "X-Delta-Route: lan")
+		targets = append(targets, bs, bt)
+		watches[bs.name], watches[bt.name] = oldStatic, oldTLS
+	}
+	for _, pair := range pairs {
+		if _, err := pair[1].kit.RegisterApp(ctx, "bench", "http://"+appAddr); err != nil {
+			return fmt.Errorf("register the owner app on %s: %w", pair[1].name, err)
 		}
 	}
-	deltaStatic := staticPair[0].target("delta (static, plain TCP)", "studio")
-	deltaTLS := tlsPair[0].target("delta (lan road, pinned TLS)", "studio")
-	deltaTLS.headers = append(deltaTLS.headers, "X-Delta-Route: lan")
+	if only != nil {
+		var kept []target
+		for _, t := range targets {
+			if only.MatchString(t.name) {
+				kept = append(kept, t)
+			}
+		}
+		targets = kept
+	}
 
-	targets := []target{direct, nginxPlain, nginxTLS, deltaStatic, deltaTLS}
 	sizes := []string{"1k", "64k", "1m"}
 	conns := []int{1, 16, 64}
 	if *quick {
 		sizes, conns = []string{"1k"}, []int{16}
 	}
+	want := func(part string) bool { return *parts == "" || strings.Contains(","+*parts+",", ","+part+",") }
 	reads := map[string]cell{}
-	for _, size := range sizes {
-		for _, c := range conns {
-			for _, tg := range targets {
-				key := fmt.Sprintf("%s|%d|%s", size, c, tg.name)
-				r, err := wrk(ctx, root, tg.readURL+"/r/"+size, tg.headers, c, false)
-				if err != nil {
-					return fmt.Errorf("read %s: %w", key, err)
+	if want("reads") {
+		for _, size := range sizes {
+			for _, c := range conns {
+				for _, tg := range targets {
+					key := fmt.Sprintf("%s|%d|%s", size, c, tg.name)
+					r, err := wrk(ctx, root, tg.readURL+"/r/"+size, tg.headers, c, false)
+					if err != nil {
+						return fmt.Errorf("read %s: %w", key, err)
+					}
+					fmt.Printf("read %-4s c=%-2d %-36s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", size, c, tg.name, r.rate, r.p50, r.p99, r.errors)
+					reads[key] = r
 				}
-				fmt.Printf("read %-4s c=%-2d %-30s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", size, c, tg.name, r.rate, r.p50, r.p99, r.errors)
-				reads[key] = r
 			}
 		}
 	}
 	calls := map[string]cell{}
-	for _, c := range conns {
-		for _, tg := range targets {
-			key := fmt.Sprintf("%d|%s", c, tg.name)
-			r, err := wrk(ctx, root, tg.callURL, tg.headers, c, true)
-			if err != nil {
-				return fmt.Errorf("call %s: %w", key, err)
+	if want("calls") {
+		for _, c := range conns {
+			for _, tg := range targets {
+				key := fmt.Sprintf("%d|%s", c, tg.name)
+				r, err := wrk(ctx, root, tg.callURL, tg.headers, c, true)
+				if err != nil {
+					return fmt.Errorf("call %s: %w", key, err)
+				}
+				fmt.Printf("call c=%-2d %-36s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", c, tg.name, r.rate, r.p50, r.p99, r.errors)
+				calls[key] = r
 			}
-			fmt.Printf("call c=%-2d %-30s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", c, tg.name, r.rate, r.p50, r.p99, r.errors)
-			calls[key] = r
 		}
 	}
-	// Big transfers: one 1 GiB read and one 1 GiB call each, the Deltas'
-	// memory sampled throughout.
+	// Big transfers: one read and one call of bigSize through each
+	// target, the Deltas' memory sampled throughout.
 	var bigs []bigFigure
-	if !*quick {
-		for _, tg := range []target{direct, deltaStatic, deltaTLS} {
-			for _, call := range []bool{false, true} {
+	if !*quick && want("big") {
+		for _, call := range []bool{false, true} {
+			for _, tg := range targets {
 				watch := map[string]*deltaProc{}
-				switch tg.name {
-				case deltaStatic.name:
-					watch = map[string]*deltaProc{"laptop": staticPair[0], "studio": staticPair[1]}
-				case deltaTLS.name:
-					watch = map[string]*deltaProc{"laptop": tlsPair[0], "studio": tlsPair[1]}
+				if pair, ok := watches[tg.name]; ok {
+					watch = map[string]*deltaProc{"laptop": pair[0], "studio": pair[1]}
 				}
 				f := bigTransfer(ctx, tg, call, *bigSize, watch)
-				fmt.Printf("big %s %-30s %s\n", map[bool]string{false: "read", true: "call"}[call], tg.name, f)
+				fmt.Printf("big %s %-36s %s\n", map[bool]string{false: "read", true: "call"}[call], tg.name, f)
 				bigs = append(bigs, f)
 			}
 		}
 	}
-	section := report(targets, sizes, conns, reads, calls, idle, startup, bigs)
+	section := report(targets, caddyVersion, sizes, conns, reads, calls, idle, startup, bigs)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -283,6 +363,7 @@ http {
   uwsgi_temp_path %[1]s/uwsgi;
   scgi_temp_path %[1]s/scgi;
   keepalive_requests 100000;
+  client_max_body_size 0;
   proxy_http_version 1.1;
   proxy_set_header Connection "";
   proxy_buffering on;
@@ -317,8 +398,8 @@ http {
 			return plain, tls, nil, fmt.Errorf("nginx did not start: %v\n%s", err, stderr.String())
 		}
 	}
-	plain = target{name: "nginx (2 hops)", readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
-	tls = target{name: "nginx (2 hops, TLS between)", readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
+	plain = target{name: "nginx (2 hops)", role: roleNginx, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
+	tls = target{name: "nginx (2 hops, TLS between)", role: roleNginxTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
 	return plain, tls, stop, nil
 }
 
@@ -354,9 +435,9 @@ type deltaProc struct {
 	started   time.Time
 }
 
-func (p *deltaProc) target(name, peer string) target {
+func (p *deltaProc) target(name string, r role, peer string) target {
 	base := strings.TrimSuffix(p.kit.URL(), "/") + "/v1/peers/" + peer + "/bench"
-	return target{name: name, readURL: base, callURL: base + "/c", headers: []string{"Authorization: Bearer " + p.token}}
+	return target{name: name, role: r, readURL: base, callURL: base + "/c", headers: []string{"Authorization: Bearer " + p.token}}
 }
 
 func startDelta(ctx context.Context, root, bin, name string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
@@ -419,10 +500,11 @@ func (p *deltaProc) stop() {
 	}
 }
 
-// startStatic starts laptop and studio in static mode on the lan road.
-func startStatic(ctx context.Context, root, bin string, procs *[]*deltaProc) ([2]*deltaProc, error) {
+// startStatic starts laptop and studio in static mode on the lan road, in
+// folders named prefix-laptop and prefix-studio.
+func startStatic(ctx context.Context, root, bin, prefix string, procs *[]*deltaProc) ([2]*deltaProc, error) {
 	var pair [2]*deltaProc
-	names := [2]string{"static-laptop", "static-studio"}
+	names := [2]string{prefix + "-laptop", prefix + "-studio"}
 	ports := [2]int{}
 	for i := range ports {
 		var err error
@@ -455,13 +537,18 @@ func startStatic(ctx context.Context, root, bin string, procs *[]*deltaProc) ([2
 // startTailnet starts laptop and studio on the loopback tailnet, the lan
 // road on 127.0.0.1 with pinned TLS and tickets; laptop with its tray when
 // a session bus can be had (a private dbus-daemon). It returns how long
-// laptop took from its start to serving its local API.
-func startTailnet(ctx context.Context, root, bin string, tn *loopnet.Net, procs *[]*deltaProc) ([2]*deltaProc, time.Duration, error) {
+// laptop took from its start to serving its local API. Their names begin
+// with prefix; laptop has no tray unless tray.
+func startTailnet(ctx context.Context, root, bin, prefix string, tray bool, tn *loopnet.Net, procs *[]*deltaProc) ([2]*deltaProc, time.Duration, error) {
 	var pair [2]*deltaProc
 	var startup time.Duration
-	busEnv, stopBus := privateBus(root)
-	_ = stopBus // ends with the process group: the harness's exit
-	for i, name := range []string{"laptop", "studio"} {
+	busEnv := ""
+	if tray {
+		var stopBus func()
+		busEnv, stopBus = privateBus(root)
+		_ = stopBus // ends with the process group: the harness's exit
+	}
+	for i, name := range []string{prefix + "laptop", prefix + "studio"} {
 		port, err := freePort()
 		if err != nil {
 			return pair, 0, err
@@ -497,7 +584,7 @@ func startTailnet(ctx context.Context, root, bin string, tn *loopnet.Net, procs 
 			return false
 		}
 		for _, p := range st.Peers {
-			if p.Name == "studio" {
+			if p.Name == prefix+"studio" {
 				for _, r := range p.Roads {
 					if r.Road == string(roads.LAN) && r.State == localapi.RoadUp {
 						return true
@@ -754,7 +841,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets []target, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure) string {
+func report(targets []target, caddyVersion string, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -763,8 +850,12 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 			cpu = strings.TrimSpace(string(m[1]))
 		}
 	}
-	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench -d %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk.\n\n",
-		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), *duration, *duration)
+	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench -d %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops.\n\n",
+		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), *duration, *duration, nginxVersion(), caddyVersion)
+	byRole := map[role]target{}
+	for _, t := range targets {
+		byRole[t.role] = t
+	}
 	// header writes a table's first two rows: first, a column per target,
 	// then extra.
 	header := func(first string, extra ...string) {
@@ -777,63 +868,154 @@ func report(targets []target, sizes []string, conns []int, reads, calls map[stri
 		}
 		b.WriteString("\n|---|" + strings.Repeat("---|", len(targets)+len(extra)) + "\n")
 	}
-	b.WriteString("### Reads (requests per second; p50 / p99)\n\n")
-	header("size, connections", "Delta static ÷ nginx", "Delta TLS ÷ nginx TLS")
-	for _, size := range sizes {
+	// ratios writes, for each Delta target, its rate over each of its
+	// baselines (and over the code before, with -before), and its p50
+	// over nginx's.
+	type ratioCol struct {
+		name    string
+		of, per role
+		p50     bool
+	}
+	var cols []ratioCol
+	for _, t := range targets {
+		if !t.role.delta() {
+			continue
+		}
+		for _, base := range t.role.baselines() {
+			if _, ok := byRole[base]; ok {
+				cols = append(cols, ratioCol{name: fmt.Sprintf("%s ÷ %s", t.role, base), of: t.role, per: base})
+			}
+		}
+		if old := role(strings.Replace(string(t.role), "Delta", "before", 1)); old != t.role {
+			if _, ok := byRole[old]; ok {
+				cols = append(cols, ratioCol{name: fmt.Sprintf("%s ÷ %s", t.role, old), of: t.role, per: old})
+			}
+		}
+	}
+	for _, r := range []role{roleDelta, roleDeltaTLS} {
+		base := map[role]role{roleDelta: roleNginx, roleDeltaTLS: roleNginxTLS}[r]
+		_, ok1 := byRole[r]
+		_, ok2 := byRole[base]
+		if ok1 && ok2 {
+			cols = append(cols, ratioCol{name: fmt.Sprintf("p50: %s ÷ %s", r, base), of: r, per: base, p50: true})
+		}
+	}
+	ratioTable := func(first string, rows []string, get func(row string, r role) cell) {
+		if len(cols) == 0 {
+			return
+		}
+		b.WriteString("| " + first + " |")
+		for _, c := range cols {
+			b.WriteString(" " + c.name + " |")
+		}
+		b.WriteString("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
+		for _, row := range rows {
+			fmt.Fprintf(&b, "| %s |", row)
+			for _, c := range cols {
+				x, y := get(row, c.of), get(row, c.per)
+				switch {
+				case c.p50 && x.p50 > 0 && y.p50 > 0:
+					fmt.Fprintf(&b, " %.2f |", float64(x.p50)/float64(y.p50))
+				case !c.p50 && x.rate > 0 && y.rate > 0:
+					fmt.Fprintf(&b, " **%.2f** |", x.rate/y.rate)
+				default:
+					b.WriteString(" — |")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	if len(reads) > 0 {
+		b.WriteString("### Reads (requests per second; p50 / p99)\n\n")
+		header("size, connections")
+		var rows []string
+		for _, size := range sizes {
+			for _, c := range conns {
+				row := fmt.Sprintf("%s, c=%d", size, c)
+				rows = append(rows, row)
+				fmt.Fprintf(&b, "| %s |", row)
+				for _, t := range targets {
+					r := reads[fmt.Sprintf("%s|%d|%s", size, c, t.name)]
+					fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), dur(r.p50), dur(r.p99), errNote(r))
+				}
+				b.WriteString("\n")
+			}
+		}
+		b.WriteString("\nThe same reads as ratios (requests per second of Delta over its baseline's; the last columns compare p50s, lower is better):\n\n")
+		ratioTable("size, connections", rows, func(row string, r role) cell {
+			var size string
+			var c int
+			fmt.Sscanf(strings.Replace(row, ", c=", " ", 1), "%s %d", &size, &c)
+			return reads[fmt.Sprintf("%s|%d|%s", size, c, byRole[r].name)]
+		})
+	}
+	if len(calls) > 0 {
+		b.WriteString("\n### Calls (1 KiB, each on a new connection with its own request id; per second, p50 / p99)\n\n")
+		header("connections")
+		var rows []string
 		for _, c := range conns {
-			fmt.Fprintf(&b, "| %s, c=%d |", size, c)
+			row := fmt.Sprintf("c=%d", c)
+			rows = append(rows, row)
+			fmt.Fprintf(&b, "| %s |", row)
 			for _, t := range targets {
-				r := reads[fmt.Sprintf("%s|%d|%s", size, c, t.name)]
+				r := calls[fmt.Sprintf("%d|%s", c, t.name)]
 				fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), dur(r.p50), dur(r.p99), errNote(r))
 			}
-			get := func(n string) float64 { return reads[fmt.Sprintf("%s|%d|%s", size, c, n)].rate }
-			fmt.Fprintf(&b, " **%.2f** | **%.2f** |\n", get(targets[3].name)/get(targets[1].name), get(targets[4].name)/get(targets[2].name))
+			b.WriteString("\n")
 		}
-	}
-	b.WriteString("\n### Calls (1 KiB, each on a new connection with its own request id; per second, p50 / p99)\n\n")
-	header("connections")
-	for _, c := range conns {
-		fmt.Fprintf(&b, "| c=%d |", c)
-		for _, t := range targets {
-			r := calls[fmt.Sprintf("%d|%s", c, t.name)]
-			fmt.Fprintf(&b, " %s (%s / %s)%s |", rate(r.rate), dur(r.p50), dur(r.p99), errNote(r))
-		}
-		b.WriteString("\n")
+		b.WriteString("\nThe same calls as ratios:\n\n")
+		ratioTable("connections", rows, func(row string, r role) cell {
+			var c int
+			fmt.Sscanf(row, "c=%d", &c)
+			return calls[fmt.Sprintf("%d|%s", c, byRole[r].name)]
+		})
 	}
 	if len(bigs) > 0 {
-		fmt.Fprintf(&b, "\n### One big transfer (%s, one connection; MiB/s, then the peak resident memory of each Delta during it)\n\n", humanSize(bigs[0].size))
-		b.WriteString("| through | read | read ÷ direct | call | call ÷ direct | Deltas' peak RSS (read; call) |\n|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "\n### One big transfer (%s, one connection; MiB/s, and the peak resident memory of each Delta during it)\n\n", humanSize(bigs[0].size))
+		b.WriteString("| through | read | call | Deltas' peak RSS (read; call) |\n|---|---|---|---|\n")
 		byKey := map[string]bigFigure{}
 		for _, f := range bigs {
 			byKey[fmt.Sprintf("%s|%v", f.target, f.call)] = f
 		}
-		for _, f := range bigs {
-			if f.call {
-				continue
+		cellOf := func(x bigFigure) string {
+			if x.err != nil {
+				return "failed (" + x.err.Error() + ")"
 			}
-			c, dr, dc := byKey[f.target+"|true"], byKey["direct|false"], byKey["direct|true"]
-			cellOf := func(x bigFigure) string {
-				if x.err != nil {
-					return "failed (" + x.err.Error() + ")"
-				}
-				return fmt.Sprintf("%.0f", x.rate())
-			}
-			ratio := func(x, base bigFigure) string {
-				if x.err != nil || base.err != nil {
-					return "—"
-				}
-				return fmt.Sprintf("**%.2f**", x.rate()/base.rate())
-			}
-			peaks := "—"
-			if len(f.peak) > 0 {
-				peaks = fmt.Sprintf("laptop %.0f / studio %.0f MB; laptop %.0f / studio %.0f MB", float64(f.peak["laptop"])/(1<<20), float64(f.peak["studio"])/(1<<20),
-					float64(c.peak["laptop"])/(1<<20), float64(c.peak["studio"])/(1<<20))
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", f.target, cellOf(f), ratio(f, dr), cellOf(c), ratio(c, dc), peaks)
+			return fmt.Sprintf("%.0f", x.rate())
 		}
+		for _, t := range targets {
+			rd, cl := byKey[t.name+"|false"], byKey[t.name+"|true"]
+			peaks := "—"
+			if len(rd.peak) > 0 {
+				peaks = fmt.Sprintf("laptop %.0f / studio %.0f MB; laptop %.0f / studio %.0f MB", float64(rd.peak["laptop"])/(1<<20), float64(rd.peak["studio"])/(1<<20),
+					float64(cl.peak["laptop"])/(1<<20), float64(cl.peak["studio"])/(1<<20))
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.name, cellOf(rd), cellOf(cl), peaks)
+		}
+		b.WriteString("\nThe same transfers as ratios:\n\n")
+		ratioTable("transfer", []string{"read", "call"}, func(row string, r role) cell {
+			f, ok := byKey[fmt.Sprintf("%s|%v", byRole[r].name, row == "call")]
+			if !ok || f.err != nil {
+				return cell{}
+			}
+			return cell{rate: f.rate()}
+		})
 	}
 	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
 	return b.String()
+}
+
+// nginxVersion is "nginx 1.22.1", or "nginx".
+func nginxVersion() string {
+	exe := "nginx"
+	if _, err := exec.LookPath(exe); err != nil {
+		exe = "/usr/sbin/nginx"
+	}
+	out, _ := exec.Command(exe, "-v").CombinedOutput()
+	if m := regexp.MustCompile(`nginx/(\S+)`).FindSubmatch(out); m != nil {
+		return "nginx " + string(m[1])
+	}
+	return "nginx"
 }
 
 // dur rounds wrk's figures (given to 2 decimals) for the table.
@@ -920,4 +1102,77 @@ func humanSize(n int64) string {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// startCaddy runs Caddy (Debian's) as two reverse_proxy hops to the owner
+// app, plain and with TLS 1.3 on the middle hop, as startNginx does nginx;
+// its admin endpoint and automatic HTTPS are off, its state under root.
+func startCaddy(root, appAddr string) (plain, tls target, version string, stop func(), err error) {
+	dir := filepath.Join(root, "caddy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return plain, tls, "", nil, err
+	}
+	certFile, keyFile, err := selfSigned(dir)
+	if err != nil {
+		return plain, tls, "", nil, err
+	}
+	ports := make([]int, 4)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return plain, tls, "", nil, err
+		}
+	}
+	conf := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	log {
+		level ERROR
+	}
+}
+http://127.0.0.1:%[1]d {
+	reverse_proxy 127.0.0.1:%[2]d
+}
+http://127.0.0.1:%[2]d {
+	reverse_proxy %[5]s
+}
+http://127.0.0.1:%[3]d {
+	reverse_proxy https://127.0.0.1:%[4]d {
+		transport http {
+			tls_insecure_skip_verify
+		}
+	}
+}
+https://127.0.0.1:%[4]d {
+	tls %[6]s %[7]s {
+		protocols tls1.3
+	}
+	reverse_proxy %[5]s
+}
+`, ports[0], ports[1], ports[2], ports[3], appAddr, certFile, keyFile)
+	confFile := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
+		return plain, tls, "", nil, err
+	}
+	out, err := exec.Command("caddy", "version").Output()
+	if err != nil {
+		return plain, tls, "", nil, fmt.Errorf("caddy version: %w", err)
+	}
+	version = strings.Fields(string(out) + " ?")[0]
+	cmd := exec.Command("caddy", "run", "--adapter", "caddyfile", "--config", confFile)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return plain, tls, "", nil, fmt.Errorf("start caddy: %w", err)
+	}
+	stop = func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }
+	for _, p := range []int{ports[0], ports[2]} {
+		if err := waitDial(fmt.Sprintf("127.0.0.1:%d", p), 10*time.Second); err != nil {
+			stop()
+			return plain, tls, "", nil, fmt.Errorf("caddy did not start: %v\n%s", err, stderr.String())
+		}
+	}
+	plain = target{name: "Caddy " + version + " (2 hops)", role: roleCaddy, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
+	tls = target{name: "Caddy " + version + " (2 hops, TLS between)", role: roleCaddyTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
+	return plain, tls, version, stop, nil
 }
