@@ -45,15 +45,17 @@ var (
 func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	key := readcache.Key(t.Peer, t.App, t.PathQuery)
 	isGet := r.Method == http.MethodGet
+	var stored *readcache.Entry
 	if isGet && !readcache.RequestBypasses(r.Header) {
-		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.Fresh(cr.cfg.Now()) {
+		stored = cr.cfg.Cache.Get(key, r.Header)
+		if stored != nil && stored.Fresh(cr.cfg.Now()) {
 			cr.cfg.OnRead(proto.Answered)
 			cr.cfg.OnCacheHit()
-			cr.serveCached(w, r, e, "")
+			cr.serveCached(w, r, stored, "")
 			return
 		}
 	}
-	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: isGet}
+	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: isGet, stored: stored}
 	err := cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
 	fail := rd.fail
 	var nr *peerclient.NoRoadError
@@ -91,7 +93,9 @@ type readRun struct {
 	t     Target
 	key   string
 	isGet bool
-	fail  readFailure
+	// stored is the cache's answer to this read, not fresh, if it has one.
+	stored *readcache.Entry
+	fail   readFailure
 }
 
 // request is the read as it goes to the owner on try, with the extra
@@ -233,6 +237,11 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	if rd.isGet {
 		if admitted = cr.cfg.Cache.Storable(resp.StatusCode, rd.r.Header, resp.Header, resp.ContentLength); admitted != nil {
 			keep = &proto.KeptBody{Limit: cr.cfg.Cache.MaxEntry()}
+			if rd.stored != nil {
+				// The answer read again is most often the one stored:
+				// compared as it passes, it is copied only if it is not.
+				keep.Like = rd.stored.Body
+			}
 			keep.Grow(resp.ContentLength)
 		}
 	}

@@ -331,17 +331,32 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 // the read cache or a journal), and sums all of it into Sum when that is
 // set. Past Limit it keeps nothing, and it never fails, so that what it
 // watches goes on.
+//
+// Like, when set, is a body this one is expected to be (the answer
+// stored before): while the bytes passing are Like's, nothing is
+// copied, and Kept returns Like itself (or the part of it that came);
+// at the first byte that differs, the part that matched is copied and
+// keeping goes on as without it. A cache that reads the same unchanged
+// answer again allocates nothing for it. Like is never written to.
 type KeptBody struct {
 	Limit int64
 	Sum   hash.Hash
+	Like  []byte
+	same  int   // bytes of Like matched so far, while Like is followed
+	grow  int64 // the size Grow was told
 	buf   bytes.Buffer
 	over  bool
 }
 
 // Grow readies room for a body of n bytes (one allocation, not a
-// doubling series), when that fits Limit.
+// doubling series), when that fits Limit; with Like, only once the body
+// departs from it.
 func (k *KeptBody) Grow(n int64) {
 	if n > 0 && n <= k.Limit {
+		if k.Like != nil {
+			k.grow = n
+			return
+		}
 		k.buf.Grow(int(n))
 	}
 }
@@ -350,11 +365,24 @@ func (k *KeptBody) Write(p []byte) (int, error) {
 	if k.Sum != nil {
 		k.Sum.Write(p)
 	}
-	switch {
-	case k.over:
-	case int64(k.buf.Len()+len(p)) <= k.Limit:
+	if k.over {
+		return len(p), nil
+	}
+	if k.Like != nil {
+		if k.same+len(p) <= len(k.Like) && bytes.Equal(k.Like[k.same:k.same+len(p)], p) {
+			k.same += len(p)
+			return len(p), nil
+		}
+		// Not the body it was like: keep a copy from here on.
+		if k.grow > 0 {
+			k.buf.Grow(int(k.grow))
+		}
+		k.buf.Write(k.Like[:k.same])
+		k.Like = nil
+	}
+	if int64(k.buf.Len()+len(p)) <= k.Limit {
 		k.buf.Write(p)
-	default:
+	} else {
 		k.over, k.buf = true, bytes.Buffer{}
 	}
 	return len(p), nil
@@ -365,6 +393,9 @@ func (k *KeptBody) Write(p []byte) (int, error) {
 func (k *KeptBody) Kept() ([]byte, bool) {
 	if k.over {
 		return nil, false
+	}
+	if k.Like != nil {
+		return k.Like[:k.same:k.same], true
 	}
 	return k.buf.Bytes(), true
 }

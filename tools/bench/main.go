@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -57,6 +58,9 @@ var (
 	bigSize     = flag.Int64("big", 1<<30, "the size of the big read and the big call, in bytes")
 	before      = flag.String("before", "", "a delta binary built from other code, run as two more pairs beside this code's, cell by cell")
 	onlyTargets = flag.String("targets", "", "only the targets whose names match this regular expression")
+	sizesFlag   = flag.String("sizes", "1k,64k,1m", "the read sizes (of 1k, 64k, 1m)")
+	connsFlag   = flag.String("conns", "1,16,64", "the numbers of connections")
+	hold        = flag.Bool("hold", false, "start everything, print the targets and the Deltas' pids, and wait for an interrupt (for profiling by hand)")
 	parts       = flag.String("parts", "", "a comma-separated subset of reads,calls,big (empty: all)")
 )
 
@@ -223,6 +227,20 @@ func run() error {
 			return fmt.Errorf("register the owner app on %s: %w", pair[1].name, err)
 		}
 	}
+	if *hold {
+		// For profiling by hand (perf record -p PID, wrk): everything
+		// stays up until this process is interrupted.
+		for _, t := range targets {
+			fmt.Printf("%-36s %s/r/1k %s\n", t.name, t.readURL, strings.Join(t.headers, " "))
+		}
+		for _, pair := range pairs {
+			fmt.Printf("%s pid %d, %s pid %d\n", pair[0].name, pair[0].cmd.Process.Pid, pair[1].name, pair[1].cmd.Process.Pid)
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		return nil
+	}
 	if only != nil {
 		var kept []target
 		for _, t := range targets {
@@ -233,8 +251,15 @@ func run() error {
 		targets = kept
 	}
 
-	sizes := []string{"1k", "64k", "1m"}
-	conns := []int{1, 16, 64}
+	sizes := strings.Split(*sizesFlag, ",")
+	var conns []int
+	for _, c := range strings.Split(*connsFlag, ",") {
+		n, err := strconv.Atoi(c)
+		if err != nil || n < 1 {
+			return fmt.Errorf("-conns: %q is not a number of connections", c)
+		}
+		conns = append(conns, n)
+	}
 	if *quick {
 		sizes, conns = []string{"1k"}, []int{16}
 	}
