@@ -576,7 +576,7 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 		defer x.Done()
 	}
 	keep := &proto.KeptBody{Limit: proto.MaxStoredAnswer}
-	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
+	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x, a.ContentLength)
 	body := &record.Answer{Omitted: true} // a call's record keeps no digest of its answer
 	if kept, ok := keep.Kept(); ok && err == nil {
 		body.Body, body.Omitted = kept, false

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,12 +100,12 @@ type Config struct {
 
 // Owner serves the peer API.
 type Owner struct {
-	cfg       Config
-	proxyOnce sync.Once
-	proxy     *httputil.ReverseProxy // to the local owner apps, for reads
-	refusals  *proto.RefusalLog
-	fences    *fenceCap
-	sessions  *sessions // open here, closed when their interface goes
+	cfg           Config
+	transportOnce sync.Once
+	transport     *http.Transport // to the local owner apps, for reads
+	refusals      *proto.RefusalLog
+	fences        *fenceCap
+	sessions      *sessions // open here, closed when their interface goes
 }
 
 // New returns the owner side.

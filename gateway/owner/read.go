@@ -6,24 +6,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
+	"net/http/httptrace"
+	"net/textproto"
+	"strconv"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 )
-
-// readState is a read on its way through the proxy: its target, and the
-// timers that bound the wait for the app's head and each silence of its
-// body (X-Delta-Timeout, DESIGN §2a), never the whole transfer.
-type readState struct {
-	t      ownerTarget
-	head   *time.Timer
-	cancel context.CancelCauseFunc
-}
-
-type readKey struct{}
 
 // Causes a read's context ends with.
 var (
@@ -31,18 +21,117 @@ var (
 	errAppSilent = errors.New("the app's answer was silent for too long")
 )
 
-// ownerRead forwards a read to the local app through a reverse proxy with
-// pooled connections. The answer streams (flushed as it comes: an event
-// stream or a long poll reaches the caller as written), interim 103
-// answers are passed on, and a body that breaks off is cut, never ended
-// as if whole (the proxy aborts the handler).
+// ownerRead forwards a read to the local app on pooled connections. The
+// answer streams (each piece flushed as it comes: an event stream or a
+// long poll reaches the caller as written), interim 103 answers are
+// passed on, and a body that breaks off is cut, never ended as if whole
+// (the handler is aborted). X-Delta-Timeout bounds the wait for the app's
+// head and each silence of its body (DESIGN §2a), never the whole
+// transfer.
+//
+// It is a reverse proxy of its own rather than httputil.ReverseProxy:
+// that one, told to flush every write, flushes the head alone from a
+// timer's goroutine before the body (two writes and a goroutine a read);
+// here the head goes with the body's first piece.
 func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	st := &readState{t: t, cancel: cancel}
-	st.head = time.AfterFunc(t.timeout, func() { cancel(errAppHead) })
-	defer st.head.Stop()
-	o.appProxy().ServeHTTP(w, r.WithContext(context.WithValue(ctx, readKey{}, st)))
+	head := time.AfterFunc(t.timeout, func() { cancel(errAppHead) })
+	defer head.Stop()
+
+	out, err := o.appRequest(ctx, r, t, w)
+	if err != nil {
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("the path %q does not make a request to app %s (%v)", t.pathQuery, t.app.Name, err))
+		return
+	}
+	resp, err := o.appTransport().RoundTrip(out)
+	head.Stop()
+	if err != nil {
+		var de dialError
+		switch {
+		case errors.As(err, &de):
+			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, de.error))
+		case errors.Is(context.Cause(ctx), errAppHead) || oneshot.IsTimeout(err):
+			peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, o.cfg.Self().Name, t.timeout))
+		default:
+			peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, o.cfg.Self().Name, err))
+		}
+		return
+	}
+	body := proto.Silenced(resp.Body, t.timeout, func() { cancel(fmt.Errorf("%w (%s)", errAppSilent, t.timeout)) })
+	defer body.Close()
+
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	proto.StripHop(h) // and X-Delta-*: only this Delta speaks for itself
+	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
+	if resp.ContentLength >= 0 && r.Method != http.MethodHead {
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	}
+	if len(resp.Trailer) > 0 {
+		names := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			names = append(names, k)
+		}
+		h["Trailer"] = names
+	}
+	w.WriteHeader(resp.StatusCode)
+	if _, err := proto.FlowSized(w, body, nil, resp.ContentLength); err != nil {
+		// The app broke off, fell silent, or the caller went away: the
+		// caller's connection is cut, so that it cannot take what came
+		// for the whole answer.
+		panic(http.ErrAbortHandler)
+	}
+	for k, vs := range resp.Trailer {
+		h[http.TrailerPrefix+k] = vs
+	}
+}
+
+// appRequest is r as it goes to the app behind t: to the app's URL, with
+// neither hop-by-hop headers nor Delta's own, nor the caller's Forwarded
+// fields, and with the headers every forwarded request carries; an
+// interim 103 from the app is passed on to w.
+func (o *Owner) appRequest(ctx context.Context, r *http.Request, t ownerTarget, w http.ResponseWriter) (*http.Request, error) {
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
+			if code == http.StatusSwitchingProtocols {
+				return nil // a session is ownerSession's
+			}
+			h := w.Header()
+			for k, vs := range header {
+				h[k] = vs
+			}
+			proto.StripHop(h)
+			w.WriteHeader(code)
+			clear(h)
+			return nil
+		},
+	})
+	var body = r.Body
+	if r.ContentLength == 0 {
+		body = nil // as a reverse proxy does: a read without a body sends none
+	}
+	out, err := http.NewRequestWithContext(ctx, r.Method, t.app.URL+t.pathQuery, body)
+	if err != nil {
+		return nil, err
+	}
+	out.ContentLength = r.ContentLength
+	out.Header = r.Header.Clone()
+	te := proto.HasToken(r.Header.Values("Te"), "trailers")
+	proto.StripHop(out.Header)
+	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
+		out.Header.Del(k)
+	}
+	if te {
+		out.Header.Set("Te", "trailers")
+	}
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // not Go's own: the app sees what the caller's app sent
+	}
+	o.appHeaders(out.Header, t, t.timeout)
+	return out, nil
 }
 
 // dialError marks a failure to connect to the app: nothing reached it.
@@ -50,54 +139,21 @@ type dialError struct{ error }
 
 func (e dialError) Unwrap() error { return e.error }
 
-func (o *Owner) appProxy() *httputil.ReverseProxy {
-	o.proxyOnce.Do(func() {
-		o.proxy = &httputil.ReverseProxy{
-			Transport: &http.Transport{
-				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					c, err := appDialer.DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, dialError{err}
-					}
-					return c, nil
-				},
-				MaxIdleConnsPerHost: 64,
-				IdleConnTimeout:     90 * time.Second,
-				DisableCompression:  true,
-			},
-			Rewrite: func(pr *httputil.ProxyRequest) {
-				st := pr.In.Context().Value(readKey{}).(*readState)
-				u, _ := url.Parse(st.t.app.URL + st.t.pathQuery)
-				pr.Out.URL, pr.Out.Host = u, u.Host
-				proto.StripHop(pr.Out.Header)
-				o.appHeaders(pr.Out.Header, st.t, st.t.timeout)
-			},
-			ModifyResponse: func(resp *http.Response) error {
-				st := resp.Request.Context().Value(readKey{}).(*readState)
-				st.head.Stop()
-				resp.Body = proto.Silenced(resp.Body, st.t.timeout, func() { st.cancel(fmt.Errorf("%w (%s)", errAppSilent, st.t.timeout)) })
-				proto.StripDelta(resp.Header)
-				resp.Header.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
-				return nil
-			},
-			ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-				st := r.Context().Value(readKey{}).(*readState)
-				t := st.t
-				var de dialError
-				switch {
-				case errors.As(err, &de):
-					refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, de.error))
-				case errors.Is(context.Cause(r.Context()), errAppHead) || oneshot.IsTimeout(err):
-					peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, o.cfg.Self().Name, t.timeout))
-				default:
-					peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, o.cfg.Self().Name, err))
+// appTransport is the pool of connections to the local owner apps.
+func (o *Owner) appTransport() *http.Transport {
+	o.transportOnce.Do(func() {
+		o.transport = &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				c, err := appDialer.DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, dialError{err}
 				}
+				return c, nil
 			},
-			// Every answer is passed on as it arrives (DESIGN §2a), not
-			// only event streams and answers of unknown length.
-			FlushInterval: -1,
-			BufferPool:    proto.CopyBuffers,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
 		}
 	})
-	return o.proxy
+	return o.transport
 }

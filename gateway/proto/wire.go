@@ -112,18 +112,36 @@ func ForwardHeaders(in http.Header) http.Header {
 	return h
 }
 
-// BufferPool lends 32 KiB copy buffers to the relays of bodies (and is a
-// reverse proxy's BufferPool), so a relay does not allocate one each time.
+// BufferPool lends copy buffers of one size to the relays of bodies (and
+// is a reverse proxy's BufferPool), so a relay does not allocate one each
+// time.
 type BufferPool struct{ p sync.Pool }
 
-// CopyBuffers is the one BufferPool.
-var CopyBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+func newBufferPool(size int) *BufferPool {
+	return &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, size); return &b }}}
+}
+
+// CopyBuffers lends 32 KiB buffers; BigCopyBuffers 256 KiB ones, for
+// bodies of BigBody bytes or more: a relay of a big body makes an eighth
+// of the system calls a hop.
+var (
+	CopyBuffers    = newBufferPool(32 << 10)
+	BigCopyBuffers = newBufferPool(256 << 10)
+)
+
+// BigBody is the length from which a body is relayed with BigCopyBuffers.
+const BigBody = 1 << 20
 
 // Get lends a buffer.
 func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
 
 // Put returns a buffer.
 func (b *BufferPool) Put(s []byte) { b.p.Put(&s) }
+
+// get and put lend and return a buffer with the pointer the pool keeps,
+// so that returning it allocates nothing.
+func (b *BufferPool) get() *[]byte  { return b.p.Get().(*[]byte) }
+func (b *BufferPool) put(p *[]byte) { b.p.Put(p) }
 
 // NotSent phrases what an app is told of a request that never left this
 // computer: the cause, then "nothing was sent" (to peer, when one is
@@ -300,9 +318,20 @@ var ErrWriterGone = errors.New("the connection written to went away")
 // the bytes copied and why it stopped: nil at src's end, ErrWriterGone
 // (wrapped) when w would not take more, or src's error.
 func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
-	buf := CopyBuffers.Get()
-	defer CopyBuffers.Put(buf)
-	ctl := http.NewResponseController(w)
+	return FlowSized(w, src, also, -1)
+}
+
+// FlowSized is Flow for a body of size bytes (-1: unknown): a big one is
+// copied in bigger pieces (BigCopyBuffers).
+func FlowSized(w http.ResponseWriter, src io.Reader, also io.Writer, size int64) (int64, error) {
+	pool := CopyBuffers
+	if size >= BigBody {
+		pool = BigCopyBuffers
+	}
+	bp := pool.get()
+	defer pool.put(bp)
+	buf := *bp
+	flush := flusherOf(w)
 	var n int64
 	for {
 		m, rerr := src.Read(buf)
@@ -314,7 +343,7 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 				return n, fmt.Errorf("%w (%v)", ErrWriterGone, werr)
 			}
 			n += int64(m)
-			if err := ctl.Flush(); err != nil {
+			if err := flush(); err != nil {
 				return n, fmt.Errorf("%w (%v)", ErrWriterGone, err)
 			}
 		}
@@ -325,6 +354,16 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 			return n, rerr
 		}
 	}
+}
+
+// flusherOf is how to flush w: its own FlushError when it has one (as
+// net/http's does), else through a ResponseController (which finds it
+// in wrappers).
+func flusherOf(w http.ResponseWriter) func() error {
+	if f, ok := w.(interface{ FlushError() error }); ok {
+		return f.FlushError
+	}
+	return http.NewResponseController(w).Flush
 }
 
 // KeptBody keeps at most Limit bytes of a body as it passes (a copy for
