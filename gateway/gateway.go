@@ -364,7 +364,7 @@ func (g *Gateway) Start() (err error) {
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
-		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit,
+		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit, OnRevalidated: g.stats.revalidated,
 		OnCut: g.stats.cut, OnResume: func() { g.stats.inc("reads_resumed") }, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
 		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay, OnFenceRefusal: func() { g.stats.inc("fences_refused") },

@@ -38,6 +38,7 @@ func (s *stats) settled(st record.CallState) {
 func (s *stats) inc(name string) { s.mu.Lock(); s.counters[name]++; s.mu.Unlock() }
 func (s *stats) fallback()       { s.inc("route_fallbacks") }
 func (s *stats) cacheHit()       { s.inc("cache_hits") }
+func (s *stats) revalidated()    { s.inc("cache_revalidated") }
 func (s *stats) ask()            { s.inc("reconciler_asks") }
 func (s *stats) alarm()          { s.inc("reconciler_alarms") }
 func (s *stats) replay()         { s.inc("owner_replays") }

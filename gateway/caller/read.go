@@ -46,16 +46,24 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	key := readcache.Key(t.Peer, t.App, t.PathQuery)
 	isGet := r.Method == http.MethodGet
 	var stored *readcache.Entry
-	if isGet && !readcache.RequestBypasses(r.Header) {
+	var validate http.Header
+	if isGet {
 		stored = cr.cfg.Cache.Get(key, r.Header)
-		if stored != nil && stored.Fresh(cr.cfg.Now()) {
+		if stored != nil && !readcache.RequestBypasses(r.Header) && stored.Fresh(cr.cfg.Now()) {
 			cr.cfg.OnRead(proto.Answered)
 			cr.cfg.OnCacheHit()
 			cr.serveCached(w, r, stored, "")
 			return
 		}
+		// Not fresh, or the app asked for a fresh answer: asked with
+		// the stored answer's validators, a 304 serves it again
+		// without its body crossing the road (RFC 9111 §4.3). An app's
+		// own conditional request goes as it is, and its 304 is its own.
+		if stored != nil && !readcache.Conditional(r.Header) {
+			validate = stored.Validators()
+		}
 	}
-	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: isGet, stored: stored}
+	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: isGet, stored: stored, validate: validate}
 	err := cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
 	fail := rd.fail
 	var nr *peerclient.NoRoadError
@@ -93,9 +101,11 @@ type readRun struct {
 	t     Target
 	key   string
 	isGet bool
-	// stored is the cache's answer to this read, not fresh, if it has one.
-	stored *readcache.Entry
-	fail   readFailure
+	// stored is the cache's answer to this read, not fresh, if it has
+	// one; validate the headers that revalidate it, if it can be.
+	stored   *readcache.Entry
+	validate http.Header
+	fail     readFailure
 }
 
 // request is the read as it goes to the owner on try, with the extra
@@ -158,7 +168,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 	cr, t := rd.cr, rd.t
 	cand := try.Cand
 	started := cr.cfg.Now()
-	resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, nil, rd.early)
+	resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, rd.validate, rd.early)
 	if reqErr != nil {
 		rd.fail = readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, reqErr), "")}
 		return peerclient.Result{Verdict: peerclient.Done}
@@ -188,6 +198,22 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 	}
 	cr.cfg.Router.Report(used, cr.cfg.Now().Sub(started), nil)
 	reply := peerclient.Classify(resp)
+	if reply.Err == proto.PeerAnswered && resp.StatusCode == http.StatusNotModified && rd.validate != nil {
+		// The stored answer is still the owner's: served again, freshened
+		// with what the 304 says.
+		cancel(nil)
+		resp.Body.Close()
+		rd.fail = readFailure{}
+		proto.StripHop(resp.Header)
+		e := cr.cfg.Cache.Freshen(rd.stored, rd.key, rd.r.Header, resp.Header, string(used.Road))
+		cr.cfg.OnRead(proto.Answered)
+		if cr.cfg.OnRevalidated != nil {
+			cr.cfg.OnRevalidated()
+		}
+		cr.serveCached(rd.w, rd.r, e, "")
+		res.Verdict = peerclient.Done
+		return res
+	}
 	if reply.Err == proto.PeerAnswered {
 		rd.fail = readFailure{}
 		rd.relay(resp, cancel, used)

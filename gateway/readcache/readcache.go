@@ -4,8 +4,11 @@
 //
 // It serves fresh answers without asking the peer and, when the peer cannot
 // be reached, stored answers as stale (stale-if-error), never one marked
-// no-store, no-cache or must-revalidate. It does not revalidate with
-// validators (ETag): a stale answer is replaced by the next full answer.
+// no-store, no-cache or must-revalidate. A stored answer that is no longer
+// fresh (or marked no-cache, or must-revalidate) and has a validator is
+// revalidated: the caller asks with If-None-Match / If-Modified-Since
+// (Validators), and a 304 freshens the stored answer (Freshen, RFC 9111
+// §4.3.4) instead of carrying its body again.
 package readcache
 
 import (
@@ -55,6 +58,37 @@ func (e *Entry) size() int64 {
 		}
 	}
 	return n
+}
+
+// Validators are the conditional headers that revalidate the entry
+// (RFC 9111 §4.3.1): If-None-Match with its ETag, If-Modified-Since with
+// its Last-Modified; nil when it has neither.
+func (e *Entry) Validators() http.Header {
+	var h http.Header
+	if et := e.Header.Get("ETag"); et != "" {
+		h = http.Header{"If-None-Match": {et}}
+	}
+	if lm := e.Header.Get("Last-Modified"); lm != "" {
+		if _, err := http.ParseTime(lm); err == nil {
+			if h == nil {
+				h = http.Header{}
+			}
+			h.Set("If-Modified-Since", lm)
+		}
+	}
+	return h
+}
+
+// Conditional reports whether an app's request is conditional or asks for
+// a range itself: its own validators go to the owner as they are, and the
+// answer (a 304 or a 206 of its own) is the app's, not the cache's.
+func Conditional(req http.Header) bool {
+	for _, k := range []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"} {
+		if _, ok := req[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // Cache is safe for concurrent use.
@@ -235,6 +269,53 @@ func (c *Cache) PutAdmitted(a *Admission, base string, resp http.Header, body []
 		c.removeLocked(c.lru.Back())
 	}
 	return true
+}
+
+// Freshen updates old, the stored answer to base for req, with the header
+// of a 304 Not Modified that validated it (RFC 9111 §4.3.4): each field
+// the 304 carries replaces the stored one's, but Content-Length and the
+// hop-by-hop ones (the caller strips those), and the answer's freshness
+// starts again from now. It returns the answer to serve, stored in old's
+// place unless the 304 says no-store; the body is old's, not copied.
+func (c *Cache) Freshen(old *Entry, base string, req, h304 http.Header, road string) *Entry {
+	h := old.Header.Clone()
+	for k, vs := range h304 {
+		switch k {
+		case "Content-Length", "Age":
+			continue
+		}
+		h[k] = vs
+	}
+	if age := h304.Get("Age"); age != "" {
+		h.Set("Age", age) // read by PutAdmitted as the answer's initial age, and not kept
+	}
+	a := c.Storable(old.Status, req, h, int64(len(old.Body)))
+	if a == nil {
+		// It may no longer be stored: served once, as validated, and
+		// dropped.
+		c.dropKey(old.key)
+		e := *old
+		e.Header, e.stored, e.initialAge, e.lifetime = h, c.now(), 0, 0
+		e.Header.Del("Age")
+		return &e
+	}
+	c.PutAdmitted(a, base, h, old.Body, road)
+	if e := c.Get(base, req); e != nil {
+		return e
+	}
+	// Not stored after all (over the largest entry): served as validated.
+	e := *old
+	e.Header, e.stored = h, c.now()
+	e.Header.Del("Age")
+	return &e
+}
+
+func (c *Cache) dropKey(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.removeLocked(el)
+	}
 }
 
 // MaxEntry is the largest answer (in bytes) the cache stores.

@@ -146,3 +146,45 @@ func TestRequestBypasses(t *testing.T) {
 }
 
 func ptr(h http.Header) *http.Header { return &h }
+
+// TestFreshen: a 304's fields replace the stored ones (but Content-Length),
+// its freshness starts again, the body is the stored one (not a copy), and
+// a 304 that says no-store drops the answer it validated.
+func TestFreshen(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := New(1<<20, clk.now)
+	k := Key("studio", "docs", "/a")
+	body := []byte("the body")
+	c.Put(k, nil, 200, hdr("Cache-Control", "max-age=10", "ETag", `"v1"`, "Last-Modified", "Sun, 01 Nov 2026 12:00:00 GMT", "X-Kept", "old", "Content-Type", "text/plain"), body, "lan")
+	old := c.Get(k, nil)
+	if v := old.Validators(); v.Get("If-None-Match") != `"v1"` || v.Get("If-Modified-Since") != "Sun, 01 Nov 2026 12:00:00 GMT" {
+		t.Errorf("validators %v", v)
+	}
+	if v := (&Entry{Header: hdr("Last-Modified", "not a date")}).Validators(); v != nil {
+		t.Errorf("an unparseable Last-Modified is a validator: %v", v)
+	}
+	clk.t = clk.t.Add(time.Minute)
+	if old.Fresh(clk.now()) {
+		t.Fatal("fresh after a minute")
+	}
+	e := c.Freshen(old, k, nil, hdr("Cache-Control", "max-age=30", "X-Kept", "new", "Content-Length", "0", "Age", "2"), "tailnet")
+	if !e.Fresh(clk.now()) || e.Age(clk.now()) != 2*time.Second || e.Header.Get("X-Kept") != "new" || e.Header.Get("Content-Type") != "text/plain" ||
+		e.Header.Get("Content-Length") != "" || e.Header.Get("Age") != "" || e.Road != "tailnet" || &e.Body[0] != &body[0] {
+		t.Errorf("freshened: %+v", e)
+	}
+	if got := c.Get(k, nil); got != e {
+		t.Errorf("the freshened answer is not the stored one")
+	}
+	c.Freshen(e, k, nil, hdr("Cache-Control", "no-store"), "lan")
+	if c.Get(k, nil) != nil {
+		t.Errorf("a 304 with no-store left the answer stored")
+	}
+	for _, h := range []string{"If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range", "Range"} {
+		if !Conditional(hdr(h, "x")) {
+			t.Errorf("%s is not conditional", h)
+		}
+	}
+	if Conditional(hdr("Accept", "*/*")) {
+		t.Error("Accept is conditional")
+	}
+}
