@@ -104,13 +104,13 @@ type Cache struct {
 	vary  map[string][]string      // base key → Vary field names
 }
 
-// New returns a cache of at most maxBytes; one answer may take at most an
-// eighth of it. now may be nil (time.Now).
+// New returns a cache of at most maxBytes; one answer may take at most a
+// quarter of it (16 MiB of 64). now may be nil (time.Now).
 func New(maxBytes int64, now func() time.Time) *Cache {
 	if now == nil {
 		now = time.Now
 	}
-	return &Cache{max: maxBytes, maxEntry: maxBytes / 8, now: now, lru: list.New(),
+	return &Cache{max: maxBytes, maxEntry: maxBytes / 4, now: now, lru: list.New(),
 		items: map[string]*list.Element{}, vary: map[string][]string{}}
 }
 

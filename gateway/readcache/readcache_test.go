@@ -129,8 +129,8 @@ func TestBoundedLRU(t *testing.T) {
 	if c.Get(Key("p", "a", "1"), nil) != nil {
 		t.Errorf("the least recently used entry was kept")
 	}
-	if c.Put(Key("p", "a", "big"), nil, 200, hdr(), make([]byte, 2<<10), "lan") {
-		t.Errorf("an answer over an eighth of the cache was stored")
+	if c.Put(Key("p", "a", "big"), nil, 200, hdr(), make([]byte, 2<<10+1), "lan") {
+		t.Errorf("an answer over a quarter of the cache was stored")
 	}
 }
 

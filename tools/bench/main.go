@@ -40,6 +40,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -310,7 +311,20 @@ func run() error {
 			}
 		}
 	}
-	section := report(targets, caddyVersion, sizes, conns, reads, calls, idle, startup, bigs)
+	// Revalidation: a 10 MiB answer stored and revalidated over the
+	// tailnet road, each read after the first.
+	var revals []revalFigure
+	if !*quick && want("revalidate") {
+		for _, tg := range targets {
+			if !tg.role.tls() || !tg.role.delta() {
+				continue
+			}
+			f := revalidate(ctx, tg, 10<<20, 5)
+			fmt.Printf("revalidate %-36s %s\n", tg.name, f)
+			revals = append(revals, f)
+		}
+	}
+	section := report(targets, caddyVersion, sizes, conns, reads, calls, idle, startup, bigs, revals)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -318,7 +332,11 @@ func run() error {
 	return writeSection(*doc, section)
 }
 
-// ownerApp serves GET /r/{1k,64k,1m} and POST /c on loopback.
+// validatedBytes counts the body bytes the owner app sent on /v/.
+var validatedBytes atomic.Int64
+
+// ownerApp serves GET /r/{1k,64k,1m}, /big/{n}, /v/{n} and POST /c on
+// loopback.
 func ownerApp() (string, func(), error) {
 	bodies := map[string][]byte{"1k": bytes.Repeat([]byte("x"), 1<<10), "64k": bytes.Repeat([]byte("x"), 64<<10), "1m": bytes.Repeat([]byte("x"), 1<<20)}
 	mux := http.NewServeMux()
@@ -341,6 +359,25 @@ func ownerApp() (string, func(), error) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		io.Copy(w, io.LimitReader(zeros{}, n))
+	})
+	// /v/{size}: an answer that may be stored but must be revalidated
+	// each time (max-age=0, an ETag), whose body bytes are counted.
+	mux.HandleFunc("GET /v/{size}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.ParseInt(r.PathValue("size"), 10, 64)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "max-age=0")
+		w.Header().Set("ETag", `"bench-1"`)
+		if r.Header.Get("If-None-Match") == `"bench-1"` {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		m, _ := io.Copy(w, io.LimitReader(zeros{}, n))
+		validatedBytes.Add(m)
 	})
 	mux.HandleFunc("POST /c", func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -866,7 +903,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets []target, caddyVersion string, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure) string {
+func report(targets []target, caddyVersion string, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1025,6 +1062,17 @@ func report(targets []target, caddyVersion string, sizes []string, conns []int, 
 			}
 			return cell{rate: f.rate()}
 		})
+	}
+	if len(revals) > 0 {
+		fmt.Fprintf(&b, "\n### A stored answer revalidated over the tailnet road (%s, `max-age=0` with an ETag; %d reads after the first)\n\n", humanSize(revals[0].size), revals[0].reads)
+		b.WriteString("| through | a read takes (mean) | body bytes the owner app sent a read |\n|---|---|---|\n")
+		for _, f := range revals {
+			if f.err != nil {
+				fmt.Fprintf(&b, "| %s | failed (%v) | — |\n", f.target, f.err)
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d |\n", f.target, dur(f.mean), f.bodyBytes)
+		}
 	}
 	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
 	return b.String()
@@ -1200,4 +1248,69 @@ https://127.0.0.1:%[4]d {
 	plain = target{name: "Caddy " + version + " (2 hops)", role: roleCaddy, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
 	tls = target{name: "Caddy " + version + " (2 hops, TLS between)", role: roleCaddyTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
 	return plain, tls, version, stop, nil
+}
+
+// revalFigure is a stored answer read again through a tailnet pair of
+// Deltas on the tailnet road: the mean time of a read after the first,
+// and the body bytes the owner app sent for each.
+type revalFigure struct {
+	target    string
+	size      int64
+	reads     int
+	mean      time.Duration
+	bodyBytes int64
+	err       error
+}
+
+func (f revalFigure) String() string {
+	if f.err != nil {
+		return "failed: " + f.err.Error()
+	}
+	return fmt.Sprintf("%s a read, the owner app sent %d body bytes a read", f.mean, f.bodyBytes)
+}
+
+// revalidate reads /v/size through tg on the tailnet road once, then reads
+// times more, each a whole answer checked for its length.
+func revalidate(ctx context.Context, tg target, size int64, reads int) revalFigure {
+	f := revalFigure{target: tg.name, size: size, reads: reads}
+	client := &http.Client{}
+	one := func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, tg.readURL+"/v/"+strconv.FormatInt(size, 10), nil)
+		if err != nil {
+			return err
+		}
+		for _, h := range tg.headers {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Set(k, strings.TrimSpace(v))
+		}
+		req.Header.Set("X-Delta-Route", "tailnet")
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		switch {
+		case err != nil:
+			return err
+		case resp.StatusCode != 200 || n != size:
+			return fmt.Errorf("answered %s with %d bytes of %d", resp.Status, n, size)
+		case resp.Header.Get("X-Delta-Route") != "tailnet":
+			return fmt.Errorf("came over %q, not the tailnet road", resp.Header.Get("X-Delta-Route"))
+		}
+		return nil
+	}
+	if f.err = one(); f.err != nil {
+		return f
+	}
+	sent := validatedBytes.Load()
+	start := time.Now()
+	for range reads {
+		if f.err = one(); f.err != nil {
+			return f
+		}
+	}
+	f.mean = time.Since(start) / time.Duration(reads)
+	f.bodyBytes = (validatedBytes.Load() - sent) / int64(reads)
+	return f
 }
