@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -102,7 +103,7 @@ type Config struct {
 type Owner struct {
 	cfg           Config
 	transportOnce sync.Once
-	transport     *http.Transport // to the local owner apps, for reads
+	transport     *h1.Transport // to the local owner apps, for reads
 	refusals      *proto.RefusalLog
 	fences        *fenceCap
 	sessions      *sessions // open here, closed when their interface goes

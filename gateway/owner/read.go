@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -140,19 +141,18 @@ type dialError struct{ error }
 func (e dialError) Unwrap() error { return e.error }
 
 // appTransport is the pool of connections to the local owner apps.
-func (o *Owner) appTransport() *http.Transport {
+func (o *Owner) appTransport() *h1.Transport {
 	o.transportOnce.Do(func() {
-		o.transport = &http.Transport{
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				c, err := appDialer.DialContext(ctx, network, addr)
+		o.transport = &h1.Transport{
+			Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+				c, err := appDialer.DialContext(ctx, "tcp", addr)
 				if err != nil {
 					return nil, dialError{err}
 				}
 				return c, nil
 			},
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
+			MaxIdlePerHost: 64,
+			IdleTimeout:    90 * time.Second,
 		}
 	})
 	return o.transport

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 )
@@ -58,7 +59,7 @@ type Client struct {
 	live   map[*RoadConn]struct{} // connections bound to an interface
 
 	poolMu sync.Mutex
-	pools  map[string]*http.Transport // by peer
+	pools  map[string]*h1.Transport // by peer
 
 	fl flights // connects in flight, joined by later callers (join.go)
 }
@@ -71,7 +72,7 @@ func New(cfg Config) *Client {
 	if cfg.OnConnect == nil {
 		cfg.OnConnect = func(roads.Road, bool) {}
 	}
-	return &Client{cfg: cfg, live: map[*RoadConn]struct{}{}, pools: map[string]*http.Transport{}}
+	return &Client{cfg: cfg, live: map[*RoadConn]struct{}{}, pools: map[string]*h1.Transport{}}
 }
 
 // Try is one attempt's road and ticket.
@@ -340,14 +341,14 @@ var errNoCandidate = errors.New("peerclient: a peer's pool was asked to dial wit
 // pool is peer's pooled HTTP transport; its dial takes the request's
 // candidate from the context and races as Dial does, and a pooled
 // connection knows its road (RoadConn).
-func (c *Client) pool(peer string) *http.Transport {
+func (c *Client) pool(peer string) *h1.Transport {
 	c.poolMu.Lock()
 	defer c.poolMu.Unlock()
 	if tr, ok := c.pools[peer]; ok {
 		return tr
 	}
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	tr := &h1.Transport{
+		Dial: func(ctx context.Context, _ string) (net.Conn, error) {
 			st, _ := ctx.Value(dialKey{}).(*dialState)
 			if st == nil {
 				return nil, errNoCandidate
@@ -361,9 +362,8 @@ func (c *Client) pool(peer string) *http.Transport {
 			}
 			return rc, nil
 		},
-		MaxIdleConnsPerHost: 64,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+		MaxIdlePerHost: 64,
+		IdleTimeout:    90 * time.Second,
 	}
 	c.pools[peer] = tr
 	return tr

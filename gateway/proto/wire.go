@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -308,6 +309,38 @@ func (s *silence) Read(p []byte) (int, error) {
 
 func (s *silence) Close() error { s.timer.Stop(); return s.ReadCloser.Close() }
 
+// Splice moves what it can of the body by Splicer, each piece resetting
+// the silence as a read does.
+func (s *silence) Splice(w io.Writer, max int64) (int64, error, bool) {
+	sp, ok := s.ReadCloser.(Splicer)
+	if !ok {
+		return 0, nil, false
+	}
+	n, err, handled := sp.Splice(w, max)
+	if n > 0 {
+		s.timer.Reset(s.idle)
+	}
+	if err != nil {
+		s.timer.Stop()
+	}
+	return n, err, handled
+}
+
+// Splicer is a body that can move itself to a writer without passing
+// through this process (h1.Body: splice(2) between TCP connections). It
+// returns the bytes moved, io.EOF at its end, and handled = false when it
+// cannot (then it is read as usual).
+type Splicer interface {
+	Splice(w io.Writer, max int64) (n int64, err error, handled bool)
+}
+
+// Counter counts bytes passed on without seeing them (a transfer's).
+type Counter interface{ Received(n int64) }
+
+// splicePiece is how much a Splice moves at once: the silence and a
+// transfer's count are updated between pieces.
+const splicePiece = 1 << 20
+
 // ErrWriterGone marks a Flow that stopped because the side it wrote to
 // would not take more (the app went away).
 var ErrWriterGone = errors.New("the connection written to went away")
@@ -327,7 +360,38 @@ func FlowSized(w http.ResponseWriter, src io.Reader, also io.Writer, size int64)
 	pool := CopyBuffers
 	if size >= BigBody {
 		pool = BigCopyBuffers
+		// A big body the kernel can move from one connection to the
+		// other is not copied through here, when nothing needs its
+		// bytes (only, at most, their count).
+		counter, counting := also.(Counter)
+		if sp, ok := src.(Splicer); ok && (also == nil || counting) {
+			var n int64
+			for {
+				m, err, handled := sp.Splice(w, splicePiece)
+				n += m
+				if counting && m > 0 {
+					counter.Received(m)
+				}
+				if !handled {
+					m, err := flowBuffered(w, src, also, pool)
+					return n + m, err
+				}
+				if err == io.EOF {
+					return n, nil
+				}
+				if err != nil {
+					if errors.Is(err, syscall.EPIPE) && !errors.Is(err, ErrWriterGone) {
+						err = fmt.Errorf("%w (%v)", ErrWriterGone, err)
+					}
+					return n, err
+				}
+			}
+		}
 	}
+	return flowBuffered(w, src, also, pool)
+}
+
+func flowBuffered(w http.ResponseWriter, src io.Reader, also io.Writer, pool *BufferPool) (int64, error) {
 	bp := pool.get()
 	defer pool.put(bp)
 	buf := *bp

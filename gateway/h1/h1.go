@@ -1,0 +1,415 @@
+// Package h1 is the HTTP/1.1 client of the hops whose two ends Delta knows:
+// a read from one Delta to another, and from the owner Delta to its app.
+// It is an http.RoundTripper on pooled connections, like net/http's
+// Transport, but smaller: a request is written and its answer read in the
+// caller's goroutine (no reader and writer goroutine a connection, no
+// channels between them), and the body of an answer of known length on a
+// plain TCP connection can be moved to another TCP connection by the
+// kernel (Body.Splice: splice(2) on Linux), never copied through Delta.
+//
+// What net/http's Transport does that a Delta hop relies on, it does too:
+// interim 1xx answers go to the request's httptrace Got1xxResponse (a 101
+// ends the exchange: sessions are not carried here); GotConn names the
+// connection a request went on; a request that went on a pooled
+// connection the other end had closed meanwhile is sent once more on a
+// new one, when it is a GET, HEAD or OPTIONS without a body (nothing of
+// an answer came); a connection is pooled again only once its answer has
+// been read to its end; a request's context ending closes its connection.
+package h1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
+)
+
+// Transport is a pool of HTTP/1.1 connections by host (a request URL's
+// Host). It is safe for concurrent use.
+type Transport struct {
+	// Dial connects for a request, with its context. Required.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// MaxIdlePerHost bounds the idle connections kept for a host; 0
+	// means 64.
+	MaxIdlePerHost int
+	// IdleTimeout closes a connection idle for that long; 0 means 90 s.
+	IdleTimeout time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*conn // most recently used last
+}
+
+// conn is one connection and its buffers.
+type conn struct {
+	t    *Transport
+	host string
+	nc   net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	// idleTimer closes it once idle for IdleTimeout; stopped in use.
+	idleTimer *time.Timer
+	closeOnce sync.Once
+}
+
+// The buffers of a connection: an answer's head and a small body are read
+// in one call; a bigger body is read past the buffer, straight into the
+// relay's.
+const (
+	readBufSize  = 16 << 10
+	writeBufSize = 4 << 10
+)
+
+func (t *Transport) maxIdle() int {
+	if t.MaxIdlePerHost > 0 {
+		return t.MaxIdlePerHost
+	}
+	return 64
+}
+
+func (t *Transport) idleTimeout() time.Duration {
+	if t.IdleTimeout > 0 {
+		return t.IdleTimeout
+	}
+	return 90 * time.Second
+}
+
+// get takes an idle connection to host, or dials one; reused says which.
+func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool, err error) {
+	t.mu.Lock()
+	for list := t.idle[host]; len(list) > 0; list = t.idle[host] {
+		c = list[len(list)-1]
+		t.idle[host] = list[:len(list)-1]
+		if c.idleTimer.Stop() {
+			t.mu.Unlock()
+			return c, true, nil
+		}
+		// Its idle timer fired: it is being closed.
+	}
+	t.mu.Unlock()
+	nc, err := t.Dial(ctx, host)
+	if err != nil {
+		return nil, false, err
+	}
+	c = &conn{t: t, host: host, nc: nc, br: bufio.NewReaderSize(nc, readBufSize), bw: bufio.NewWriterSize(nc, writeBufSize)}
+	c.idleTimer = time.AfterFunc(time.Hour, c.idleExpired)
+	c.idleTimer.Stop()
+	return c, false, nil
+}
+
+// put pools c again, or closes it when the pool for its host is full.
+func (t *Transport) put(c *conn) {
+	t.mu.Lock()
+	if t.idle == nil {
+		t.idle = map[string][]*conn{}
+	}
+	if len(t.idle[c.host]) >= t.maxIdle() {
+		t.mu.Unlock()
+		c.close()
+		return
+	}
+	t.idle[c.host] = append(t.idle[c.host], c)
+	c.idleTimer.Reset(t.idleTimeout())
+	t.mu.Unlock()
+}
+
+func (c *conn) idleExpired() {
+	t := c.t
+	t.mu.Lock()
+	list := t.idle[c.host]
+	for i, x := range list {
+		if x == c {
+			t.idle[c.host] = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	t.mu.Unlock()
+	c.close()
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.idleTimer.Stop()
+		c.nc.Close()
+	})
+}
+
+// CloseIdleConnections closes every idle connection.
+func (t *Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	var all []*conn
+	for host, list := range t.idle {
+		all = append(all, list...)
+		delete(t.idle, host)
+	}
+	t.mu.Unlock()
+	for _, c := range all {
+		c.close()
+	}
+}
+
+// replayable reports whether req may be sent again after a pooled
+// connection turned out closed: a GET, HEAD or OPTIONS without a body.
+func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
+		return req.Body == nil || req.Body == http.NoBody
+	}
+	return false
+}
+
+// errClosedIdle marks a pooled connection found closed by the other end
+// before any of the answer came.
+var errClosedIdle = errors.New("h1: the pooled connection was closed by the other end")
+
+// RoundTrip sends req and returns the head of its answer; the body streams
+// from the connection, which is pooled again once the body has been read
+// to its end (or closed at its end) and closed otherwise.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	trace := httptrace.ContextClientTrace(ctx)
+	host := req.URL.Host
+	if req.URL.Port() == "" {
+		host = net.JoinHostPort(req.URL.Hostname(), "80")
+	}
+	for {
+		c, reused, err := t.get(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		if trace != nil && trace.GotConn != nil {
+			trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: reused})
+		}
+		resp, err := c.roundTrip(ctx, req, trace)
+		if err == nil {
+			return resp, nil
+		}
+		c.close()
+		if reused && errors.Is(err, errClosedIdle) && replayable(req) && ctx.Err() == nil {
+			continue
+		}
+		if cause := context.Cause(ctx); cause != nil {
+			return nil, fmt.Errorf("%w (%v)", err, cause)
+		}
+		return nil, err
+	}
+}
+
+func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
+
+// aLongTimeAgo is a deadline that unblocks every read and write at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+	// The context's end unblocks the connection, whatever it is doing;
+	// the connection is not pooled again then.
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	if err := req.Write(c.bw); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := c.bw.Flush(); err != nil {
+		stop()
+		return nil, err
+	}
+	for {
+		if _, err := c.br.Peek(1); err != nil {
+			stop()
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+				return nil, fmt.Errorf("%w: %v", errClosedIdle, err)
+			}
+			return nil, err
+		}
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
+			if trace != nil && trace.Got1xxResponse != nil {
+				if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
+					stop()
+					return nil, err
+				}
+			}
+			continue
+		}
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			stop()
+			return nil, errors.New("h1: the answer switched protocols (101), which this client does not carry")
+		}
+		b := &Body{c: c, rc: resp.Body, stop: stop, reusable: !resp.Close && !req.Close}
+		if resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 {
+			b.left = resp.ContentLength
+		} else {
+			b.left = -1
+		}
+		if resp.Body == http.NoBody || b.left == 0 {
+			b.finish(true)
+		}
+		resp.Body = b
+		return resp, nil
+	}
+}
+
+// Body is an answer's body on its connection.
+type Body struct {
+	c    *conn
+	rc   io.ReadCloser
+	stop func() bool
+	// left is what is left of a body of known length; -1 when its length
+	// is not known (chunked, or until the connection closes).
+	left     int64
+	reusable bool
+
+	mu   sync.Mutex
+	done bool
+	err  error
+}
+
+// Read reads the body.
+func (b *Body) Read(p []byte) (int, error) {
+	if b.isDone() {
+		return 0, io.EOF
+	}
+	if b.left > 0 && int64(len(p)) > b.left {
+		p = p[:b.left] // after a Splice, the framing reader's count is behind
+	}
+	n, err := b.rc.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+		if b.left == 0 && err == nil {
+			err = io.EOF
+		}
+	}
+	if err == io.EOF {
+		b.finish(true)
+	} else if err != nil {
+		b.finish(false)
+	}
+	return n, err
+}
+
+func (b *Body) isDone() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.done
+}
+
+// Close ends the body: its connection is pooled again if the body was
+// read to its end, and closed otherwise.
+func (b *Body) Close() error {
+	b.finish(false)
+	return nil
+}
+
+// finish hands the connection back (pooled if the body ended and the
+// connection may carry another exchange, else closed), once.
+func (b *Body) finish(atEnd bool) {
+	b.mu.Lock()
+	if b.done {
+		b.mu.Unlock()
+		return
+	}
+	b.done = true
+	b.mu.Unlock()
+	// stop is false when the context ended (and set a deadline in the
+	// past): the connection is not used again then.
+	if b.stop() && atEnd && b.reusable {
+		b.c.t.put(b.c)
+		return
+	}
+	b.c.close()
+}
+
+// Splice moves up to max bytes of the body to w without passing them
+// through this process, when it can: the body is of known length on a
+// plain TCP connection (or one that gives its TCP connection, TCP()) with
+// nothing of it buffered here, and w is a TCP connection or writes to one
+// (an http.ResponseWriter of net/http's, through ReadFrom). It returns
+// the bytes moved, io.EOF once the whole body has been, and handled =
+// false (nothing moved) when it cannot; then the body is read as usual.
+func (b *Body) Splice(w io.Writer, max int64) (n int64, err error, handled bool) {
+	if b.isDone() {
+		return 0, io.EOF, true
+	}
+	tcp := tcpOf(b.c.nc)
+	rf := readerFrom(w)
+	if b.left <= 0 || tcp == nil || rf == nil {
+		return 0, nil, false
+	}
+	if buffered := b.c.br.Buffered(); buffered > 0 {
+		// What came with the head is passed on as it is.
+		p, _ := b.c.br.Peek(int(min(int64(buffered), b.left, max)))
+		m, err := w.Write(p)
+		b.c.br.Discard(m)
+		b.left -= int64(m)
+		switch {
+		case err != nil:
+			b.finish(false)
+			return int64(m), fmt.Errorf("%w (%v)", proto.ErrWriterGone, err), true
+		case b.left == 0:
+			b.finish(true)
+			return int64(m), io.EOF, true
+		}
+		return int64(m), nil, true
+	}
+	n, err = rf.ReadFrom(&io.LimitedReader{R: tcp, N: min(max, b.left)})
+	b.left -= n
+	switch {
+	case err != nil:
+		b.finish(false)
+	case b.left == 0:
+		// The whole body has come; the reader net/http framed it with
+		// knows nothing of it, and is left unread with the connection
+		// pooled at the next answer's start.
+		b.finish(true)
+		err = io.EOF
+	case n == 0:
+		b.finish(false)
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err, true
+}
+
+// tcpOf is the plain TCP connection under nc, or nil (TLS, a tailnet's).
+func tcpOf(nc net.Conn) *net.TCPConn {
+	switch c := nc.(type) {
+	case *net.TCPConn:
+		return c
+	case interface{ TCP() *net.TCPConn }:
+		return c.TCP()
+	}
+	return nil
+}
+
+// readerFrom is what writes to w's TCP connection from a reader (net/http's
+// response writer, unwrapped as http.ResponseController would), or nil.
+func readerFrom(w io.Writer) io.ReaderFrom {
+	for {
+		switch x := w.(type) {
+		case *net.TCPConn:
+			return x
+		case http.ResponseWriter:
+			if rf, ok := x.(io.ReaderFrom); ok {
+				return rf
+			}
+			u, ok := x.(interface{ Unwrap() http.ResponseWriter })
+			if !ok {
+				return nil
+			}
+			w = u.Unwrap()
+		default:
+			return nil
+		}
+	}
+}
