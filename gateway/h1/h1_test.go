@@ -1,0 +1,283 @@
+package h1
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// dialCounter is a Transport whose dials are counted.
+func newTransport(dials *atomic.Int32) *Transport {
+	return &Transport{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+		dials.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}}
+}
+
+func get(t *testing.T, tr *Transport, ctx context.Context, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("GET %s: reading the body: %v", url, err)
+	}
+	return resp, string(b)
+}
+
+// TestPooling: answers of known length, chunked and empty leave their
+// connection pooled; a body closed before its end does not; the headers
+// go as net/http's Transport sends them (no User-Agent of Go's when the
+// caller gave an empty one, no Accept-Encoding); trailers come.
+func TestPooling(t *testing.T) {
+	var seen atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(fmt.Sprintf("UA %q AE %q", r.Header.Values("User-Agent"), r.Header.Get("Accept-Encoding")))
+		switch r.URL.Path {
+		case "/len":
+			w.Header().Set("Content-Length", "5")
+			io.WriteString(w, "hello")
+		case "/chunked":
+			w.Header().Set("Trailer", "X-Sum")
+			io.WriteString(w, "chun")
+			w.(http.Flusher).Flush()
+			io.WriteString(w, "ked")
+			w.Header().Set("X-Sum", "7")
+		case "/empty":
+			w.WriteHeader(http.StatusNoContent)
+		case "/big":
+			w.Header().Set("Content-Length", fmt.Sprint(1<<20))
+			w.Write(bytes.Repeat([]byte("b"), 1<<20))
+		}
+	}))
+	defer srv.Close()
+	var dials atomic.Int32
+	tr := newTransport(&dials)
+	defer tr.CloseIdleConnections()
+	ctx := context.Background()
+	for i := range 3 {
+		if resp, b := get(t, tr, ctx, srv.URL+"/len", "User-Agent", ""); b != "hello" || resp.StatusCode != 200 {
+			t.Fatalf("/len: %d %q", resp.StatusCode, b)
+		}
+		if resp, b := get(t, tr, ctx, srv.URL+"/chunked"); b != "chunked" || resp.Trailer.Get("X-Sum") != "7" {
+			t.Fatalf("/chunked: %q trailer %v", b, resp.Trailer)
+		}
+		if resp, b := get(t, tr, ctx, srv.URL+"/empty"); b != "" || resp.StatusCode != 204 {
+			t.Fatalf("/empty: %d %q", resp.StatusCode, b)
+		}
+		if dials.Load() != 1 {
+			t.Fatalf("round %d: %d dials, want the one connection reused", i, dials.Load())
+		}
+	}
+	if s := seen.Load().(string); s != `UA ["Go-http-client/1.1"] AE ""` {
+		t.Errorf("the last request came with %s", s)
+	}
+	get(t, tr, ctx, srv.URL+"/len", "User-Agent", "")
+	if s := seen.Load().(string); s != `UA [] AE ""` {
+		t.Errorf("an empty User-Agent came as %s", s)
+	}
+	// Closed before its end: the connection is not pooled.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/big", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Read(make([]byte, 10))
+	resp.Body.Close()
+	get(t, tr, ctx, srv.URL+"/len")
+	if dials.Load() != 2 {
+		t.Errorf("%d dials after a body closed early, want 2 (it is not reused)", dials.Load())
+	}
+}
+
+// TestClosedIdleConnection: a GET that went on a pooled connection the
+// server had closed is sent again on a new one; a POST is not.
+func TestClosedIdleConnection(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))
+	srv.Start()
+	defer srv.Close()
+	var dials atomic.Int32
+	tr := newTransport(&dials)
+	defer tr.CloseIdleConnections()
+	get(t, tr, context.Background(), srv.URL+"/")
+	srv.CloseClientConnections() // the server drops its idle connection
+	if _, b := get(t, tr, context.Background(), srv.URL+"/"); b != "ok" || dials.Load() != 2 {
+		t.Errorf("after the server closed the idle connection: %q with %d dials, want ok on a second", b, dials.Load())
+	}
+	srv.CloseClientConnections()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", strings.NewReader("x"))
+	if _, err := tr.RoundTrip(req); err == nil || !errors.Is(err, errClosedIdle) {
+		t.Errorf("a POST on a closed pooled connection: %v, want it not sent again", err)
+	}
+}
+
+// TestInterim: 103 answers go to Got1xxResponse, and the final answer
+// follows; GotConn names the connection.
+func TestInterim(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		io.WriteString(w, "final")
+	}))
+	defer srv.Close()
+	var dials atomic.Int32
+	tr := newTransport(&dials)
+	defer tr.CloseIdleConnections()
+	var early []string
+	var gotConn net.Conn
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			early = append(early, fmt.Sprintf("%d %s", code, h.Get("Link")))
+			return nil
+		},
+		GotConn: func(info httptrace.GotConnInfo) { gotConn = info.Conn },
+	})
+	resp, b := get(t, tr, ctx, srv.URL+"/")
+	if b != "final" || resp.StatusCode != 200 || len(early) != 1 || early[0] != "103 </a.css>; rel=preload" {
+		t.Errorf("answer %d %q, interim %q", resp.StatusCode, b, early)
+	}
+	if gotConn == nil {
+		t.Error("GotConn was not called")
+	}
+}
+
+// TestCancel: a request's context ending unblocks it at once, whatever
+// it waits for, and its connection is not reused.
+func TestCancel(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/body" {
+			w.Header().Set("Content-Length", "10")
+			io.WriteString(w, "12345")
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	var dials atomic.Int32
+	tr := newTransport(&dials)
+	defer tr.CloseIdleConnections()
+	cause := errors.New("the test's cause")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/head", nil)
+	if _, err := tr.RoundTrip(req); err == nil || !strings.Contains(err.Error(), "the test's cause") {
+		t.Errorf("waiting for the head: %v, want it ended naming the cause", err)
+	}
+	ctx, cancel2 := context.WithCancel(context.Background())
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/body", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	io.ReadFull(resp.Body, buf)
+	time.AfterFunc(50*time.Millisecond, cancel2)
+	if _, err := resp.Body.Read(buf); err == nil {
+		t.Error("a body read after the context ended returned no error")
+	}
+	resp.Body.Close()
+}
+
+// TestSplice: a big body of known length on plain TCP goes from one
+// connection to another by Splice, whole and in order, after what was
+// buffered with its head; the connection is pooled again after it.
+func TestSplice(t *testing.T) {
+	body := make([]byte, 5<<20+123)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	want := sha256.Sum256(body)
+	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body)
+	}))
+	defer app.Close()
+	var dials atomic.Int32
+	tr := newTransport(&dials)
+	defer tr.CloseIdleConnections()
+	var spliced, pieces atomic.Int64
+	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, app.URL+"/", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Length", fmt.Sprint(resp.ContentLength))
+		w.WriteHeader(200)
+		sp := resp.Body.(*Body)
+		for {
+			n, err, handled := sp.Splice(w, 1<<20)
+			if !handled {
+				t.Error("Splice did not handle a body of known length on TCP")
+				return
+			}
+			spliced.Add(n)
+			pieces.Add(1)
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}))
+	defer relay.Close()
+	for range 2 {
+		resp, err := http.Get(relay.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := sha256.New()
+		n, err := io.Copy(got, bufio.NewReader(resp.Body))
+		resp.Body.Close()
+		if err != nil || n != int64(len(body)) || !bytes.Equal(got.Sum(nil), want[:]) {
+			t.Fatalf("spliced body: %d bytes of %d, err %v, the same: %v", n, len(body), err, bytes.Equal(got.Sum(nil), want[:]))
+		}
+	}
+	if spliced.Load() != 2*int64(len(body)) || pieces.Load() < 12 || dials.Load() != 1 {
+		t.Errorf("%d bytes spliced in %d pieces over %d connections", spliced.Load(), pieces.Load(), dials.Load())
+	}
+	// Not on TLS, nor to a writer that is not a TCP connection.
+	req, _ := http.NewRequest(http.MethodGet, app.URL+"/", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, _, handled := resp.Body.(*Body).Splice(&bytes.Buffer{}, 1<<20); handled {
+		t.Error("spliced into a bytes.Buffer")
+	}
+}
