@@ -273,7 +273,6 @@ type Body struct {
 
 	mu   sync.Mutex
 	done bool
-	err  error
 }
 
 // Read reads the body.
