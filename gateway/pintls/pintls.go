@@ -24,6 +24,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -148,6 +149,7 @@ func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certific
 	if own != nil {
 		cfg.Certificates = []tls.Certificate{*own}
 	}
+	cfg.ClientSessionCache = sessionCache(want, own)
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
@@ -157,4 +159,39 @@ func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certific
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
 	return c, nil
+}
+
+// sessions are the TLS 1.3 sessions a handshake may resume instead of a
+// full one (a probe of the lan road every few seconds, a call's new
+// connection): no certificates cross the road again and no signature is
+// made or checked. One cache per pair of pins, the peer's and our own: a
+// session is resumed only with the certificates it was made with, so a
+// resumed connection is as pinned as a full handshake (VerifyConnection
+// sees the session's certificates and checks them again), and a peer that
+// changed its certificate, or a Delta that changed its own, gets a full
+// handshake.
+var sessions = struct {
+	sync.Mutex
+	m map[string]tls.ClientSessionCache
+}{m: map[string]tls.ClientSessionCache{}}
+
+// maxSessionCaches bounds the caches kept (one per peer, in practice).
+const maxSessionCaches = 256
+
+func sessionCache(want string, own *tls.Certificate) tls.ClientSessionCache {
+	key := want
+	if own != nil && len(own.Certificate) > 0 {
+		key += "|" + Pin(own.Certificate[0])
+	}
+	sessions.Lock()
+	defer sessions.Unlock()
+	c, ok := sessions.m[key]
+	if !ok {
+		if len(sessions.m) >= maxSessionCaches {
+			clear(sessions.m)
+		}
+		c = tls.NewLRUClientSessionCache(8)
+		sessions.m[key] = c
+	}
+	return c
 }

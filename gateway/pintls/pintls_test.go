@@ -53,14 +53,23 @@ func TestPinnedHandshake(t *testing.T) {
 		}
 		return Handshake(context.Background(), raw, want, &cert)
 	}
-	c, err := dial(pin)
-	if err != nil {
-		t.Fatalf("pinned handshake: %v", err)
-	}
-	c.Write([]byte("hello"))
-	c.Close()
-	if b := <-got; string(b) != "hello" {
-		t.Errorf("server read %q", b)
+	for i := range 3 {
+		c, err := dial(pin)
+		if err != nil {
+			t.Fatalf("pinned handshake %d: %v", i, err)
+		}
+		// The first is a full handshake; the later ones resume its
+		// session (the ticket is read with the server's first bytes).
+		if cs := c.ConnectionState(); cs.DidResume != (i > 0) || len(cs.PeerCertificates) == 0 || Pin(cs.PeerCertificates[0].Raw) != pin {
+			t.Errorf("handshake %d: resumed %v, peer certificates %d", i, cs.DidResume, len(cs.PeerCertificates))
+		}
+		c.Write([]byte("hello"))
+		c.CloseWrite()
+		io.ReadAll(c) // the server's session ticket, then its close
+		c.Close()
+		if b := <-got; string(b) != "hello" {
+			t.Errorf("handshake %d: the server read %q (a resumed session must carry the client's pin)", i, b)
+		}
 	}
 
 	_, other, _ := LoadOrCreate(t.TempDir(), "impostor")
