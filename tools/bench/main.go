@@ -762,13 +762,16 @@ func parseWrk(out string) (cell, error) {
 // idle measures a Delta's RSS and CPU over d while nothing uses it.
 type idleFigures struct {
 	rssMB   float64
+	anonMB  float64 // its own memory (RssAnon)
+	fileMB  float64 // mapped files' pages, its program's (RssFile)
 	cpuPct  float64
 	window  time.Duration
 	hasTray bool
 }
 
 func (f idleFigures) String() string {
-	return fmt.Sprintf("RSS %.1f MB, CPU %.2f %% over %s (tray: %v)", f.rssMB, f.cpuPct, f.window, f.hasTray)
+	return fmt.Sprintf("RSS %.1f MB (its own memory %.1f MB; pages of its program and other files %.1f MB, shared with every process that maps them), CPU %.2f %% over %s (tray: %v)",
+		f.rssMB, f.anonMB, f.fileMB, f.cpuPct, f.window, f.hasTray)
 }
 
 func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
@@ -793,6 +796,8 @@ func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
 		return f, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
 	}
 	f.rssMB = float64(rss) / (1 << 20)
+	f.anonMB = float64(procmem.Field(p.cmd.Process.Pid, "RssAnon")) / (1 << 20)
+	f.fileMB = float64(procmem.Field(p.cmd.Process.Pid, "RssFile")) / (1 << 20)
 	return f, nil
 }
 

@@ -12,13 +12,19 @@ import (
 
 // RSS is pid's resident memory (VmRSS) in bytes; 0 when unknown (no
 // /proc, or the process is gone).
-func RSS(pid int) int64 {
+func RSS(pid int) int64 { return Field(pid, "VmRSS") }
+
+// Field is one of pid's memory fields in /proc/PID/status, in bytes
+// (VmRSS; RssAnon, its own memory; RssFile, the pages of files it maps,
+// its program's among them, shared with every process that maps them);
+// 0 when unknown.
+func Field(pid int, name string) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for l := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, name+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024
 		}
