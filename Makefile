@@ -148,13 +148,17 @@ deb: deps
 app pkg:
 	VERSION=$(VERSION) sh packaging/macos/build.sh $@
 
-# bench runs the side-by-side harness (tools/bench: direct, nginx, two
-# pairs of Deltas under wrk; it rewrites its section of docs/benchmarks.md)
-# and the in-process benchmarks. BENCH_TIME is wrk's time per cell.
+# bench runs the side-by-side harness (tools/bench: direct, nginx and
+# Caddy as two hops, two pairs of Deltas under wrk; a 1 GiB read and call
+# through each; a 10 MiB answer revalidated over the tailnet road; the idle
+# Delta; it rewrites its section of docs/benchmarks.md) and the in-process
+# benchmarks. BENCH_TIME is wrk's time per cell; BENCH_ARGS more flags
+# (-before BIN runs Deltas built from other code beside, cell by cell).
 BENCH_TIME ?= 5s
+BENCH_ARGS ?=
 bench: deps bench-deps
-	$(GO) run ./tools/bench -d $(BENCH_TIME)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/
+	$(GO) run ./tools/bench -d $(BENCH_TIME) $(BENCH_ARGS)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/ ./gateway/pintls/
 
 # bench-peers: one person's computers on a loopback tailnet, home and 1, 10
 # and 50 peers; what home sends to keep its roads known, each node's CPU,
@@ -166,12 +170,13 @@ bench-peers: deps
 	DELTA_BENCH_PEERS=$(PEERS) DELTA_BENCH_PEERS_WINDOW=$(PEERS_WINDOW) $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 90m ./gateway/tailnet/ | grep --line-buffered -v 'level='; \
 	  exit $${PIPESTATUS[0]}
 
-# bench-deps installs nginx and wrk (Debian's) when root; make test does
-# not need them.
+# bench-deps installs nginx, Caddy and wrk (Debian's) when root; make test
+# does not need them.
 bench-deps:
 	@missing=""; \
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
+	command -v caddy >/dev/null 2>&1 || missing="$$missing caddy"; \
 	tools/apt-install $$missing
 
 run: deps

@@ -917,8 +917,8 @@ func report(targets []target, caddyVersion string, sizes []string, conns []int, 
 			cpu = strings.TrimSpace(string(m[1]))
 		}
 	}
-	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench -d %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops.\n\n",
-		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), *duration, *duration, nginxVersion(), caddyVersion)
+	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops.\n\n",
+		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), strings.Join(os.Args[1:], " "), *duration, nginxVersion(), caddyVersion)
 	byRole := map[role]target{}
 	for _, t := range targets {
 		byRole[t.role] = t
