@@ -103,6 +103,11 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
+	// As many kept idle as may be open: database/sql keeps 2 by default,
+	// and a third reader at once closed its connection after use and the
+	// next opened one again (its pragmas run, its statements prepared
+	// again): about 2 % of a call's CPU at 16 at once.
+	db.SetMaxIdleConns(4)
 	d := &DB{db: db, now: opts.Now, changed: make(chan struct{}), contPath: ContinuityFile(path)}
 	if d.now == nil {
 		d.now = time.Now
