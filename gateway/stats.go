@@ -9,6 +9,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -166,6 +167,9 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 			writeFamily(w, "delta_upkeep_bytes_total", "Bytes both ways on the connections of those requests, by kind.", "kind", bytes)
 		}
 		fmt.Fprintf(w, "# HELP delta_route_hold_down_refusals_total Callers refused at once because a road is held down.\n# TYPE delta_route_hold_down_refusals_total counter\ndelta_route_hold_down_refusals_total %d\n", c.HoldDownRefusals)
+	}
+	if full, resumed := pintls.Handshakes(); full+resumed > 0 {
+		writeFamily(w, "delta_tls_handshakes_total", "TLS handshakes on the lan road made by this Delta, full or resuming a session.", "kind", map[string]uint64{"full": full, "resumed": resumed})
 	}
 	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)
 	fmt.Fprintf(w, "# TYPE delta_cache_bytes gauge\ndelta_cache_bytes %d\n", s.Cache.Bytes)

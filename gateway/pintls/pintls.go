@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -158,8 +159,19 @@ func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certific
 		}
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
 	}
+	if c.ConnectionState().DidResume {
+		handshakes.resumed.Add(1)
+	} else {
+		handshakes.full.Add(1)
+	}
 	return c, nil
 }
+
+var handshakes struct{ full, resumed atomic.Uint64 }
+
+// Handshakes counts the client handshakes made since the start: full ones,
+// and those that resumed a session.
+func Handshakes() (full, resumed uint64) { return handshakes.full.Load(), handshakes.resumed.Load() }
 
 // sessions are the TLS 1.3 sessions a handshake may resume instead of a
 // full one (a probe of the lan road every few seconds, a call's new
