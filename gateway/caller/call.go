@@ -579,7 +579,7 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 		defer x.Done()
 	}
 	keep := &proto.KeptBody{Limit: proto.MaxStoredAnswer}
-	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x, a.ContentLength)
+	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
 	body := &record.Answer{Omitted: true} // a call's record keeps no digest of its answer
 	if kept, ok := keep.Kept(); ok && err == nil {
 		body.Body, body.Omitted = kept, false

@@ -296,7 +296,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		src = &beforeLast{r: io.TeeReader(src, keep), left: resp.ContentLength, last: store}
 		firstKeep = nil // the tee keeps it
 	}
-	n, err := relay(w, src, firstKeep, x, resp.ContentLength)
+	n, err := relay(w, src, firstKeep, x)
 	for resumes := 0; err != nil && !errors.Is(err, proto.ErrWriterGone); resumes++ {
 		validator, why := Resumable(rd.r.Method, rd.r.Header, resp)
 		if why == "" && resumes >= MaxResumes {
@@ -327,7 +327,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 			x.SetRoad(string(cand.Road))
 		}
 		var m int64
-		m, err = relay(w, next.Body, keep, x, next.ContentLength)
+		m, err = relay(w, next.Body, keep, x)
 		next.Body.Close()
 		n += m
 	}
@@ -453,10 +453,9 @@ func Continues(first, next *http.Response, n int64) string {
 	return ""
 }
 
-// relay copies src, of size bytes (-1: unknown), to the app as it arrives
-// (proto.FlowSized), keeping a copy in keep (if not nil) and counting it
-// in x (if not nil).
-func relay(w http.ResponseWriter, src io.Reader, keep *proto.KeptBody, x *transfer.Transfer, size int64) (int64, error) {
+// relay copies src to the app as it arrives (proto.Flow), keeping a copy
+// in keep (if not nil) and counting it in x (if not nil).
+func relay(w http.ResponseWriter, src io.Reader, keep *proto.KeptBody, x *transfer.Transfer) (int64, error) {
 	var also io.Writer
 	switch {
 	case keep != nil && x != nil:
@@ -466,7 +465,7 @@ func relay(w http.ResponseWriter, src io.Reader, keep *proto.KeptBody, x *transf
 	case x != nil:
 		also = x
 	}
-	return proto.FlowSized(w, src, also, size)
+	return proto.Flow(w, src, also)
 }
 
 // serveCached writes a stored answer: fresh when stale is "", else labelled

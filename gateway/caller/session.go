@@ -117,7 +117,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 			w.Header()[k] = vs
 		}
 		w.WriteHeader(a.StatusCode)
-		if _, err := relay(w, a.Body, nil, nil, -1); err != nil && !errors.Is(err, proto.ErrWriterGone) {
+		if _, err := relay(w, a.Body, nil, nil); err != nil && !errors.Is(err, proto.ErrWriterGone) {
 			cr.cfg.OnCut("read")
 			panic(http.ErrAbortHandler)
 		}

@@ -3,9 +3,7 @@
 // It is an http.RoundTripper on pooled connections, like net/http's
 // Transport, but smaller: a request is written and its answer read in the
 // caller's goroutine (no reader and writer goroutine a connection, no
-// channels between them), and the body of an answer of known length on a
-// plain TCP connection can be moved to another TCP connection by the
-// kernel (Body.Splice: splice(2) on Linux), never copied through Delta.
+// channels between them).
 //
 // What net/http's Transport does that a Delta hop relies on, it does too:
 // interim 1xx answers go to the request's httptrace Got1xxResponse (a 101
@@ -30,8 +28,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // Transport is a pool of HTTP/1.1 connections by host (a request URL's
@@ -281,7 +277,7 @@ func (b *Body) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	if b.left > 0 && int64(len(p)) > b.left {
-		p = p[:b.left] // after a Splice, the framing reader's count is behind
+		p = p[:b.left] // never past the body's end
 	}
 	n, err := b.rc.Read(p)
 	if b.left > 0 {
@@ -328,87 +324,4 @@ func (b *Body) finish(atEnd bool) {
 		return
 	}
 	b.c.close()
-}
-
-// Splice moves up to max bytes of the body to w without passing them
-// through this process, when it can: the body is of known length on a
-// plain TCP connection (or one that gives its TCP connection, TCP()) with
-// nothing of it buffered here, and w is a TCP connection or writes to one
-// (an http.ResponseWriter of net/http's, through ReadFrom). It returns
-// the bytes moved, io.EOF once the whole body has been, and handled =
-// false (nothing moved) when it cannot; then the body is read as usual.
-func (b *Body) Splice(w io.Writer, max int64) (n int64, err error, handled bool) {
-	if b.isDone() {
-		return 0, io.EOF, true
-	}
-	tcp := tcpOf(b.c.nc)
-	rf := readerFrom(w)
-	if b.left <= 0 || tcp == nil || rf == nil {
-		return 0, nil, false
-	}
-	if buffered := b.c.br.Buffered(); buffered > 0 {
-		// What came with the head is passed on as it is.
-		p, _ := b.c.br.Peek(int(min(int64(buffered), b.left, max)))
-		m, err := w.Write(p)
-		b.c.br.Discard(m)
-		b.left -= int64(m)
-		switch {
-		case err != nil:
-			b.finish(false)
-			return int64(m), fmt.Errorf("%w (%v)", proto.ErrWriterGone, err), true
-		case b.left == 0:
-			b.finish(true)
-			return int64(m), io.EOF, true
-		}
-		return int64(m), nil, true
-	}
-	n, err = rf.ReadFrom(&io.LimitedReader{R: tcp, N: min(max, b.left)})
-	b.left -= n
-	switch {
-	case err != nil:
-		b.finish(false)
-	case b.left == 0:
-		// The whole body has come; the reader net/http framed it with
-		// knows nothing of it, and is left unread with the connection
-		// pooled at the next answer's start.
-		b.finish(true)
-		err = io.EOF
-	case n == 0:
-		b.finish(false)
-		err = io.ErrUnexpectedEOF
-	}
-	return n, err, true
-}
-
-// tcpOf is the plain TCP connection under nc, or nil (TLS, a tailnet's).
-func tcpOf(nc net.Conn) *net.TCPConn {
-	switch c := nc.(type) {
-	case *net.TCPConn:
-		return c
-	case interface{ TCP() *net.TCPConn }:
-		return c.TCP()
-	}
-	return nil
-}
-
-// readerFrom is what writes to w's TCP connection from a reader (net/http's
-// response writer, unwrapped as http.ResponseController would), or nil.
-func readerFrom(w io.Writer) io.ReaderFrom {
-	for {
-		switch x := w.(type) {
-		case *net.TCPConn:
-			return x
-		case http.ResponseWriter:
-			if rf, ok := x.(io.ReaderFrom); ok {
-				return rf
-			}
-			u, ok := x.(interface{ Unwrap() http.ResponseWriter })
-			if !ok {
-				return nil
-			}
-			w = u.Unwrap()
-		default:
-			return nil
-		}
-	}
 }

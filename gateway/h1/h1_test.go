@@ -1,10 +1,8 @@
 package h1
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -206,78 +204,4 @@ func TestCancel(t *testing.T) {
 		t.Error("a body read after the context ended returned no error")
 	}
 	resp.Body.Close()
-}
-
-// TestSplice: a big body of known length on plain TCP goes from one
-// connection to another by Splice, whole and in order, after what was
-// buffered with its head; the connection is pooled again after it.
-func TestSplice(t *testing.T) {
-	body := make([]byte, 5<<20+123)
-	for i := range body {
-		body[i] = byte(i * 7)
-	}
-	want := sha256.Sum256(body)
-	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
-		w.Write(body)
-	}))
-	defer app.Close()
-	var dials atomic.Int32
-	tr := newTransport(&dials)
-	defer tr.CloseIdleConnections()
-	var spliced, pieces atomic.Int64
-	relay := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, app.URL+"/", nil)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer resp.Body.Close()
-		w.Header().Set("Content-Length", fmt.Sprint(resp.ContentLength))
-		w.WriteHeader(200)
-		sp := resp.Body.(*Body)
-		for {
-			n, err, handled := sp.Splice(w, 1<<20)
-			if !handled {
-				t.Error("Splice did not handle a body of known length on TCP")
-				return
-			}
-			spliced.Add(n)
-			pieces.Add(1)
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}))
-	defer relay.Close()
-	for range 2 {
-		resp, err := http.Get(relay.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := sha256.New()
-		n, err := io.Copy(got, bufio.NewReader(resp.Body))
-		resp.Body.Close()
-		if err != nil || n != int64(len(body)) || !bytes.Equal(got.Sum(nil), want[:]) {
-			t.Fatalf("spliced body: %d bytes of %d, err %v, the same: %v", n, len(body), err, bytes.Equal(got.Sum(nil), want[:]))
-		}
-	}
-	if spliced.Load() != 2*int64(len(body)) || pieces.Load() < 12 || dials.Load() != 1 {
-		t.Errorf("%d bytes spliced in %d pieces over %d connections", spliced.Load(), pieces.Load(), dials.Load())
-	}
-	// Not on TLS, nor to a writer that is not a TCP connection.
-	req, _ := http.NewRequest(http.MethodGet, app.URL+"/", nil)
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, _, handled := resp.Body.(*Body).Splice(&bytes.Buffer{}, 1<<20); handled {
-		t.Error("spliced into a bytes.Buffer")
-	}
 }

@@ -79,7 +79,7 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		h["Trailer"] = names
 	}
 	w.WriteHeader(resp.StatusCode)
-	if _, err := proto.FlowSized(w, body, nil, resp.ContentLength); err != nil {
+	if _, err := proto.Flow(w, body, nil); err != nil {
 		// The app broke off, fell silent, or the caller went away: the
 		// caller's connection is cut, so that it cannot take what came
 		// for the whole answer.

@@ -34,13 +34,6 @@ func (c *RoadConn) Close() error {
 	return c.Conn.Close()
 }
 
-// TCP is the plain TCP connection under c, or nil (TLS, a tailnet's): a
-// body on it may be spliced (h1.Body.Splice).
-func (c *RoadConn) TCP() *net.TCPConn {
-	tcp, _ := c.Conn.(*net.TCPConn)
-	return tcp
-}
-
 // Failure is one candidate that did not connect in a race.
 type Failure struct {
 	Cand roads.Candidate

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -113,25 +112,14 @@ func ForwardHeaders(in http.Header) http.Header {
 	return h
 }
 
-// BufferPool lends copy buffers of one size to the relays of bodies (and
-// is a reverse proxy's BufferPool), so a relay does not allocate one each
-// time.
+// BufferPool lends 32 KiB copy buffers to the relays of bodies, so a relay
+// does not allocate one each time. (Bigger ones for big bodies, 256 KiB
+// from 1 MiB, were measured and not kept: a 1 GiB read through two
+// Deltas was 5-10 % slower with them, docs/benchmarks.md.)
 type BufferPool struct{ p sync.Pool }
 
-func newBufferPool(size int) *BufferPool {
-	return &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, size); return &b }}}
-}
-
-// CopyBuffers lends 32 KiB buffers; BigCopyBuffers 256 KiB ones, for
-// bodies of BigBody bytes or more: a relay of a big body makes an eighth
-// of the system calls a hop.
-var (
-	CopyBuffers    = newBufferPool(32 << 10)
-	BigCopyBuffers = newBufferPool(256 << 10)
-)
-
-// BigBody is the length from which a body is relayed with BigCopyBuffers.
-const BigBody = 1 << 20
+// CopyBuffers is the one BufferPool.
+var CopyBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
 
 // Get lends a buffer.
 func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
@@ -309,38 +297,6 @@ func (s *silence) Read(p []byte) (int, error) {
 
 func (s *silence) Close() error { s.timer.Stop(); return s.ReadCloser.Close() }
 
-// Splice moves what it can of the body by Splicer, each piece resetting
-// the silence as a read does.
-func (s *silence) Splice(w io.Writer, max int64) (int64, error, bool) {
-	sp, ok := s.ReadCloser.(Splicer)
-	if !ok {
-		return 0, nil, false
-	}
-	n, err, handled := sp.Splice(w, max)
-	if n > 0 {
-		s.timer.Reset(s.idle)
-	}
-	if err != nil {
-		s.timer.Stop()
-	}
-	return n, err, handled
-}
-
-// Splicer is a body that can move itself to a writer without passing
-// through this process (h1.Body: splice(2) between TCP connections). It
-// returns the bytes moved, io.EOF at its end, and handled = false when it
-// cannot (then it is read as usual).
-type Splicer interface {
-	Splice(w io.Writer, max int64) (n int64, err error, handled bool)
-}
-
-// Counter counts bytes passed on without seeing them (a transfer's).
-type Counter interface{ Received(n int64) }
-
-// splicePiece is how much a Splice moves at once: the silence and a
-// transfer's count are updated between pieces.
-const splicePiece = 1 << 20
-
 // ErrWriterGone marks a Flow that stopped because the side it wrote to
 // would not take more (the app went away).
 var ErrWriterGone = errors.New("the connection written to went away")
@@ -351,49 +307,8 @@ var ErrWriterGone = errors.New("the connection written to went away")
 // the bytes copied and why it stopped: nil at src's end, ErrWriterGone
 // (wrapped) when w would not take more, or src's error.
 func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
-	return FlowSized(w, src, also, -1)
-}
-
-// FlowSized is Flow for a body of size bytes (-1: unknown): a big one is
-// copied in bigger pieces (BigCopyBuffers).
-func FlowSized(w http.ResponseWriter, src io.Reader, also io.Writer, size int64) (int64, error) {
-	pool := CopyBuffers
-	if size >= BigBody {
-		pool = BigCopyBuffers
-		// A big body the kernel can move from one connection to the
-		// other is not copied through here, when nothing needs its
-		// bytes (only, at most, their count).
-		counter, counting := also.(Counter)
-		if sp, ok := src.(Splicer); ok && (also == nil || counting) {
-			var n int64
-			for {
-				m, err, handled := sp.Splice(w, splicePiece)
-				n += m
-				if counting && m > 0 {
-					counter.Received(m)
-				}
-				if !handled {
-					m, err := flowBuffered(w, src, also, pool)
-					return n + m, err
-				}
-				if err == io.EOF {
-					return n, nil
-				}
-				if err != nil {
-					if errors.Is(err, syscall.EPIPE) && !errors.Is(err, ErrWriterGone) {
-						err = fmt.Errorf("%w (%v)", ErrWriterGone, err)
-					}
-					return n, err
-				}
-			}
-		}
-	}
-	return flowBuffered(w, src, also, pool)
-}
-
-func flowBuffered(w http.ResponseWriter, src io.Reader, also io.Writer, pool *BufferPool) (int64, error) {
-	bp := pool.get()
-	defer pool.put(bp)
+	bp := CopyBuffers.get()
+	defer CopyBuffers.put(bp)
 	buf := *bp
 	flush := flusherOf(w)
 	var n int64

@@ -430,6 +430,10 @@ http {
   proxy_set_header Connection "";
   proxy_buffering on;
   proxy_buffers 64 16k;
+  # A 1 GiB read or call streams through (without these, nginx spools
+  # it to temporary files and gives up past 1 GiB).
+  proxy_max_temp_file_size 0;
+  proxy_request_buffering off;
   upstream app { server %[2]s; keepalive 128; }
   upstream hop2 { server 127.0.0.1:%[4]d; keepalive 128; }
   upstream hop2tls { server 127.0.0.1:%[6]d; keepalive 128; }
