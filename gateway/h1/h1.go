@@ -185,7 +185,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if trace != nil && trace.GotConn != nil {
 			trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: reused})
 		}
-		resp, err := c.roundTrip(ctx, req, trace)
+		resp, err := c.roundTrip(ctx, req, trace, reused)
 		if err == nil {
 			return resp, nil
 		}
@@ -205,7 +205,11 @@ func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 // aLongTimeAgo is a deadline that unblocks every read and write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
-func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace) (*http.Response, error) {
+// errClosedEarly is a new connection closed by the other end before any of
+// the answer came.
+var errClosedEarly = errors.New("h1: the connection was closed before an answer came")
+
+func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace, reused bool) (*http.Response, error) {
 	// The context's end unblocks the connection, whatever it is doing;
 	// the connection is not pooled again then.
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
@@ -221,7 +225,10 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		if _, err := c.br.Peek(1); err != nil {
 			stop()
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-				return nil, fmt.Errorf("%w: %v", errClosedIdle, err)
+				if reused {
+					return nil, fmt.Errorf("%w: %v", errClosedIdle, err)
+				}
+				return nil, fmt.Errorf("%w: %v", errClosedEarly, err)
 			}
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package h1
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -130,6 +131,27 @@ func TestClosedIdleConnection(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", strings.NewReader("x"))
 	if _, err := tr.RoundTrip(req); err == nil || !errors.Is(err, errClosedIdle) {
 		t.Errorf("a POST on a closed pooled connection: %v, want it not sent again", err)
+	}
+	// A new connection closed before an answer: said so, and not sent again.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			bufio.NewReader(c).ReadString('\n')
+			c.Close()
+		}
+	}()
+	before := dials.Load()
+	req, _ = http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+	if _, err := tr.RoundTrip(req); !errors.Is(err, errClosedEarly) || dials.Load() != before+1 {
+		t.Errorf("a new connection closed before an answer: %v after %d dials, want errClosedEarly after one", err, dials.Load()-before)
 	}
 }
 
