@@ -295,7 +295,7 @@ func (c *Cache) Freshen(old *Entry, base string, req, h304 http.Header, road str
 		// dropped.
 		c.dropKey(old.key)
 		e := *old
-		e.Header, e.stored, e.initialAge, e.lifetime = h, c.now(), 0, 0
+		e.Header, e.Road, e.stored, e.initialAge, e.lifetime = h, road, c.now(), 0, 0
 		e.Header.Del("Age")
 		return &e
 	}
@@ -305,7 +305,7 @@ func (c *Cache) Freshen(old *Entry, base string, req, h304 http.Header, road str
 	}
 	// Not stored after all (over the largest entry): served as validated.
 	e := *old
-	e.Header, e.stored = h, c.now()
+	e.Header, e.Road, e.stored = h, road, c.now()
 	e.Header.Del("Age")
 	return &e
 }

@@ -175,7 +175,9 @@ func TestFreshen(t *testing.T) {
 	if got := c.Get(k, nil); got != e {
 		t.Errorf("the freshened answer is not the stored one")
 	}
-	c.Freshen(e, k, nil, hdr("Cache-Control", "no-store"), "lan")
+	if e := c.Freshen(e, k, nil, hdr("Cache-Control", "no-store"), "thunderbolt"); e.Road != "thunderbolt" || string(e.Body) != "the body" {
+		t.Errorf("a 304 with no-store: served %q from road %q, want the body from the 304's road", e.Body, e.Road)
+	}
 	if c.Get(k, nil) != nil {
 		t.Errorf("a 304 with no-store left the answer stored")
 	}
