@@ -169,7 +169,7 @@ func (g *Gateway) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# HELP delta_route_hold_down_refusals_total Callers refused at once because a road is held down.\n# TYPE delta_route_hold_down_refusals_total counter\ndelta_route_hold_down_refusals_total %d\n", c.HoldDownRefusals)
 	}
 	if full, resumed := pintls.Handshakes(); full+resumed > 0 {
-		writeFamily(w, "delta_tls_handshakes_total", "TLS handshakes on the lan road made by this Delta, full or resuming a session.", "kind", map[string]uint64{"full": full, "resumed": resumed})
+		writeFamily(w, "delta_tls_handshakes_total", "TLS handshakes on the lan road made by this process, full or resuming a session.", "kind", map[string]uint64{"full": full, "resumed": resumed})
 	}
 	fmt.Fprintf(w, "# HELP delta_unsettled_calls Calls whose outcome is unknown or needs a person.\n# TYPE delta_unsettled_calls gauge\ndelta_unsettled_calls %d\n", s.Unsettled)
 	fmt.Fprintf(w, "# TYPE delta_cache_bytes gauge\ndelta_cache_bytes %d\n", s.Cache.Bytes)
