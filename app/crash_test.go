@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -54,14 +56,27 @@ type proc struct {
 	defaultListen bool
 }
 
+// freeAddr is a free address on 127.0.0.1 for a Delta to listen on.
+//
+// The port is below the kernel's ephemeral range (Linux 32768-60999, macOS
+// 49152-65535): a port taken from that range and let go could be handed
+// to the next listener on port 0 (a Delta's local API) before the process
+// it was meant for binds it, which failed TestForget once ("bind: address
+// already in use"). Below it, only another test choosing the same port
+// at random could take it.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + mathrand.IntN(12000)
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: another one
+		}
+		ln.Close()
+		return ln.Addr().String()
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("no free port between 20000 and 32000 on 127.0.0.1 in 200 tries")
+	return ""
 }
 
 // twoProcs configures "laptop" and "studio", each knowing the other.

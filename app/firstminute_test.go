@@ -115,9 +115,12 @@ func TestNoLoginURL(t *testing.T) {
 	}
 }
 
+// freePortT is a free port on 127.0.0.1, below the ephemeral range
+// (freeAddr).
 func freePortT(t *testing.T) int {
 	t.Helper()
-	p, err := freePort()
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	p, err := strconv.Atoi(port)
 	if err != nil {
 		t.Fatal(err)
 	}
