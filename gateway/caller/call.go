@@ -62,12 +62,12 @@ type Config struct {
 	// unknown; Wake wakes it. Required.
 	FirstAsk time.Duration
 	Wake     func()
-	// OnCall, OnRead and OnCacheHit count outcomes. Required.
+	// OnCall, OnRead, OnCacheHit and OnRevalidated (a stored answer
+	// served again after the owner's 304 to its validators) count
+	// outcomes. Required.
 	OnCall, OnRead func(proto.Outcome)
 	OnCacheHit     func()
-	// OnRevalidated, if not nil, counts a stored answer served again
-	// after the owner said 304 Not Modified to its validators.
-	OnRevalidated func()
+	OnRevalidated  func()
 	// OnCut counts an answer that broke off on its way to the app (by
 	// what: "read", "call_answer", "session"), OnResume a read resumed on
 	// a fresh road. Required.

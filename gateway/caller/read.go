@@ -207,9 +207,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 		proto.StripHop(resp.Header)
 		e := cr.cfg.Cache.Freshen(rd.stored, rd.key, rd.r.Header, resp.Header, string(used.Road))
 		cr.cfg.OnRead(proto.Answered)
-		if cr.cfg.OnRevalidated != nil {
-			cr.cfg.OnRevalidated()
-		}
+		cr.cfg.OnRevalidated()
 		cr.serveCached(rd.w, rd.r, e, "")
 		res.Verdict = peerclient.Done
 		return res

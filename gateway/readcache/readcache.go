@@ -233,6 +233,11 @@ func IsEventStream(h http.Header) bool {
 // and its body, and reports whether it did (it may still be over the
 // largest entry).
 func (c *Cache) PutAdmitted(a *Admission, base string, resp http.Header, body []byte, road string) bool {
+	return c.store(base, c.entry(a, base, resp, body, road))
+}
+
+// entry is the answer a admitted as the cache keeps it, at now.
+func (c *Cache) entry(a *Admission, base string, resp http.Header, body []byte, road string) *Entry {
 	status, req, names, d := a.status, a.req, a.varyNames, a.directives
 	now := c.now()
 	e := &Entry{Status: status, Header: resp.Clone(), Body: body, Road: road,
@@ -249,11 +254,17 @@ func (c *Cache) PutAdmitted(a *Admission, base string, resp http.Header, body []
 	}
 	e.Header.Del("Age")
 	e.key = variant(base, names, req)
+	return e
+}
+
+// store keeps e, an answer to base, unless it is over the largest entry,
+// and reports whether it did.
+func (c *Cache) store(base string, e *Entry) bool {
 	size := e.size()
 	if size > c.maxEntry {
 		return false
 	}
-
+	names := e.varyNames
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.vary[base]; ok && !slices.Equal(old, names) {
@@ -299,15 +310,9 @@ func (c *Cache) Freshen(old *Entry, base string, req, h304 http.Header, road str
 		e.Header.Del("Age")
 		return &e
 	}
-	c.PutAdmitted(a, base, h, old.Body, road)
-	if e := c.Get(base, req); e != nil {
-		return e
-	}
-	// Not stored after all (over the largest entry): served as validated.
-	e := *old
-	e.Header, e.Road, e.stored = h, road, c.now()
-	e.Header.Del("Age")
-	return &e
+	e := c.entry(a, base, h, old.Body, road)
+	c.store(base, e) // over the largest entry, it is served as validated and not kept
+	return e
 }
 
 func (c *Cache) dropKey(key string) {
