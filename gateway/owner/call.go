@@ -265,7 +265,7 @@ func (o *Owner) spool(src io.Reader, h hash.Hash) (*os.File, int64, error) {
 	buf := proto.CopyBuffers.Get()
 	defer proto.CopyBuffers.Put(buf)
 	w := &roomyWriter{w: io.MultiWriter(f, h), room: func() (int64, error) { return o.cfg.FreeBytes(o.cfg.SpoolDir) }}
-	n, err := io.CopyBuffer(w, src, buf)
+	n, err := io.CopyBuffer(w, src, *buf)
 	if errors.Is(err, syscall.ENOSPC) {
 		err = fmt.Errorf("%w: %s's disk filled up after %d bytes", errNoRoom, o.cfg.Self().Name, n)
 	}
@@ -502,7 +502,7 @@ func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, w http.R
 	}
 	if w == nil || gone != nil {
 		buf := proto.CopyBuffers.Get()
-		_, broke = io.CopyBuffer(keep, src, buf)
+		_, broke = io.CopyBuffer(keep, src, *buf)
 		proto.CopyBuffers.Put(buf)
 	}
 	ans := &record.Answer{Omitted: true, BodyDigest: hex.EncodeToString(keep.Sum.Sum(nil))}

@@ -121,16 +121,10 @@ type BufferPool struct{ p sync.Pool }
 // CopyBuffers is the one BufferPool.
 var CopyBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
 
-// Get lends a buffer.
-func (b *BufferPool) Get() []byte { return *(b.p.Get().(*[]byte)) }
-
-// Put returns a buffer.
-func (b *BufferPool) Put(s []byte) { b.p.Put(&s) }
-
-// get and put lend and return a buffer with the pointer the pool keeps,
+// Get lends a buffer; Put takes it back, by the pointer the pool keeps,
 // so that returning it allocates nothing.
-func (b *BufferPool) get() *[]byte  { return b.p.Get().(*[]byte) }
-func (b *BufferPool) put(p *[]byte) { b.p.Put(p) }
+func (b *BufferPool) Get() *[]byte  { return b.p.Get().(*[]byte) }
+func (b *BufferPool) Put(p *[]byte) { b.p.Put(p) }
 
 // NotSent phrases what an app is told of a request that never left this
 // computer: the cause, then "nothing was sent" (to peer, when one is
@@ -307,8 +301,8 @@ var ErrWriterGone = errors.New("the connection written to went away")
 // the bytes copied and why it stopped: nil at src's end, ErrWriterGone
 // (wrapped) when w would not take more, or src's error.
 func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
-	bp := CopyBuffers.get()
-	defer CopyBuffers.put(bp)
+	bp := CopyBuffers.Get()
+	defer CopyBuffers.Put(bp)
 	buf := *bp
 	flush := flusherOf(w)
 	var n int64

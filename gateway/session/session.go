@@ -42,7 +42,7 @@ func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *tran
 		}
 		buf := proto.CopyBuffers.Get()
 		defer proto.CopyBuffers.Put(buf)
-		_, err := io.CopyBuffer(dst, src, buf)
+		_, err := io.CopyBuffer(dst, src, *buf)
 		end(err)
 	}
 	wg.Add(2)
