@@ -101,7 +101,7 @@ func init() {
 		{name: "run", summary: "run Delta (the default when no command is given)"},
 		statusCommand, pingCommand, loginCommand,
 		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand,
-		getCommand, callCommand, appsCommand,
+		getCommand, callCommand, appsCommand, forwardCommand,
 		openCommand, versionCommand, demoCommand, initCommand, uninstallCommand,
 	}
 }

@@ -179,8 +179,8 @@ var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [
 		}
 		method := strings.ToUpper(*opts.method)
 		switch method {
-		case "GET", "HEAD", "OPTIONS":
-			return exitf(exitUsage, "call: -X %s is a read; reads go through delta get", *opts.method)
+		case "GET", "HEAD", "OPTIONS", "PROPFIND", "REPORT", "SEARCH", "QUERY":
+			return exitf(exitUsage, "call: -X %s is a read (a safe method); reads go through delta get, or any client through delta forward", *opts.method)
 		case "CONNECT", "TRACE", "":
 			return exitf(exitUsage, "call: -X %q is not a method Delta carries", *opts.method)
 		}

@@ -50,7 +50,10 @@ func TestBadInput(t *testing.T) {
 		{name: "body over the limit", body: bytes.Repeat([]byte("x"), 8<<20+1), status: 413, outcome: "bad_request", detail: "over the limit of 8388608 bytes"},
 		{name: "no token", noAuth: true, status: 401, outcome: "unauthorized", detail: "no Authorization"},
 		{name: "wrong token", hdr: []string{"Authorization", "Bearer nope"}, status: 401, outcome: "unauthorized", detail: "does not match"},
-		{name: "not a bearer token", hdr: []string{"Authorization", "Basic eDp5"}, status: 401, outcome: "unauthorized", detail: "not \"Bearer <token>\""},
+		{name: "Basic with a wrong password", hdr: []string{"Authorization", "Basic eDp5"}, status: 401, outcome: "unauthorized", detail: "the Basic password does not match"},
+		{name: "Basic not base64", hdr: []string{"Authorization", "Basic !!"}, status: 401, outcome: "unauthorized", detail: "not base64"},
+		{name: "neither Bearer nor Basic", hdr: []string{"Authorization", "Digest x"}, status: 401, outcome: "unauthorized", detail: "neither \"Bearer <token>\" nor Basic"},
+		{name: "a PROPFIND's body over 1 MiB", method: "PROPFIND", body: bytes.Repeat([]byte("x"), 1<<20+1), status: 413, outcome: "bad_request", detail: "a PROPFIND carries at most 1048576 bytes"},
 		{name: "foreign Host", hdr: []string{"Host", "evil.example:7420"}, status: 400, outcome: "bad_request", detail: "not a loopback name"},
 		{name: "TRACE", method: "TRACE", status: 405, outcome: "bad_request", detail: "TRACE is not carried"},
 		{name: "a GET with a body", method: "GET", body: []byte("dropped?"), status: 400, outcome: "bad_request", detail: "a GET carries no body"},
@@ -138,8 +141,8 @@ func TestBadAppRegistration(t *testing.T) {
 		{`{"url": "http://[::1%25lo]:8080"}`, "not on a loopback address"},
 		{`{"url": "http://127.0.0.1:8080"} {"url": "http://10.0.0.1:1"}`, "more follows"},
 		{`{"url": "http://127.0.0.1:8080", "url": "http://10.0.0.1:1"}`, `holds "url" twice`}, // of two, Delta and a person could each read another
-		{`{"url": "` + studio.g.LocalURL() + `"}`, "Delta's own door"},
-		{`{"url": "http://` + laptop.otherAddr + `"}`, "Delta's own door"}, // studio's peer listener
+		{`{"url": "` + studio.g.LocalURL() + `"}`, "one of Delta's own doors"},
+		{`{"url": "http://` + laptop.otherAddr + `"}`, "one of Delta's own doors"}, // studio's peer listener
 		{`{"url": "http://127.0.0.1:8080", "secret": "mine"}`, "unknown field"},
 	} {
 		r := studio.c.Must(t, "PUT", "/v1/apps/notes", []byte(tc.body))

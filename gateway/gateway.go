@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
+	"github.com/delta-roads/delta/gateway/forward"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/owner"
@@ -173,6 +174,7 @@ type Gateway struct {
 	recon     *reconcile.Reconciler
 	caller    *caller.Caller
 	transfers *transfer.Set // under way: reads, calls, sessions
+	forwards  *forward.Set  // loopback doors, one a peer's app
 	page      *statuspage.Page
 	refusals  *proto.RefusalLog // connections over a door's cap
 
@@ -370,6 +372,12 @@ func (g *Gateway) Start() (err error) {
 		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay, OnFenceRefusal: func() { g.stats.inc("fences_refused") },
 		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
+	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.serveForward, CheckAuth: g.checkLocalAuth,
+		PageCookie: statuspage.SessionCookie, Limits: g.limits(localConnsPerSource), ErrLog: errLog, Log: g.log, Now: g.now})
+	if err := g.forwards.Start(); err != nil {
+		g.AddNotice(err.Error())
+	}
+	undo = append(undo, g.forwards.Close)
 	var peerAddrs []string
 	for _, pl := range pls {
 		g.servePeer(pl, errLog)
@@ -473,6 +481,7 @@ func (g *Gateway) Close() error {
 	g.peerMu.Lock()
 	srvs := append(slices.Clone(g.peerSrvs), g.localSrv)
 	g.peerMu.Unlock()
+	srvs = append(srvs, g.forwards.Servers()...)
 	done := make([]bool, len(srvs))
 	for i, s := range srvs {
 		wg.Go(func() { done[i] = s.Shutdown(ctx) == nil })
@@ -491,6 +500,7 @@ func (g *Gateway) Close() error {
 			s.Close()
 		}
 	}
+	g.forwards.Close()
 	g.wg.Wait()
 	g.pc.CloseAll()
 	if err := statedir.RemoveLocal(g.cfg.StateDir); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
+	"github.com/delta-roads/delta/gateway/forward"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -41,6 +42,9 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
 	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
 	mux.HandleFunc("DELETE /v1/apps/{app}", g.handleDeleteApp)
+	mux.HandleFunc("GET "+localapi.ForwardsPath, g.handleListForwards)
+	mux.HandleFunc("PUT "+localapi.ForwardsPath+"/{peer}/{app}", g.handlePutForward)
+	mux.HandleFunc("DELETE "+localapi.ForwardsPath+"/{peer}/{app}", g.handleDeleteForward)
 	mux.HandleFunc("GET /v1/status", g.handleStatus)
 	mux.HandleFunc("GET /metrics", g.handleMetrics)
 	mux.HandleFunc("POST /v1/login-link", g.handleLoginLink)
@@ -102,15 +106,9 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			g.handleProof(w, r) // before the token: it is how a client knows whom to send it to
 			return
 		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !checkToken(tok, g.token) {
-			why := "the request has no Authorization: Bearer header"
-			if ok {
-				why = "the bearer token does not match " + g.cfg.StateDir + "/local-token"
-			} else if r.Header.Get("Authorization") != "" {
-				why = "the Authorization header is not \"Bearer <token>\""
-			}
+		if why := g.checkLocalAuth(r.Header.Get("Authorization")); why != "" {
 			proto.RefuseAndClose(w) // no wait for a body that may never come
+			w.Header().Set("WWW-Authenticate", `Basic realm="Delta"`)
 			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
 			return
 		}
@@ -126,18 +124,86 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 	})
 }
 
+// checkLocalAuth says why an Authorization header does not carry this
+// Delta's local token, or "": "Bearer <token>", or Basic credentials with
+// the token as the password and any user name (DESIGN §2b: what restic's
+// rest:http://delta:TOKEN@127.0.0.1:7420/… and a browser's prompt send).
+func (g *Gateway) checkLocalAuth(auth string) string {
+	if auth == "" {
+		return "the request has no Authorization header (Bearer <token>, or Basic with the token as the password; the token is in " + g.cfg.StateDir + "/local-token)"
+	}
+	scheme, cred, _ := strings.Cut(auth, " ")
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		if !checkToken(strings.TrimSpace(cred), g.token) {
+			return "the bearer token does not match " + g.cfg.StateDir + "/local-token"
+		}
+	case strings.EqualFold(scheme, "Basic"):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+		if err != nil {
+			return "the Authorization header's Basic credentials are not base64"
+		}
+		_, pass, ok := strings.Cut(string(raw), ":")
+		if !ok {
+			return "the Authorization header's Basic credentials are not USER:PASSWORD"
+		}
+		if !checkToken(pass, g.token) {
+			return "the Basic password does not match " + g.cfg.StateDir + "/local-token (any user name, the token as the password)"
+		}
+	default:
+		return "the Authorization header is neither \"Bearer <token>\" nor Basic credentials with the token as the password"
+	}
+	return ""
+}
+
 func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
 	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail})
 }
 
 func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
-	isCall, upgrade := proto.IsCall(r.Method), proto.IsUpgrade(r.Header)
 	t, o, detail := parseTarget(r)
+	t.Host = r.Host
+	t.Prefix = "/v1/peers/" + url.PathEscape(t.Peer) + "/" + url.PathEscape(t.App)
+	g.carry(w, r, t, o, detail)
+}
+
+// serveForward carries a request a forward admitted (DESIGN §2b) exactly
+// as one to /v1/peers/PEER/APP/…: its path and query unchanged, the Host
+// its client used, its cookies (less Delta's page cookie) and, when the
+// forward asks for no token, its own Authorization.
+func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, sp forward.Spec, a forward.Admitted) {
+	t := caller.Target{Peer: sp.Peer, App: sp.App, Host: a.Host, Cookie: a.Cookie, Authorization: a.Authorization}
+	var o proto.Outcome
+	var detail string
+	if why := proto.UncleanPath(r.URL.Path); why != "" {
+		o, detail = proto.BadRequest, proto.NotSent(why+", which Delta does not carry (the owner's Delta would answer it with a redirect of its own)", "")
+	} else if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
+		if status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", "GET, HEAD, OPTIONS, and any method of a call (POST, PUT, PATCH, DELETE, …)")
+		}
+		proto.RefuseAndClose(w)
+		proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+		return
+	} else {
+		t.PathQuery = r.URL.EscapedPath()
+		if r.URL.RawQuery != "" {
+			t.PathQuery += "?" + r.URL.RawQuery
+		}
+		o, detail = parseOptions(r, &t)
+	}
+	g.carry(w, r, t, o, detail)
+}
+
+// carry sends the request r for target t (parsed, or refused with o and
+// detail) as a call, a session or a read.
+func (g *Gateway) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o proto.Outcome, detail string) {
+	isCall, upgrade := proto.IsCall(r.Method), proto.IsUpgrade(r.Header)
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
 	}
-	if !isCall && r.ContentLength != 0 && o == "" {
-		// A read's body would be dropped on the way: refused instead.
+	if !isCall && !proto.ReadMayCarryBody(r.Method) && r.ContentLength != 0 && o == "" {
+		// A GET's or a HEAD's body would be dropped on the way: refused
+		// instead.
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("a %s carries no body, and this one has one; a request that sends something is a call (POST, PUT, PATCH, …)", r.Method), "")
 	}
 	if o != "" {
@@ -182,22 +248,30 @@ func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 	if t.App, rest, err = proto.SplitTarget(rest[1:], "app"); err != nil {
 		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
 	}
-	if t.Timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
-		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
-	}
-	if v := r.Header.Get(proto.HeaderRoute); v != "" {
-		if t.Pin, err = roads.Parse(v); err != nil {
-			return t, proto.BadRequest, proto.NotSent(err.Error(), "")
-		}
-	}
-	if strings.ContainsRune(rest, 0) {
-		return t, proto.BadRequest, proto.NotSent("the path holds a NUL character", "")
-	}
 	t.PathQuery = rest
 	if r.URL.RawQuery != "" {
 		t.PathQuery += "?" + r.URL.RawQuery
 	}
-	return t, "", ""
+	o, detail := parseOptions(r, &t)
+	return t, o, detail
+}
+
+// parseOptions reads what an app may say of a request in Delta's headers
+// (X-Delta-Timeout, X-Delta-Route) into t, and checks t's path.
+func parseOptions(r *http.Request, t *caller.Target) (proto.Outcome, string) {
+	var err error
+	if t.Timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
+		return proto.BadRequest, proto.NotSent(err.Error(), "")
+	}
+	if v := r.Header.Get(proto.HeaderRoute); v != "" {
+		if t.Pin, err = roads.Parse(v); err != nil {
+			return proto.BadRequest, proto.NotSent(err.Error(), "")
+		}
+	}
+	if strings.ContainsRune(t.PathQuery, 0) {
+		return proto.BadRequest, proto.NotSent("the path holds a NUL character", "")
+	}
+	return "", ""
 }
 
 // viewCall is a journal's call as GET /v1/calls/{id} shows it (DESIGN
@@ -555,13 +629,14 @@ func (g *Gateway) notOwnDoor(appURL string) error {
 	g.peerMu.Lock()
 	addrs := slices.Clone(g.doorAddrs)
 	g.peerMu.Unlock()
+	addrs = append(addrs, g.forwards.Addrs()...)
 	for _, a := range append(addrs, g.localLn.Addr()) {
 		ta, ok := a.(*net.TCPAddr)
 		if !ok || strconv.Itoa(ta.Port) != u.Port() {
 			continue
 		}
 		if ta.IP.IsUnspecified() || ta.IP.Equal(ip) {
-			return fmt.Errorf("app url %q is Delta's own door (%s), not an app", appURL, ta)
+			return fmt.Errorf("app url %q is one of Delta's own doors (%s: its local API, a peer listener or a forward), not an app", appURL, ta)
 		}
 	}
 	return nil
@@ -591,6 +666,55 @@ func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleListForwards lists this computer's forwards (delta forward
+// --list).
+func (g *Gateway) handleListForwards(w http.ResponseWriter, r *http.Request) {
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"forwards": g.forwards.List()})
+}
+
+// handlePutForward opens (or changes) the forward to a peer's app:
+// {"listen": "127.0.0.1:0", "token": false}, both optional.
+func (g *Gateway) handlePutForward(w http.ResponseWriter, r *http.Request) {
+	peer, app := r.PathValue("peer"), r.PathValue("app")
+	var body localapi.ForwardRequest
+	if r.ContentLength != 0 {
+		if err := proto.DecodeObject(r.Body, 16<<10, &body); err != nil {
+			localError(w, proto.BadRequest, `the body is not {"listen": "127.0.0.1:PORT", "token": false} (both may be left out): `+err.Error())
+			return
+		}
+	}
+	if err := proto.CheckName("peer", peer); err != nil {
+		localError(w, proto.BadRequest, err.Error())
+		return
+	}
+	if !g.router.Known(peer) {
+		localError(w, proto.NotFound, roads.UnknownPeer(peer, roads.PeerNames(g.router)))
+		return
+	}
+	f, err := g.forwards.Add(peer, app, body.Listen, body.Token)
+	switch {
+	case errors.Is(err, forward.ErrInvalid):
+		localError(w, proto.BadRequest, err.Error())
+	case err != nil:
+		localError(w, proto.Unavailable, err.Error())
+	default:
+		proto.WriteJSON(w, http.StatusOK, f)
+	}
+}
+
+// handleDeleteForward closes and forgets a forward.
+func (g *Gateway) handleDeleteForward(w http.ResponseWriter, r *http.Request) {
+	err := g.forwards.Remove(r.PathValue("peer"), r.PathValue("app"))
+	switch {
+	case errors.Is(err, forward.ErrNotFound):
+		localError(w, proto.NotFound, err.Error())
+	case err != nil:
+		localError(w, proto.Unavailable, err.Error())
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
 }
 
 var nonceRe = regexp.MustCompile(`^[0-9a-f]{32,128}$`)

@@ -232,3 +232,28 @@ func (c *Client) LoginLink(ctx context.Context) (string, error) {
 	err := c.api(ctx, http.MethodPost, "/v1/login-link", nil, &out)
 	return out.URL, err
 }
+
+// Forward opens (or changes) this computer's forward to app on peer
+// (DESIGN §2b): a loopback URL that carries every request to that app,
+// with no prefix and no token. listen is a loopback address ("" keeps the
+// forward's address, or takes a free port on 127.0.0.1); token asks for
+// the local token on it.
+func (c *Client) Forward(ctx context.Context, peer, app, listen string, token bool) (*localapi.Forward, error) {
+	var f localapi.Forward
+	err := c.api(ctx, http.MethodPut, localapi.ForwardPath(url.PathEscape(peer), url.PathEscape(app)), localapi.ForwardRequest{Listen: listen, Token: token}, &f)
+	return &f, err
+}
+
+// Forwards lists this computer's forwards.
+func (c *Client) Forwards(ctx context.Context) ([]localapi.Forward, error) {
+	var out struct {
+		Forwards []localapi.Forward `json:"forwards"`
+	}
+	err := c.api(ctx, http.MethodGet, localapi.ForwardsPath, nil, &out)
+	return out.Forwards, err
+}
+
+// RemoveForward closes and forgets the forward to app on peer.
+func (c *Client) RemoveForward(ctx context.Context, peer, app string) error {
+	return c.api(ctx, http.MethodDelete, localapi.ForwardPath(url.PathEscape(peer), url.PathEscape(app)), nil, nil)
+}

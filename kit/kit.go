@@ -302,8 +302,8 @@ func (c *Client) CallStream(ctx context.Context, peer, app, method, path string,
 		opt = &CallOptions{}
 	}
 	switch method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace:
-		return nil, fmt.Errorf("kit: %q is not a call's method; reads go through Get", method)
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace, "PROPFIND", "REPORT", "SEARCH", "QUERY":
+		return nil, fmt.Errorf("kit: %q is not a call's method; reads (safe methods) go through Get, or plain HTTP to a forward", method)
 	}
 	id := opt.RequestID
 	if id == "" {

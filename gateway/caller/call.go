@@ -41,6 +41,44 @@ type Target struct {
 	PathQuery string // escaped, starting with "/", with "?query" if any
 	Timeout   time.Duration
 	Pin       roads.Road
+	// Host is the Host the app's client used (the local API's or a
+	// forward's), and Prefix the path it wrote before the app's own paths
+	// (/v1/peers/PEER/APP; "" through a forward): the owner app gets them
+	// as Host, X-Forwarded-Host, Forwarded and X-Forwarded-Prefix (DESIGN
+	// §2b). If empty, the owner app gets its own address as Host.
+	Host, Prefix string
+	// Cookie is what of the app's Cookie header goes to the owner app:
+	// nothing on /v1/peers/… (""), the client's own through a forward,
+	// Delta's page cookie aside. A read that carries one is neither
+	// served from nor stored in the cache, which every app here shares.
+	Cookie string
+	// Authorization is the app's own Authorization header, through a
+	// forward that asks for no token (a rest-server's password, a WebDAV
+	// login): it goes to the owner app as it is, carried between the
+	// Deltas as X-Delta-Authorization (proto.HeaderAuthorization), since
+	// Authorization there holds Delta's ticket. "" for none.
+	Authorization string
+}
+
+// header is the app's request header in as it goes to the owner: without
+// hop-by-hop headers, credentials, X-Delta-* and a client's Forwarded
+// fields (proto.ForwardHeaders), with t's Cookie, Host and Prefix.
+func (t Target) header(in http.Header) http.Header {
+	h := proto.ForwardHeaders(in)
+	h.Del("Cookie")
+	if t.Cookie != "" {
+		h.Set("Cookie", t.Cookie)
+	}
+	if t.Host != "" {
+		h.Set(proto.HeaderHost, t.Host)
+	}
+	if t.Prefix != "" {
+		h.Set(proto.HeaderPrefix, t.Prefix)
+	}
+	if t.Authorization != "" {
+		h.Set(proto.HeaderAuthorization, t.Authorization)
+	}
+	return h
 }
 
 // Config configures a Caller.
@@ -176,7 +214,9 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	// What a person may have to check later: the headers as sent (the
 	// ticket aside) and the body (its size once it has passed, when it
 	// streams).
-	sent := proto.ForwardHeaders(r.Header)
+	sent := t.header(r.Header)
+	sent.Del("Cookie") // a session's secret: sent, never kept
+	sent.Del(proto.HeaderAuthorization)
 	sent.Set(proto.HeaderRequestID, rid)
 	sent.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
 	if c.Digest != "" {
@@ -399,7 +439,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 // Continue) with its digest as the trailer. It returns the answer's head.
 func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, error) {
 	cr, t, c, body := run.cr, run.t, run.c, run.body
-	h := proto.ForwardHeaders(run.r.Header)
+	h := t.header(run.r.Header)
 	h.Set(proto.HeaderRequestID, c.RequestID)
 	h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
 	if c.CallerApp != "" {

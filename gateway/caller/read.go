@@ -1,6 +1,7 @@
 package caller
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -44,10 +46,20 @@ var (
 // when it can be, and otherwise cut, never ended as if whole (§2a).
 func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	key := readcache.Key(t.Peer, t.App, t.PathQuery)
+	// Only GET is cached, and not with a cookie: the cache is shared by
+	// every app on this computer, and a cookie's answer is its holder's.
 	isGet := r.Method == http.MethodGet
+	cacheable := isGet && t.Cookie == ""
+	body, err := readBody(r)
+	if err != nil {
+		cr.cfg.OnRead(proto.BadRequest)
+		proto.RefuseAndClose(w)
+		proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(err.Error(), ""), Peer: t.Peer}.With(proto.NothingSent))
+		return
+	}
 	var stored *readcache.Entry
 	var validate http.Header
-	if isGet {
+	if cacheable {
 		stored = cr.cfg.Cache.Get(key, r.Header)
 		if stored != nil && !readcache.RequestBypasses(r.Header) && stored.Fresh(cr.cfg.Now()) {
 			cr.cfg.OnRead(proto.Answered)
@@ -63,8 +75,8 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 			validate = stored.Validators()
 		}
 	}
-	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: isGet, stored: stored, validate: validate}
-	err := cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
+	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: cacheable, body: body, stored: stored, validate: validate}
+	err = cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
 	fail := rd.fail
 	var nr *peerclient.NoRoadError
 	var te *peerclient.TicketError
@@ -82,7 +94,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	// as if the road had failed (docs/protocol.md).
 	// Nor when the app asked for a fresh answer (Cache-Control: no-cache
 	// or max-age=0): RFC 9111 §5.2.1.4 forbids a stored one unvalidated.
-	if isGet && fail.roadFault && (fail.o == proto.Unavailable || fail.o == proto.Timeout) && !readcache.RequestBypasses(r.Header) {
+	if cacheable && fail.roadFault && (fail.o == proto.Unavailable || fail.o == proto.Timeout) && !readcache.RequestBypasses(r.Header) {
 		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.StaleOK() {
 			cr.cfg.OnRead(proto.Stale)
 			cr.serveCached(w, r, e, fail.detail)
@@ -100,7 +112,12 @@ type readRun struct {
 	r     *http.Request
 	t     Target
 	key   string
+	// isGet reports whether the read is a GET the cache serves and keeps
+	// (no cookie).
 	isGet bool
+	// body is what the read carries (a PROPFIND's properties), whole,
+	// so that it can be sent again; nil for none.
+	body []byte
 	// stored is the cache's answer to this read, not fresh, if it has
 	// one; validate the headers that revalidate it, if it can be.
 	stored   *readcache.Entry
@@ -111,7 +128,7 @@ type readRun struct {
 // request is the read as it goes to the owner on try, with the extra
 // header (a resumption's range); its context ends with a cause.
 func (rd *readRun) request(ctx context.Context, try peerclient.Try, extra http.Header) (*http.Request, error) {
-	h := proto.ForwardHeaders(rd.r.Header)
+	h := rd.t.header(rd.r.Header)
 	h.Set(proto.HeaderTimeout, proto.FormatTimeout(rd.t.Timeout))
 	if app := rd.r.Header.Get(proto.HeaderApp); app != "" {
 		h.Set(proto.HeaderApp, app)
@@ -119,7 +136,32 @@ func (rd *readRun) request(ctx context.Context, try peerclient.Try, extra http.H
 	for k, vs := range extra {
 		h[k] = vs
 	}
-	return peerclient.AppRequest(ctx, try, rd.r.Method, rd.t.App, rd.t.PathQuery, h, nil)
+	var body io.Reader
+	if len(rd.body) > 0 {
+		body = bytes.NewReader(rd.body) // Content-Length and GetBody: it may be sent again
+	}
+	return peerclient.AppRequest(ctx, try, rd.r.Method, rd.t.App, rd.t.PathQuery, h, body)
+}
+
+// readBody reads the body a read carries (proto.ReadMayCarryBody), whole:
+// at most proto.MaxReadBody bytes, so that it can be sent again on a fresh
+// road. An app that sent Expect: 100-continue is told 100 Continue as it
+// is read.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	if r.ContentLength > proto.MaxReadBody {
+		return nil, fmt.Errorf("a %s carries at most %d bytes (it is held to be sent again on a fresh road), and this one announces %d", r.Method, proto.MaxReadBody, r.ContentLength)
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, proto.MaxReadBody+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("the %s's body did not arrive whole (%v)", r.Method, err)
+	case len(b) > proto.MaxReadBody:
+		return nil, fmt.Errorf("a %s carries at most %d bytes (it is held to be sent again on a fresh road), and this one has more", r.Method, proto.MaxReadBody)
+	}
+	return b, nil
 }
 
 // roundTrip sends req on the peer's pool and waits for the head (the
@@ -300,13 +342,21 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		if why == "" && resumes >= MaxResumes {
 			why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
 		}
+		ownerEnded := EndedByOwner(err)
+		if ownerEnded {
+			// The owner's Delta closed the connection short of the
+			// answer's end: its app broke off (the road carried the
+			// close, so it works). The app's fault, not the road's: the
+			// road stays, and the answer is cut (DESIGN §2b).
+			why = "the owner's end closed the connection short of the answer's end (its app broke off, or its Delta stopped); the road carried the close, so it is kept"
+		}
 		if why != "" || rd.r.Context().Err() != nil {
 			if why == "" {
 				why = "the app went away"
 			}
 			cr.cfg.OnCut("read")
 			cr.cfg.Log.Warn("a read's answer broke off and cannot be resumed; the app's connection is cut so it cannot take the answer for whole",
-				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why)
+				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why, "road_kept", ownerEnded)
 			panic(http.ErrAbortHandler)
 		}
 		if cand.Road.Local() {
@@ -333,6 +383,16 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		return // the app went away, or nothing to keep
 	}
 	store() // an answer of unknown length, or one resumed
+}
+
+// EndedByOwner reports whether err, a read's answer breaking off, is the
+// owner's Delta ending it short (the connection closed, or reset, by the
+// other end): what it does when its app breaks off an answer. Such a
+// close came over the road, so the road works; a road's own failure is a
+// silence, a timeout, or this computer closing the connection (its
+// interface lost).
+func EndedByOwner(err error) bool {
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // beforeLast calls last once the reads from r reach left bytes, before

@@ -89,6 +89,8 @@ func mapOwnerReadReply(peer, road string, r peerclient.Reply) readFailure {
 		f.o = proto.Timeout
 	case proto.PeerBadRequest:
 		f.o = proto.BadRequest
+	case proto.PeerAppBroke:
+		f.o = proto.AppError
 	default:
 		f.o = proto.Unavailable
 	}

@@ -47,7 +47,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
 		}
 		road = string(rc.Cand.Road)
-		h := proto.ForwardHeaders(r.Header)
+		h := t.header(r.Header)
 		session.Request(h, upgrade)
 		h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
 		if app := r.Header.Get(proto.HeaderApp); app != "" {

@@ -28,6 +28,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // Transport is a pool of HTTP/1.1 connections by host (a request URL's
@@ -154,13 +156,27 @@ func (t *Transport) CloseIdleConnections() {
 }
 
 // replayable reports whether req may be sent again after a pooled
-// connection turned out closed: a GET, HEAD or OPTIONS without a body.
+// connection turned out closed: a read (a safe method, proto.IsRead)
+// without a body or with one it can get again (GetBody), which it then
+// rewinds.
 func replayable(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
-		return req.Body == nil || req.Body == http.NoBody
+	if req.Method != "" && !proto.IsRead(req.Method) {
+		return false
 	}
-	return false
+	if req.Body == nil || req.Body == http.NoBody {
+		return true
+	}
+	if req.GetBody == nil {
+		return false
+	}
+	// A body held in memory (a PROPFIND's, a REPORT's) is sent again
+	// from its start.
+	b, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	req.Body = b
+	return true
 }
 
 // errClosedIdle marks a pooled connection found closed by the other end

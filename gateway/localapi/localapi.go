@@ -261,3 +261,41 @@ func Proof(token, nonce string) string {
 	m.Write([]byte("delta-local-proof/1\x00" + nonce))
 	return hex.EncodeToString(m.Sum(nil))
 }
+
+// Forward is a loopback door of this computer for one peer's app (DESIGN
+// §2b): every request to URL goes to App on Peer, its path and query
+// unchanged, with no prefix and no token (unless Token).
+type Forward struct {
+	Peer string `json:"peer"`
+	App  string `json:"app"`
+	// Listen is the address it listens on (as bound: a port 0 asked for
+	// is the port it was given, kept for every start).
+	Listen string `json:"listen"`
+	// URL is http://LISTEN/; BrowserURL, when the names allow one,
+	// http://APP.PEER.localhost:PORT/, the forward's own name, whose
+	// cookies a browser keeps apart from every other port's.
+	URL        string `json:"url"`
+	BrowserURL string `json:"browser_url,omitempty"`
+	// Token reports whether the forward asks for the local token (Basic,
+	// any user name, or Bearer).
+	Token bool `json:"token"`
+	// Open reports whether it listens now; Error says why not.
+	Open      bool      `json:"open"`
+	Error     string    `json:"error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ForwardRequest is the body of PUT /v1/forwards/{peer}/{app}.
+type ForwardRequest struct {
+	// Listen is a loopback address; port 0 takes a free port. If empty,
+	// 127.0.0.1:0, or the address it has already.
+	Listen string `json:"listen,omitempty"`
+	// Token asks for the local token on the forward.
+	Token bool `json:"token,omitempty"`
+}
+
+// ForwardsPath is the local API's list of forwards; ForwardPath one.
+const ForwardsPath = "/v1/forwards"
+
+// ForwardPath is the local API's path of the forward to app on peer.
+func ForwardPath(peer, app string) string { return ForwardsPath + "/" + peer + "/" + app }

@@ -30,6 +30,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // Error is a failed exchange.
@@ -202,7 +204,11 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		return nil, e
 	}
 
-	req.Close = true // one request per connection: Connection: close
+	// One request per connection: Connection: close; but a session's
+	// opening says Connection: Upgrade and nothing that contradicts it
+	// (aiohttp refuses an upgrade that also says close, DESIGN §2a). Its
+	// connection is the session's, or closed after a declined opening.
+	req.Close = !proto.IsUpgrade(req.Header)
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(c)
 	br := readers.Get().(*bufio.Reader)

@@ -143,6 +143,11 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 // must check the app sees what it was asked (DESIGN §4). It is queued
 // ahead of the call's outcome and not waited for.
 func (o *Owner) keepReceived(ctx context.Context, h http.Header, t ownerTarget, rid string, b *callBody) {
+	if h.Get("Cookie") != "" || h.Get("Authorization") != "" {
+		h = h.Clone()
+		h.Del("Cookie") // a session's secrets: passed to the app, never kept
+		h.Del("Authorization")
+	}
 	kept := &record.Request{Headers: h, Size: int(b.size), Truncated: b.size > record.MaxKeptBody}
 	switch {
 	case kept.Truncated:
@@ -341,7 +346,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	req.Header.Del(proto.HeaderBodyLength)
 	o.keepReceived(r.Context(), req.Header, t, rid, b) // before Delta's own headers are added
 	req.Header.Set(proto.HeaderRequestID, rid)
-	o.appHeaders(req.Header, t, t.timeout)
+	o.appHeaders(req, t, t.timeout)
 
 	done := make(chan *appResult, 1)
 	gone := make(chan struct{}) // closed when the handler leaves without a result

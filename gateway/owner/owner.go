@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,6 +215,13 @@ type ownerTarget struct {
 	timeout   time.Duration
 	visitor   Visitor
 	callerApp string
+	// host and prefix are the Host and the path prefix the calling app's
+	// client used, as its Delta said (proto.HeaderHost, HeaderPrefix); ""
+	// when it said none, or nothing a Host can be.
+	host, prefix string
+	// auth is the calling app's own Authorization, as its Delta passed it
+	// on (proto.HeaderAuthorization); "" for none.
+	auth string
 }
 
 func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
@@ -237,6 +245,13 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
+	if h := r.Header.Get(proto.HeaderHost); hostRe.MatchString(h) {
+		t.host = h
+	}
+	if p := r.Header.Get(proto.HeaderPrefix); prefixRe.MatchString(p) {
+		t.prefix = p
+	}
+	t.auth = r.Header.Get(proto.HeaderAuthorization)
 	if r.URL.RawQuery != "" {
 		t.pathQuery += "?" + r.URL.RawQuery
 	}
@@ -251,15 +266,49 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 }
 
 // appHeaders are the headers the owner app gets with every forwarded
-// request.
-func (o *Owner) appHeaders(h http.Header, t ownerTarget, remaining time.Duration) {
+// request, set on req: who sent it, the secret, the time left, and where
+// the calling app's client sent it (DESIGN §2b): the Host it used, and
+// Delta's own X-Forwarded-Host, X-Forwarded-Proto, X-Forwarded-Prefix and
+// Forwarded (a client's own were removed on the way, proto.ForwardHeaders).
+// The caller is named in Forwarded's for= as an obfuscated identifier
+// (RFC 7239 §6.3), never as an address: the request did not come from
+// this computer's loopback, whatever the app trusts that with.
+func (o *Owner) appHeaders(req *http.Request, t ownerTarget, remaining time.Duration) {
+	h := req.Header
 	h.Set(proto.HeaderCaller, t.visitor.Name)
 	if t.callerApp != "" {
 		h.Set(proto.HeaderApp, t.callerApp)
 	}
 	h.Set(proto.HeaderSecret, t.app.Secret)
 	h.Set(proto.HeaderTimeout, proto.FormatTimeout(remaining))
+	if t.auth != "" {
+		h.Set("Authorization", t.auth)
+	}
+	if t.host == "" {
+		return
+	}
+	req.Host = t.host
+	h.Set("X-Forwarded-Host", t.host)
+	h.Set("X-Forwarded-Proto", "http")
+	if t.prefix != "" {
+		h.Set("X-Forwarded-Prefix", t.prefix)
+	}
+	fwd := fmt.Sprintf("host=%q;proto=http", t.host)
+	if obfuscatedRe.MatchString(t.visitor.Name) {
+		fwd = "for=_" + t.visitor.Name + ";" + fwd
+	}
+	h.Set("Forwarded", fwd)
 }
+
+// hostRe is what a Host header may be (a name or address, a port); the
+// caller's Delta sends only what its door let in (a loopback name).
+var hostRe = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$`)
+
+// prefixRe is a path prefix: /v1/peers/PEER/APP.
+var prefixRe = regexp.MustCompile(`^(/[A-Za-z0-9._~%-]+)+$`)
+
+// obfuscatedRe is what may follow "_" in an obfuscated node (RFC 7239 §6.3).
+var obfuscatedRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 // appDialer connects to a local owner app.
 var appDialer = net.Dialer{Timeout: appConnectTimeout}

@@ -55,7 +55,9 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		case errors.Is(context.Cause(ctx), errAppHead) || oneshot.IsTimeout(err):
 			peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, o.cfg.Self().Name, t.timeout))
 		default:
-			peerError(w, http.StatusBadGateway, proto.PeerAppDown, fmt.Sprintf("app %s on %s broke off its answer (%v)", t.app.Name, o.cfg.Self().Name, err))
+			// The app's fault, not the road's: the caller's Delta keeps
+			// the road (DESIGN §2b).
+			peerError(w, http.StatusBadGateway, proto.PeerAppBroke, fmt.Sprintf("app %s on %s broke its answer before its head (%v)", t.app.Name, o.cfg.Self().Name, err))
 		}
 		return
 	}
@@ -131,7 +133,7 @@ func (o *Owner) appRequest(ctx context.Context, r *http.Request, t ownerTarget, 
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // not Go's own: the app sees what the caller's app sent
 	}
-	o.appHeaders(out.Header, t, t.timeout)
+	o.appHeaders(out, t, t.timeout)
 	return out, nil
 }
 

@@ -37,7 +37,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	}
 	req.Header = proto.ForwardHeaders(r.Header)
 	session.Request(req.Header, upgrade)
-	o.appHeaders(req.Header, t, t.timeout)
+	o.appHeaders(req, t, t.timeout)
 	a, err := oneshot.Stream(ctx, conn, req, oneshot.Options{Wait: t.timeout})
 	if err != nil {
 		var oe *oneshot.Error

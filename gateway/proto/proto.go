@@ -35,6 +35,10 @@ const (
 	Unavailable  Outcome = "unavailable"
 	Timeout      Outcome = "timeout"
 	Unknown      Outcome = "outcome_unknown"
+	// AppError is a read's when the owner app broke its answer before its
+	// head (closed, reset, or not HTTP): the app's fault, not the road's
+	// (DESIGN §2b).
+	AppError Outcome = "app_error"
 )
 
 // Status is the HTTP status Delta uses for an outcome it makes itself.
@@ -55,7 +59,7 @@ func (o Outcome) Status() int {
 		return http.StatusServiceUnavailable
 	case Timeout:
 		return http.StatusGatewayTimeout
-	case Unknown:
+	case Unknown, AppError:
 		return http.StatusBadGateway
 	}
 	return http.StatusOK
@@ -82,6 +86,7 @@ const (
 	PeerNotDone       PeerError = "not_carried_out"   // 409: this call was not carried out
 	PeerAppUnknown    PeerError = "app_unknown"       // 409: the app's connection broke mid-call
 	PeerInterrupted   PeerError = "interrupted"       // 409: the owner restarted mid-call
+	PeerAppBroke      PeerError = "app_error"         // 502: a read's app broke its answer before its head
 	PeerAnswerExpired PeerError = "answer_expired"    // 409: answered; the answer is no longer kept
 	PeerTooManyFences PeerError = "too_many_fences"   // 429: asked about too many unseen ids; ask later
 	PeerNoRoom        PeerError = "no_room"           // 507: no room for the call's body; nothing was carried out
@@ -110,6 +115,19 @@ const (
 	// when the app gave one: the owner refuses a body it has no room for
 	// before it arrives.
 	HeaderBodyLength = "X-Delta-Body-Length"
+	// HeaderHost is the Host the calling app's client used (the local
+	// API's, or a forward's), from the caller's Delta to the owner's; the
+	// owner app gets it as Host, with X-Forwarded-Host and Forwarded
+	// (DESIGN §2b). HeaderPrefix is the path prefix the client used
+	// before the app's own paths (/v1/peers/PEER/APP on the local API,
+	// none through a forward): the owner app gets it as
+	// X-Forwarded-Prefix.
+	HeaderHost   = "X-Delta-Host"
+	HeaderPrefix = "X-Delta-Prefix"
+	// HeaderAuthorization is the calling app's own Authorization header
+	// (through a forward that asks for no token), from the caller's Delta
+	// to the owner's, which gives it to its app as Authorization.
+	HeaderAuthorization = "X-Delta-Authorization"
 )
 
 // Paths of the peer API (DESIGN §4), shared by the owner's routes and the
@@ -225,16 +243,37 @@ func CheckName(what, s string) error {
 
 // IsCall reports whether method is a call (sent at most once): every
 // method that is not a read, known or not (POST, PUT, PATCH, DELETE,
-// PROPFIND, …), except those Delta refuses (Refused).
+// MKCOL, MOVE, …), except those Delta refuses (Refused).
 func IsCall(method string) bool {
 	return !IsRead(method) && method != http.MethodConnect && method != http.MethodTrace
 }
 
-// IsRead reports whether method is a read: GET, HEAD or OPTIONS (DESIGN
-// §2a). OPTIONS * is refused (Refused).
+// IsRead reports whether method is a read: a method whose definition makes
+// it safe (RFC 9110 §9.2.1): GET, HEAD, OPTIONS, WebDAV's PROPFIND (RFC
+// 4918 §9.1), REPORT (RFC 3253 §3.6), SEARCH (RFC 5323) and QUERY (the
+// HTTP QUERY method draft) (DESIGN §2a). Only GET and HEAD are cached.
+// OPTIONS * is refused (Refused); TRACE is safe but never carried.
 func IsRead(method string) bool {
-	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, "PROPFIND", "REPORT", "SEARCH", "QUERY":
+		return true
+	}
+	return false
 }
+
+// ReadMayCarryBody reports whether a read of method may carry a body to
+// its owner: the safe methods whose request says what to read (PROPFIND's
+// properties, REPORT's and SEARCH's and QUERY's query), and OPTIONS. A
+// body on GET or HEAD has no defined meaning (RFC 9110 §9.3.1) and is
+// refused.
+func ReadMayCarryBody(method string) bool {
+	return IsRead(method) && method != http.MethodGet && method != http.MethodHead
+}
+
+// MaxReadBody bounds the body a read may carry (a PROPFIND's properties, a
+// REPORT's query): it is held in memory so that the read can be sent
+// again on a fresh road.
+const MaxReadBody = 1 << 20
 
 // Refused says why Delta refuses a request of method with the
 // request-target requestURI itself, and with which status (nothing sent),
@@ -432,15 +471,16 @@ func Repeated(h http.Header, names ...string) string {
 // hopHeaders are removed between hops (RFC 9110 §7.6.1), with the
 // credentials that belong to one hop only.
 // Expect is between an app and its own Delta (DESIGN §2a): never
-// forwarded.
+// forwarded. Cookie is the caller's to decide (it passes through a
+// forward, never from /v1/peers/…, DESIGN §2b): see ForwardHeaders.
 var hopHeaders = []string{
 	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
 	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-	"Authorization", "Cookie", "Expect",
+	"Authorization", "Expect",
 }
 
 // StripHop removes hop-by-hop headers (and those named in Connection),
-// Authorization, Cookie and every X-Delta-* header from h.
+// Authorization and every X-Delta-* header from h.
 func StripHop(h http.Header) {
 	for _, v := range h.Values("Connection") {
 		for f := range strings.SplitSeq(v, ",") {

@@ -104,13 +104,23 @@ func writeJSON(w http.ResponseWriter, status int, v any, indent string) {
 }
 
 // ForwardHeaders copies an app's headers for the next hop, without
-// hop-by-hop headers, credentials and X-Delta-*.
+// hop-by-hop headers, credentials, X-Delta-* and the Forwarded fields a
+// client may have sent (only Delta says where a request came from: the
+// owner sets them, DESIGN §2b). Cookie stays: the caller's Delta removes
+// it unless the request came through a forward (ForwardCookie).
 func ForwardHeaders(in http.Header) http.Header {
 	h := in.Clone()
 	StripHop(h)
+	for _, k := range forwardedHeaders {
+		h.Del(k)
+	}
 	h.Del("Content-Length")
 	return h
 }
+
+// forwardedHeaders say where a request came from; a client's own values
+// are never passed on as Delta's.
+var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", "X-Real-Ip"}
 
 // BufferPool lends 32 KiB copy buffers to the relays of bodies, so a relay
 // does not allocate one each time. (Bigger ones for big bodies, 256 KiB

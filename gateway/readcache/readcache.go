@@ -200,6 +200,11 @@ func (c *Cache) Storable(status int, req, resp http.Header, contentLength int64)
 	if contentLength > c.maxEntry || !slices.Contains(storableStatus, status) || IsEventStream(resp) {
 		return nil
 	}
+	// An answer that sets a cookie is its client's session, not a
+	// resource: the cache is shared by every app on this computer.
+	if len(resp.Values("Set-Cookie")) > 0 {
+		return nil
+	}
 	if _, ok := Directives(req)["no-store"]; ok {
 		return nil
 	}

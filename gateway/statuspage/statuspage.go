@@ -34,10 +34,14 @@ import (
 )
 
 // Page constants.
+// SessionCookie is the name of the page's own cookie: a forward removes
+// it from what it passes to an app (DESIGN §2b).
+const SessionCookie = "delta_session"
+
 const (
 	LoginLinkLifetime = 60 * time.Second // DESIGN §8
 	sessionLifetime   = 12 * time.Hour
-	sessionCookie     = "delta_session"
+	sessionCookie     = SessionCookie
 	pagePrefix        = "/page/" // the page's own actions
 )
 

@@ -1,0 +1,456 @@
+package gateway_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
+)
+
+// seenApp is an owner app that keeps what each request brought it (the
+// Host, the headers, the body) and has a few ways to fail: /echo answers
+// what it saw as JSON; /halfway sends a head promising 100,000 bytes, ten
+// of them, and closes; /garbage answers with bytes that are not HTTP;
+// /ws takes any upgrade and echoes what comes.
+type seenApp struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []seen
+}
+
+type seen struct {
+	Method, Path, Host string
+	Header             http.Header
+	Body               string
+}
+
+func startSeenApp(t *testing.T) *seenApp {
+	a := &seenApp{}
+	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
+	t.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	s := seen{Method: r.Method, Path: r.URL.RequestURI(), Host: r.Host, Header: r.Header.Clone(), Body: string(body)}
+	a.mu.Lock()
+	a.got = append(a.got, s)
+	a.mu.Unlock()
+	switch r.URL.Path {
+	case "/halfway":
+		// A file that can be resumed (rclone's webdav over a file
+		// deleted behind it).
+		w.Header().Set("Accept-Ranges", "bytes")
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Content-Length", "100000")
+		w.WriteHeader(200)
+		w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Close()
+	case "/garbage":
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Write([]byte("this is not HTTP at all\r\n\r\n"))
+		c.Close()
+	case "/ws":
+		c, brw, _ := http.NewResponseController(w).Hijack()
+		defer c.Close()
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: %s\r\nConnection: Upgrade\r\n\r\n", r.Header.Get("Upgrade"))
+		line, err := brw.ReadString('\n')
+		if err == nil {
+			c.Write([]byte("echo:" + line))
+		}
+	case "/redirect":
+		http.Redirect(w, r, "/landed/", http.StatusMovedPermanently)
+	default:
+		if strings.HasPrefix(r.URL.Path, "/login") {
+			http.SetCookie(w, &http.Cookie{Name: "sid", Value: "s3cret", Path: "/"})
+		}
+		if r.Method == "PROPFIND" {
+			w.WriteHeader(http.StatusMultiStatus)
+		}
+		json.NewEncoder(w).Encode(s)
+	}
+}
+
+func (a *seenApp) last(t *testing.T) seen {
+	t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.got) == 0 {
+		t.Fatal("the owner app got nothing")
+	}
+	return a.got[len(a.got)-1]
+}
+
+func (a *seenApp) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.got)
+}
+
+// forwardTo opens laptop's forward to studio's app and returns it.
+func forwardTo(t *testing.T, laptop *node, app string, token bool) localapi.Forward {
+	t.Helper()
+	body := `{}`
+	if token {
+		body = `{"token": true}`
+	}
+	r := laptop.c.Must(t, "PUT", "/v1/forwards/studio/"+app, []byte(body))
+	if r.Status != 200 {
+		t.Fatalf("open a forward: %d %s", r.Status, r.Body)
+	}
+	var f localapi.Forward
+	if err := json.Unmarshal(r.Body, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// plain sends one request as an app that knows only a URL would: no
+// token, no Delta header; hdr is name, value pairs ("Host" sets the Host).
+func plain(t *testing.T, method, url, body string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+		} else {
+			req.Header.Add(hdr[i], hdr[i+1])
+		}
+	}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Minute,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// TestForward: a forward carries an app's own paths to the peer's app
+// with no prefix and no token, reads and calls alike, with the outcome
+// headers of /v1/peers/…; an app that sends no request id gets one; it is
+// kept and opened again on the same port at the next start; it is listed
+// and removed.
+func TestForward(t *testing.T) {
+	checkNoLeaks(t)
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+	f := forwardTo(t, laptop, "web", false)
+	if !strings.HasPrefix(f.URL, "http://127.0.0.1:") || f.BrowserURL == "" || !f.Open {
+		t.Fatalf("forward %+v", f)
+	}
+
+	resp, body := plain(t, "GET", f.URL+"echo?q=1", "")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Delta-Outcome") != "answered" || resp.Header.Get("X-Delta-Route") != "lan" {
+		t.Fatalf("a read through the forward: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if s := app.last(t); s.Path != "/echo?q=1" {
+		t.Errorf("the app got %q, want its own path /echo?q=1", s.Path)
+	}
+	resp, body = plain(t, "POST", f.URL+"items", "a note")
+	id := resp.Header.Get("X-Delta-Request-Id")
+	if resp.StatusCode != 200 || resp.Header.Get("X-Delta-Outcome") != "answered" || id == "" {
+		t.Fatalf("a call through the forward: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	if c := laptop.c.GetCall(t, id, 0); c.State != "answered" || c.Path != "/items" {
+		t.Errorf("the call's record: %s %s", c.State, c.Path)
+	}
+	if s := app.last(t); s.Body != "a note" || s.Header.Get("X-Delta-Request-Id") != id {
+		t.Errorf("the app got %q with id %q", s.Body, s.Header.Get("X-Delta-Request-Id"))
+	}
+
+	// Kept, and opened again on the same port.
+	kept, err := os.ReadFile(filepath.Join(laptop.dir, "forwards.json"))
+	if err != nil || !strings.Contains(string(kept), f.Listen) {
+		t.Fatalf("forwards.json: %v %s", err, kept)
+	}
+	laptop.g.Close()
+	laptop.start(t) // its own peer listener stays closed: it only sends here
+	if resp, body = plain(t, "GET", f.URL+"echo", ""); resp.StatusCode != 200 {
+		t.Fatalf("after a restart the forward answered %d %s", resp.StatusCode, body)
+	}
+	r := laptop.c.Must(t, "GET", "/v1/forwards", nil)
+	if !strings.Contains(string(r.Body), f.Listen) {
+		t.Errorf("the list: %s", r.Body)
+	}
+	if r := laptop.c.Must(t, "DELETE", "/v1/forwards/studio/web", nil); r.Status != 204 {
+		t.Fatalf("remove: %d %s", r.Status, r.Body)
+	}
+	if _, err := http.Get(f.URL); err == nil {
+		t.Errorf("the forward still answers after its removal")
+	}
+	if r := laptop.c.Must(t, "DELETE", "/v1/forwards/studio/web", nil); r.Status != 404 {
+		t.Errorf("removing it twice: %d", r.Status)
+	}
+	if r := laptop.c.Must(t, "PUT", "/v1/forwards/studio/web", []byte(`{"listen": "0.0.0.0:0"}`)); r.Status != 400 || !strings.Contains(r.Err.Detail, "not on a loopback address") {
+		t.Errorf("a forward on every address: %d %s", r.Status, r.Body)
+	}
+	if r := laptop.c.Must(t, "PUT", "/v1/forwards/nowhere/web", nil); r.Status != 404 {
+		t.Errorf("a forward to an unknown peer: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestForwardGuard: DNS rebinding, other sites in a browser (a simple
+// POST too) and, when asked, a missing token are refused with a 403 (401)
+// that names why, and nothing reaches the peer.
+func TestForwardGuard(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+	f := forwardTo(t, laptop, "web", false)
+	port := f.Listen[strings.LastIndex(f.Listen, ":")+1:]
+	refused := []struct {
+		name, method string
+		hdr          []string
+		why          string
+	}{
+		{"rebinding", "GET", []string{"Host", "evil.example:" + port}, "DNS-rebinding guard"},
+		{"another port", "GET", []string{"Host", "127.0.0.1:1"}, "DNS-rebinding guard"},
+		{"a simple POST from another site", "POST", []string{"Origin", "http://evil.example", "Content-Type", "application/x-www-form-urlencoded"}, "another site"},
+		{"a POST from another loopback port", "POST", []string{"Origin", "http://127.0.0.1:7420"}, "another site"},
+		{"Origin null", "POST", []string{"Origin", "null"}, "another site"},
+		{"cross-site", "GET", []string{"Sec-Fetch-Site", "cross-site"}, "Sec-Fetch-Site: cross-site"},
+		{"same-site", "GET", []string{"Sec-Fetch-Site", "same-site"}, "Sec-Fetch-Site: same-site"},
+	}
+	for _, tc := range refused {
+		resp, body := plain(t, tc.method, f.URL+"x", "a=1", tc.hdr...)
+		if resp.StatusCode != 403 || resp.Header.Get("X-Delta-Outcome") != "forbidden" || !strings.Contains(body, tc.why) || !strings.Contains(body, "nothing was sent") {
+			t.Errorf("%s: %d %s", tc.name, resp.StatusCode, body)
+		}
+	}
+	if app.count() != 0 {
+		t.Fatalf("the owner app got %d requests the guard refused", app.count())
+	}
+	// Its own origin, and its own name, pass.
+	for _, hdr := range [][]string{
+		{"Origin", "http://127.0.0.1:" + port, "Sec-Fetch-Site", "same-origin"},
+		{"Host", "web.studio.localhost:" + port, "Origin", "http://web.studio.localhost:" + port},
+		{"Host", "localhost:" + port},
+	} {
+		if resp, body := plain(t, "POST", f.URL+"x", "a=1", hdr...); resp.StatusCode != 200 {
+			t.Errorf("%v: %d %s", hdr, resp.StatusCode, body)
+		}
+	}
+	if calls := laptop.c.Must(t, "GET", "/v1/calls", nil); strings.Count(string(calls.Body), `"request_id"`) != 3 {
+		t.Errorf("the journal holds other calls than the three let in: %s", calls.Body)
+	}
+
+	// --token: Basic with any user name, or Bearer.
+	ft := forwardTo(t, laptop, "web", true)
+	resp, body := plain(t, "GET", ft.URL+"echo", "")
+	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic realm=") || !strings.Contains(body, "nothing was sent") {
+		t.Errorf("no token: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	n := app.count()
+	u := strings.Replace(ft.URL, "http://", "http://anyone:"+laptop.g.Token()+"@", 1)
+	if resp, body := plain(t, "GET", u+"echo", ""); resp.StatusCode != 200 {
+		t.Errorf("Basic: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := plain(t, "GET", ft.URL+"echo", "", "Authorization", "Bearer "+laptop.g.Token()); resp.StatusCode != 200 {
+		t.Errorf("Bearer: %d %s", resp.StatusCode, body)
+	}
+	if s := app.last(t); s.Header.Get("Authorization") != "" {
+		t.Errorf("the token reached the app: %q", s.Header.Get("Authorization"))
+	}
+	if app.count() != n+2 {
+		t.Errorf("the app got %d requests, want 2", app.count()-n)
+	}
+}
+
+// TestBasicAuth: the local API takes the token as a Basic password, and
+// its 401 asks for it with WWW-Authenticate.
+func TestBasicAuth(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+	resp, body := plain(t, "GET", laptop.c.URL+"/v1/peers/studio/web/echo", "")
+	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Basic realm="Delta"` {
+		t.Errorf("no token: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	u := strings.Replace(laptop.c.URL, "http://", "http://restic:"+laptop.g.Token()+"@", 1)
+	if resp, body := plain(t, "GET", u+"/v1/peers/studio/web/echo", ""); resp.StatusCode != 200 || resp.Header.Get("X-Delta-Outcome") != "answered" {
+		t.Errorf("Basic: %d %s", resp.StatusCode, body)
+	}
+	if s := app.last(t); s.Header.Get("Authorization") != "" {
+		t.Errorf("the token reached the app: %q", s.Header.Get("Authorization"))
+	}
+}
+
+// TestAppSeesItsClient: the owner app gets the Host its client used and
+// Delta's own X-Forwarded-Host, X-Forwarded-Proto, Forwarded (a client's
+// own are not passed on as Delta's), so a redirect and a Destination
+// point back through the same door; cookies pass through a forward, never
+// Delta's page cookie, and never from /v1/peers/…; a read with a cookie
+// is not served from the cache another app filled.
+func TestAppSeesItsClient(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+	f := forwardTo(t, laptop, "web", false)
+	host := strings.TrimSuffix(strings.TrimPrefix(f.URL, "http://"), "/")
+
+	plain(t, "PROPFIND", f.URL+"echo", "", "X-Forwarded-Host", "evil.example", "Forwarded", "for=1.2.3.4", "X-Forwarded-For", "1.2.3.4",
+		"Cookie", "sid=s3cret; delta_session=page", "Destination", f.URL+"other")
+	s := app.last(t)
+	if s.Host != host || s.Header.Get("X-Forwarded-Host") != host || s.Header.Get("X-Forwarded-Proto") != "http" {
+		t.Errorf("the app saw Host %q, X-Forwarded-Host %q, X-Forwarded-Proto %q; want %q", s.Host, s.Header.Get("X-Forwarded-Host"), s.Header.Get("X-Forwarded-Proto"), host)
+	}
+	if fw := s.Header.Get("Forwarded"); fw != `for=_laptop;host="`+host+`";proto=http` || s.Header.Get("X-Forwarded-For") != "" {
+		t.Errorf("Forwarded %q, X-Forwarded-For %q", fw, s.Header.Get("X-Forwarded-For"))
+	}
+	if s.Header.Get("Cookie") != "sid=s3cret" {
+		t.Errorf("through a forward the app got Cookie %q, want sid=s3cret (never Delta's page cookie)", s.Header.Get("Cookie"))
+	}
+	if s.Header.Get("Destination") != f.URL+"other" {
+		t.Errorf("Destination %q", s.Header.Get("Destination"))
+	}
+	// A redirect points back through the forward.
+	resp, _ := plain(t, "GET", f.URL+"redirect", "")
+	if resp.StatusCode != 301 || resp.Header.Get("Location") != "/landed/" {
+		t.Errorf("redirect: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// A login's cookie comes back, and is not stored for others.
+	resp, _ = plain(t, "GET", f.URL+"login", "")
+	if !strings.Contains(resp.Header.Get("Set-Cookie"), "sid=s3cret") {
+		t.Errorf("Set-Cookie %q", resp.Header.Get("Set-Cookie"))
+	}
+
+	// /v1/peers/…: the local API's Host, the prefix, no cookie.
+	laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil, "Cookie", "sid=s3cret", "X-Forwarded-Host", "evil.example")
+	s = app.last(t)
+	local := strings.TrimPrefix(laptop.c.URL, "http://")
+	if s.Host != local || s.Header.Get("X-Forwarded-Prefix") != "/v1/peers/studio/web" || s.Header.Get("Cookie") != "" {
+		t.Errorf("on /v1/peers the app saw Host %q, prefix %q, Cookie %q", s.Host, s.Header.Get("X-Forwarded-Prefix"), s.Header.Get("Cookie"))
+	}
+	// A cached answer is not served to a request with a cookie.
+	n := app.count()
+	laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil) // fresh? the app sets no Cache-Control: not cached
+	plain(t, "GET", f.URL+"echo", "", "Cookie", "sid=s3cret")
+	if app.count() != n+2 {
+		t.Errorf("the owner app got %d of 2 reads", app.count()-n)
+	}
+}
+
+// TestSafeMethodsAreReads: PROPFIND (and the other safe methods) is a
+// read: its body reaches the app, it is not journaled, and it carries no
+// request id.
+func TestSafeMethodsAreReads(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "dav", app.srv.URL)
+	for _, m := range []string{"PROPFIND", "REPORT", "SEARCH", "QUERY"} {
+		r := laptop.c.Must(t, m, "/v1/peers/studio/dav/tree/", []byte(`<propfind xmlns="DAV:"><allprop/></propfind>`), "Depth", "1")
+		if r.Outcome() != "answered" || r.Header.Get("X-Delta-Request-Id") != "" {
+			t.Errorf("%s: %d %s, request id %q", m, r.Status, r.Outcome(), r.Header.Get("X-Delta-Request-Id"))
+		}
+		if s := app.last(t); s.Method != m || !strings.Contains(s.Body, "allprop") || s.Header.Get("Depth") != "1" {
+			t.Errorf("%s: the app got %s with body %q", m, s.Method, s.Body)
+		}
+	}
+	if calls := laptop.c.Must(t, "GET", "/v1/calls", nil); strings.Contains(string(calls.Body), `"request_id"`) {
+		t.Errorf("safe methods were journaled: %s", calls.Body)
+	}
+	if m := string(laptop.c.Must(t, "GET", "/metrics", nil).Body); !strings.Contains(m, `delta_reads_total{outcome="answered"} 4`) {
+		t.Errorf("not counted as reads:\n%s", grepLines(m, "delta_reads_total"))
+	}
+}
+
+// TestAppFaultKeepsTheRoad: an owner app that breaks its answer (a head
+// then a close; bytes that are not HTTP) is the app's fault: the read
+// whose head came is cut, the one without gets 502 app_error, and the
+// road stays up for every other request.
+func TestAppFaultKeepsTheRoad(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+
+	_, err := laptop.c.Do("GET", "/v1/peers/studio/web/halfway", nil)
+	if err == nil {
+		t.Fatal("a read whose app broke off after its head came to the app as whole")
+	}
+	r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil)
+	if r.Status != 200 || r.Outcome() != "answered" {
+		t.Fatalf("right after an app broke off, another read got %d %s: %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	r = laptop.c.Must(t, "GET", "/v1/peers/studio/web/garbage", nil)
+	if r.Status != 502 || r.Outcome() != "app_error" || !strings.Contains(r.Err.Detail, "broke its answer before its head") {
+		t.Errorf("garbage: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/web/garbage", []byte("x"))
+	if r.Outcome() != "outcome_unknown" {
+		t.Errorf("a call the app answered with garbage: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/web/echo", []byte("x"))
+	if r.Status != 200 || r.Outcome() != "answered" {
+		t.Errorf("a call after them: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	st := laptop.c.Must(t, "GET", "/v1/status", nil)
+	var status localapi.Status
+	json.Unmarshal(st.Body, &status)
+	for _, p := range status.Peers {
+		for _, rd := range p.Roads {
+			if rd.State == localapi.RoadDown {
+				t.Errorf("road %s to %s is down after the app's faults: %+v", rd.Road, p.Name, rd)
+			}
+		}
+	}
+}
+
+// TestSessionOpensAsAppsExpect: a session's opening reaches the owner app
+// with Connection: Upgrade and nothing that contradicts it, from the
+// local API and through a forward.
+func TestSessionOpensAsAppsExpect(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+	local := strings.TrimPrefix(laptop.c.URL, "http://")
+	doors := []struct{ addr, path, auth string }{{local, "/v1/peers/studio/web/ws", "Authorization: Bearer " + laptop.g.Token() + "\r\n"}}
+	f := forwardTo(t, laptop, "web", false)
+	doors = append(doors, struct{ addr, path, auth string }{f.Listen, "/ws", ""})
+	for _, d := range doors {
+		c, err := net.Dial("tcp", d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", d.path, d.addr, d.auth)
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil || resp.StatusCode != 101 {
+			t.Fatalf("the opening on %s: %v %v", d.path, resp, err)
+		}
+		c.Write([]byte("hello\n"))
+		line, err := br.ReadString('\n')
+		if err != nil || line != "echo:hello\n" {
+			t.Errorf("the session on %s: %q %v", d.path, line, err)
+		}
+		s := app.last(t)
+		if got := s.Header.Values("Connection"); len(got) != 1 || !strings.EqualFold(got[0], "Upgrade") {
+			t.Errorf("on %s the app saw Connection %q, want Upgrade alone", d.path, got)
+		}
+	}
+}
