@@ -107,11 +107,11 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 
 // readRun is one read being carried.
 type readRun struct {
-	cr    *Caller
-	w     http.ResponseWriter
-	r     *http.Request
-	t     Target
-	key   string
+	cr  *Caller
+	w   http.ResponseWriter
+	r   *http.Request
+	t   Target
+	key string
 	// isGet reports whether the read is a GET the cache serves and keeps
 	// (no cookie).
 	isGet bool
