@@ -34,8 +34,10 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-quic", true),
 		// Chromium looks names up for its own services even with the
 		// flags above (the offline namespace guard counted 40 look-ups):
-		// it may resolve nothing, and the page is on 127.0.0.1.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"),
+		// it may resolve nothing, and the page is on 127.0.0.1 (a
+		// forward also by its own name, APP.PEER.localhost, which
+		// Chromium resolves to loopback by itself).
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost, EXCLUDE *.localhost"),
 		chromedp.Flag("disable-domain-reliability", true),
 		chromedp.Flag("no-pings", true),
 		chromedp.Flag("disable-features", "Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,NetworkTimeServiceQuerying,CertificateTransparencyComponentUpdater"),

@@ -439,7 +439,8 @@ func TestReadTicketAtTheDoor(t *testing.T) {
 		{read, "OPTIONS", "/delta/v1/apps/notes/r", nil, 200},
 		{read, "GET", "/delta/v1/ping", nil, 204},
 		{read, "POST", "/delta/v1/apps/notes/answer/rt", []string{"X-Delta-Request-Id", "rt-1"}, 403},
-		{read, "PROPFIND", "/delta/v1/apps/notes/answer/rt", []string{"X-Delta-Request-Id", "rt-2"}, 403},
+		{read, "MKCOL", "/delta/v1/apps/notes/answer/rt", []string{"X-Delta-Request-Id", "rt-2"}, 403},
+		{read, "PROPFIND", "/delta/v1/apps/notes/answer/rt-propfind", nil, 201}, // a safe method: a read
 		{read, "GET", "/delta/v1/apps/notes/ws", []string{"Connection", "Upgrade", "Upgrade", "websocket"}, 403},
 		{read, "GET", "/delta/v1/calls/rt-3?digest=x", nil, 403},
 		{expired, "GET", "/delta/v1/apps/notes/r", nil, 401},
