@@ -92,6 +92,7 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	}
 	s.Notices = g.Notices()
 	s.Transfers = g.transfers.Long()
+	s.Forwards = g.forwards.List()
 	b := g.db.Behind()
 	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull
 	apps, err := g.db.Apps(ctx)

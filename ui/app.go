@@ -178,6 +178,10 @@ func (a *App) do(ctx context.Context, act Action) {
 		if err := a.Open(act.URL); err != nil {
 			a.Log.Warn("could not open System Settings", "err", err, "url", act.URL)
 		}
+	case ActCopyURL:
+		if err := a.Copy(act.URL); err != nil {
+			a.Log.Warn("could not copy the forward's URL to the clipboard", "err", err, "url", act.URL)
+		}
 	case ActCopyID:
 		if err := a.Copy(act.CallID); err != nil {
 			a.Log.Warn("could not copy the request id to the clipboard", "err", err, "request_id", act.CallID)

@@ -15,12 +15,13 @@ type ActionKind string
 
 // The menu's actions.
 const (
-	ActAsk     ActionKind = "ask"     // ask the owner about a call now
-	ActCopyID  ActionKind = "copy-id" // copy a call's request id
-	ActDismiss ActionKind = "dismiss" // set a call aside: confirmed on the status page
-	ActSettle  ActionKind = "settle"  // a person says what happened: confirmed on the status page
-	ActOpen    ActionKind = "open"    // open the status page
-	ActLogin   ActionKind = "login"   // open the tailnet's login URL
+	ActAsk     ActionKind = "ask"      // ask the owner about a call now
+	ActCopyID  ActionKind = "copy-id"  // copy a call's request id
+	ActCopyURL ActionKind = "copy-url" // copy a forward's URL
+	ActDismiss ActionKind = "dismiss"  // set a call aside: confirmed on the status page
+	ActSettle  ActionKind = "settle"   // a person says what happened: confirmed on the status page
+	ActOpen    ActionKind = "open"     // open the status page
+	ActLogin   ActionKind = "login"    // open the tailnet's login URL
 	ActQuit    ActionKind = "quit"
 	// ActSettings opens System Settings at URL (macOS's Local Network
 	// privacy pane).
@@ -37,7 +38,7 @@ type Action struct {
 	CallID string // ask, copy-id, dismiss
 	// ReceiptID, with open: open the page at a received call.
 	ReceiptID string
-	URL       string // login
+	URL       string // login, settings, copy-url
 }
 
 // Item is one menu entry. An item without an Action and without Children
@@ -98,6 +99,7 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	}
 	for _, p := range s.Peers {
 		it := peerItem(p, now)
+		it.Children = append(it.Children, forwardItems(it.Key, p.Name, s.Forwards)...)
 		for i, x := range s.Transfers {
 			if x.Peer == p.Name {
 				it.Children = append(it.Children, Item{Key: fmt.Sprintf("%s/transfer-%d", it.Key, i), Title: "    " + view.Clip(view.TransferLine(x, now), 90)})
@@ -190,6 +192,33 @@ func peerItem(p localapi.PeerStatus, now time.Time) Item {
 		}
 	}
 	return it
+}
+
+// forwardItems are a peer's apps with forwards on this computer, each
+// with its URL and Copy URL (and, where a browser keeps its cookies apart,
+// Copy browser URL).
+func forwardItems(key, peer string, fws []localapi.Forward) []Item {
+	var out []Item
+	for _, f := range fws {
+		if f.Peer != peer {
+			continue
+		}
+		fk := key + "/forward/" + f.App
+		it := Item{Key: fk, Title: f.App + " — " + f.URL}
+		switch {
+		case !f.Open:
+			it.Title = f.App + " — forward not open"
+			it.Tooltip = f.Error
+			it.Children = []Item{{Key: fk + "/error", Title: view.Clip(f.Error, 90), Tooltip: f.Error}}
+		default:
+			it.Children = []Item{{Key: fk + "/copy", Title: "Copy URL", Tooltip: f.URL, Action: &Action{Kind: ActCopyURL, URL: f.URL}}}
+			if f.BrowserURL != "" {
+				it.Children = append(it.Children, Item{Key: fk + "/copy-browser", Title: "Copy browser URL", Tooltip: f.BrowserURL, Action: &Action{Kind: ActCopyURL, URL: f.BrowserURL}})
+			}
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // currentRoad is the road the peer is reached by now, if any is up.

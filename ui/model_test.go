@@ -290,3 +290,34 @@ func TestMenuLabel(t *testing.T) {
 		t.Errorf("darwin: %q", got)
 	}
 }
+
+// TestForwardsInMenu: a peer's submenu lists its apps with forwards here,
+// each with Copy URL (and Copy browser URL), or why it is not open.
+func TestForwardsInMenu(t *testing.T) {
+	s := view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Forwards: []localapi.Forward{
+		{Peer: "studio", App: "notes", URL: "http://127.0.0.1:4100/", BrowserURL: "http://notes.studio.localhost:4100/", Open: true},
+		{Peer: "studio", App: "dav", URL: "http://127.0.0.1:4101/", Error: "listen tcp 127.0.0.1:4101: bind: address already in use"},
+		{Peer: "elsewhere", App: "x", URL: "http://127.0.0.1:4102/", Open: true},
+	}}
+	m := Build(s, now)
+	got := strings.Join(titles(m.Items, ""), "\n")
+	for _, want := range []string{"notes — http://127.0.0.1:4100/\n    Copy URL\n    Copy browser URL", "dav — forward not open\n    (listen tcp 127.0.0.1:4101: bind: address already in use)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the menu lacks\n%s\nin\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "4102") {
+		t.Errorf("another peer's forward is under studio:\n%s", got)
+	}
+	var copyURL *Action
+	for _, it := range m.Items {
+		for _, c := range it.Children {
+			if c.Key == "peer/studio/forward/notes" {
+				copyURL = c.Children[0].Action
+			}
+		}
+	}
+	if copyURL == nil || copyURL.Kind != ActCopyURL || copyURL.URL != "http://127.0.0.1:4100/" {
+		t.Errorf("Copy URL: %+v", copyURL)
+	}
+}

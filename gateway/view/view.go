@@ -51,6 +51,8 @@ type Snapshot struct {
 	Received []Received
 	// Apps are the owner apps registered here.
 	Apps []App
+	// Forwards are this computer's forwards to its peers' apps.
+	Forwards []localapi.Forward
 	// JournalWarning, if not empty, says that this computer's journal
 	// cannot vouch for the calls received before some time.
 	JournalWarning string
