@@ -339,3 +339,38 @@ func TestAnyAppInBrowser(t *testing.T) {
 		t.Errorf("a refused post was journaled: %s", calls)
 	}
 }
+
+// TestForwardCommand: delta forward, --list and --remove, and what they
+// say of bad input.
+func TestForwardCommand(t *testing.T) {
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	S := []string{"--state-dir", laptop.dir}
+	u := forwardURL(t, laptop, "notes")
+	out, errOut, code := delta(t, append(S, "forward", "--list")...)
+	if code != exitOK || !strings.Contains(out, "studio/notes\t"+u+"\thttp://notes.studio.localhost:") {
+		t.Errorf("--list: exit %d %q %s", code, out, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"forward", "studio"}, exitUsage, "is not PEER/APP"},
+		{[]string{"forward", "studio/notes", "0.0.0.0:0"}, exitUsage, "not on a loopback address"},
+		{[]string{"forward", "nowhere/notes"}, exitUnavailable, `"nowhere" is not one of this computer's peers`},
+		{[]string{"forward", "--remove", "studio/other"}, exitUnavailable, "no such forward to studio/other"},
+	} {
+		out, errOut, code := delta(t, append(S, tc.args...)...)
+		if code != tc.code || !strings.Contains(errOut, tc.says) {
+			t.Errorf("delta %s: exit %d, %q %q; want exit %d saying %q", strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.says)
+		}
+	}
+	if out, errOut, code := delta(t, append(S, "forward", "--remove", "studio/notes")...); code != exitOK || !strings.Contains(out, "removed the forward to studio/notes") {
+		t.Errorf("--remove: exit %d %q %s", code, out, errOut)
+	}
+	if out, _, _ := delta(t, append(S, "forward", "--list")...); !strings.Contains(out, "no forwards") {
+		t.Errorf("--list after --remove: %q", out)
+	}
+}

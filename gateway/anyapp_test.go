@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
 )
 
@@ -181,6 +182,23 @@ func TestForward(t *testing.T) {
 	}
 	if s := app.last(t); s.Body != "a note" || s.Header.Get("X-Delta-Request-Id") != id {
 		t.Errorf("the app got %q with id %q", s.Body, s.Header.Get("X-Delta-Request-Id"))
+	}
+
+	// An unknown outcome through a forward is journaled and reconciled as
+	// one through /v1/peers/….
+	notes := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", notes.URL)
+	fn := forwardTo(t, laptop, "notes", false)
+	resp, body = plain(t, "POST", fn.URL+"sleep-then-apply/f1", "x", "X-Delta-Request-Id", "fwd-1", "X-Delta-Timeout", "0.3")
+	if resp.StatusCode != 502 || resp.Header.Get("X-Delta-Outcome") != "outcome_unknown" {
+		t.Fatalf("a call whose answer did not come in time: %d %v %s", resp.StatusCode, resp.Header, body)
+	}
+	notes.Release("/sleep-then-apply/f1")
+	if c := laptop.c.GetCall(t, "fwd-1", 30); c.State != "carried_out" {
+		t.Errorf("the unknown call through the forward settled %s, want carried_out", c.State)
+	}
+	if resp, _ = plain(t, "POST", fn.URL+"sleep-then-apply/f1", "x", "X-Delta-Request-Id", "fwd-1"); resp.Header.Get("X-Delta-Outcome") == "" || notes.Effects("/sleep-then-apply/f1") != 1 {
+		t.Errorf("a repeat of the id: %d %s, effects %d", resp.StatusCode, resp.Header.Get("X-Delta-Outcome"), notes.Effects("/sleep-then-apply/f1"))
 	}
 
 	// Kept, and opened again on the same port.
