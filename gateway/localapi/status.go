@@ -28,12 +28,12 @@ type Status struct {
 	ReceivedToCheck int `json:"received_to_check"`
 	// Notices are what a person should know about this Delta (a port it
 	// could not take).
-	Notices []string      `json:"notices"`
+	Notices []string `json:"notices"`
 	// Forwards are this computer's forwards to its peers' apps (DESIGN
 	// §2b), open or not.
-	Forwards []Forward `json:"forwards"`
-	Journal JournalStatus `json:"journal"`
-	Cache   struct {
+	Forwards []Forward     `json:"forwards"`
+	Journal  JournalStatus `json:"journal"`
+	Cache    struct {
 		Entries int   `json:"entries"`
 		Bytes   int64 `json:"bytes"`
 	} `json:"cache"`
