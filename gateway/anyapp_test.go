@@ -61,6 +61,10 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Close()
+	case "/status000":
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Write([]byte("HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n"))
+		c.Close()
 	case "/garbage":
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Write([]byte("this is not HTTP at all\r\n\r\n"))
@@ -418,6 +422,14 @@ func TestAppFaultKeepsTheRoad(t *testing.T) {
 	if r.Status != 502 || r.Outcome() != "app_error" || !strings.Contains(r.Err.Detail, "broke its answer before its head") {
 		t.Errorf("garbage: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
 	}
+	r = laptop.c.Must(t, "GET", "/v1/peers/studio/web/status000", nil)
+	if r.Status != 502 || r.Outcome() != "app_error" || !strings.Contains(r.Err.Detail, "status 000 is not an HTTP status") {
+		t.Errorf("status 000: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/web/status000", []byte("x"))
+	if r.Outcome() != "outcome_unknown" {
+		t.Errorf("a call the app answered with status 000: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
 	r = laptop.c.Must(t, "POST", "/v1/peers/studio/web/garbage", []byte("x"))
 	if r.Outcome() != "outcome_unknown" {
 		t.Errorf("a call the app answered with garbage: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
@@ -470,5 +482,38 @@ func TestSessionOpensAsAppsExpect(t *testing.T) {
 		if got := s.Header.Values("Connection"); len(got) != 1 || !strings.EqualFold(got[0], "Upgrade") {
 			t.Errorf("on %s the app saw Connection %q, want Upgrade alone", d.path, got)
 		}
+	}
+}
+
+// TestUpgradeWithABodyIsACall: a request with a body, or a call, that
+// asks for an Upgrade (curl --http2 on http:// sends Upgrade: h2c) is a
+// call: journaled, sent at most once, its body whole; only a bodiless
+// read opens a session.
+func TestUpgradeWithABodyIsACall(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := startSeenApp(t)
+	studio.register(t, "web", app.srv.URL)
+	for i, up := range []string{"h2c", "websocket"} {
+		id := fmt.Sprintf("up-%d", i)
+		r := laptop.c.Must(t, "POST", "/v1/peers/studio/web/echo", []byte("pay=1"), "Connection", "Upgrade, HTTP2-Settings", "Upgrade", up,
+			"HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA", "X-Delta-Request-Id", id)
+		if r.Status != 200 || r.Outcome() != "answered" || r.Header.Get("X-Delta-Request-Id") != id {
+			t.Fatalf("POST with Upgrade: %s: %d %s %s", up, r.Status, r.Outcome(), r.Body)
+		}
+		s := app.last(t)
+		if s.Body != "pay=1" || s.Header.Get("Upgrade") != "" || s.Header.Get("Http2-Settings") != "" {
+			t.Errorf("Upgrade: %s: the app got body %q, Upgrade %q", up, s.Body, s.Header.Get("Upgrade"))
+		}
+		if c := laptop.c.GetCall(t, id, 0); c.State != "answered" || c.Method != "POST" {
+			t.Errorf("Upgrade: %s: the journal: %s %s", up, c.State, c.Method)
+		}
+		n := app.count()
+		if r := laptop.c.Must(t, "POST", "/v1/peers/studio/web/echo", []byte("pay=1"), "Connection", "Upgrade", "Upgrade", up, "X-Delta-Request-Id", id); r.Header.Get("X-Delta-Replayed") != "true" || app.count() != n {
+			t.Errorf("Upgrade: %s: the repeat reached the app (%d) or was not replayed: %v", up, app.count()-n, r.Header)
+		}
+	}
+	// A bodiless GET asking for h2c is a read, its Upgrade dropped.
+	if r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil, "Connection", "Upgrade", "Upgrade", "h2c"); r.Status != 200 || app.last(t).Header.Get("Upgrade") != "" {
+		t.Errorf("GET with Upgrade: h2c: %d %s", r.Status, r.Body)
 	}
 }

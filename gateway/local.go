@@ -197,7 +197,7 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, sp forwar
 // carry sends the request r for target t (parsed, or refused with o and
 // detail) as a call, a session or a read.
 func (g *Gateway) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o proto.Outcome, detail string) {
-	isCall, upgrade := proto.IsCall(r.Method), proto.IsUpgrade(r.Header)
+	isCall, upgrade := proto.IsCall(r.Method), proto.OpensSession(r.Method, r.Header, r.ContentLength)
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
 	}

@@ -45,7 +45,7 @@ var (
 // whole transfer; a body whose road is lost is continued on a fresh road
 // when it can be, and otherwise cut, never ended as if whole (§2a).
 func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
-	key := readcache.Key(t.Peer, t.App, t.PathQuery)
+	key := readcache.KeyAt(t.Peer, t.App, t.PathQuery, t.Host+t.Prefix)
 	// Only GET is cached, and not with a cookie: the cache is shared by
 	// every app on this computer, and a cookie's answer is its holder's.
 	isGet := r.Method == http.MethodGet

@@ -253,7 +253,7 @@ func (s *Set) Add(peer, app, listen string, token bool) (localapi.Forward, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return localapi.Forward{}, errors.New("Delta is stopping")
+		return localapi.Forward{}, errors.New("this Delta is stopping")
 	}
 	old := s.fws[peer+"/"+app]
 	if listen == "" {

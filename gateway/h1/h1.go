@@ -249,6 +249,9 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 			return nil, err
 		}
 		resp, err := http.ReadResponse(c.br, req)
+		if err == nil {
+			err = proto.CheckStatus(resp.StatusCode)
+		}
 		if err != nil {
 			stop()
 			return nil, err

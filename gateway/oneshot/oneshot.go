@@ -339,6 +339,9 @@ func answer(resp *http.Response, c *conn, br *bufio.Reader) *Answer {
 func readHead(br *bufio.Reader, req *http.Request, opt Options, until100 bool) (*http.Response, error) {
 	for range max1xx {
 		resp, err := http.ReadResponse(br, req)
+		if err == nil {
+			err = proto.CheckStatus(resp.StatusCode)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -61,7 +61,7 @@ func readTicketAdmits(r *http.Request) string {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == proto.PathPing:
 		return ""
-	case strings.HasPrefix(r.URL.Path, proto.PathApps) && proto.IsRead(r.Method) && !proto.IsUpgrade(r.Header):
+	case strings.HasPrefix(r.URL.Path, proto.PathApps) && proto.IsRead(r.Method) && !proto.OpensSession(r.Method, r.Header, r.ContentLength):
 		return ""
 	}
 	return fmt.Sprintf("%s %s is not a read, and a read ticket admits reads only (it is what an app holds to read around its own Delta while that is down; calls, sessions and questions about calls go through Delta)", r.Method, r.URL.Path)
@@ -256,7 +256,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		t.pathQuery += "?" + r.URL.RawQuery
 	}
 	switch {
-	case proto.IsUpgrade(r.Header):
+	case proto.OpensSession(r.Method, r.Header, r.ContentLength):
 		o.ownerSession(w, r, t)
 	case proto.IsRead(r.Method):
 		o.ownerRead(w, r, t)

@@ -304,6 +304,39 @@ func hasPath(requestURI string) bool {
 	return err == nil && strings.HasPrefix(u.Path, "/")
 }
 
+// CheckStatus says why an answer's status code is not one an HTTP server
+// may send (100-599: RFC 9110 §15; Go's server refuses to write others),
+// or nil. Go's http.ReadResponse takes any three digits, "000" too: such
+// an answer is a broken one, the app's fault (DESIGN §2b), never written
+// on.
+func CheckStatus(code int) error {
+	if code < 100 || code > 599 {
+		return fmt.Errorf("the answer's status %03d is not an HTTP status (100-599)", code)
+	}
+	return nil
+}
+
+// OpensSession reports whether a request of method with header h and a
+// body of contentLength (-1: unknown) opens a session (DESIGN §2a): only a
+// bodiless read that asks for an Upgrade to something other than h2c
+// does. A request with a body, or a call, asking for one is carried as a
+// call (its Upgrade, hop-by-hop, dropped): at most once, journaled, its
+// body whole, never as session bytes. Upgrade: h2c (curl --http2 on
+// http://) is an offer the next hop may ignore, and is dropped.
+func OpensSession(method string, h http.Header, contentLength int64) bool {
+	if !IsRead(method) || contentLength != 0 || !IsUpgrade(h) {
+		return false
+	}
+	for _, v := range h.Values("Upgrade") {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" && !strings.EqualFold(p, "h2c") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // IsUpgrade reports whether h asks for a session: Connection lists
 // "upgrade" and Upgrade names a protocol (DESIGN §2a).
 func IsUpgrade(h http.Header) bool {

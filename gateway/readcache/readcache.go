@@ -119,6 +119,15 @@ func Key(peer, app, pathQuery string) string {
 	return peer + "\x00" + app + "\x00" + pathQuery
 }
 
+// KeyAt is Key for an answer to a request that came through one door:
+// the Host and path prefix its client used (a forward's, or the local
+// API's /v1/peers/PEER/APP), which the owner app may build its answer
+// from (absolute links, redirects). Invalidate(Key(…)) drops it with the
+// answers of every other door.
+func KeyAt(peer, app, pathQuery, door string) string {
+	return Key(peer, app, pathQuery) + "\x00@" + door
+}
+
 func variant(base string, names []string, req http.Header) string {
 	var b strings.Builder
 	b.WriteString(base)
@@ -361,7 +370,11 @@ func (c *Cache) dropBaseLocked(base string) {
 		}
 		el = next
 	}
-	delete(c.vary, base)
+	for b := range c.vary {
+		if b == base || strings.HasPrefix(b, base+"\x00") {
+			delete(c.vary, b)
+		}
+	}
 }
 
 // lifetime is the freshness lifetime of a response for a private cache:

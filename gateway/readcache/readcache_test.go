@@ -190,3 +190,25 @@ func TestFreshen(t *testing.T) {
 		t.Error("Accept is conditional")
 	}
 }
+
+// TestDoors: an answer is kept per door (the Host and prefix its client
+// used, which the owner app may build it from), and a call's
+// invalidation of the path drops it at every door; an answer that sets a
+// cookie is never kept.
+func TestDoors(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	c := New(1<<20, clk.now)
+	a, b := KeyAt("studio", "web", "/", "127.0.0.1:7420/v1/peers/studio/web"), KeyAt("studio", "web", "/", "127.0.0.1:4100")
+	c.Put(a, nil, 200, hdr("Cache-Control", "max-age=60", "Vary", "Accept"), []byte("links to 127.0.0.1:7420"), "lan")
+	if c.Get(b, nil) != nil {
+		t.Fatal("an answer through one door was served at another")
+	}
+	c.Put(b, nil, 200, hdr("Cache-Control", "max-age=60"), []byte("links to 127.0.0.1:4100"), "lan")
+	c.Invalidate(Key("studio", "web", "/"))
+	if c.Get(a, nil) != nil || c.Get(b, nil) != nil || len(c.vary) != 0 {
+		t.Errorf("after the path's invalidation: %v %v, %d vary entries left", c.Get(a, nil), c.Get(b, nil), len(c.vary))
+	}
+	if c.Storable(200, nil, hdr("Cache-Control", "max-age=60", "Set-Cookie", "sid=1"), 1) != nil {
+		t.Error("an answer that sets a cookie is storable")
+	}
+}
