@@ -114,6 +114,12 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	if st.ReceivedToCheck > 0 {
 		fmt.Fprintf(w, "received calls to check: %d (delta receipts; each says what it carried)\n", st.ReceivedToCheck)
 	}
+	if len(st.Forwards) > 0 {
+		fmt.Fprintln(w, "forwards (delta forward --list):")
+		for _, f := range st.Forwards {
+			fmt.Fprintf(w, "  %s\n", forwardLine(f))
+		}
+	}
 }
 
 // pingCommand is `delta ping PEER`, like `tailscale ping`.
