@@ -248,17 +248,25 @@ func pythonAiohttp(t *testing.T) string {
 	return py
 }
 
-func TestAnyAppAiohttpWebSocket(t *testing.T) {
-	py := pythonAiohttp(t)
+// aiohttpPair starts laptop and studio, and on studio the aiohttp app
+// (testdata/anyapp_server.py) registered as app; it returns laptop and
+// the app's address.
+func aiohttpPair(t *testing.T, py, app string) (*proc, string) {
+	t.Helper()
 	laptop, studio := twoProcs(t)
 	studio.start(t)
 	laptop.start(t)
 	addr := freeAddr(t)
-	port := addr[strings.LastIndex(addr, ":")+1:]
-	serve(t, addr, py, "testdata/anyapp_server.py", port)
-	studio.register(t, "aio", "http://"+addr)
+	serve(t, addr, py, "testdata/anyapp_server.py", addr[strings.LastIndex(addr, ":")+1:])
+	studio.register(t, app, "http://"+addr)
+	return laptop, addr
+}
+
+func TestAnyAppAiohttpWebSocket(t *testing.T) {
+	py := pythonAiohttp(t)
+	laptop, addr := aiohttpPair(t, py, "aio")
 	client := `
-import asyncio, sys, time, aiohttp
+import asyncio, sys, aiohttp
 async def main():
     async with aiohttp.ClientSession() as s:
         async with s.ws_connect(sys.argv[1] + "ws") as w:
@@ -287,13 +295,7 @@ asyncio.run(main())
 func TestAnyAppInBrowser(t *testing.T) {
 	py := pythonAiohttp(t)
 	ctx := browser(t)
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	addr := freeAddr(t)
-	port := addr[strings.LastIndex(addr, ":")+1:]
-	serve(t, addr, py, "testdata/anyapp_server.py", port)
-	studio.register(t, "web", "http://"+addr)
+	laptop, addr := aiohttpPair(t, py, "web")
 	u := forwardURL(t, laptop, "web")
 	fport := strings.TrimSuffix(u[strings.LastIndex(u, ":")+1:], "/")
 

@@ -90,6 +90,16 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// seenPair starts laptop and studio, and on studio a seenApp registered
+// as name.
+func seenPair(t *testing.T, name string) (laptop, studio *node, app *seenApp) {
+	t.Helper()
+	laptop, studio = pair(t, nil)
+	app = startSeenApp(t)
+	studio.register(t, name, app.srv.URL)
+	return laptop, studio, app
+}
+
 func (a *seenApp) last(t *testing.T) seen {
 	t.Helper()
 	a.mu.Lock()
@@ -161,9 +171,7 @@ func plain(t *testing.T, method, url, body string, hdr ...string) (*http.Respons
 // and removed.
 func TestForward(t *testing.T) {
 	checkNoLeaks(t)
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, studio, app := seenPair(t, "web")
 	f := forwardTo(t, laptop, "web", false)
 	if !strings.HasPrefix(f.URL, "http://127.0.0.1:") || f.BrowserURL == "" || !f.Open {
 		t.Fatalf("forward %+v", f)
@@ -240,9 +248,7 @@ func TestForward(t *testing.T) {
 // POST too) and, when asked, a missing token are refused with a 403 (401)
 // that names why, and nothing reaches the peer.
 func TestForwardGuard(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, _, app := seenPair(t, "web")
 	f := forwardTo(t, laptop, "web", false)
 	port := f.Listen[strings.LastIndex(f.Listen, ":")+1:]
 	refused := []struct {
@@ -306,9 +312,7 @@ func TestForwardGuard(t *testing.T) {
 // TestBasicAuth: the local API takes the token as a Basic password, and
 // its 401 asks for it with WWW-Authenticate.
 func TestBasicAuth(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, _, app := seenPair(t, "web")
 	resp, body := plain(t, "GET", laptop.c.URL+"/v1/peers/studio/web/echo", "")
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Basic realm="Delta"` {
 		t.Errorf("no token: %d %v %s", resp.StatusCode, resp.Header, body)
@@ -329,9 +333,7 @@ func TestBasicAuth(t *testing.T) {
 // Delta's page cookie, and never from /v1/peers/…; a read with a cookie
 // is not served from the cache another app filled.
 func TestAppSeesItsClient(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, _, app := seenPair(t, "web")
 	f := forwardTo(t, laptop, "web", false)
 	host := strings.TrimSuffix(strings.TrimPrefix(f.URL, "http://"), "/")
 
@@ -381,9 +383,7 @@ func TestAppSeesItsClient(t *testing.T) {
 // read: its body reaches the app, it is not journaled, and it carries no
 // request id.
 func TestSafeMethodsAreReads(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "dav", app.srv.URL)
+	laptop, _, app := seenPair(t, "dav")
 	for _, m := range []string{"PROPFIND", "REPORT", "SEARCH", "QUERY"} {
 		r := laptop.c.Must(t, m, "/v1/peers/studio/dav/tree/", []byte(`<propfind xmlns="DAV:"><allprop/></propfind>`), "Depth", "1")
 		if r.Outcome() != "answered" || r.Header.Get("X-Delta-Request-Id") != "" {
@@ -406,9 +406,7 @@ func TestSafeMethodsAreReads(t *testing.T) {
 // whose head came is cut, the one without gets 502 app_error, and the
 // road stays up for every other request.
 func TestAppFaultKeepsTheRoad(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, _, _ := seenPair(t, "web")
 
 	_, err := laptop.c.Do("GET", "/v1/peers/studio/web/halfway", nil)
 	if err == nil {
@@ -454,9 +452,7 @@ func TestAppFaultKeepsTheRoad(t *testing.T) {
 // with Connection: Upgrade and nothing that contradicts it, from the
 // local API and through a forward.
 func TestSessionOpensAsAppsExpect(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, _, app := seenPair(t, "web")
 	local := strings.TrimPrefix(laptop.c.URL, "http://")
 	doors := []struct{ addr, path, auth string }{{local, "/v1/peers/studio/web/ws", "Authorization: Bearer " + laptop.g.Token() + "\r\n"}}
 	f := forwardTo(t, laptop, "web", false)
@@ -490,9 +486,7 @@ func TestSessionOpensAsAppsExpect(t *testing.T) {
 // call: journaled, sent at most once, its body whole; only a bodiless
 // read opens a session.
 func TestUpgradeWithABodyIsACall(t *testing.T) {
-	laptop, studio := pair(t, nil)
-	app := startSeenApp(t)
-	studio.register(t, "web", app.srv.URL)
+	laptop, _, app := seenPair(t, "web")
 	for i, up := range []string{"h2c", "websocket"} {
 		id := fmt.Sprintf("up-%d", i)
 		r := laptop.c.Must(t, "POST", "/v1/peers/studio/web/echo", []byte("pay=1"), "Connection", "Upgrade, HTTP2-Settings", "Upgrade", up,
