@@ -61,6 +61,17 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 		w.(http.Flusher).Flush()
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Close()
+	case "/stall":
+		w.Header().Set("Accept-Ranges", "bytes")
+		w.Header().Set("ETag", `"v1"`)
+		w.Header().Set("Content-Length", "100000")
+		w.WriteHeader(200)
+		w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
 	case "/status000":
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Write([]byte("HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n"))
@@ -415,6 +426,14 @@ func TestAppFaultKeepsTheRoad(t *testing.T) {
 	r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil)
 	if r.Status != 200 || r.Outcome() != "answered" {
 		t.Fatalf("right after an app broke off, another read got %d %s: %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	// An app silent mid-body past X-Delta-Timeout: its Delta ends the
+	// answer, and this side keeps the road.
+	if _, err := laptop.c.Do("GET", "/v1/peers/studio/web/stall", nil, "X-Delta-Timeout", "0.3"); err == nil {
+		t.Fatal("a read whose app fell silent came to the app as whole")
+	}
+	if r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil); r.Status != 200 {
+		t.Fatalf("right after an app fell silent, another read got %d %s: %s", r.Status, r.Outcome(), r.Err.Detail)
 	}
 	r = laptop.c.Must(t, "GET", "/v1/peers/studio/web/garbage", nil)
 	if r.Status != 502 || r.Outcome() != "app_error" || !strings.Contains(r.Err.Detail, "broke its answer before its head") {

@@ -24,7 +24,9 @@ import (
 )
 
 // readGrace is how long past the connect timeout and X-Delta-Timeout a read
-// waits for the head of the owner's reply.
+// waits for the head of the owner's reply, and past X-Delta-Timeout
+// through a silence of its body (the owner's Delta ends an answer its app
+// left silent first).
 const readGrace = time.Second
 
 // MaxResumes is how many times one read's answer is continued on a fresh
@@ -316,7 +318,13 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		x = cr.cfg.Transfers.Start(localapi.TransferRead, t.Peer, t.App, t.PathQuery, string(cand.Road))
 		defer x.Done()
 	}
-	var src io.Reader = proto.Silenced(resp.Body, t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, t.Timeout)) })
+	// The owner's Delta watches its app's silences with the same
+	// timeout and ends the answer itself (a close this side sees arrive:
+	// the app's fault, the road kept); this side waits readGrace more, so
+	// that only a road that carries nothing at all is taken for a dead
+	// one.
+	silence := t.Timeout + readGrace
+	var src io.Reader = proto.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
 	stored := false
 	store := func() {
 		if body, ok := keep.Kept(); ok && !stored {
@@ -439,7 +447,8 @@ func (rd *readRun) resume(first *http.Response, validator string, n int64) (*htt
 			last = fmt.Errorf("%s did not continue the answer: %s", rd.t.Peer, why)
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
-		resp.Body = proto.Silenced(resp.Body, rd.t.Timeout, func() { cancel(fmt.Errorf("%w (%s)", errSilent, rd.t.Timeout)) })
+		silence := rd.t.Timeout + readGrace // as in relay
+		resp.Body = proto.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
 		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		out, cand = resp, used
 		return peerclient.Result{Verdict: peerclient.Done}
