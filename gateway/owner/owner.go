@@ -54,14 +54,15 @@ type Visitor struct {
 }
 
 // readTicketAdmits says why a read ticket does not admit r, or "": it
-// admits a read of an app (GET, HEAD, OPTIONS; not a session) and a ping,
+// admits a read of an app (a safe method, proto.IsRead; nothing that asks
+// for an upgrade, whether or not it would open a session) and a ping,
 // nothing that could carry anything out or write anything (a call, a
 // session, a question about a call, which may write a fence).
 func readTicketAdmits(r *http.Request) string {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == proto.PathPing:
 		return ""
-	case strings.HasPrefix(r.URL.Path, proto.PathApps) && proto.IsRead(r.Method) && !proto.OpensSession(r.Method, r.Header, r.ContentLength):
+	case strings.HasPrefix(r.URL.Path, proto.PathApps) && proto.IsRead(r.Method) && !proto.IsUpgrade(r.Header):
 		return ""
 	}
 	return fmt.Sprintf("%s %s is not a read, and a read ticket admits reads only (it is what an app holds to read around its own Delta while that is down; calls, sessions and questions about calls go through Delta)", r.Method, r.URL.Path)
