@@ -713,7 +713,8 @@ func TestCutUpload(t *testing.T) {
 // TestNamesAndMethods: percent-encoded names are the names they spell,
 // with the path after them carried exactly; CONNECT, TRACE and OPTIONS *
 // are refused by Delta (405, its own outcome); OPTIONS on a path is a
-// read, PROPFIND a call.
+// read, and so is PROPFIND (a safe method, its body carried); MKCOL is a
+// call.
 func TestNamesAndMethods(t *testing.T) {
 	laptop, _, app := richPair(t)
 	out, errOut, code := laptop.curl(t, "-H", "X-Delta-Request-Id: pct-1", "--data-binary", "x", laptop.c.URL+"/v1/peers/stu%64io/n%6Ftes/path%2Fwith?q=1")
@@ -744,8 +745,15 @@ func TestNamesAndMethods(t *testing.T) {
 		t.Errorf("OPTIONS on a path: %d %q", r.Status, r.Outcome())
 	}
 	r = laptop.c.Must(t, "PROPFIND", "/v1/peers/studio/notes/dav", []byte("<x/>"), "X-Delta-Request-Id", "propfind-1")
-	if r.Status != 201 || laptop.c.GetCall(t, "propfind-1", 0).Method != "PROPFIND" {
+	if r.Outcome() != "answered" || app.hitsOf("/dav") != 1 {
 		t.Errorf("PROPFIND: %d %q", r.Status, r.Outcome())
+	}
+	if r := laptop.c.Must(t, "GET", "/v1/calls/propfind-1", nil); r.Status != 404 {
+		t.Errorf("PROPFIND was journaled: %d %s", r.Status, r.Body)
+	}
+	r = laptop.c.Must(t, "MKCOL", "/v1/peers/studio/notes/dav2", nil, "X-Delta-Request-Id", "mkcol-1")
+	if r.Status != 201 || laptop.c.GetCall(t, "mkcol-1", 0).Method != "MKCOL" {
+		t.Errorf("MKCOL: %d %q", r.Status, r.Outcome())
 	}
 }
 
