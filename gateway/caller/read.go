@@ -55,6 +55,12 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	body, err := readBody(r)
 	if err != nil {
 		cr.cfg.OnRead(proto.BadRequest)
+		if !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+			// As for a call's body over the limit: read (and drop) up
+			// to 64 MiB of it first, so that an app still writing gets
+			// this answer, not a reset.
+			io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+		}
 		proto.RefuseAndClose(w)
 		proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(err.Error(), ""), Peer: t.Peer}.With(proto.NothingSent))
 		return
