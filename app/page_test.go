@@ -107,18 +107,23 @@ func TestStatusPageInBrowser(t *testing.T) {
 		}
 	}
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
-	if strings.Contains(loc, "code=") {
-		t.Errorf("the page's address still holds the login code: %s", loc)
+	if strings.Contains(loc, "code=") || !strings.HasPrefix(loc, base+"/s/") {
+		t.Errorf("the page's address holds the login code, or is not the session's own (/s/KEY/): %s", loc)
+	}
+	page := loc // the session's page: its cookie is sent there only
+	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "not logged in") {
+		t.Errorf("the session's cookie opened the page at /:\n%s", text)
 	}
 	if text := bodyText(t, ctx, link); !strings.Contains(text, "used already") {
 		t.Errorf("the login link worked twice:\n%s", text)
 	}
 
-	// Another origin posts to the page's Ask: the browser sends the
-	// cookie (same site), Delta refuses on Origin, and nothing is asked.
+	// Another origin that knows the session's page posts to its Ask: the
+	// browser sends the cookie (same site), Delta refuses on Origin, and
+	// nothing is asked.
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!doctype html><form method="post" action="%s/page/calls/page-1/ask"><input name="csrf" value="guess"></form>
-<script>document.forms[0].submit()</script>`, base)
+		fmt.Fprintf(w, `<!doctype html><form method="post" action="%spage/calls/page-1/ask"><input name="csrf" value="guess"></form>
+<script>document.forms[0].submit()</script>`, page)
 	}))
 	defer evil.Close()
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -136,7 +141,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	// Ask from the page: the owner's app is still working, so it says
 	// "running" and the page shows it.
-	bodyText(t, ctx, base+"/")
+	bodyText(t, ctx, page)
 	if err := chromedp.Do(tctx,
 		chromedp.Click(chromedp.CSS(`#call-page-1 form[action$="/ask"] button`)),
 		chromedp.WaitVisible(chromedp.CSS(`.flash`))); err != nil {
@@ -175,7 +180,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if c := laptop.c.GetCall(t, "page-1", 30); c.State != "carried_out" {
 		t.Fatalf("call is %s, want carried_out", c.State)
 	}
-	if text := bodyText(t, ctx, base+"/"); !strings.Contains(text, "No write waits on an owner") || !strings.Contains(text, "carried out") {
+	if text := bodyText(t, ctx, page); !strings.Contains(text, "No write waits on an owner") || !strings.Contains(text, "carried out") {
 		t.Errorf("after settling:\n%s", text)
 	}
 }

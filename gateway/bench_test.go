@@ -169,10 +169,10 @@ func BenchmarkMenu(b *testing.B) {
 		b.Fatal(err)
 	}
 	resp.Body.Close()
-	cookie := resp.Cookies()[0]
+	cookie, page := resp.Cookies()[0], resp.Header.Get("Location")
 	b.Run("status-page", func(b *testing.B) {
 		for b.Loop() {
-			fetch(b, "/", func(r *http.Request) { r.AddCookie(cookie) })
+			fetch(b, page, func(r *http.Request) { r.AddCookie(cookie) })
 		}
 	})
 }

@@ -67,17 +67,22 @@ func TestStatusPageGuards(t *testing.T) {
 
 	link := laptop.g.LoginLink()
 	resp, _ := pageDo(t, "GET", link, nil, nil)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
-		t.Fatalf("login link: %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !regexp.MustCompile(`^/s/[A-Z2-7]{26}/$`).MatchString(loc) {
+		t.Fatalf("login link: %d, Location %q, want the session's page /s/KEY/", resp.StatusCode, loc)
 	}
+	page := base + loc
 	var cookie *http.Cookie
 	for _, c := range resp.Cookies() {
 		if c.Name == "delta_session" {
 			cookie = c
 		}
 	}
-	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode {
-		t.Fatalf("session cookie %+v: want HttpOnly and SameSite=Strict", cookie)
+	// The cookie is sent only to the session's own page: a browser gives
+	// a host's cookies to every port of it, and a process on another
+	// loopback port is never asked for /s/KEY/.
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteStrictMode || cookie.Path != loc {
+		t.Fatalf("session cookie %+v: want HttpOnly, SameSite=Strict and Path %s", cookie, loc)
 	}
 	if resp, body := pageDo(t, "GET", link, nil, nil); resp.StatusCode != 403 || !strings.Contains(body, "used already") {
 		t.Errorf("the login link worked twice: %d %s", resp.StatusCode, body)
@@ -86,7 +91,14 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Errorf("the session cookie opened the API: %d", r.Status)
 	}
 
-	resp, body := pageDo(t, "GET", base+"/", cookie, nil)
+	// The cookie alone, as a process on another port would replay it,
+	// opens nothing: not the page at "/", not another session's path.
+	for _, u := range []string{base + "/", base + "/s/AAAAAAAAAAAAAAAAAAAAAAAAAA/"} {
+		if resp, body := pageDo(t, "GET", u, cookie, nil); resp.StatusCode != 401 || strings.Contains(body, "page-1") {
+			t.Errorf("the cookie alone at %s: %d %s", u, resp.StatusCode, body)
+		}
+	}
+	resp, body := pageDo(t, "GET", page, cookie, nil)
 	if resp.StatusCode != 200 || !strings.Contains(body, "page-1") || !strings.Contains(body, "Asking studio about 1 write") {
 		t.Fatalf("page: %d, lacks the unsettled call:\n%s", resp.StatusCode, body)
 	}
@@ -101,7 +113,10 @@ func TestStatusPageGuards(t *testing.T) {
 		t.Fatal("the page has no CSRF token in its forms")
 	}
 	csrf := url.Values{"csrf": {m[1]}}
-	ask := base + "/page/calls/page-1/ask"
+	if resp, body := pageDo(t, "POST", base+"/page/calls/page-1/settle", cookie, url.Values{"csrf": {m[1]}, "state": {"not_carried_out"}, "checked": {"yes"}}, "Origin", base); resp.StatusCode < 400 {
+		t.Errorf("the cookie and the CSRF token without the session's path settled: %d %s", resp.StatusCode, body)
+	}
+	ask := page + "page/calls/page-1/ask"
 	for _, tc := range []struct {
 		name   string
 		cookie *http.Cookie
@@ -131,15 +146,15 @@ func TestStatusPageGuards(t *testing.T) {
 	}
 
 	// Dismiss sets it aside: off the unsettled list, still listed and asked.
-	if resp, _ := pageDo(t, "POST", base+"/page/calls/page-1/dismiss", cookie, csrf, "Origin", base); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := pageDo(t, "POST", page+"page/calls/page-1/dismiss", cookie, csrf, "Origin", base); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("dismiss from the page: %d", resp.StatusCode)
 	}
-	_, body = pageDo(t, "GET", base+"/", cookie, nil)
+	_, body = pageDo(t, "GET", page, cookie, nil)
 	if !strings.Contains(body, `Delta is asking <span class="count">1</span>`) || !strings.Contains(body, "outcome unknown, set aside") || !strings.Contains(body, "Delta keeps asking its owner") ||
 		!strings.Contains(body, "· 1 set aside, still asked about") {
 		t.Errorf("page after Dismiss:\n%s", body)
 	}
-	_, body = pageDo(t, "GET", base+"/?open=call-page-1", cookie, nil)
+	_, body = pageDo(t, "GET", page+"?open=call-page-1", cookie, nil)
 	if !strings.Contains(body, "Set aside from the status page") || strings.Contains(body, `http-equiv="refresh"`) {
 		t.Errorf("the call's open card after Dismiss:\n%s", body)
 	}
@@ -160,7 +175,7 @@ func TestStatusPageGuards(t *testing.T) {
 	if c := laptop.c.GetCall(t, "page-1", 0); c.State != "carried_out" {
 		t.Fatalf("after Ask on the page the call is %s, want carried_out", c.State)
 	}
-	_, body = pageDo(t, "GET", base+"/", cookie, nil)
+	_, body = pageDo(t, "GET", page, cookie, nil)
 	if !strings.Contains(body, "Asked studio about call page-1: carried out") || !strings.Contains(body, `Delta is asking <span class="count">0</span>`) ||
 		!strings.Contains(body, `Settled recently <span class="count">1</span>`) {
 		t.Errorf("page after Ask lacks the result:\n%s", body)
@@ -188,7 +203,7 @@ func TestPageShowsWhatAppsWroteSafely(t *testing.T) {
 			cookie = c
 		}
 	}
-	_, body := pageDo(t, "GET", laptop.g.LocalURL()+"/", cookie, nil)
+	_, body := pageDo(t, "GET", laptop.g.LocalURL()+resp.Header.Get("Location"), cookie, nil)
 	if !strings.Contains(body, "rtl-1") || strings.ContainsRune(body, '\u202E') || !strings.Contains(html.UnescapeString(body), "invoice⟨U+202E⟩fdp.exe") {
 		t.Errorf("the page shows the app's name as it was sent, or not at all:\n%s", grepLines(body, "gpj"))
 	}

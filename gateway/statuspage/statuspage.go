@@ -151,6 +151,14 @@ func (p *Page) log() *slog.Logger {
 }
 
 type pageSession struct {
+	// key is the session's second secret, beside its cookie: the page is
+	// served at /s/KEY/ and the cookie is sent only to that path (DESIGN
+	// §3, docs/protocol.md). Browsers send a host's cookies to every
+	// port of it (RFC 6265 §8.5): any process on another loopback port
+	// could be sent a cookie scoped to "/", and read the page or act on
+	// it. It is never sent to a path it does not know, and without the
+	// key the cookie opens nothing.
+	key     string
 	csrf    string
 	expires time.Time
 	flash   string // shown once on the next page view
@@ -178,8 +186,14 @@ func (p *Page) LoginLink() string {
 
 // IsPagePath reports whether the status page (not the API) serves path.
 func IsPagePath(path string) bool {
-	return path == "/" || path == "/login" || strings.HasPrefix(path, pagePrefix)
+	return path == "/" || path == "/login" || strings.HasPrefix(path, pagePrefix) || strings.HasPrefix(path, sessionPrefix)
 }
+
+// sessionPrefix starts the path of a session's page: /s/KEY/.
+const sessionPrefix = "/s/"
+
+// base is the path of s's page.
+func (s *pageSession) base() string { return sessionPrefix + s.key + "/" }
 
 // ServeHTTP serves the page, its login and its actions (paths for which
 // IsPagePath is true).
@@ -196,9 +210,12 @@ func (p *Page) newHandler() http.Handler {
 	p.mu.Unlock()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /login", p.handleLogin)
-	mux.HandleFunc("GET /{$}", p.withSession(p.handlePage))
-	mux.HandleFunc("POST "+pagePrefix+"calls/{id}/{action}", p.withSession(p.handlePageAction))
-	mux.HandleFunc("POST "+pagePrefix+"receipts/{caller}/{id}/check", p.withSession(p.handleCheckReceipt))
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		pageError(w, http.StatusUnauthorized, "You are not logged in to this Delta's status page (no session cookie for this address). Open it from Delta's menu or with `delta open`: the link logs you in.")
+	})
+	mux.HandleFunc("GET "+sessionPrefix+"{key}/{$}", p.withSession(p.handlePage))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"calls/{id}/{action}", p.withSession(p.handlePageAction))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"receipts/{caller}/{id}/check", p.withSession(p.handleCheckReceipt))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not part of Delta's status page.", r.Method, r.URL.Path))
 	})
@@ -239,9 +256,11 @@ func (p *Page) handleLogin(w http.ResponseWriter, r *http.Request) {
 	exp, ok := a.codes[code]
 	delete(a.codes, code) // one use, whatever happens
 	var sid string
+	var s *pageSession
 	if ok && !now.After(exp) {
 		sid = rand.Text()
-		a.sessions[sid] = &pageSession{csrf: rand.Text(), expires: now.Add(sessionLifetime)}
+		s = &pageSession{key: rand.Text(), csrf: rand.Text(), expires: now.Add(sessionLifetime)}
+		a.sessions[sid] = s
 	}
 	a.mu.Unlock()
 	switch {
@@ -256,9 +275,9 @@ func (p *Page) handleLogin(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusForbidden, fmt.Sprintf("This login link is older than %.0f s and has expired. Open a new one from Delta's menu or with `delta open`.", LoginLinkLifetime.Seconds()))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: "/", HttpOnly: true,
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: s.base(), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime.Seconds())})
-	to := "/"
+	to := s.base()
 	if open := r.URL.Query().Get("open"); openCard.MatchString(open) {
 		to += "?open=" + url.QueryEscape(open)
 	}
@@ -270,7 +289,8 @@ var openCard = regexp.MustCompile(`^(call|receipt)-[\x21-\x7e]{1,200}$`)
 
 type sessionKey struct{}
 
-// withSession refuses requests without a live session cookie.
+// withSession refuses requests without a live session: its cookie, and
+// its key in the path (/s/KEY/), both.
 func (p *Page) withSession(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, err := r.Cookie(sessionCookie)
@@ -286,6 +306,11 @@ func (p *Page) withSession(next http.HandlerFunc) http.HandlerFunc {
 			s = nil
 		}
 		a.mu.Unlock()
+		if s != nil && subtle.ConstantTimeCompare([]byte(r.PathValue("key")), []byte(s.key)) != 1 {
+			p.log().Warn("status page: a session cookie came with another session's key, or none", "path", r.URL.Path)
+			pageError(w, http.StatusUnauthorized, "This address is not your session's page (a session's cookie opens only its own address). Open the page from Delta's menu or with `delta open`.")
+			return
+		}
 		if s == nil {
 			pageError(w, http.StatusUnauthorized, "Your session on this Delta's status page has expired or Delta restarted since. Open the page again from Delta's menu or with `delta open`.")
 			return
@@ -340,7 +365,7 @@ func (p *Page) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	s.flash = flash
 	p.mu.Unlock()
-	http.Redirect(w, r, "/#receipt-"+url.PathEscape(id), http.StatusSeeOther)
+	http.Redirect(w, r, s.base()+"#receipt-"+url.PathEscape(id), http.StatusSeeOther)
 }
 
 func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
@@ -390,7 +415,7 @@ func (p *Page) handlePageAction(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	s.flash = flash
 	p.mu.Unlock()
-	http.Redirect(w, r, "/#call-"+url.PathEscape(id), http.StatusSeeOther)
+	http.Redirect(w, r, s.base()+"#call-"+url.PathEscape(id), http.StatusSeeOther)
 }
 
 type pageCall struct {
@@ -445,6 +470,9 @@ type historyBox struct {
 }
 
 type pageData struct {
+	// Base is the session's page path (/s/KEY/), which every link and
+	// form of the page starts with.
+	Base     string
 	Now      time.Time
 	Snap     view.Snapshot
 	Headline string
@@ -470,8 +498,8 @@ type pageData struct {
 }
 
 // newPageData arranges a snapshot for the page.
-func newPageData(snap view.Snapshot, now time.Time, csrf, open string) pageData {
-	d := pageData{Now: now, Snap: snap, CSRF: csrf, Open: open}
+func newPageData(snap view.Snapshot, now time.Time, base, csrf, open string) pageData {
+	d := pageData{Base: base, Now: now, Snap: snap, CSRF: csrf, Open: open}
 	d.Level, d.Headline = view.Overall(snap)
 	g := view.Group(snap)
 	calls := func(cs ...[]*record.Call) []pageCall {
@@ -515,7 +543,7 @@ func (p *Page) handlePage(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusServiceUnavailable, "Delta could not read its journal: "+err.Error())
 		return
 	}
-	d := newPageData(snap, p.now(), s.csrf, r.URL.Query().Get("open"))
+	d := newPageData(snap, p.now(), s.base(), s.csrf, r.URL.Query().Get("open"))
 	p.mu.Lock()
 	d.Flash, s.flash = s.flash, ""
 	p.mu.Unlock()

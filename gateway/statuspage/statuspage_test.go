@@ -43,7 +43,7 @@ func TestOldErrorShownAsOld(t *testing.T) {
 func render(t *testing.T, snap view.Snapshot, now time.Time, open string) string {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := statusPage.Execute(&buf, newPageData(snap, now, "tok", open)); err != nil {
+	if err := statusPage.Execute(&buf, newPageData(snap, now, "/s/KEY/", "tok", open)); err != nil {
 		t.Fatal(err)
 	}
 	return buf.String()
@@ -100,7 +100,7 @@ func TestReceiptToCheckCard(t *testing.T) {
 	page := render(t, snap, now, "")
 	needs := page[strings.Index(page, `<h2 class="needs">`):strings.Index(page, `<h2 class="asking">`)]
 	closed := card(t, needs, "receipt-r1")
-	if !strings.Contains(closed, `href="/?open=receipt-r1#check-r1">Check…</a>`) || strings.Contains(closed, "<form") || !strings.Contains(needs, `<span class="count">1</span>`) {
+	if !strings.Contains(closed, `href="/s/KEY/?open=receipt-r1#check-r1">Check…</a>`) || strings.Contains(closed, "<form") || !strings.Contains(needs, `<span class="count">1</span>`) {
 		t.Errorf("the closed card:\n%s", closed)
 	}
 	if !strings.Contains(page, `<meta http-equiv="refresh" content="5">`) || !strings.Contains(page, `<link rel="icon" type="image/png" href="data:image/png;base64,`) {
@@ -115,7 +115,7 @@ func TestReceiptToCheckCard(t *testing.T) {
 		`<b title="interrupted">Delta restarted while the app worked on it: check the app</b>`,
 		`<pre class="body">pay &lt;the&gt; rent</pre>`,
 		`<th>Content-Type</th><td class="mono">text/plain </td>`,
-		`action="/page/receipts/nodeL/r1/check"`, `name="csrf" value="tok"`, `name="checked" value="yes" required`,
+		`action="/s/KEY/page/receipts/nodeL/r1/check"`, `name="csrf" value="tok"`, `name="checked" value="yes" required`,
 	} {
 		if !strings.Contains(open, want) {
 			t.Errorf("the open card lacks %s:\n%s", want, open)
@@ -174,7 +174,7 @@ func TestCallsGrouped(t *testing.T) {
 	snap.SettledMore = false
 	// Open, the card that needs you holds the settle form.
 	n1 = card(t, render(t, snap, now, "call-n1"), "call-n1")
-	if !strings.Contains(n1, `id="settle-n1"`) || !strings.Contains(n1, `href="/#call-n1"`) || !strings.Contains(n1, "▾") {
+	if !strings.Contains(n1, `id="settle-n1"`) || !strings.Contains(n1, `href="/s/KEY/#call-n1"`) || !strings.Contains(n1, "▾") {
 		t.Errorf("the open card:\n%s", n1)
 	}
 }
