@@ -72,6 +72,10 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
 		}
+	case "/426":
+		w.Header().Set("Upgrade", "echo/1")
+		w.Header().Set("Connection", "Upgrade")
+		w.WriteHeader(http.StatusUpgradeRequired)
 	case "/status000":
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Write([]byte("HTTP/1.1 000 Zero\r\nContent-Length: 0\r\n\r\n"))
@@ -528,5 +532,18 @@ func TestUpgradeWithABodyIsACall(t *testing.T) {
 	// A bodiless GET asking for h2c is a read, its Upgrade dropped.
 	if r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil, "Connection", "Upgrade", "Upgrade", "h2c"); r.Status != 200 || app.last(t).Header.Get("Upgrade") != "" {
 		t.Errorf("GET with Upgrade: h2c: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestUpgradeRequiredKeepsUpgrade: a 426 carries its Upgrade header to
+// the app (RFC 9110 §15.5.22), whether it answers a read or declines a
+// session's opening; other answers' Upgrade is hop-by-hop and dropped.
+func TestUpgradeRequiredKeepsUpgrade(t *testing.T) {
+	laptop, _, _ := seenPair(t, "web")
+	for _, hdr := range [][]string{nil, {"Connection", "Upgrade", "Upgrade", "other/2"}} {
+		r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/426", nil, hdr...)
+		if r.Status != 426 || r.Header.Get("Upgrade") != "echo/1" || r.Header.Get("Connection") == "Upgrade" {
+			t.Errorf("a 426 (%v): %d, Upgrade %q, Connection %q", hdr, r.Status, r.Header.Get("Upgrade"), r.Header.Get("Connection"))
+		}
 	}
 }

@@ -601,7 +601,7 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 	for k, vs := range a.Header {
 		h[k] = vs
 	}
-	proto.StripHop(h)
+	proto.StripHopAnswer(h, a.StatusCode)
 	if a.ContentLength >= 0 {
 		h.Set("Content-Length", strconv.FormatInt(a.ContentLength, 10))
 	}

@@ -292,7 +292,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	for k, vs := range resp.Header {
 		h[k] = vs
 	}
-	proto.StripHop(h)
+	proto.StripHopAnswer(h, resp.StatusCode)
 	h.Set(proto.HeaderOutcome, string(proto.Answered))
 	h.Set(proto.HeaderRoute, string(cand.Road))
 	if resp.ContentLength >= 0 && rd.r.Method != http.MethodHead {
@@ -522,6 +522,11 @@ func Continues(first, next *http.Response, n int64) string {
 		return fmt.Sprintf("the whole is %d bytes now, not %d", total, first.ContentLength)
 	case first.Header.Get("ETag") != "" && next.Header.Get("ETag") != first.Header.Get("ETag"):
 		return fmt.Sprintf("its ETag is %s, not %s", next.Header.Get("ETag"), first.Header.Get("ETag"))
+	case first.Header.Get("Last-Modified") != "" && next.Header.Get("Last-Modified") != first.Header.Get("Last-Modified"):
+		// An owner that ignores If-Range after the file changed answers
+		// 206 of the new file: without this check the app would get the
+		// start of one version and the rest of another as one answer.
+		return fmt.Sprintf("its Last-Modified is %q, not %q (another version)", next.Header.Get("Last-Modified"), first.Header.Get("Last-Modified"))
 	}
 	return ""
 }

@@ -79,6 +79,23 @@ func TestContinues(t *testing.T) {
 			t.Errorf("%s: %q", tc.name, why)
 		}
 	}
+	// Resumed on Last-Modified: the continuation must carry the same one
+	// (an owner that ignores If-Range after the file changed).
+	lm := "Tue, 01 Dec 2026 10:00:00 GMT"
+	first = resp(200, "Content-Length", "1000", "Last-Modified", lm)
+	for _, tc := range []struct {
+		name string
+		next *http.Response
+		ok   bool
+	}{
+		{"the same version", resp(206, "Content-Range", "bytes 400-999/1000", "Last-Modified", lm), true},
+		{"a newer version", resp(206, "Content-Range", "bytes 400-999/1000", "Last-Modified", "Thu, 03 Dec 2026 10:00:00 GMT"), false},
+		{"no Last-Modified", resp(206, "Content-Range", "bytes 400-999/1000"), false},
+	} {
+		if why := Continues(first, tc.next, 400); (why == "") != tc.ok {
+			t.Errorf("%s: %q", tc.name, why)
+		}
+	}
 }
 
 // mapOwnerReply reads the owner's guarantee from its fields; every reply

@@ -110,7 +110,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The owner app declined the upgrade: its answer, as a read's.
 		defer a.Body.Close()
-		proto.StripHop(h)
+		proto.StripHopAnswer(h, a.StatusCode)
 		h.Set(proto.HeaderOutcome, string(proto.Answered))
 		h.Set(proto.HeaderRoute, road)
 		for k, vs := range h {

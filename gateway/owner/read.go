@@ -68,7 +68,7 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	for k, vs := range resp.Header {
 		h[k] = vs
 	}
-	proto.StripHop(h) // and X-Delta-*: only this Delta speaks for itself
+	proto.StripHopAnswer(h, resp.StatusCode) // and X-Delta-*: only this Delta speaks for itself
 	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
 	if resp.ContentLength >= 0 && r.Method != http.MethodHead {
 		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))

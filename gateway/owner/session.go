@@ -53,7 +53,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The app declined: its answer, as a read's.
 		defer a.Body.Close()
-		proto.StripHop(h)
+		proto.StripHopAnswer(h, a.StatusCode)
 		h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
 		for k, vs := range h {
 			w.Header()[k] = vs

@@ -528,6 +528,20 @@ func StripHop(h http.Header) {
 	StripDelta(h)
 }
 
+// StripHopAnswer is StripHop for an answer of status: a 426 Upgrade
+// Required keeps its Upgrade header, which must say what to upgrade to
+// (RFC 9110 §15.5.22).
+func StripHopAnswer(h http.Header, status int) {
+	var up []string
+	if status == http.StatusUpgradeRequired {
+		up = h.Values("Upgrade")
+	}
+	StripHop(h)
+	if len(up) > 0 {
+		h["Upgrade"] = up
+	}
+}
+
 // TicketScheme is the Authorization scheme of a ticket on the peer API:
 // "Authorization: Delta <ticket>" (DESIGN §4).
 const TicketScheme = "Delta "
