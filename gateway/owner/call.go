@@ -214,7 +214,14 @@ func (b *callBody) close() {
 // announced, or over the limit is an error, and nothing is kept.
 func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarget, size int64, inMemory bool) (*callBody, error) {
 	h := proto.NewDigest(r.Method, t.app.Name, t.pathQuery)
-	src := io.LimitReader(proto.ProgressBody(w, r, proto.BodyIdle), o.cfg.MaxCallBytes+1)
+	limit := o.cfg.MaxCallBytes
+	if size >= 0 {
+		// Never past what was announced: a body longer than its length
+		// is refused at the first byte over, not read (into memory, for
+		// a small announced one) to its end.
+		limit = min(limit, size)
+	}
+	src := io.LimitReader(proto.ProgressBody(w, r, proto.BodyIdle), limit+1)
 	b := &callBody{}
 	var n int64
 	var err error
@@ -236,6 +243,9 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 	case n > o.cfg.MaxCallBytes:
 		b.close()
 		return nil, bodyError{cause: fmt.Errorf("the body is over %s's limit of %d bytes for a call (max_call_bytes)", o.cfg.Self().Name, o.cfg.MaxCallBytes), e: proto.PeerTooLarge, status: http.StatusRequestEntityTooLarge}
+	case size >= 0 && n > size:
+		b.close()
+		return nil, fmt.Errorf("the body is longer than the %d bytes announced: refused at byte %d, not read further", size, n)
 	case size >= 0 && n != size:
 		b.close()
 		return nil, fmt.Errorf("the body did not arrive whole: %d bytes of the %d announced", n, size)

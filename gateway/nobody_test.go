@@ -1,0 +1,62 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/ticket"
+)
+
+// endless is a body that never ends: n bytes of 'x' at most.
+type endless struct{ n int64 }
+
+func (e *endless) Read(p []byte) (int, error) {
+	if e.n <= 0 {
+		return 0, io.EOF
+	}
+	k := min(int64(len(p)), e.n)
+	for i := range k {
+		p[i] = 'x'
+	}
+	e.n -= k
+	return int(k), nil
+}
+
+// TestStreamedBodyLongerThanAnnounced: a streamed call that announces
+// X-Delta-Body-Length: 1 and sends 256 MiB is refused at the second
+// byte, never read (into memory) to its end; its app sees nothing.
+func TestStreamedBodyLongerThanAnnounced(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	tk := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})
+	body := &endless{n: 256 << 20}
+	req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/long", io.NopCloser(body))
+	req.ContentLength = -1 // chunked
+	req.Header.Set("Authorization", proto.TicketAuth(tk))
+	req.Header.Set(proto.HeaderRequestID, "long-1")
+	req.Header.Set(proto.HeaderBodyLength, "1")
+	req.Trailer = http.Header{proto.HeaderDigest: nil}
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || !strings.Contains(string(b), "longer than the 1 bytes announced") {
+			t.Errorf("the owner's reply: %d %s", resp.StatusCode, b)
+		}
+	}
+	// Either a refusal came back, or the owner closed the connection
+	// while the body was still being written: what matters is that it
+	// did not read the rest.
+	if sent := 256<<20 - body.n; sent > 64<<20 {
+		t.Errorf("the owner read %d MiB of a body announced as 1 byte", sent>>20)
+	}
+	if app.Requests() != 0 {
+		t.Errorf("the app saw %d requests", app.Requests())
+	}
+}
