@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -72,6 +73,17 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
 		}
+	case "/bighead": // a 16 MiB header line
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Write([]byte("HTTP/1.1 200 OK\r\nX-Big: "))
+		c.Write(bytes.Repeat([]byte("a"), 16<<20))
+		c.Write([]byte("\r\nContent-Length: 0\r\n\r\n"))
+		c.Close()
+	case "/many1xx": // 1,500 interim answers, then one
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Write(bytes.Repeat([]byte("HTTP/1.1 102 Processing\r\n\r\n"), 1500))
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		c.Close()
 	case "/426":
 		w.Header().Set("Upgrade", "echo/1")
 		w.Header().Set("Connection", "Upgrade")

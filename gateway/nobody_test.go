@@ -60,3 +60,24 @@ func TestStreamedBodyLongerThanAnnounced(t *testing.T) {
 		t.Errorf("the app saw %d requests", app.Requests())
 	}
 }
+
+// TestAnswerHeadsBounded: an owner app's head over 10 MiB, or past 1,000
+// interim answers, is its broken answer: a read gets 502 app_error, a
+// call outcome_unknown, and the road stays (issue 34 A4). What the Deltas'
+// memory does meanwhile is measured, not asserted.
+func TestAnswerHeadsBounded(t *testing.T) {
+	laptop, _, _ := seenPair(t, "web")
+	for _, path := range []string{"/bighead", "/many1xx"} {
+		r := laptop.c.Must(t, "GET", "/v1/peers/studio/web"+path, nil)
+		if r.Status != 502 || r.Outcome() != "app_error" {
+			t.Errorf("a read of %s: %d %s %s", path, r.Status, r.Outcome(), r.Err.Detail)
+		}
+		r = laptop.c.Must(t, "POST", "/v1/peers/studio/web"+path, []byte("x"))
+		if r.Outcome() != "outcome_unknown" {
+			t.Errorf("a call to %s: %d %s %s", path, r.Status, r.Outcome(), r.Err.Detail)
+		}
+	}
+	if r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil); r.Status != 200 {
+		t.Errorf("after them: %d %s", r.Status, r.Err.Detail)
+	}
+}

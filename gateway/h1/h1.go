@@ -53,6 +53,7 @@ type conn struct {
 	host string
 	nc   net.Conn
 	br   *bufio.Reader
+	hl   *proto.HeadLimit // under br: bounds a head
 	bw   *bufio.Writer
 	// idleTimer closes it once idle for IdleTimeout; stopped in use.
 	idleTimer *time.Timer
@@ -98,7 +99,8 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	if err != nil {
 		return nil, false, err
 	}
-	c = &conn{t: t, host: host, nc: nc, br: bufio.NewReaderSize(nc, readBufSize), bw: bufio.NewWriterSize(nc, writeBufSize)}
+	hl := &proto.HeadLimit{R: nc}
+	c = &conn{t: t, host: host, nc: nc, hl: hl, br: bufio.NewReaderSize(hl, readBufSize), bw: bufio.NewWriterSize(nc, writeBufSize)}
 	c.idleTimer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.idleTimer.Stop()
 	return c, false, nil
@@ -221,6 +223,9 @@ func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 // aLongTimeAgo is a deadline that unblocks every read and write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// max1xx bounds the interim answers read before the final one.
+const max1xx = 1000
+
 // errClosedEarly is a new connection closed by the other end before any of
 // the answer came.
 var errClosedEarly = errors.New("h1: the connection was closed before an answer came")
@@ -237,7 +242,15 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		stop()
 		return nil, err
 	}
-	for {
+	// The head, interim answers included, is bounded (proto.MaxHeadBytes,
+	// max1xx); the body is read as it comes.
+	c.hl.Limit(proto.MaxHeadBytes)
+	defer c.hl.Unlimit()
+	for interim := 0; ; interim++ {
+		if interim > max1xx {
+			stop()
+			return nil, fmt.Errorf("h1: more than %d interim (1xx) answers and no final one", max1xx)
+		}
 		if _, err := c.br.Peek(1); err != nil {
 			stop()
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {

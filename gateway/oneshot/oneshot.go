@@ -194,6 +194,7 @@ func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
 // Answer's Body as it arrives. On an error conn is closed.
 func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
 	c := &conn{Conn: raw, idle: opt.Idle}
+	c.headLeft.Store(proto.MaxHeadBytes)
 	if dl, ok := ctx.Deadline(); ok {
 		c.hard = dl
 	}
@@ -424,6 +425,9 @@ type conn struct {
 	idle     time.Duration
 	hard     time.Time // the context's deadline; zero if none
 	bodyIdle atomic.Bool
+	// headLeft is what the answer's head, interim answers included, may
+	// still take (proto.MaxHeadBytes) until the body begins.
+	headLeft atomic.Int64
 	killed   atomic.Bool
 	// limit is the limit behind the last deadline set: 0 the context's
 	// (or none), else a duration of Options.Idle or Options.Wait, as
@@ -498,10 +502,22 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 func (c *conn) Read(p []byte) (int, error) {
-	if c.idle > 0 && c.bodyIdle.Load() {
-		c.setRead(c.idle, false)
+	if c.bodyIdle.Load() {
+		if c.idle > 0 {
+			c.setRead(c.idle, false)
+		}
+		return c.Conn.Read(p)
 	}
-	return c.Conn.Read(p)
+	left := c.headLeft.Load()
+	if left <= 0 {
+		return 0, proto.ErrHeadTooLarge
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.Conn.Read(p)
+	c.headLeft.Add(-int64(n))
+	return n, err
 }
 
 func (c *conn) kill() {

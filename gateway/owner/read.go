@@ -97,11 +97,17 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 // fields, and with the headers every forwarded request carries; an
 // interim 103 from the app is passed on to w.
 func (o *Owner) appRequest(ctx context.Context, r *http.Request, t ownerTarget, w http.ResponseWriter) (*http.Request, error) {
+	passed := 0
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		Got1xxResponse: func(code int, header textproto.MIMEHeader) error {
-			if code == http.StatusSwitchingProtocols {
-				return nil // a session is ownerSession's
+			// Only Early Hints are the caller's app's business (DESIGN
+			// §2a), and a few of them: an app's flood of interim answers
+			// stays here, bounded by h1, never relayed to be taken for a
+			// road's fault at the caller.
+			if code != http.StatusEarlyHints || passed >= maxEarlyHints {
+				return nil
 			}
+			passed++
 			h := w.Header()
 			for k, vs := range header {
 				h[k] = vs
@@ -136,6 +142,10 @@ func (o *Owner) appRequest(ctx context.Context, r *http.Request, t ownerTarget, 
 	o.appHeaders(out, t, t.timeout)
 	return out, nil
 }
+
+// maxEarlyHints bounds the 103 Early Hints an owner passes on for one
+// read.
+const maxEarlyHints = 16
 
 // dialError marks a failure to connect to the app: nothing reached it.
 type dialError struct{ error }

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"hash"
 	"net/http"
 	"net/url"
@@ -527,6 +528,46 @@ func StripHop(h http.Header) {
 	}
 	StripDelta(h)
 }
+
+// MaxHeadBytes bounds an answer's head, its interim answers included, on
+// every hop Delta reads one (net/http's Transport's default
+// MaxResponseHeaderBytes): a longer one is the sender's broken answer.
+const MaxHeadBytes = 10 << 20
+
+// ErrHeadTooLarge is what reading an answer's head past MaxHeadBytes
+// fails with.
+var ErrHeadTooLarge = fmt.Errorf("the answer's head is over %d MiB, which Delta does not read", MaxHeadBytes>>20)
+
+// HeadLimit bounds what is read from R while a head is read: Limit
+// before it (the bytes left), Unlimit once it has been read (the body
+// is bounded otherwise). It sits under a connection's bufio.Reader.
+type HeadLimit struct {
+	R    io.Reader
+	left int64
+	on   bool
+}
+
+// Read reads from R, failing with ErrHeadTooLarge past the limit.
+func (h *HeadLimit) Read(p []byte) (int, error) {
+	if !h.on {
+		return h.R.Read(p)
+	}
+	if h.left <= 0 {
+		return 0, ErrHeadTooLarge
+	}
+	if int64(len(p)) > h.left {
+		p = p[:h.left]
+	}
+	n, err := h.R.Read(p)
+	h.left -= int64(n)
+	return n, err
+}
+
+// Limit starts a head: at most n more bytes may be read.
+func (h *HeadLimit) Limit(n int64) { h.on, h.left = true, n }
+
+// Unlimit ends it.
+func (h *HeadLimit) Unlimit() { h.on = false }
 
 // StripHopAnswer is StripHop for an answer of status: a 426 Upgrade
 // Required keeps its Upgrade header, which must say what to upgrade to
