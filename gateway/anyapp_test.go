@@ -73,6 +73,11 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
 		}
+	case "/pastlength": // an answer written past its length, on a connection kept open
+		c, _, _ := http.NewResponseController(w).Hijack()
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" +
+			"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nCache-Control: max-age=600\r\n\r\nPOISON"))
+		time.AfterFunc(3*time.Second, func() { c.Close() })
 	case "/bighead": // a 16 MiB header line
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Write([]byte("HTTP/1.1 200 OK\r\nX-Big: "))

@@ -81,3 +81,23 @@ func TestAnswerHeadsBounded(t *testing.T) {
 		t.Errorf("after them: %d %s", r.Status, r.Err.Detail)
 	}
 }
+
+// TestBytesPastAnAnswer: an owner app that writes past its answer's
+// length leaves bytes on its pooled connection; the next read, from any
+// app, must not take them for its answer, nor the cache keep them
+// (issue 34 A3).
+func TestBytesPastAnAnswer(t *testing.T) {
+	laptop, _, app := seenPair(t, "web")
+	if r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/pastlength", nil); r.Status != 200 || string(r.Body) != "ok" {
+		t.Fatalf("the answer itself: %d %q", r.Status, r.Body)
+	}
+	for i := range 3 {
+		r := laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil)
+		if strings.Contains(string(r.Body), "POISON") || r.Status != 200 {
+			t.Fatalf("read %d after it got %d %q", i, r.Status, r.Body)
+		}
+	}
+	if got := app.count(); got != 4 {
+		t.Errorf("the app got %d requests, want 4", got)
+	}
+}

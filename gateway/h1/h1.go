@@ -88,11 +88,16 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	for list := t.idle[host]; len(list) > 0; list = t.idle[host] {
 		c = list[len(list)-1]
 		t.idle[host] = list[:len(list)-1]
-		if c.idleTimer.Stop() {
-			t.mu.Unlock()
-			return c, true, nil
+		if !c.idleTimer.Stop() {
+			continue // its idle timer fired: it is being closed
 		}
-		// Its idle timer fired: it is being closed.
+		t.mu.Unlock()
+		if c.unsolicited() {
+			c.close()
+			t.mu.Lock()
+			continue
+		}
+		return c, true, nil
 	}
 	t.mu.Unlock()
 	nc, err := t.Dial(ctx, host)
@@ -106,8 +111,15 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	return c, false, nil
 }
 
-// put pools c again, or closes it when the pool for its host is full.
+// put pools c again, or closes it when the pool for its host is full or
+// bytes came past the answer it just carried: an answer written past its
+// length, a body to a HEAD or a 204, a stray interim answer. The next
+// request would take them for its answer.
 func (t *Transport) put(c *conn) {
+	if c.br.Buffered() > 0 {
+		c.close()
+		return
+	}
 	t.mu.Lock()
 	if t.idle == nil {
 		t.idle = map[string][]*conn{}
@@ -120,6 +132,21 @@ func (t *Transport) put(c *conn) {
 	t.idle[c.host] = append(t.idle[c.host], c)
 	c.idleTimer.Reset(t.idleTimeout())
 	t.mu.Unlock()
+}
+
+// unsolicited reports whether an idle connection has something to read
+// (bytes nobody asked for, as net/http's "Unsolicited response" on an idle
+// connection, or its end): it is not used again then. The look does not
+// wait.
+func (c *conn) unsolicited() bool {
+	if c.br.Buffered() > 0 {
+		return true
+	}
+	c.nc.SetReadDeadline(aLongTimeAgo)
+	_, err := c.br.Peek(1)
+	c.nc.SetReadDeadline(time.Time{})
+	var ne net.Error
+	return !errors.As(err, &ne) || !ne.Timeout()
 }
 
 func (c *conn) idleExpired() {
