@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	mathrand "math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -268,6 +272,47 @@ func TestOwnerCrash(t *testing.T) {
 	}
 	if app.RequestsFor(id) != 1 {
 		t.Errorf("the owner app saw %d requests, want 1", app.RequestsFor(id))
+	}
+}
+
+// TestOwnerCrashWhileTheBodyArrives: the owner's Delta is killed while a
+// streamed call's body is still arriving, before its app could have it.
+// After a restart its receipt says the call was not carried out (it was
+// never handed to the app), and the caller's unknown call settles so,
+// not as one a person must check.
+func TestOwnerCrashWhileTheBodyArrives(t *testing.T) {
+	laptop, studio, app := startPair(t)
+	const id = "crash-spooling-1"
+	pr, pw := io.Pipe()
+	req := laptop.localReq(t, "PUT", "/v1/peers/studio/notes/answer/big", pr)
+	req.Header.Set("X-Delta-Request-Id", id)
+	req.ContentLength = 8 << 20
+	got := make(chan *http.Response, 1)
+	go func() {
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			got <- nil
+			return
+		}
+		resp.Body.Close()
+		got <- resp
+	}()
+	pw.Write(bytes.Repeat([]byte("x"), 2<<20)) // a quarter of it, then the owner dies
+	gatewaytest.WaitFor(t, 30*time.Second, "studio's receipt of the call, running", func() bool {
+		r, err := studio.c.Do("GET", "/v1/receipts/"+id, nil)
+		return err == nil && r.Status == 200 && strings.Contains(string(r.Body), `"state": "running"`)
+	})
+	studio.kill(t)
+	pw.CloseWithError(errors.New("the app gives up"))
+	if r := <-got; r != nil && r.Header.Get("X-Delta-Outcome") != "outcome_unknown" {
+		t.Fatalf("the calling app was told %d %s, want outcome_unknown", r.StatusCode, r.Header.Get("X-Delta-Outcome"))
+	}
+	studio.start(t)
+	if call := laptop.c.GetCall(t, id, 60); call.State != "not_carried_out" || call.OwnerState != "not_carried_out" {
+		t.Fatalf("the call is %s (owner says %q: %s), want not_carried_out", call.State, call.OwnerState, call.Detail)
+	}
+	if app.RequestsFor(id) != 0 {
+		t.Errorf("the owner app saw %d requests, want none", app.RequestsFor(id))
 	}
 }
 

@@ -307,10 +307,15 @@ func (g *Gateway) Start() (err error) {
 			"calls this computer sent before then may be missing from its list (one sent again is answered by its owner, which keeps it, not carried out twice)",
 			"before", c.Since.Local().Format(time.RFC3339), "why", c.Broken)
 	}
-	if n, err := g.db.RecoverReceipts(ctx); err != nil {
+	if n, notHanded, err := g.db.RecoverReceipts(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
-	} else if n > 0 {
-		g.log.Warn("received calls were running when Delta stopped; they are now interrupted", "receipts", n)
+	} else {
+		if n > 0 {
+			g.log.Warn("received calls were running when Delta stopped; they are now interrupted", "receipts", n)
+		}
+		if notHanded > 0 {
+			g.log.Info("received calls had not reached their app when Delta stopped (a body still arriving); they were not carried out", "receipts", notHanded)
+		}
 	}
 	if _, err := g.db.Sweep(ctx, g.now()); err != nil {
 		return fmt.Errorf("gateway: %w", err)

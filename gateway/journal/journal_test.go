@@ -169,19 +169,30 @@ func TestFenceAndRestart(t *testing.T) {
 	if dec, old, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != proto.ReceiptFenced {
 		t.Errorf("arrival after a fence: %v %v", dec, old.State)
 	}
-	// Running receipts become interrupted on restart.
+	// Running receipts handed to their app become interrupted on
+	// restart; those never handed over, not carried out.
 	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "run", Digest: "d"})
+	if err := db.HandReceipt(ctx, "n1", "run"); err != nil {
+		t.Fatal(err)
+	}
+	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "spooling", Digest: "d"})
+	if err := db.HandReceipt(ctx, "n1", "nothing"); err == nil {
+		t.Error("a receipt that is not there was handed over")
+	}
 	db.Close()
 	db2, err := Open(path, Options{Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	if n, _ := db2.RecoverReceipts(ctx); n != 1 {
-		t.Errorf("recovered %d receipts, want 1", n)
+	if n, notHanded, _ := db2.RecoverReceipts(ctx); n != 1 || notHanded != 1 {
+		t.Errorf("recovered %d interrupted and %d not handed over, want 1 and 1", n, notHanded)
 	}
 	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now(), nil); got.State != proto.ReceiptInterrupted {
-		t.Errorf("restarted receipt: %s", got.State)
+		t.Errorf("restarted receipt handed over: %s", got.State)
+	}
+	if got, _ := db2.Lookup(ctx, "n1", "spooling", clk.now(), nil); got.State != proto.ReceiptNotCarriedOut {
+		t.Errorf("restarted receipt never handed over: %s", got.State)
 	}
 }
 

@@ -282,15 +282,44 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 	return out, err
 }
 
-// RecoverReceipts turns every "running" receipt into "interrupted": after a
-// restart nobody knows whether the app acted. It returns how many there were.
-func (d *DB) RecoverReceipts(ctx context.Context) (int, error) {
-	res, err := d.db.ExecContext(ctx, `UPDATE receipts SET state = 'interrupted', updated_at = ? WHERE state = 'running'`, nanos(d.now()))
-	if err != nil {
-		return 0, fmt.Errorf("journal: recover running receipts: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return int(n), nil
+// HandReceipt records, durably, that a received call is being handed to
+// its app, before the first byte goes to it: until then a restart knows
+// the app never had it (RecoverReceipts).
+func (d *DB) HandReceipt(ctx context.Context, caller, id string) error {
+	return d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET handed_at = ? WHERE caller = ? AND request_id = ? AND state = 'running'`, nanos(d.now()), caller, id)
+		if err != nil {
+			return fmt.Errorf("journal: record that call %s from %s is handed to its app: %w", id, caller, err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("journal: call %s from %s is not running, so it is not handed to its app", id, caller)
+		}
+		return nil
+	})
+}
+
+// RecoverReceipts settles every receipt still "running" after a restart
+// (nothing is running any more): one whose call was never handed to its
+// app (HandReceipt) is "not_carried_out", the app never had it; one that
+// was is "interrupted", its app may have acted. It returns how many of
+// each.
+func (d *DB) RecoverReceipts(ctx context.Context) (interrupted, notHanded int, err error) {
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		now := nanos(d.now())
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET state = 'not_carried_out', updated_at = ? WHERE state = 'running' AND handed_at IS NULL`, now)
+		if err != nil {
+			return fmt.Errorf("journal: recover running receipts: %w", err)
+		}
+		n, _ := res.RowsAffected()
+		notHanded = int(n)
+		if res, err = tx.ExecContext(ctx, `UPDATE receipts SET state = 'interrupted', updated_at = ? WHERE state = 'running'`, now); err != nil {
+			return fmt.Errorf("journal: recover running receipts: %w", err)
+		}
+		n, _ = res.RowsAffected()
+		interrupted = int(n)
+		return nil
+	})
+	return interrupted, notHanded, err
 }
 
 // SweepResult counts what a sweep removed.

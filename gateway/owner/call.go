@@ -357,6 +357,15 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	o.keepReceived(r.Context(), req.Header, t, rid, b) // before Delta's own headers are added
 	req.Header.Set(proto.HeaderRequestID, rid)
 	o.appHeaders(req, t, t.timeout)
+	// On disk before the first byte goes to the app: a restart that finds
+	// the receipt still running knows then whether the app ever had the
+	// call (journal.RecoverReceipts).
+	if err := o.cfg.DB.HandReceipt(r.Context(), t.visitor.Node, rid); err != nil {
+		b.close()
+		o.finish(context.WithoutCancel(r.Context()), t, rid, proto.ReceiptNotCarriedOut, nil)
+		refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record that the call goes to its app, so it did not send it (%v)", o.cfg.Self().Name, err))
+		return
+	}
 
 	done := make(chan *appResult, 1)
 	gone := make(chan struct{}) // closed when the handler leaves without a result
