@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/transfer"
 )
 
 // endless is a body that never ends: n bytes of 'x' at most.
@@ -100,4 +104,42 @@ func TestBytesPastAnAnswer(t *testing.T) {
 	if got := app.count(); got != 4 {
 		t.Errorf("the app got %d requests, want 4", got)
 	}
+}
+
+// TestSessionsBounded: a Delta keeps at most transfer.MaxSessions sessions
+// at once (here 2; those its apps opened and those it received
+// together): one more is refused 503, nothing sent, and once one ends a
+// new one opens (issue 34 A9).
+func TestSessionsBounded(t *testing.T) {
+	old := transfer.MaxSessions
+	transfer.MaxSessions = 2
+	t.Cleanup(func() { transfer.MaxSessions = old })
+	laptop, _, _ := seenPair(t, "web")
+	local := strings.TrimPrefix(laptop.c.URL, "http://")
+	open := func() (net.Conn, *http.Response) {
+		c, err := net.Dial("tcp", local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET /v1/peers/studio/web/ws HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", local, laptop.g.Token())
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, resp
+	}
+	first, r1 := open()
+	_, r2 := open()
+	if r1.StatusCode != 101 || r2.StatusCode != 101 {
+		t.Fatalf("the first two sessions: %d %d", r1.StatusCode, r2.StatusCode)
+	}
+	if _, r := open(); r.StatusCode != 503 || r.Header.Get("X-Delta-Outcome") != "unavailable" {
+		t.Errorf("a third session: %d %s", r.StatusCode, r.Header.Get("X-Delta-Outcome"))
+	}
+	first.Close()
+	gatewaytest.WaitFor(t, 10*time.Second, "a session opened after one ended", func() bool {
+		_, r := open()
+		return r.StatusCode == 101
+	})
 }

@@ -25,6 +25,18 @@ import (
 // a lost interface), and the app opens a new session, which takes the
 // new best road.
 func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
+	if tr := cr.cfg.Transfers; tr != nil {
+		release, ok := tr.AdmitSession()
+		if !ok {
+			cr.cfg.OnRead(proto.Unavailable)
+			proto.RefuseAndClose(w)
+			proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable), Peer: t.Peer,
+				Detail: proto.NotSent(fmt.Sprintf("this Delta has %d sessions open, as many as it keeps at once", transfer.MaxSessions), t.Peer)}.With(proto.NothingSent))
+			return
+		}
+		defer release()
+	}
+	defer proto.HijackDone(r.Context()) // the app's connection, once the session ends
 	upgrade := r.Header.Get("Upgrade")
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -21,6 +21,15 @@ import (
 // relayed both ways until either end closes. An app that does not switch
 // gives its answer as a read would.
 func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarget) {
+	if tr := o.cfg.Transfers; tr != nil {
+		release, ok := tr.AdmitSession()
+		if !ok {
+			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s has %d sessions open, as many as it keeps at once", o.cfg.Self().Name, transfer.MaxSessions))
+			return
+		}
+		defer release()
+	}
+	defer proto.HijackDone(r.Context()) // the caller's connection, once the session ends
 	upgrade := r.Header.Get("Upgrade")
 	ctx, cancel := context.WithCancel(o.cfg.Ctx)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -172,5 +173,68 @@ func TestProgressBody(t *testing.T) {
 		case stall && !strings.Contains(got, "made no progress for 150ms"):
 			t.Errorf("a body that stalls: %s", got)
 		}
+	}
+}
+
+// TestPerSourceCapCountsSessions: a connection taken from its server for
+// a session (hijacked) counts against its source's cap until the session
+// says it closed (HijackDone), as it did while the server had it.
+func TestPerSourceCapCountsSessions(t *testing.T) {
+	done := make(chan struct{})
+	var hijacked sync.WaitGroup
+	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/session" {
+			return
+		}
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		hijacked.Done()
+		<-done
+		c.Close()
+		HijackDone(r.Context())
+	}), nil, DoorLimits{Header: 10 * time.Second, Request: 10 * time.Second, Idle: 10 * time.Second, PerSource: 2})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ask := func(path string) (net.Conn, bool) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			return c, false
+		}
+		if path == "/session" {
+			return c, true
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		return c, err == nil && resp.StatusCode == 200
+	}
+	hijacked.Add(2)
+	ask("/session")
+	ask("/session")
+	hijacked.Wait()
+	if _, ok := ask("/"); ok {
+		t.Fatal("a third connection was served while two sessions held the source's cap of 2")
+	}
+	close(done) // the sessions end
+	waitFor(t, func() bool { _, ok := ask("/"); return ok })
+}
+
+// waitFor waits up to 10 s for cond, looking again every 20 ms.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the source's cap was not given back when the sessions ended")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

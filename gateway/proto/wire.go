@@ -2,6 +2,7 @@ package proto
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,14 +177,39 @@ func DoorServer(h http.Handler, errLog *log.Logger, l DoorLimits) *http.Server {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog,
 		DisableGeneralOptionsHandler: true}
 	if l.PerSource > 0 {
-		srv.ConnState = (&sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}}).state
+		sc := &sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}}
+		srv.ConnState = sc.state
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, capKey{}, &capHold{cap: sc, conn: c})
+		}
 	}
 	return srv
 }
 
+type capKey struct{}
+
+// capHold is a connection of a door with a per-source cap, as its
+// requests' contexts know it.
+type capHold struct {
+	cap  *sourceCap
+	conn net.Conn
+}
+
+// HijackDone says that the connection a request of ctx came on, taken from
+// its server for a session (Hijack), is closed: until then it counts
+// against its source's cap, as it did while the server had it. A no-op
+// for a connection not taken, or a door without a cap; call it once the
+// session has ended (defer it before taking the connection).
+func HijackDone(ctx context.Context) {
+	if h, ok := ctx.Value(capKey{}).(*capHold); ok {
+		h.cap.release(h.conn)
+	}
+}
+
 // sourceCap counts each source's connections from the server's ConnState
-// hook: counted when new, released when closed or hijacked (each happens
-// once per connection), closed at once when over the cap. A hook rather
+// hook: counted when new, released when closed (once per connection), or,
+// for one taken from the server for a session (hijacked), when the session
+// says it closed (HijackDone); closed at once when over the cap. A hook rather
 // than a wrapped listener keeps *tls.Conn visible to the server. The
 // source is remembered per connection: a closed connection may no longer
 // know its remote address (tsnet's do not).
@@ -218,16 +244,21 @@ func (c *sourceCap) state(conn net.Conn, s http.ConnState) {
 				c.refused(remote)
 			}
 		}
-	case http.StateClosed, http.StateHijacked:
-		c.mu.Lock()
-		if src, ok := c.conns[conn]; ok {
-			delete(c.conns, conn)
-			if c.n[src]--; c.n[src] <= 0 {
-				delete(c.n, src)
-			}
-		}
-		c.mu.Unlock()
+	case http.StateClosed:
+		c.release(conn)
 	}
+}
+
+// release stops counting conn, once.
+func (c *sourceCap) release(conn net.Conn) {
+	c.mu.Lock()
+	if src, ok := c.conns[conn]; ok {
+		delete(c.conns, conn)
+		if c.n[src]--; c.n[src] <= 0 {
+			delete(c.n, src)
+		}
+	}
+	c.mu.Unlock()
 }
 
 // RefuseAndClose makes the answer written to w the connection's last:

@@ -40,16 +40,70 @@ func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *tran
 		if x != nil {
 			src = x.Reader(src, up)
 		}
-		buf := proto.CopyBuffers.Get()
-		defer proto.CopyBuffers.Put(buf)
-		_, err := io.CopyBuffer(dst, src, *buf)
-		end(err)
+		end(pipeOnce(dst, src))
 	}
 	wg.Add(2)
 	go pipe(far, nearR, true)
 	go pipe(near, farR, false)
 	wg.Wait()
 	return first
+}
+
+// idleBuf is what a session's direction holds while it waits: an idle
+// session (most of a WebSocket's life) holds no 32 KiB copy buffer.
+const idleBuf = 512
+
+// pipeOnce copies src to dst until src ends (nil) or either fails: it
+// waits with a small buffer of its own, and borrows a pooled copy buffer
+// only while reads keep filling it (a burst), giving it back when they
+// stop.
+func pipeOnce(dst io.Writer, src io.Reader) error {
+	small := make([]byte, idleBuf)
+	for {
+		n, err := src.Read(small)
+		if n > 0 {
+			if _, werr := dst.Write(small[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return ignoreEOF(err)
+		}
+		if n < len(small) {
+			continue
+		}
+		if err := burst(dst, src); err != nil {
+			return ignoreEOF(err)
+		}
+	}
+}
+
+// burst copies with a pooled buffer while reads fill at least half of it.
+func burst(dst io.Writer, src io.Reader) error {
+	buf := proto.CopyBuffers.Get()
+	defer proto.CopyBuffers.Put(buf)
+	for {
+		n, err := src.Read(*buf)
+		if n > 0 {
+			if _, werr := dst.Write((*buf)[:n]); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if n < len(*buf)/2 {
+			return nil
+		}
+	}
+}
+
+// ignoreEOF is nil for a side that closed (io.EOF): Relay reports it so.
+func ignoreEOF(err error) error {
+	if err == io.EOF {
+		return nil
+	}
+	return err
 }
 
 // ErrNotTaken wraps Take's failure to take the connection from its

@@ -73,7 +73,33 @@ type Set struct {
 	mu       sync.Mutex
 	running  map[*Transfer]struct{}
 	sessions int
+	admitted int           // sessions admitted (AdmitSession), opening or open
 	changed  chan struct{} // closed when what Long lists changes
+}
+
+// MaxSessions bounds the sessions one Delta has at once, those its apps
+// opened and those it received together (docs/protocol.md): each holds a
+// connection at each end. One more is refused, nothing sent (or nothing
+// carried out, at the owner).
+var MaxSessions = 512
+
+// AdmitSession admits one more session if fewer than MaxSessions are
+// admitted, and returns the release to call when it has ended (once).
+func (s *Set) AdmitSession() (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admitted >= MaxSessions {
+		return nil, false
+	}
+	s.admitted++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.admitted--
+			s.mu.Unlock()
+		})
+	}, true
 }
 
 // New returns an empty set on clock now (time.Now if nil).
