@@ -70,7 +70,19 @@ func (g *Gateway) limits(perSource int) proto.DoorLimits {
 	l.PerSource = perSource
 	l.OnRefused = func(remote string) {
 		g.stats.inc("door_connections_refused")
-		g.refusals.Refused(remote, fmt.Errorf("over %d connections at once from one source; closed at once", perSource))
+		g.refusals.Refused(remote, fmt.Errorf("over %d connections at once from one source; answered 503 and closed", perSource))
+	}
+	return l
+}
+
+// localLimits are the local API's and the forwards' limits: a connection
+// over the cap is told so as an app is told any refusal before anything
+// left (the peer listeners' say door_busy, nothing carried out).
+func (g *Gateway) localLimits() proto.DoorLimits {
+	l := g.limits(localConnsPerSource)
+	l.Busy = func(w http.ResponseWriter) {
+		proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable),
+			Detail: proto.NotSent(fmt.Sprintf("this Delta holds %d connections from this computer's apps at once, and this one is over", localConnsPerSource), "")}.With(proto.NothingSent))
 	}
 	return l
 }
@@ -367,7 +379,7 @@ func (g *Gateway) Start() (err error) {
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.localSrv = proto.DoorServer(g.localHandler(), errLog, g.limits(localConnsPerSource))
+	g.localSrv = proto.DoorServer(g.localHandler(), errLog, g.localLimits())
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
@@ -378,7 +390,7 @@ func (g *Gateway) Start() (err error) {
 		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.serveForward, CheckAuth: g.checkLocalAuth,
-		PageCookie: statuspage.SessionCookie, Limits: g.limits(localConnsPerSource), ErrLog: errLog, Log: g.log, Now: g.now})
+		PageCookie: statuspage.SessionCookie, Limits: g.localLimits(), ErrLog: errLog, Log: g.log, Now: g.now})
 	if err := g.forwards.Start(); err != nil {
 		g.AddNotice(err.Error())
 	}

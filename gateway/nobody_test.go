@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/gateway/transfer"
@@ -142,4 +143,38 @@ func TestSessionsBounded(t *testing.T) {
 		_, r := open()
 		return r.StatusCode == 101
 	})
+}
+
+// TestManyCallsToOnePeer: 300 calls at once to one peer, past its door's
+// 256 connections from one source: the caller's Delta keeps at most
+// peerclient.ConnsPerPeer open and queues the rest, so the door turns none
+// away and every call is answered, none told "outcome unknown" for a
+// connection closed at its accept (issue 34 A5).
+func TestManyCallsToOnePeer(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	const n = 300
+	results := make(chan *gatewaytest.Response, n)
+	for i := range n {
+		go func() {
+			r, err := laptop.c.Do("POST", "/v1/peers/studio/notes/hold/many", []byte("x"), "X-Delta-Request-Id", fmt.Sprintf("many-%d", i), "X-Delta-Timeout", "120")
+			if err != nil {
+				r = &gatewaytest.Response{Status: -1, Body: []byte(err.Error())}
+			}
+			results <- r
+		}()
+	}
+	gatewaytest.WaitFor(t, 60*time.Second, "as many calls at the app as the caller keeps connections to its peer", func() bool {
+		return app.Requests() >= peerclient.ConnsPerPeer
+	})
+	app.Release("/hold/many")
+	for range n {
+		if r := <-results; r.Status != 201 || r.Outcome() != "answered" {
+			t.Errorf("a call: %d %s %s", r.Status, r.Outcome(), r.Body)
+		}
+	}
+	if m := string(studio.c.Must(t, "GET", "/metrics", nil).Body); strings.Contains(m, "delta_door_connections_refused_total") && !strings.Contains(m, "delta_door_connections_refused_total 0") {
+		t.Errorf("studio's door refused connections:\n%s", grepLines(m, "refused"))
+	}
 }

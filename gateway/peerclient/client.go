@@ -62,6 +62,39 @@ type Client struct {
 	pools  map[string]*h1.Transport // by peer
 
 	fl flights // connects in flight, joined by later callers (join.go)
+
+	slotMu sync.Mutex
+	slots  map[string]chan struct{} // by peer: its connections open (ConnsPerPeer)
+}
+
+// ConnsPerPeer bounds the connections this Delta has open to one peer at
+// once, reads, calls, sessions and questions together: below the
+// connections a peer's door admits from one source (256, gateway's
+// peerConnsPerSource), with room for a race's losers. A request past it
+// waits for one to close (until its context ends): the door never has to
+// turn one away.
+var ConnsPerPeer = 240
+
+// slot waits for one of peer's ConnsPerPeer connections, and returns its
+// release (call once, when the connection has closed).
+func (c *Client) slot(ctx context.Context, peer string) (func(), error) {
+	c.slotMu.Lock()
+	if c.slots == nil {
+		c.slots = map[string]chan struct{}{}
+	}
+	ch, ok := c.slots[peer]
+	if !ok {
+		ch = make(chan struct{}, ConnsPerPeer)
+		c.slots[peer] = ch
+	}
+	c.slotMu.Unlock()
+	select {
+	case ch <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waited for one of the %d connections this Delta keeps open to %s at once: %w", ConnsPerPeer, peer, context.Cause(ctx))
+	}
+	var once sync.Once
+	return func() { once.Do(func() { <-ch }) }, nil
 }
 
 // New returns a client.
@@ -197,10 +230,16 @@ func (c *Client) stillPassed(first roads.Candidate) []roads.Road {
 // (a loser that times out arms its hold-down). A connection bound to an
 // interface is closed by DropInterface when the interface goes.
 func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, error) {
-	rc, err := c.dialRoad(ctx, cand)
+	release, err := c.slot(ctx, cand.Peer)
 	if err != nil {
 		return nil, err
 	}
+	rc, err := c.dialRoad(ctx, cand)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	rc.OnClose = release
 	if rc.Cand.Interface != "" {
 		c.liveMu.Lock()
 		c.live[rc] = struct{}{}
@@ -209,6 +248,7 @@ func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, err
 			c.liveMu.Lock()
 			delete(c.live, rc)
 			c.liveMu.Unlock()
+			release()
 		}
 	}
 	return rc, nil

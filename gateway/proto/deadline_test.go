@@ -118,6 +118,13 @@ func TestPerSourceCap(t *testing.T) {
 	if works(dial()) {
 		t.Fatal("a fourth connection from one source was served past the cap of 3")
 	}
+	// It is told so, not closed unanswered: nothing was carried out.
+	c4 := dial()
+	c4.SetDeadline(time.Now().Add(10 * time.Second))
+	c4.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+	if resp, err := http.ReadResponse(bufio.NewReader(c4), nil); err != nil || resp.StatusCode != 503 || resp.Header.Get(HeaderOutcome) != string(PeerBusy) {
+		t.Errorf("a connection over the cap: %v %v, want 503 %s", resp, err, PeerBusy)
+	}
 	if got := <-refused; !strings.HasPrefix(got, "127.0.0.1:") {
 		t.Errorf("refusal reported for %q, want the remote address", got)
 	}

@@ -88,6 +88,7 @@ const (
 	PeerAppUnknown    PeerError = "app_unknown"       // 409: the app's connection broke mid-call
 	PeerInterrupted   PeerError = "interrupted"       // 409: the owner restarted mid-call
 	PeerAppBroke      PeerError = "app_error"         // 502: a read's app broke its answer before its head
+	PeerBusy          PeerError = "door_busy"         // 503: over the door's connections from one source; nothing was carried out
 	PeerAnswerExpired PeerError = "answer_expired"    // 409: answered; the answer is no longer kept
 	PeerTooManyFences PeerError = "too_many_fences"   // 429: asked about too many unseen ids; ask later
 	PeerNoRoom        PeerError = "no_room"           // 507: no room for the call's body; nothing was carried out

@@ -163,11 +163,19 @@ type DoorLimits struct {
 	// that goes away).
 	Header, Request, Idle time.Duration
 	// PerSource caps the connections one source address holds at once
-	// (0: no cap); one over it is closed as soon as it is accepted, and
+	// (0: no cap); one over it is answered Busy (nothing is carried out)
+	// and closed, given BusyWithin to send its request's head, and
 	// OnRefused told its remote address.
 	PerSource int
 	OnRefused func(remote string)
+	// Busy writes the refusal of a connection over the cap (before it
+	// the connection is marked to close). If nil, a 503 door_busy.
+	Busy func(w http.ResponseWriter)
 }
+
+// BusyWithin is how long a connection over its source's cap has to send
+// its request's head, to be told it was refused.
+const BusyWithin = 2 * time.Second
 
 // DoorServer is the http.Server of each of Delta's doors (the local API,
 // every peer listener), with its limits.
@@ -177,11 +185,25 @@ func DoorServer(h http.Handler, errLog *log.Logger, l DoorLimits) *http.Server {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog,
 		DisableGeneralOptionsHandler: true}
 	if l.PerSource > 0 {
-		sc := &sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}}
+		sc := &sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}, over: map[net.Conn]bool{}}
 		srv.ConnState = sc.state
 		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, capKey{}, &capHold{cap: sc, conn: c})
 		}
+		busy := l.Busy
+		if busy == nil {
+			busy = func(w http.ResponseWriter) {
+				WriteError(w, http.StatusServiceUnavailable, ErrorBody{Error: string(PeerBusy), Detail: NotCarriedOut(fmt.Sprintf("this door holds %d connections from one source at once, and this one is over", l.PerSource))}.With(NotCarried))
+			}
+		}
+		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hold, ok := r.Context().Value(capKey{}).(*capHold); ok && hold.cap.isOver(hold.conn) {
+				RefuseAndClose(w)
+				busy(w)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
 	}
 	return srv
 }
@@ -220,6 +242,14 @@ type sourceCap struct {
 	mu    sync.Mutex
 	n     map[string]int
 	conns map[net.Conn]string
+	over  map[net.Conn]bool // accepted over the cap: answered Busy, closed
+}
+
+// isOver reports whether conn was accepted over its source's cap.
+func (c *sourceCap) isOver(conn net.Conn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.over[conn]
 }
 
 func (c *sourceCap) state(conn net.Conn, s http.ConnState) {
@@ -239,7 +269,12 @@ func (c *sourceCap) state(conn net.Conn, s http.ConnState) {
 		over := c.n[src] > c.max
 		c.mu.Unlock()
 		if over {
-			conn.Close() // the server sees it closed and reports StateClosed
+			// Answered Busy, not closed unanswered: a caller then knows
+			// nothing was carried out. It has BusyWithin for its head.
+			c.mu.Lock()
+			c.over[conn] = true
+			c.mu.Unlock()
+			conn.SetDeadline(time.Now().Add(BusyWithin))
 			if c.refused != nil {
 				c.refused(remote)
 			}
@@ -252,6 +287,7 @@ func (c *sourceCap) state(conn net.Conn, s http.ConnState) {
 // release stops counting conn, once.
 func (c *sourceCap) release(conn net.Conn) {
 	c.mu.Lock()
+	delete(c.over, conn)
 	if src, ok := c.conns[conn]; ok {
 		delete(c.conns, conn)
 		if c.n[src]--; c.n[src] <= 0 {
