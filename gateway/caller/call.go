@@ -423,7 +423,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
 	}
 	v := mapOwnerReply(t.Peer, reply)
-	run.end = &callEnd{state: v.state, o: v.o, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
+	run.end = &callEnd{state: v.state, o: v.o, status: v.status, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
 	if v.o == proto.Answered {
 		run.end.live = a // its body is read (or streamed) once the loop is done
 	}
@@ -488,6 +488,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, erro
 type callEnd struct {
 	state    record.CallState
 	o        proto.Outcome
+	status   int // the app's HTTP status when not o's; 0 for o's
 	detail   string
 	g        proto.Guarantee
 	road     string
@@ -580,6 +581,11 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		cr.cfg.Wake()
 	}
 	if e.o != proto.Answered {
+		if e.status != 0 {
+			w.Header().Set("Connection", "close")
+			proto.WriteError(w, e.status, proto.ErrorBody{Error: string(e.o), Detail: e.detail, RequestID: c.RequestID, Peer: c.Peer, Road: e.road}.With(e.g))
+			return
+		}
 		cr.replyCallError(w, e.o, e.detail, e.g, c.RequestID, c.Peer, e.road)
 		return
 	}

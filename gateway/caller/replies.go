@@ -2,6 +2,7 @@ package caller
 
 import (
 	"fmt"
+	"net/http"
 
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -20,6 +21,9 @@ type callVerdict struct {
 	o      proto.Outcome
 	detail string
 	g      proto.Guarantee
+	// status is the app's HTTP status when not o's (413 for a body the
+	// owner found too large); 0 for o's.
+	status int
 }
 
 // mapOwnerReply turns the owner's reply to a call into the caller's state,
@@ -48,8 +52,10 @@ func mapOwnerReply(peer string, r peerclient.Reply) callVerdict {
 		v.o, v.detail = proto.Unavailable, fmt.Sprintf("%s: %s%s", peer, said, notDone)
 	case proto.PeerReused:
 		v.o, v.detail = proto.Conflict, fmt.Sprintf("%s: %s%s", peer, said, notDone)
-	case proto.PeerBadRequest, proto.PeerTooLarge:
+	case proto.PeerBadRequest:
 		v.o, v.detail = proto.BadRequest, fmt.Sprintf("%s refused the request as malformed (%s)%s", peer, said, notDone)
+	case proto.PeerTooLarge:
+		v.o, v.status, v.detail = proto.BadRequest, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s refused the request as too large (%s)%s", peer, said, notDone)
 	case proto.PeerInProgress, proto.PeerUnknown, proto.PeerAppUnknown, proto.PeerInterrupted, proto.PeerAnswerExpired:
 		return callVerdict{state: record.Unknown, o: proto.Unknown, detail: fmt.Sprintf("%s says: %s; %s", peer, said, Asking(peer))}
 	default:

@@ -141,3 +141,13 @@ func TestMapOwnerReply(t *testing.T) {
 		}
 	}
 }
+
+// TestTooLargeIs413: the owner's too_large reaches the app as 413, as the
+// caller's own refusal of a body over its limit does (issue 34 U6).
+func TestTooLargeIs413(t *testing.T) {
+	v := mapOwnerReply("studio", peerclient.Reply{Status: 413, Err: proto.PeerTooLarge,
+		Said: proto.ErrorBody{Error: string(proto.PeerTooLarge), Detail: proto.NotCarriedOut("the body is over studio's limit")}.With(proto.NotCarried)})
+	if v.o != proto.BadRequest || v.status != 413 || v.g != proto.NotCarried || !strings.Contains(v.detail, "too large") {
+		t.Errorf("too_large: %+v", v)
+	}
+}

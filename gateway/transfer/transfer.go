@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,9 +126,18 @@ func (s *Set) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
+// ShownPath is a path as transfers show it (status, the menu, the page):
+// without its query, which may carry a secret (?token=…), marked "?…".
+func ShownPath(pathQuery string) string {
+	if p, _, ok := strings.Cut(pathQuery, "?"); ok {
+		return p + "?…"
+	}
+	return pathQuery
+}
+
 // Start begins a transfer of kind to app on peer, on road.
 func (s *Set) Start(kind localapi.TransferKind, peer, app, path, road string) *Transfer {
-	t := &Transfer{Kind: kind, Peer: peer, App: app, Path: path, Started: s.now(), set: s}
+	t := &Transfer{Kind: kind, Peer: peer, App: app, Path: ShownPath(path), Started: s.now(), set: s}
 	t.road.Store(road)
 	s.mu.Lock()
 	s.running[t] = struct{}{}

@@ -55,3 +55,14 @@ func TestLong(t *testing.T) {
 		t.Errorf("%d sessions open after it closed", s.Sessions())
 	}
 }
+
+// TestShownPath: a transfer's query, which may hold a secret, is never
+// shown (issue 34 U3).
+func TestShownPath(t *testing.T) {
+	s := New(nil)
+	x := s.Start(localapi.TransferRead, "studio", "files", "/big.iso?token=s3cret&x=1", "lan")
+	defer x.Done()
+	if x.Path != "/big.iso?…" || ShownPath("/a") != "/a" {
+		t.Errorf("shown: %q, %q", x.Path, ShownPath("/a"))
+	}
+}
