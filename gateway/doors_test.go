@@ -417,7 +417,11 @@ func TestReadTicketAtTheDoor(t *testing.T) {
 	read := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute), Scope: ticket.ScopeRead})
 	expired := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(-time.Second), Scope: ticket.ScopeRead})
 	send := func(tk, method, path string, hdr ...string) (int, string) {
-		req, _ := http.NewRequest(method, "http://"+studio.g.PeerAddr()+path, strings.NewReader("x"))
+		var body io.Reader
+		if method != "GET" && method != "HEAD" {
+			body = strings.NewReader("x")
+		}
+		req, _ := http.NewRequest(method, "http://"+studio.g.PeerAddr()+path, body)
 		req.Header.Set("Authorization", "Delta "+tk)
 		for i := 0; i+1 < len(hdr); i += 2 {
 			req.Header.Set(hdr[i], hdr[i+1])
@@ -452,6 +456,18 @@ func TestReadTicketAtTheDoor(t *testing.T) {
 	}
 	if n := app.RequestsFor("rt-1") + app.RequestsFor("rt-2"); n != 0 {
 		t.Errorf("the owner app got %d of the calls under a read ticket", n)
+	}
+	// A GET's body is never passed to an app (issue 34 U5).
+	before := app.Requests()
+	req, _ := http.NewRequest("GET", "http://"+studio.g.PeerAddr()+"/delta/v1/apps/notes/r", strings.NewReader("a body"))
+	req.Header.Set("Authorization", "Delta "+read)
+	if resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req); err != nil || resp.StatusCode != 400 {
+		t.Errorf("a GET with a body: %v %v, want 400", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	if app.Requests() != before {
+		t.Errorf("a GET's body reached the app")
 	}
 	recs, err := studio.g.Journal().Receipts(context.Background())
 	if err != nil || len(recs) != 0 {

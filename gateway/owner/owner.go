@@ -256,6 +256,14 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 	if r.URL.RawQuery != "" {
 		t.pathQuery += "?" + r.URL.RawQuery
 	}
+	if !proto.IsCall(r.Method) && !proto.ReadMayCarryBody(r.Method) && r.ContentLength != 0 {
+		// As the caller's Delta refuses it from an app: a GET's or a
+		// HEAD's body has no meaning, and is never passed to an app, a
+		// direct read's ticket included (issue 34 U5).
+		proto.RefuseAndClose(w)
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("a %s carries no body, and this one has one", r.Method))
+		return
+	}
 	switch {
 	case proto.OpensSession(r.Method, r.Header, r.ContentLength):
 		o.ownerSession(w, r, t)
