@@ -24,6 +24,10 @@ type RoadConn struct {
 	once    sync.Once
 }
 
+// NetConn is the connection beneath (for what only it can set, such as
+// TCP keepalive).
+func (c *RoadConn) NetConn() net.Conn { return c.Conn }
+
 // Close closes the connection and calls OnClose once.
 func (c *RoadConn) Close() error {
 	c.once.Do(func() {

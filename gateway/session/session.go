@@ -25,6 +25,8 @@ import (
 // x, if not nil, counts the bytes (sent: near to far). It returns the
 // first error that ended it (nil for a side that closed).
 func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *transfer.Transfer) error {
+	KeepAlive(near)
+	KeepAlive(far)
 	var once sync.Once
 	var first error
 	end := func(err error) {
@@ -47,6 +49,32 @@ func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *tran
 	go pipe(near, farR, false)
 	wg.Wait()
 	return first
+}
+
+// KeepAliveConfig is a session's TCP keepalive: a road that goes silent
+// with its interface up (a peer that lost power, a cable pulled at the
+// far end) ends the session within about Idle + Interval × Count, 30 s,
+// instead of never (issue 34 U1). A session with a live road and idle
+// apps stays open as long as they like; WebSockets have their own pings.
+var KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+
+// KeepAlive sets KeepAliveConfig on c's TCP connection, looking beneath
+// wrappers (TLS, a road's connection) for it, and reports whether it
+// could: a tailnet connection (userspace TCP) has no such setting.
+func KeepAlive(c net.Conn) bool {
+	for range 8 {
+		switch x := c.(type) {
+		case interface {
+			SetKeepAliveConfig(net.KeepAliveConfig) error
+		}:
+			return x.SetKeepAliveConfig(KeepAliveConfig) == nil
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // idleBuf is what a session's direction holds while it waits: an idle
