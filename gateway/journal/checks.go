@@ -124,16 +124,18 @@ func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Re
 // (caller, id), as the caller's Delta told it: to (carried_out or
 // not_carried_out) with their note, made at (the caller's clock; a time
 // after now, or none, is taken as now: it may be told long after it was
-// made, never before). A later word replaces an earlier one. It reports
-// ErrNotFound when no receipt (or only a fence) is kept.
+// made, never before; nor before the call arrived here). The first word
+// is kept (a person's settlement is final at the caller): the same word
+// told again updates its note, another one changes nothing (issue 34 U4).
+// It reports ErrNotFound when no receipt (or only a fence) is kept.
 func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string, at time.Time) (*Receipt, error) {
 	if now := d.now(); at.IsZero() || at.After(now) {
 		at = now
 	}
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE receipts SET caller_settled = ?, caller_settled_at = ?, caller_settle_note = ?
-			WHERE caller = ? AND request_id = ? AND state != 'fenced'`, to, nanos(at), note, caller, id)
+		res, err := tx.ExecContext(ctx, `UPDATE receipts SET caller_settled = ?, caller_settled_at = MAX(?, received_at), caller_settle_note = ?
+			WHERE caller = ? AND request_id = ? AND state != 'fenced' AND caller_settled IN ('', ?)`, to, nanos(at), note, caller, id, to)
 		if err != nil {
 			return fmt.Errorf("journal: record the caller's settlement of %s from %s: %w", id, caller, err)
 		}
@@ -144,7 +146,12 @@ func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string, at 
 		return nil, err
 	}
 	if n == 0 {
-		return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
+		// Another word kept already, or no receipt at all.
+		r, err := d.Receipt(ctx, caller, id)
+		if err != nil || r.State == proto.ReceiptFenced {
+			return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
+		}
+		return r, nil
 	}
 	d.notify()
 	return d.Receipt(ctx, caller, id)

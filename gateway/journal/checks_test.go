@@ -74,6 +74,7 @@ func TestReceiptChecks(t *testing.T) {
 	}
 	// Told an hour after it was made: the time it was made is kept; a
 	// time to come is not believed.
+	clk.add(2 * time.Hour)
 	made := clk.now().Add(-time.Hour)
 	r, err = db.CallerSettled(ctx, "nL", "a", "carried_out", "in the notes", made)
 	if err != nil || r.CallerSettled != "carried_out" || r.CallerSettleNote != "in the notes" || r.ToCheck() || !r.CallerSettledAt.Equal(made) {
@@ -81,6 +82,14 @@ func TestReceiptChecks(t *testing.T) {
 	}
 	if r, _ := db.CallerSettled(ctx, "nL", "a", "carried_out", "", clk.now().Add(time.Hour)); !r.CallerSettledAt.Equal(clk.now()) {
 		t.Errorf("a settlement made in the future is recorded at %v, want now (%v)", r.CallerSettledAt, clk.now())
+	}
+	// The first word is kept: another one changes nothing (issue 34 U4);
+	// a time before the call arrived is not believed either.
+	if r, err := db.CallerSettled(ctx, "nL", "a", "not_carried_out", "changed my mind", time.Time{}); err != nil || r.CallerSettled != "carried_out" {
+		t.Errorf("a second, other word replaced the first: %+v %v", r, err)
+	}
+	if r, _ := db.CallerSettled(ctx, "nL", "b", "not_carried_out", "", time.Unix(0, 0)); !r.CallerSettledAt.Equal(r.ReceivedAt) {
+		t.Errorf("a settlement backdated to 1970 is recorded at %v, want no earlier than the call's arrival (%v)", r.CallerSettledAt, r.ReceivedAt)
 	}
 	if _, err := db.CallerSettled(ctx, "nL", "nope", "carried_out", "", time.Time{}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a settlement of a call never received: %v", err)

@@ -440,6 +440,10 @@ func (o *Owner) handleCallerSettled(w http.ResponseWriter, r *http.Request) {
 		peerError(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the settlement (%v)", o.cfg.Self().Name, err))
 		return
 	}
+	if rec.CallerSettled != v.State {
+		o.cfg.Log.Warn("the caller told another settlement of a call it settled already; the first is kept", "request_id", id, "caller", vis.Name,
+			"kept", rec.CallerSettled, "told", v.State)
+	}
 	log := o.cfg.Log.Info
 	if rec.State == proto.ReceiptAnswered && v.State == "not_carried_out" || rec.State == proto.ReceiptNotCarriedOut && v.State == "carried_out" {
 		log = o.cfg.Log.Warn // both are kept and shown; a person should know
