@@ -100,7 +100,7 @@ func init() {
 	commands = []*command{
 		{name: "run", summary: "run Delta (the default when no command is given)"},
 		statusCommand, pingCommand, loginCommand,
-		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand,
+		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand, forgetReceiptCommand,
 		getCommand, callCommand, appsCommand, forwardCommand,
 		openCommand, versionCommand, demoCommand, initCommand, uninstallCommand,
 	}

@@ -391,6 +391,31 @@ type checkReceiptOpts struct{ note, caller *string }
 
 // checkReceiptCommand is `delta check-receipt ID`: a person here checked
 // what the app did.
+// forgetReceiptCommand is `delta forget-receipt ID`: what a received call
+// carried, dropped (issue 34 U2).
+var forgetReceiptCommand = &command{name: "forget-receipt", args: "ID [--caller NAME]", summary: "drop what a call this computer received carried (its kept headers and body); its receipt stays", reads: true,
+	flags: func(fs *flag.FlagSet) any {
+		return fs.String("caller", "", "the calling computer, when two sent a call under this id")
+	},
+	run: func(e *env, o any, args []string) error {
+		if len(args) != 1 {
+			return exitf(exitUsage, "forget-receipt takes one request id (delta receipts lists them)")
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		rs, err := c.ForgetReceived(e.ctx, args[0], *o.(*string))
+		if err != nil {
+			return apiExit("forget-receipt "+args[0], e.downErr(err))
+		}
+		if e.json {
+			return e.printJSON(map[string]any{"receipts": rs})
+		}
+		fmt.Fprintf(e.stdout, "forgot what received call %s carried; its receipt stays (delta receipts)\n", args[0])
+		return nil
+	}}
+
 var checkReceiptCommand = &command{name: "check-receipt", args: "ID [--note TEXT] [--caller NAME]", summary: "say you checked what the app did with a call it received: it is no longer listed to check", reads: true,
 	flags: func(fs *flag.FlagSet) any {
 		return &checkReceiptOpts{note: fs.String("note", "", "what you saw, kept with the receipt"),

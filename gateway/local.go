@@ -38,6 +38,7 @@ func (g *Gateway) localHandler() http.Handler {
 	mux.HandleFunc("GET /v1/receipts", g.handleReceipts)
 	mux.HandleFunc("GET /v1/receipts/{id}", g.handleGetReceipt)
 	mux.HandleFunc("POST /v1/receipts/{id}/check", g.handleCheckReceipt)
+	mux.HandleFunc("POST /v1/receipts/{id}/forget", g.handleForgetReceived)
 	mux.HandleFunc("GET /v1/apps", g.handleListApps)
 	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
 	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
@@ -523,6 +524,47 @@ func (g *Gateway) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 	default:
 		proto.WriteJSON(w, http.StatusOK, receiptJSON(rc))
 	}
+}
+
+// handleForgetReceived drops what a received call carried (delta
+// forget-receipt; {"caller": "…"} names the calling computer when two used
+// the id): its headers and body; the receipt and the body's size stay.
+func (g *Gateway) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Caller string `json:"caller"`
+	}
+	if r.ContentLength != 0 {
+		if err := proto.DecodeObject(r.Body, 16<<10, &body); err != nil {
+			localError(w, proto.BadRequest, `the body is not {"caller": "…"} (it may be left out): `+err.Error())
+			return
+		}
+	}
+	recs, ok := g.findReceipts(w, r)
+	if !ok {
+		return
+	}
+	node := ""
+	if body.Caller != "" {
+		for _, rc := range recs {
+			if rc.CallerName == body.Caller || rc.Caller == body.Caller {
+				node = rc.Caller
+			}
+		}
+		if node == "" {
+			localError(w, proto.NotFound, fmt.Sprintf("%s sent no call %s that this computer received", body.Caller, r.PathValue("id")))
+			return
+		}
+	}
+	if err := g.db.ForgetReceived(r.Context(), node, r.PathValue("id")); err != nil {
+		if errors.Is(err, journal.ErrNotFound) {
+			localError(w, proto.NotFound, fmt.Sprintf("nothing is kept of what received call %s carried", r.PathValue("id")))
+			return
+		}
+		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		return
+	}
+	g.log.Info("what a received call carried was forgotten at a person's request", "request_id", r.PathValue("id"))
+	g.handleGetReceipt(w, r)
 }
 
 // writeCallResult answers an Ask or a Dismiss.

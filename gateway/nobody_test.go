@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -180,5 +181,29 @@ func TestManyCallsToOnePeer(t *testing.T) {
 	}
 	if m := string(studio.c.Must(t, "GET", "/metrics", nil).Body); strings.Contains(m, "delta_door_connections_refused_total") && !strings.Contains(m, "delta_door_connections_refused_total 0") {
 		t.Errorf("studio's door refused connections:\n%s", grepLines(m, "refused"))
+	}
+}
+
+// TestForgetReceived: a person on the owner's computer can drop what a
+// received call carried, as `delta forget` does for a call sent; its
+// receipt and the body's size stay (issue 34 U2).
+func TestForgetReceived(t *testing.T) {
+	laptop, studio, _ := seenPair(t, "web")
+	if r := laptop.c.Must(t, "POST", "/v1/peers/studio/web/echo", []byte("the secret plan"), "X-Delta-Request-Id", "fr-1", "Cookie", "x=1"); r.Status != 200 {
+		t.Fatalf("the call: %d %s", r.Status, r.Body)
+	}
+	studio.waitReceiptDone(t, "node-laptop", "fr-1")
+	if r := studio.c.Must(t, "GET", "/v1/receipts/fr-1", nil); !strings.Contains(string(r.Body), base64.StdEncoding.EncodeToString([]byte("the secret plan"))) {
+		t.Fatalf("before: the receipt does not keep what the call carried: %s", r.Body)
+	}
+	r := studio.c.Must(t, "POST", "/v1/receipts/fr-1/forget", nil)
+	if r.Status != 200 || strings.Contains(string(r.Body), base64.StdEncoding.EncodeToString([]byte("the secret plan"))) || !strings.Contains(string(r.Body), `"forgotten": true`) {
+		t.Errorf("forget: %d %s", r.Status, r.Body)
+	}
+	if r := studio.c.Must(t, "POST", "/v1/receipts/nope/forget", nil); r.Status != 404 {
+		t.Errorf("forget a call never received: %d", r.Status)
+	}
+	if r := studio.c.Must(t, "POST", "/v1/receipts/fr-1/forget", []byte(`{"caller": "elsewhere"}`)); r.Status != 404 {
+		t.Errorf("forget with another caller: %d %s", r.Status, r.Body)
 	}
 }

@@ -135,6 +135,22 @@ func (c *Client) Forget(ctx context.Context, id string) (*localapi.Call, error) 
 	return &r, err
 }
 
+// ForgetReceived drops what the call id that this computer received
+// carried (its kept headers and body; its size stays); caller names the
+// calling computer when two used the id ("" otherwise). It returns the
+// receipts under the id.
+func (c *Client) ForgetReceived(ctx context.Context, id, caller string) ([]localapi.Receipt, error) {
+	var out struct {
+		Receipts []localapi.Receipt `json:"receipts"`
+	}
+	var in any
+	if caller != "" {
+		in = map[string]string{"caller": caller}
+	}
+	err := c.api(ctx, http.MethodPost, "/v1/receipts/"+url.PathEscape(id)+"/forget", in, &out)
+	return out.Receipts, err
+}
+
 // SettleByPerson records a person's settlement of an unknown or
 // needs_person call: state is "carried_out" (it happened) or
 // "not_carried_out" (it did not), with what they saw. Delta then stops

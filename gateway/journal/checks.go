@@ -51,19 +51,41 @@ func (d *DB) KeepReceived(ctx context.Context, caller, id string, r *record.Requ
 func (d *DB) WithReceiptRequests(ctx context.Context, rs []*Receipt) error {
 	for _, r := range rs {
 		var headers string
-		var trunc int
+		var trunc, forgotten int
 		q := &record.Request{}
-		err := d.db.QueryRowContext(ctx, `SELECT headers, body, size, truncated FROM receipt_requests WHERE caller = ? AND request_id = ?`,
-			r.Caller, r.RequestID).Scan(&headers, &q.Body, &q.Size, &trunc)
+		err := d.db.QueryRowContext(ctx, `SELECT headers, body, size, truncated, forgotten FROM receipt_requests WHERE caller = ? AND request_id = ?`,
+			r.Caller, r.RequestID).Scan(&headers, &q.Body, &q.Size, &trunc, &forgotten)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			continue
 		case err != nil:
 			return fmt.Errorf("journal: read what call %s from %s carried: %w", r.RequestID, r.Caller, err)
 		}
-		q.Headers, q.Truncated = decodeHeaders(headers), trunc != 0
+		q.Headers, q.Truncated, q.Forgotten = decodeHeaders(headers), trunc != 0, forgotten != 0
 		r.Request = q
 	}
+	return nil
+}
+
+// ForgetReceived drops what the received call id (from caller, or from
+// any caller when "") carried: its headers and body; its size stays.
+func (d *DB) ForgetReceived(ctx context.Context, caller, id string) error {
+	var n int64
+	err := d.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE receipt_requests SET headers = '{}', body = NULL, forgotten = 1 WHERE request_id = ? AND (? = '' OR caller = ?)`, id, caller, caller)
+		if err != nil {
+			return fmt.Errorf("journal: forget what received call %s carried: %w", id, err)
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("journal: what received call %s carried: %w", id, ErrNotFound)
+	}
+	d.notify()
 	return nil
 }
 
