@@ -18,6 +18,7 @@ package h1
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -137,16 +138,54 @@ func (t *Transport) put(c *conn) {
 // unsolicited reports whether an idle connection has something to read
 // (bytes nobody asked for, as net/http's "Unsolicited response" on an idle
 // connection, or its end): it is not used again then. The look does not
-// wait.
+// wait: what is buffered, and, on plain TCP, what the kernel holds
+// (peeked). On TLS, bytes may be the server's own (a session ticket):
+// only what put found past an answer counts there.
 func (c *conn) unsolicited() bool {
-	if c.br.Buffered() > 0 {
+	return c.br.Buffered() > 0 || pending(c.nc)
+}
+
+// pending reports whether c, or the plain TCP connection beneath it, has
+// bytes to read or has been closed by the other end, without reading.
+func pending(c net.Conn) bool {
+	for range 4 {
+		switch x := c.(type) {
+		case *net.TCPConn:
+			return peekTCP(x)
+		case interface{ NetConn() net.Conn }:
+			if _, isTLS := c.(*tls.Conn); isTLS {
+				return false
+			}
+			c = x.NetConn()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// peekTCP looks at c's receive queue without taking from it or waiting.
+func peekTCP(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
 		return true
 	}
-	c.nc.SetReadDeadline(aLongTimeAgo)
-	_, err := c.br.Peek(1)
-	c.nc.SetReadDeadline(time.Time{})
-	var ne net.Error
-	return !errors.As(err, &ne) || !ne.Timeout()
+	var n int
+	var perr error
+	if err := rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, perr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return true // never wait for it
+	}); err != nil {
+		return true
+	}
+	switch {
+	case errors.Is(perr, syscall.EAGAIN) || errors.Is(perr, syscall.EWOULDBLOCK):
+		return false // nothing there: the common case
+	case perr != nil:
+		return true
+	}
+	return n >= 0 // bytes (n > 0), or the other end closed (n == 0)
 }
 
 func (c *conn) idleExpired() {
