@@ -531,13 +531,16 @@ func StripHop(h http.Header) {
 }
 
 // MaxHeadBytes bounds an answer's head, its interim answers included, on
-// every hop Delta reads one (net/http's Transport's default
-// MaxResponseHeaderBytes): a longer one is the sender's broken answer.
-const MaxHeadBytes = 10 << 20
+// every hop Delta reads one: 1 MiB, as net/http's servers bound a
+// request's (DefaultMaxHeaderBytes), a tenth of its Transport's default
+// for answers. Reading a head allocates a few times its size, so the
+// bound is what a hostile one costs (BenchmarkBigHead). A longer one is
+// the sender's broken answer.
+const MaxHeadBytes = 1 << 20
 
 // ErrHeadTooLarge is what reading an answer's head past MaxHeadBytes
 // fails with.
-var ErrHeadTooLarge = fmt.Errorf("the answer's head is over %d MiB, which Delta does not read", MaxHeadBytes>>20)
+var ErrHeadTooLarge = fmt.Errorf("the answer's head is over %d KiB, which Delta does not read", MaxHeadBytes>>10)
 
 // HeadLimit bounds what is read from R while a head is read: Limit
 // before it (the bytes left), Unlimit once it has been read (the body
