@@ -52,23 +52,11 @@ func (a *seenApp) serve(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	switch r.URL.Path {
 	case "/halfway":
-		// A file that can be resumed (rclone's webdav over a file
-		// deleted behind it).
-		w.Header().Set("Accept-Ranges", "bytes")
-		w.Header().Set("ETag", `"v1"`)
-		w.Header().Set("Content-Length", "100000")
-		w.WriteHeader(200)
-		w.Write([]byte("0123456789"))
-		w.(http.Flusher).Flush()
+		resumableStart(w)
 		c, _, _ := http.NewResponseController(w).Hijack()
 		c.Close()
 	case "/stall":
-		w.Header().Set("Accept-Ranges", "bytes")
-		w.Header().Set("ETag", `"v1"`)
-		w.Header().Set("Content-Length", "100000")
-		w.WriteHeader(200)
-		w.Write([]byte("0123456789"))
-		w.(http.Flusher).Flush()
+		resumableStart(w)
 		select {
 		case <-r.Context().Done():
 		case <-time.After(10 * time.Second):
@@ -130,6 +118,18 @@ func seenPair(t *testing.T, name string) (laptop, studio *node, app *seenApp) {
 	app = startSeenApp(t)
 	studio.register(t, name, app.srv.URL)
 	return laptop, studio, app
+}
+
+// resumableStart writes the head and the first ten bytes of a 100,000-byte
+// answer that can be resumed (as rclone's webdav over a file deleted
+// behind it), flushed.
+func resumableStart(w http.ResponseWriter) {
+	w.Header().Set("Accept-Ranges", "bytes")
+	w.Header().Set("ETag", `"v1"`)
+	w.Header().Set("Content-Length", "100000")
+	w.WriteHeader(200)
+	w.Write([]byte("0123456789"))
+	w.(http.Flusher).Flush()
 }
 
 func (a *seenApp) last(t *testing.T) seen {
