@@ -61,12 +61,38 @@ func (g *Gateway) localHandler() http.Handler {
 // written or not at all, and never answers with a redirect of its own.
 func cleanPaths(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if why := proto.UncleanPath(r.URL.Path); why != "" {
-			localError(w, proto.BadRequest, proto.NotSent(why+", which Delta does not carry (it could reach another app, another peer or Delta's own API)", ""))
+		if refuseUnclean(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuseUnclean answers a request whose path Delta does not carry
+// (proto.UncleanPath), and reports whether it did: the local API's and
+// every forward's one refusal of it.
+func refuseUnclean(w http.ResponseWriter, r *http.Request) bool {
+	why := proto.UncleanPath(r.URL.Path)
+	if why != "" {
+		localError(w, proto.BadRequest, proto.NotSent(why+", which Delta does not carry (it could reach another app, another peer or Delta's own API, and the owner's Delta would answer it with a redirect of its own)", ""))
+	}
+	return why != ""
+}
+
+// refuseMethod answers a request Delta refuses for its method or target
+// (proto.Refused: CONNECT, TRACE, OPTIONS *), and reports whether it did:
+// the local API's and every forward's one refusal of it.
+func refuseMethod(w http.ResponseWriter, r *http.Request) bool {
+	status, why := proto.Refused(r.Method, r.RequestURI)
+	if why == "" {
+		return false
+	}
+	if status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", "GET, HEAD, OPTIONS, PROPFIND, REPORT, SEARCH, QUERY (reads), and any other method of a call (POST, PUT, PATCH, DELETE, …)")
+	}
+	proto.RefuseAndClose(w)
+	proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+	return true
 }
 
 // withOutcome gives every answer of Delta's own endpoints (status, calls,
@@ -113,12 +139,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
 			return
 		}
-		if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
-			if status == http.StatusMethodNotAllowed {
-				w.Header().Set("Allow", "GET, HEAD, OPTIONS, and any method of a call (POST, PUT, PATCH, DELETE, …)")
-			}
-			proto.RefuseAndClose(w)
-			proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+		if refuseMethod(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -173,25 +194,15 @@ func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 // its client used, its cookies (less Delta's page cookie) and, when the
 // forward asks for no token, its own Authorization.
 func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, sp forward.Spec, a forward.Admitted) {
-	t := caller.Target{Peer: sp.Peer, App: sp.App, Host: a.Host, Cookie: a.Cookie, Authorization: a.Authorization}
-	var o proto.Outcome
-	var detail string
-	if why := proto.UncleanPath(r.URL.Path); why != "" {
-		o, detail = proto.BadRequest, proto.NotSent(why+", which Delta does not carry (the owner's Delta would answer it with a redirect of its own)", "")
-	} else if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
-		if status == http.StatusMethodNotAllowed {
-			w.Header().Set("Allow", "GET, HEAD, OPTIONS, and any method of a call (POST, PUT, PATCH, DELETE, …)")
-		}
-		proto.RefuseAndClose(w)
-		proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+	if refuseUnclean(w, r) || refuseMethod(w, r) {
 		return
-	} else {
-		t.PathQuery = r.URL.EscapedPath()
-		if r.URL.RawQuery != "" {
-			t.PathQuery += "?" + r.URL.RawQuery
-		}
-		o, detail = parseOptions(r, &t)
 	}
+	t := caller.Target{Peer: sp.Peer, App: sp.App, Host: a.Host, Cookie: a.Cookie, Authorization: a.Authorization,
+		PathQuery: r.URL.EscapedPath()}
+	if r.URL.RawQuery != "" {
+		t.PathQuery += "?" + r.URL.RawQuery
+	}
+	o, detail := parseOptions(r, &t)
 	g.carry(w, r, t, o, detail)
 }
 
