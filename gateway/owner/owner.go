@@ -13,11 +13,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
@@ -246,10 +247,10 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
-	if h := r.Header.Get(proto.HeaderHost); hostRe.MatchString(h) {
+	if h := r.Header.Get(proto.HeaderHost); h != "" && httpguts.ValidHostHeader(h) {
 		t.host = h
 	}
-	if p := r.Header.Get(proto.HeaderPrefix); prefixRe.MatchString(p) {
+	if p := r.Header.Get(proto.HeaderPrefix); validPrefix(p) {
 		t.prefix = p
 	}
 	t.auth = r.Header.Get(proto.HeaderAuthorization)
@@ -303,21 +304,44 @@ func (o *Owner) appHeaders(req *http.Request, t ownerTarget, remaining time.Dura
 		h.Set("X-Forwarded-Prefix", t.prefix)
 	}
 	fwd := fmt.Sprintf("host=%q;proto=http", t.host)
-	if obfuscatedRe.MatchString(t.visitor.Name) {
+	if obfuscated(t.visitor.Name) {
 		fwd = "for=_" + t.visitor.Name + ";" + fwd
 	}
 	h.Set("Forwarded", fwd)
 }
 
-// hostRe is what a Host header may be (a name or address, a port); the
-// caller's Delta sends only what its door let in (a loopback name).
-var hostRe = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$`)
+// obfuscated reports whether name may follow "_" as an obfuscated node in
+// Forwarded (RFC 7239 §6.3: ALPHA, DIGIT, ".", "_", "-").
+func obfuscated(name string) bool {
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return name != ""
+}
 
-// prefixRe is a path prefix: /v1/peers/PEER/APP.
-var prefixRe = regexp.MustCompile(`^(/[A-Za-z0-9._~%-]+)+$`)
-
-// obfuscatedRe is what may follow "_" in an obfuscated node (RFC 7239 §6.3).
-var obfuscatedRe = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+// validPrefix reports whether p is a path prefix the owner app may be
+// told (/v1/peers/PEER/APP, escaped): from "/", of unreserved characters
+// and escapes. The caller's Delta sets it (an app's X-Delta-* never
+// passes); this keeps a header line out of it all the same. A loop, not a
+// regexp: it runs on every request.
+func validPrefix(p string) bool {
+	if len(p) < 2 || p[0] != '/' {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '/' || c == '.' || c == '_' || c == '~' || c == '%' || c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // appDialer connects to a local owner app.
 var appDialer = net.Dialer{Timeout: appConnectTimeout}
