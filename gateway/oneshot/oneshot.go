@@ -194,7 +194,8 @@ func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
 // Answer's Body as it arrives. On an error conn is closed.
 func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
 	c := &conn{Conn: raw, idle: opt.Idle}
-	c.headLeft.Store(proto.MaxHeadBytes)
+	c.head = &proto.HeadLimit{R: c}
+	c.head.Limit(proto.MaxHeadBytes)
 	if dl, ok := ctx.Deadline(); ok {
 		c.hard = dl
 	}
@@ -213,7 +214,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 	bw := writers.Get().(*bufio.Writer)
 	bw.Reset(c)
 	br := readers.Get().(*bufio.Reader)
-	br.Reset(c)
+	br.Reset(c.head)
 	c.br = br
 	var g *gate
 	var src *source
@@ -237,7 +238,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 	writers.Put(bw)
 	if g != nil && g.early != nil {
 		// Refused before the body: its answer is the answer.
-		c.bodyIdle.Store(true)
+		c.bodyBegins()
 		return answer(g.early, c, br), nil
 	}
 	if src != nil && src.err != nil {
@@ -255,7 +256,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		// answer if it comes.
 		c.setRead(opt.Idle, true)
 		if resp, err := readHead(br, req, opt, false); err == nil {
-			c.bodyIdle.Store(true)
+			c.bodyBegins()
 			return answer(resp, c, br), nil
 		}
 		return fail(&Error{Op: "send the request", Sent: true, Err: werr, Timeout: IsTimeout(werr)})
@@ -269,7 +270,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		err = c.cause(ctx, err)
 		return fail(&Error{Op: "read the answer", Sent: true, Err: err, Timeout: IsTimeout(err)})
 	}
-	c.bodyIdle.Store(true)
+	c.bodyBegins()
 	return answer(resp, c, br), nil
 }
 
@@ -425,10 +426,10 @@ type conn struct {
 	idle     time.Duration
 	hard     time.Time // the context's deadline; zero if none
 	bodyIdle atomic.Bool
-	// headLeft is what the answer's head, interim answers included, may
-	// still take (proto.MaxHeadBytes) until the body begins.
-	headLeft atomic.Int64
-	killed   atomic.Bool
+	// head sits under the reader: it bounds the answer's head, interim
+	// answers included, until the body begins (bodyBegins).
+	head   *proto.HeadLimit
+	killed atomic.Bool
 	// limit is the limit behind the last deadline set: 0 the context's
 	// (or none), else a duration of Options.Idle or Options.Wait, as
 	// waiting says.
@@ -502,22 +503,17 @@ func (c *conn) Write(p []byte) (int, error) {
 }
 
 func (c *conn) Read(p []byte) (int, error) {
-	if c.bodyIdle.Load() {
-		if c.idle > 0 {
-			c.setRead(c.idle, false)
-		}
-		return c.Conn.Read(p)
+	if c.idle > 0 && c.bodyIdle.Load() {
+		c.setRead(c.idle, false)
 	}
-	left := c.headLeft.Load()
-	if left <= 0 {
-		return 0, proto.ErrHeadTooLarge
-	}
-	if int64(len(p)) > left {
-		p = p[:left]
-	}
-	n, err := c.Conn.Read(p)
-	c.headLeft.Add(-int64(n))
-	return n, err
+	return c.Conn.Read(p)
+}
+
+// bodyBegins ends the head: its bound is lifted, and reads move under the
+// idle limit.
+func (c *conn) bodyBegins() {
+	c.head.Unlimit()
+	c.bodyIdle.Store(true)
 }
 
 func (c *conn) kill() {
