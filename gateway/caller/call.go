@@ -581,12 +581,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		cr.cfg.Wake()
 	}
 	if e.o != proto.Answered {
-		if e.status != 0 {
-			w.Header().Set("Connection", "close")
-			proto.WriteError(w, e.status, proto.ErrorBody{Error: string(e.o), Detail: e.detail, RequestID: c.RequestID, Peer: c.Peer, Road: e.road}.With(e.g))
-			return
-		}
-		cr.replyCallError(w, e.o, e.detail, e.g, c.RequestID, c.Peer, e.road)
+		cr.replyCallErrorStatus(w, e.status, e.o, e.detail, e.g, c.RequestID, c.Peer, e.road)
 		return
 	}
 	if !stream {
@@ -691,8 +686,17 @@ func (cr *Caller) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail,
 }
 
 func (cr *Caller) replyCallError(w http.ResponseWriter, o proto.Outcome, detail string, g proto.Guarantee, rid, peer, road string) {
+	cr.replyCallErrorStatus(w, 0, o, detail, g, rid, peer, road)
+}
+
+// replyCallErrorStatus is replyCallError with the HTTP status when it is
+// not o's (0: o's): 413 for a body the owner found too large.
+func (cr *Caller) replyCallErrorStatus(w http.ResponseWriter, status int, o proto.Outcome, detail string, g proto.Guarantee, rid, peer, road string) {
+	if status == 0 {
+		status = o.Status()
+	}
 	w.Header().Set("Connection", "close")
-	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road}.With(g))
+	proto.WriteError(w, status, proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road}.With(g))
 }
 
 // markBehind says on an answer that its outcome is held in memory, not yet
