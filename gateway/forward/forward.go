@@ -297,10 +297,16 @@ func (s *Set) Add(peer, app, listen string, token bool) (localapi.Forward, error
 	s.fws[sp.key()] = f
 	if err := s.save(); err != nil {
 		s.stop(f)
-		if old != nil {
-			s.fws[sp.key()] = old
-		} else {
+		switch {
+		case old == nil:
 			delete(s.fws, sp.key())
+		case old.ln == nil && old.err == nil:
+			// Closed to move it to the same port: it stays closed, and
+			// says why.
+			old.err = fmt.Errorf("closed to move it to %s, which could not be kept (%v)", addr, err)
+			s.fws[sp.key()] = old
+		default:
+			s.fws[sp.key()] = old
 		}
 		return localapi.Forward{}, err
 	}
