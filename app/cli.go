@@ -75,6 +75,7 @@ func (e *env) client() (*kit.Client, error) {
 	if err != nil {
 		return nil, e.downErr(err)
 	}
+	c.App = "delta" // the command line names itself, not Go's client; call --app names another
 	return c, nil
 }
 

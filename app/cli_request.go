@@ -76,10 +76,10 @@ func requestFlags(fs *flag.FlagSet, call bool) *requestOpts {
 		o.fresh = fs.Bool("fresh", false, "the owner's answer or none: never a stale one from the cache (sends Cache-Control: no-cache)")
 	}
 	if call {
-		o.method = fs.String("X", "POST", "the method: POST, PUT, PATCH or DELETE")
+		o.method = fs.String("X", "POST", "the method: any that is not a read (POST, PUT, PATCH, DELETE, MOVE, COPY, MKCOL, LOCK, …)")
 		o.data = fs.String("data", "", "the body: text, @FILE, or - for standard input")
 		o.id = fs.String("id", "", "the request id (default: a new UUID, printed)")
-		o.app = fs.String("app", "", "the calling app's name, shown to the owner (X-Delta-App)")
+		o.app = fs.String("app", "delta", "the calling app's name, shown to the owner and in calls, the menu and the page (X-Delta-App)")
 		o.settle = fs.Bool("settle", false, "when the outcome is unknown, wait until Delta settles it")
 	}
 	return o

@@ -98,6 +98,15 @@ func TestCommandLine(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Outcome != "answered" || ans.Status != 201 || ans.RequestID != "cli-1" || ans.Body == nil || *ans.Body != "hi" {
 		t.Fatalf("call --json: %v %s", err, out)
 	}
+	// The command line names itself to the owner and in the records.
+	out, errOut, code = delta(t, append(L, "show", "cli-1", "--json")...)
+	wantCode(t, "show cli-1", code, exitOK, out, errOut)
+	var shown struct {
+		CallerApp string `json:"caller_app"`
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil || shown.CallerApp != "delta" {
+		t.Fatalf("a call from the command line is named %q, not delta (%v)", shown.CallerApp, err)
+	}
 	// --data @file, a minted id printed on stderr.
 	f := filepath.Join(t.TempDir(), "body")
 	os.WriteFile(f, []byte("from a file"), 0o600)

@@ -76,7 +76,10 @@ const (
 type Client struct {
 	// StateDir is the running Delta's state folder.
 	StateDir string
-	// App, if not empty, names the calling app to the owner (X-Delta-App).
+	// App names the calling app to the owner (X-Delta-App), in the menu,
+	// the page, `delta calls` and the owner's receipts. Empty means the
+	// program's own name (its executable's, as ProgramName says); an
+	// X-Delta-App in a request's own headers wins over both.
 	App string
 	// Now, if not nil, is the clock the kit checks a read ticket's expiry
 	// with (tests); time.Now if nil.
@@ -387,7 +390,10 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 }
 
 func setCommon(h http.Header, app, route string, timeout time.Duration) {
-	if app != "" {
+	if app == "" {
+		app = ProgramName()
+	}
+	if h.Get(HeaderApp) == "" && app != "" {
 		h.Set(HeaderApp, app)
 	}
 	if route != "" {
@@ -505,3 +511,27 @@ type errorBody struct {
 	Sent       *bool `json:"sent"`
 	CarriedOut *bool `json:"carried_out"`
 }
+
+// ProgramName is the name the kit gives a calling app that names none
+// (Client.App empty): the base name of the running executable, without a
+// ".exe", as people see it in ps and Activity Monitor ("notes-sync"), so
+// that a call is never shown as a library's ("Go-http-client"). It is ""
+// only when the executable cannot be found.
+func ProgramName() string {
+	programOnce.Do(func() {
+		exe, err := os.Executable()
+		if err != nil || exe == "" {
+			if len(os.Args) == 0 {
+				return
+			}
+			exe = os.Args[0]
+		}
+		programName = strings.TrimSuffix(filepath.Base(exe), ".exe")
+	})
+	return programName
+}
+
+var (
+	programOnce sync.Once
+	programName string
+)

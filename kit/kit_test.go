@@ -37,7 +37,7 @@ func pair(t *testing.T) (c *kit.Client, laptop, studio *gatewaytest.Delta, app *
 }
 
 func TestAnswered(t *testing.T) {
-	c, _, _, app := pair(t)
+	c, laptop, _, app := pair(t)
 	ctx := context.Background()
 	id := kit.NewRequestID()
 	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(id) {
@@ -67,6 +67,23 @@ func TestAnswered(t *testing.T) {
 	rec, err := c.CallRecord(ctx, id)
 	if err != nil || rec.State != "answered" || len(rec.Attempts) != 1 || !rec.Attempts[0].FirstByte || len(rec.History) == 0 {
 		t.Fatalf("record: %+v %v", rec, err)
+	}
+	// An app that names itself nothing is named by its program, never by
+	// Go's client ("Go-http-client"); Client.App names it otherwise.
+	if rec.CallerApp != "kit.test" || kit.ProgramName() != "kit.test" {
+		t.Fatalf("a call of an unnamed app is named %q (ProgramName %q), not its program's name", rec.CallerApp, kit.ProgramName())
+	}
+	named, err := kit.Open(laptop.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer named.Close()
+	named.App = "editor"
+	if _, err := named.Call(ctx, "studio", "owner", "POST", "/answer/named", nil, &kit.CallOptions{RequestID: id + "-named"}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := c.CallRecord(ctx, id+"-named"); rec == nil || rec.CallerApp != "editor" {
+		t.Fatalf("Client.App = editor: the call is named %+v", rec)
 	}
 	if _, err := c.Call(ctx, "studio", "owner", "GET", "/x", nil, nil); err == nil || !strings.Contains(err.Error(), "not a call") {
 		t.Fatalf("GET through Call: %v", err)
