@@ -23,6 +23,9 @@ type callsOpts struct {
 	state     *string
 }
 
+// callStates are the states --state takes (record.CallState).
+var callStates = []string{"sending", "answered", "unavailable", "unknown", "carried_out", "not_carried_out", "needs_person"}
+
 // callsCommand is `delta calls`.
 var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | --state S]", summary: "the calls this computer made, newest first", reads: true,
 	flags: func(fs *flag.FlagSet) any {
@@ -36,6 +39,9 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | -
 			return exitf(exitUsage, "calls: unexpected argument %q", args[0])
 		}
 		state := *opts.state
+		if state != "" && !slices.Contains(callStates, state) {
+			return exitf(exitUsage, "calls: --state %q is not a call's state (%s)", state, strings.Join(callStates, ", "))
+		}
 		for _, f := range []struct {
 			on   bool
 			name string
@@ -73,15 +79,14 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | -
 			fmt.Fprintln(e.stdout, "no calls")
 			return nil
 		}
-		now := time.Now()
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "REQUEST ID\tAGE\tSTATE\tTO\tREQUEST")
+		fmt.Fprintln(tw, "REQUEST ID\tMADE\tSTATE\tTO\tREQUEST")
 		for _, r := range calls {
 			state := r.State
 			if r.SettledBy != "" {
 				state += " (by " + r.SettledBy + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, view.Ago(now.Sub(r.CreatedAt)), state, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, r.CreatedAt.Local().Format("Jan 2 15:04:05"), state, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
 		}
 		return tw.Flush()
 	}}
@@ -99,8 +104,11 @@ func stateExit(state string) int {
 	return exitUnknown // sending, unknown
 }
 
-// showRecord prints a call's record and returns the exit code of its state.
-func showRecord(e *env, r *localapi.Call) error {
+// showRecord prints a call's record. With withState (show) it returns the
+// exit code of the call's state (docs/protocol.md, "Exit codes"); the
+// bookkeeping commands (ask, dismiss, forget) exit 0 once they did what
+// was asked, whatever the call's state.
+func showRecord(e *env, r *localapi.Call, withState bool) error {
 	if e.json {
 		if err := e.printJSON(r); err != nil {
 			return err
@@ -108,10 +116,19 @@ func showRecord(e *env, r *localapi.Call) error {
 	} else {
 		writeRecord(e.stdout, r, time.Now())
 	}
-	if code := stateExit(r.State); code != exitOK {
-		return &exitError{code: code, err: fmt.Errorf("call %s: %s", r.RequestID, view.Words(record.CallState(r.State)))}
+	if code := stateExit(r.State); withState && code != exitOK {
+		return &exitError{code: code, err: fmt.Errorf("call %s: %s", r.RequestID, callWords(r))}
 	}
 	return nil
+}
+
+// callWords says what a call's record says happened (view.CallWords).
+func callWords(r *localapi.Call) string {
+	at := make([]record.Attempt, len(r.Attempts))
+	for i, a := range r.Attempts {
+		at[i] = record.Attempt{N: a.N, FirstByte: a.FirstByte, Reply: a.Reply}
+	}
+	return view.CallWords(record.CallState(r.State), at)
 }
 
 func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
@@ -121,7 +138,11 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 	}
 	from := view.AppName(named) // as the menu and the page name it
 	fmt.Fprintf(w, "%s  %s → %s on %s: %s %s\n", r.RequestID, from, r.App, r.Peer, r.Method, r.Path)
-	fmt.Fprintf(w, "state:    %s (%s)", r.State, view.Words(record.CallState(r.State)))
+	if words := callWords(r); words != r.State {
+		fmt.Fprintf(w, "state:    %s (%s)", r.State, words)
+	} else {
+		fmt.Fprintf(w, "state:    %s", r.State)
+	}
 	if r.Outcome != "" {
 		fmt.Fprintf(w, "; the app was told %s", r.Outcome)
 	}
@@ -129,7 +150,7 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 	if r.Detail != "" {
 		fmt.Fprintf(w, "detail:   %s\n", r.Detail)
 	}
-	fmt.Fprintf(w, "sent:     %s (%s ago)\n", r.CreatedAt.Local().Format("Mon 2 Jan 15:04:05 MST"), view.Ago(now.Sub(r.CreatedAt)))
+	fmt.Fprintf(w, "made:     %s (%s ago)\n", r.CreatedAt.Local().Format("Mon 2 Jan 15:04:05 MST"), view.Ago(now.Sub(r.CreatedAt)))
 	if r.OwnerState != "" || r.Asks > 0 {
 		fmt.Fprintf(w, "owner:    last said %q; asked %d×", r.OwnerState, r.Asks)
 		if !r.NextAskAt.IsZero() && r.State == string(record.Unknown) {
@@ -149,7 +170,7 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 		}
 	}
 	fmt.Fprintf(w, "digest:   %s\n", r.Digest)
-	writeKept(w, "sent:    ", r.Request)
+	writeKept(w, "carried: ", r.Request)
 	if r.SettledBy != "" {
 		fmt.Fprintf(w, "settled by %s", r.SettledBy)
 		if r.SettleNote != "" {
@@ -190,7 +211,7 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 }
 
 // callArg is a command on one call: show, ask, dismiss.
-func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*localapi.Call, error)) *command {
+func callArg(name, summary string, withState bool, do func(e *env, c *kit.Client, id string) (*localapi.Call, error)) *command {
 	return &command{name: name, args: "ID", summary: summary, reads: true,
 		run: func(e *env, _ any, args []string) error {
 			if len(args) != 1 {
@@ -214,21 +235,21 @@ func callArg(name, summary string, do func(e *env, c *kit.Client, id string) (*l
 				}
 				return e.downErr(err)
 			}
-			return showRecord(e, r)
+			return showRecord(e, r, withState)
 		}}
 }
 
 var (
-	showCommand = callArg("show", "one call's record: its state, attempts and history", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
+	showCommand = callArg("show", "one call's record: its state, attempts and history (its exit code says the state)", true, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.CallRecord(e.ctx, id)
 	})
-	askCommand = callArg("ask", "ask the owner about an unsettled call now", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
+	askCommand = callArg("ask", "ask the owner about an unsettled call now", false, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.Ask(e.ctx, id)
 	})
-	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
+	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", false, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.Dismiss(e.ctx, id)
 	})
-	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
+	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", false, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
 		return c.Forget(e.ctx, id)
 	})
 )

@@ -149,7 +149,8 @@ func TestCommandLine(t *testing.T) {
 	}
 	app.Release("/apply-then-sleep/s")
 	out, errOut, code = delta(t, append(L, "ask", "cli-slow")...)
-	for code == exitUnknown { // studio may not have its app's answer yet
+	wantCode(t, "ask (done as asked, whatever the call's state)", code, exitOK, out, errOut)
+	for code = exitUnknown; code == exitUnknown; { // studio may not have its app's answer yet
 		out, errOut, code = delta(t, append(L, "show", "cli-slow")...)
 	}
 	wantCode(t, "the late call, settled", code, exitOK, out, errOut)
@@ -172,12 +173,12 @@ func TestCommandLine(t *testing.T) {
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--carried-out", "--note", "found it in the app")...)
 	wantCode(t, "settle", code, exitOK, out, errOut)
-	if !strings.Contains(out, "carried_out") || !strings.Contains(out, `settled by a person: "found it in the app"`) || !strings.Contains(out, "sent:     no body") {
+	if !strings.Contains(out, "carried_out") || !strings.Contains(out, `settled by a person: "found it in the app"`) || !strings.Contains(out, "carried:  no body") {
 		t.Fatalf("settle:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "calls", "--state", "carried_out")...)
 	wantCode(t, "calls", code, exitOK, out, errOut)
-	if !regexp.MustCompile(`cli-reset\s+\S+ s\s+carried_out \(by a person\)`).MatchString(out) {
+	if !regexp.MustCompile(`cli-reset\s+[A-Z][a-z]{2} \d+ [\d:]{8}\s+carried_out \(by a person\)`).MatchString(out) {
 		t.Errorf("calls does not say the call was settled by a person:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--not-carried-out")...)
@@ -225,8 +226,14 @@ func TestCommandLine(t *testing.T) {
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "cli-reset2", "--note", "the plants are watered")...)
 	wantCode(t, "check-receipt", code, exitOK, out, errOut)
-	if !strings.Contains(out, `checked by a person here (the local API): "the plants are watered"`) || strings.Contains(out, "to check:") {
-		t.Errorf("check-receipt:\n%s", out)
+	if !strings.Contains(out, `checked by a person here (the local API): "the plants are watered"`) || strings.Contains(out, "to check:") ||
+		!strings.Contains(out, "carried:  water the plants") {
+		t.Errorf("check-receipt (its words from the record, the body it kept):\n%s", out)
+	}
+	out, errOut, code = delta(t, append(S, "check-receipt", "cli-reset2", "--note", "a second look")...)
+	wantCode(t, "a second check-receipt", code, exitNotNow, out, errOut)
+	if !strings.Contains(errOut, `checked already`) || !strings.Contains(errOut, `noting "the plants are watered"`) {
+		t.Errorf("a second check-receipt is not refused with the first's words:\n%s", errOut)
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "no-such-id")...)
 	wantCode(t, "check-receipt of an id never received", code, exitUnavailable, out, errOut)
@@ -337,4 +344,20 @@ func TestForget(t *testing.T) {
 	}
 	out, errOut, code = delta(t, append(L, "forget", "no-such-call")...)
 	wantCode(t, "forget an unknown call", code, exitUnavailable, out, errOut)
+
+	// A bookkeeping command exits 0 once it did what was asked, whatever
+	// the call's own state (issue 36: forget of a call not carried out
+	// exited 4); show keeps the state's exit code.
+	out, errOut, code = delta(t, append(L, "call", "studio", "nobody", "/x", "--data", "x", "--id", "forget-2")...)
+	wantCode(t, "a call to an app studio lacks", code, exitUnavailable, out, errOut)
+	out, errOut, code = delta(t, append(L, "forget", "forget-2")...)
+	wantCode(t, "forget a call that was not carried out", code, exitOK, out, errOut)
+	out, errOut, code = delta(t, append(L, "show", "forget-2")...)
+	wantCode(t, "show a call that was not carried out", code, exitUnavailable, out, errOut)
+	if !strings.Contains(out, "sent; not carried out: no such app there") {
+		t.Errorf("show of a call studio refused after it arrived:\n%s", out)
+	}
+	// A bad command line exits 2.
+	out, errOut, code = delta(t, append(L, "calls", "--state", "bogus")...)
+	wantCode(t, "calls --state bogus", code, exitUsage, out, errOut)
 }

@@ -296,7 +296,7 @@ func viewCall(c *record.Call) localapi.Call {
 		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []localapi.Attempt{}}
 	for _, a := range c.Attempts {
 		v.Attempts = append(v.Attempts, localapi.Attempt{N: a.N, Road: a.Road, Address: a.Address,
-			StartedAt: a.StartedAt.UTC(), FirstByte: a.FirstByte, Error: a.Error})
+			StartedAt: a.StartedAt.UTC(), FirstByte: a.FirstByte, Error: a.Error, Reply: a.Reply})
 	}
 	v.Request = sentRequest(c.Request)
 	if c.Answer != nil {
@@ -528,7 +528,7 @@ func (g *Gateway) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		localError(w, proto.NotFound, err.Error())
-	case errors.Is(err, journal.ErrNotCheckable), errors.Is(err, ErrAmbiguous):
+	case errors.Is(err, journal.ErrNotCheckable), errors.Is(err, journal.ErrCheckedAlready), errors.Is(err, ErrAmbiguous):
 		localError(w, proto.Conflict, err.Error())
 	case err != nil:
 		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())

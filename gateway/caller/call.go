@@ -391,6 +391,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		at.Error = err.Error()
 	} else if reply = peerclient.Classify(a.Response); reply.Err != proto.PeerAnswered {
 		at.Error = fmt.Sprintf("%s replied %d %s: %s", t.Peer, reply.Status, reply.Err, reply.Said.Detail)
+		at.Reply = string(reply.Err)
 	}
 	run.attempts = append(run.attempts, at)
 	if err != nil {

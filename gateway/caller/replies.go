@@ -48,7 +48,7 @@ func mapOwnerReply(peer string, r peerclient.Reply) callVerdict {
 		v.o, v.detail = proto.Forbidden, fmt.Sprintf("%s refused us at its door (%s)%s", peer, said, notDone)
 	case proto.PeerAppNotFound:
 		v.o, v.detail = proto.NotFound, fmt.Sprintf("%s: %s%s", peer, said, notDone)
-	case proto.PeerAppDown, proto.PeerFenced, proto.PeerNotDone, proto.PeerNoRoom, proto.PeerBodyCut, proto.PeerBusy:
+	case proto.PeerAppDown, proto.PeerOwnerFailed, proto.PeerFenced, proto.PeerNotDone, proto.PeerNoRoom, proto.PeerBodyCut, proto.PeerBusy:
 		v.o, v.detail = proto.Unavailable, fmt.Sprintf("%s: %s%s", peer, said, notDone)
 	case proto.PeerReused:
 		v.o, v.detail = proto.Conflict, fmt.Sprintf("%s: %s%s", peer, said, notDone)

@@ -104,12 +104,12 @@ func (d *DB) AddAttempt(ctx context.Context, id string, a record.Attempt) error 
 func putAttempt(ctx context.Context, tx *sql.Tx, id string, a record.Attempt) error {
 	var err error
 	if a.N > 0 {
-		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO attempts (request_id, n, road, address, started_at, first_byte, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, id, a.N, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
+		_, err = tx.ExecContext(ctx, `INSERT OR REPLACE INTO attempts (request_id, n, road, address, started_at, first_byte, error, reply)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, id, a.N, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error, a.Reply)
 	} else {
-		_, err = tx.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error)
-			VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE request_id = ?), ?, ?, ?, ?, ?)`,
-			id, id, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error)
+		_, err = tx.ExecContext(ctx, `INSERT INTO attempts (request_id, n, road, address, started_at, first_byte, error, reply)
+			VALUES (?, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE request_id = ?), ?, ?, ?, ?, ?, ?)`,
+			id, id, a.Road, a.Address, nanos(a.StartedAt), boolInt(a.FirstByte), a.Error, a.Reply)
 	}
 	if err != nil {
 		return fmt.Errorf("journal: record attempt of call %s: %w", id, err)
@@ -265,13 +265,13 @@ func (d *DB) forCalls(ctx context.Context, calls []*record.Call, what, query, or
 
 // withAttempts reads the attempts of calls into them.
 func (d *DB) withAttempts(ctx context.Context, calls []*record.Call) error {
-	return d.forCalls(ctx, calls, "attempts", `SELECT request_id, n, road, address, started_at, first_byte, error FROM attempts
+	return d.forCalls(ctx, calls, "attempts", `SELECT request_id, n, road, address, started_at, first_byte, error, reply FROM attempts
 		WHERE request_id IN`, `ORDER BY request_id, n`, func(rows *sql.Rows) (string, func(*record.Call), error) {
 		var id string
 		var a record.Attempt
 		var started int64
 		var fb int
-		err := rows.Scan(&id, &a.N, &a.Road, &a.Address, &started, &fb, &a.Error)
+		err := rows.Scan(&id, &a.N, &a.Road, &a.Address, &started, &fb, &a.Error, &a.Reply)
 		a.StartedAt, a.FirstByte = fromNanos(started), fb != 0
 		return id, func(c *record.Call) { c.Attempts = append(c.Attempts, a) }, err
 	})

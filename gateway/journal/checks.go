@@ -112,9 +112,14 @@ func (d *DB) CountToCheck(ctx context.Context, since time.Time) (int, error) {
 // finished with it (running) or that never arrived (fenced).
 var ErrNotCheckable = errors.New("only a call the app has finished with can be marked checked")
 
+// ErrCheckedAlready refuses a second check of a receipt: a person's check
+// is kept as first made (who, when, their note), never silently replaced.
+var ErrCheckedAlready = errors.New("it was checked already; a check is kept as first made")
+
 // CheckReceipt records that a person here checked receipt (caller, id):
-// by names where ("the status page", "the local API"). Checking again
-// keeps the first check. It returns the receipt as it stands.
+// by names where ("the status page", "the local API"). A second check is
+// refused (ErrCheckedAlready, with the first's words). It returns the
+// receipt as it stands, with what it carried.
 func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Receipt, error) {
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -136,8 +141,18 @@ func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Re
 	if err != nil {
 		return nil, err
 	}
-	if n == 0 && r.CheckedAt.IsZero() {
+	if err := d.WithReceiptRequests(ctx, []*Receipt{r}); err != nil {
+		return nil, err
+	}
+	switch {
+	case n == 0 && r.CheckedAt.IsZero():
 		return r, fmt.Errorf("%w (it is %s)", ErrNotCheckable, r.State)
+	case n == 0:
+		first := fmt.Sprintf("checked from %s at %s", r.CheckedBy, r.CheckedAt.Local().Format("Jan 2 15:04:05"))
+		if r.CheckNote != "" {
+			first += fmt.Sprintf(", noting %q", r.CheckNote)
+		}
+		return r, fmt.Errorf("call %s from %s: %w: %s", id, r.CallerName, ErrCheckedAlready, first)
 	}
 	return r, nil
 }

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +70,9 @@ func TestReceiptChecks(t *testing.T) {
 	if err != nil || r.CheckedBy != "the status page" || r.CheckNote != "not in the app" || r.CheckedAt.IsZero() || r.ToCheck() {
 		t.Fatalf("CheckReceipt b: %+v %v", r, err)
 	}
-	if r, _ := db.CheckReceipt(ctx, "nL", "b", "the local API", "again"); r.CheckNote != "not in the app" {
-		t.Errorf("a second check replaced the first: %+v", r)
+	if r, err := db.CheckReceipt(ctx, "nL", "b", "the local API", "again"); r.CheckNote != "not in the app" || !errors.Is(err, ErrCheckedAlready) ||
+		!strings.Contains(err.Error(), `checked from the status page at`) || !strings.Contains(err.Error(), `noting "not in the app"`) {
+		t.Errorf("a second check: %+v %v, want it refused with the first's words, the first kept", r, err)
 	}
 	// Told an hour after it was made: the time it was made is kept; a
 	// time to come is not believed.

@@ -200,6 +200,10 @@ type Attempt struct {
 	// FirstByte: a byte of the request was written on this attempt.
 	FirstByte bool   `json:"first_byte_written"`
 	Error     string `json:"error,omitempty"`
+	// Reply is the owner's own reply to this attempt, when it made one
+	// instead of passing on its app's answer ("app_unavailable",
+	// "app_not_found", "no_room", …: docs/protocol.md).
+	Reply string `json:"reply,omitempty"`
 }
 
 // Answer is an owner app's answer as a journal keeps it, in a call's

@@ -78,7 +78,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
 	if err != nil {
 		proto.RefuseAndClose(w)
-		refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err))
+		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err))
 		return
 	}
 	if dec == journal.Later {
@@ -122,7 +122,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		err = o.cfg.DB.SetReceiptDigest(r.Context(), t.visitor.Node, rid, b.digest)
 		if err != nil {
 			b.close()
-			err = bodyError{cause: fmt.Errorf("%s could not record the call's digest (%w)", o.cfg.Self().Name, err), e: proto.PeerAppDown, status: http.StatusServiceUnavailable}
+			err = bodyError{cause: fmt.Errorf("%s could not record the call's digest (%w)", o.cfg.Self().Name, err), e: proto.PeerOwnerFailed, status: http.StatusServiceUnavailable}
 		}
 	}
 	if err != nil {
@@ -261,7 +261,7 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 	if b.file != nil {
 		if _, err := b.file.Seek(0, io.SeekStart); err != nil {
 			b.close()
-			return nil, bodyError{cause: fmt.Errorf("%s could not read back the call's body (%v)", o.cfg.Self().Name, err), e: proto.PeerAppDown, status: http.StatusServiceUnavailable}
+			return nil, bodyError{cause: fmt.Errorf("%s could not read back the call's body (%v)", o.cfg.Self().Name, err), e: proto.PeerOwnerFailed, status: http.StatusServiceUnavailable}
 		}
 	}
 	return b, nil
@@ -363,7 +363,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	if err := o.cfg.DB.HandReceipt(r.Context(), t.visitor.Node, rid); err != nil {
 		b.close()
 		o.finish(context.WithoutCancel(r.Context()), t, rid, proto.ReceiptNotCarriedOut, nil)
-		refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not record that the call goes to its app, so it did not send it (%v)", o.cfg.Self().Name, err))
+		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record that the call goes to its app, so it did not send it (%v)", o.cfg.Self().Name, err))
 		return
 	}
 

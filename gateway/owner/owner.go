@@ -243,7 +243,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s could not read its app registry (%v)", o.cfg.Self().Name, err))
+		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not read its app registry (%v)", o.cfg.Self().Name, err))
 		return
 	}
 	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}

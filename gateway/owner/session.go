@@ -24,7 +24,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	if tr := o.cfg.Transfers; tr != nil {
 		release, ok := tr.AdmitSession()
 		if !ok {
-			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("%s has %d sessions open, as many as it keeps at once", o.cfg.Self().Name, transfer.MaxSessions))
+			refuse(w, http.StatusServiceUnavailable, proto.PeerBusy, fmt.Sprintf("%s has %d sessions open, as many as it keeps at once", o.cfg.Self().Name, transfer.MaxSessions))
 			return
 		}
 		defer release()

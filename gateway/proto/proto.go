@@ -78,6 +78,7 @@ const (
 	PeerForbidden     PeerError = "forbidden"         // 403 at the door
 	PeerAppNotFound   PeerError = "app_not_found"     // 404: no such app registered there
 	PeerAppDown       PeerError = "app_unavailable"   // 503: the app refused the connection
+	PeerOwnerFailed   PeerError = "owner_failed"      // 503: the owner's Delta failed (journal, registry, spool) before its app; nothing was carried out
 	PeerFenced        PeerError = "fenced"            // 409: asked about before it arrived
 	PeerInProgress    PeerError = "in_progress"       // 409: the same call is running
 	PeerReused        PeerError = "request_id_reused" // 422: same id, other request

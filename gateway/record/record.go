@@ -94,6 +94,10 @@ type Attempt struct {
 	StartedAt time.Time
 	FirstByte bool // whether the request's first byte was written
 	Error     string
+	// Reply is the owner's own reply, when it made one that is not the
+	// app's answer: its reason (proto.PeerError: "app_unavailable",
+	// "app_not_found", …). Empty when no reply came or the app answered.
+	Reply string
 }
 
 // Answer is an owner app's answer to a call, as kept in a journal.

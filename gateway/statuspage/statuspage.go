@@ -59,6 +59,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"bytes":        view.Bytes,
 	"int64":        func(v float64) int64 { return int64(v) },
 	"words":        func(s record.CallState) string { return view.Words(s) },
+	"callwords":    func(c *record.Call) string { return view.CallWords(c.State, c.Attempts) },
 	"stamp":        stamp,
 	"fullTime":     func(t time.Time) string { return t.Local().Format(time.RFC1123) },
 	"history":      func(open bool, steps []record.Event) historyBox { return historyBox{Open: open, Steps: steps} },

@@ -386,6 +386,49 @@ func Words(s record.CallState) string {
 	return string(s)
 }
 
+// CallWords says what a call's record says happened, for people: Words,
+// except for an unavailable call, which says whether anything of it left
+// (any attempt's first byte written) and, when the owner replied, why it
+// did not carry it out. "not sent" only where no attempt wrote a byte.
+func CallWords(state record.CallState, attempts []record.Attempt) string {
+	if state != record.Unavailable {
+		return Words(state)
+	}
+	sent, reply := false, ""
+	for _, a := range attempts {
+		sent = sent || a.FirstByte
+		if a.Reply != "" {
+			reply = a.Reply
+		}
+	}
+	if !sent {
+		return "not sent"
+	}
+	if why := refusedWords[proto.PeerError(reply)]; why != "" {
+		return "sent; not carried out: " + why
+	}
+	return "sent; not carried out"
+}
+
+// refusedWords says why an owner did not carry out a call it was sent, by
+// its reply (docs/protocol.md, the owner's refusals).
+var refusedWords = map[proto.PeerError]string{
+	proto.PeerAppDown:       "the app was not listening",
+	proto.PeerOwnerFailed:   "the owner's Delta failed before its app",
+	proto.PeerAppNotFound:   "no such app there",
+	proto.PeerNoRoom:        "no room there for its body",
+	proto.PeerTooLarge:      "too large for the owner",
+	proto.PeerBodyCut:       "its body did not arrive whole",
+	proto.PeerBusy:          "the owner was busy",
+	proto.PeerFenced:        "the owner had been asked about it first",
+	proto.PeerNotDone:       "the owner says so",
+	proto.PeerForbidden:     "refused at the owner's door",
+	proto.PeerUnauthorized:  "refused at the owner's door",
+	proto.PeerBadRequest:    "refused as malformed",
+	proto.PeerReused:        "its request id was used there for another call",
+	proto.PeerTooManyFences: "the owner was asked about too many calls",
+}
+
 // SettledWords says what a person's settlement (carried_out,
 // not_carried_out) says happened.
 func SettledWords(state string) string {

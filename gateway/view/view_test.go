@@ -99,3 +99,28 @@ func TestOwnerWordsAndAppName(t *testing.T) {
 		t.Errorf("PageAt: %q", got)
 	}
 }
+
+func TestCallWords(t *testing.T) {
+	sent := func(reply string) []record.Attempt { return []record.Attempt{{N: 1, FirstByte: true, Reply: reply}} }
+	for _, tc := range []struct {
+		state record.CallState
+		at    []record.Attempt
+		want  string
+	}{
+		{record.Unavailable, nil, "not sent"},
+		{record.Unavailable, []record.Attempt{{N: 1}, {N: 2}}, "not sent"},
+		{record.Unavailable, sent("app_unavailable"), "sent; not carried out: the app was not listening"},
+		{record.Unavailable, sent("owner_failed"), "sent; not carried out: the owner's Delta failed before its app"},
+		{record.Unavailable, sent("no_room"), "sent; not carried out: no room there for its body"},
+		{record.Unavailable, sent("too_large"), "sent; not carried out: too large for the owner"},
+		{record.Unavailable, sent("body_cut"), "sent; not carried out: its body did not arrive whole"},
+		{record.Unavailable, sent(""), "sent; not carried out"},
+		{record.Unavailable, append([]record.Attempt{{N: 1}}, sent("app_not_found")...), "sent; not carried out: no such app there"},
+		{record.Answered, sent(""), "answered"},
+		{record.Unknown, sent(""), "outcome unknown"},
+	} {
+		if got := CallWords(tc.state, tc.at); got != tc.want {
+			t.Errorf("CallWords(%s, %+v) = %q, want %q", tc.state, tc.at, got, tc.want)
+		}
+	}
+}
