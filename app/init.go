@@ -13,6 +13,7 @@ import (
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
+	"github.com/delta-roads/delta/netwatch"
 )
 
 type initOpts struct {
@@ -34,7 +35,7 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST
 			return addPeer(o.peers, v)
 		})
 		o.name = fs.String("name", "", "this computer's name among its peers (default: its host name)")
-		o.peerListen = fs.String("peer-listen", "", "where this computer's peer API listens, HOST:PORT (default "+static.DefaultPeerListen+")")
+		o.peerListen = fs.String("peer-listen", "", "where this computer's peer API listens, HOST:PORT (default "+static.DefaultPeerListen+" when every peer is on loopback, else 0.0.0.0:7421)")
 		o.networkKey = fs.String("network-key", "", "the network key of the other computers (hex), when this one joins them; default: a fresh one")
 		return o
 	},
@@ -46,7 +47,17 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST
 		if !*opts.static {
 			return exitf(exitUsage, "init: only static mode has a config to write (--static); tailnet mode needs none: run delta and log in")
 		}
-		fc, err := staticConfig(*opts.peers, *opts.name, *opts.peerListen, *opts.networkKey)
+		name := *opts.name
+		if name == "" {
+			// Written down, so that the name the peers are told is the
+			// one this computer keeps, whatever its host name becomes.
+			n, err := netwatch.ComputerName()
+			if err != nil {
+				return exitf(exitUsage, "init: this computer has no name to give its peers (%v): name it with --name", err)
+			}
+			name = n
+		}
+		fc, err := staticConfig(*opts.peers, name, *opts.peerListen, *opts.networkKey)
 		if err != nil {
 			return exitf(exitUsage, "init: %v", err)
 		}
@@ -64,15 +75,71 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST
 		if listen == "" {
 			listen = static.DefaultPeerListen
 		}
-		name := fc.Name
-		if name == "" {
-			name = "THIS-COMPUTER"
+		fmt.Fprintf(e.stdout, "Wrote %s: static mode, this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
+		if len(fc.Peers) == 1 {
+			fmt.Fprintln(e.stdout, "On the other computer, run this as it is (it names that computer, where it listens, this network's key and this computer):")
+		} else {
+			fmt.Fprintln(e.stdout, "On each other computer, run its line as it is (each names that computer, where it listens, this network's key and the others):")
 		}
-		fmt.Fprintf(e.stdout, "Wrote %s: static mode, %s, this computer's peer API on %s.\n", path, peerWords(fc.Peers), listen)
-		fmt.Fprintf(e.stdout, "On each peer, with the same network key and this computer's address as its peer:\n\n  delta init --static --network-key %s --peer %s=%s\n\n", fc.NetworkKey, name, reachableAs(listen))
-		fmt.Fprintln(e.stdout, "Then start Delta (delta, or delta run --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
+		fmt.Fprintln(e.stdout)
+		for _, p := range fc.Peers {
+			fmt.Fprintf(e.stdout, "  %s\n", peerCommand(fc, p))
+		}
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, "Then start Delta on each (delta, or delta --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
 		return nil
 	}}
+
+// peerCommand is the whole `delta init` for peer p of the network fc
+// describes: p's name, where p listens (the address this computer was
+// given for it), the network key, this computer, and the other peers.
+func peerCommand(fc *statedir.Config, p roads.StaticPeer) string {
+	var listen []string
+	for _, r := range roads.All {
+		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
+			listen = append(listen, a)
+		}
+	}
+	at := "0.0.0.0:7421"
+	switch {
+	case len(listen) == 1:
+		at = listen[0]
+	case len(listen) > 1:
+		// One listener serves every road: every address, on the port
+		// the roads share (else the first road's).
+		_, port, _ := net.SplitHostPort(listen[0])
+		at = net.JoinHostPort("0.0.0.0", port)
+	}
+	self := fc.PeerListen
+	if self == "" {
+		self = static.DefaultPeerListen
+	}
+	cmd := fmt.Sprintf("delta init --static --name %s --peer-listen %s --network-key %s", p.Name, at, fc.NetworkKey)
+	for _, r := range roads.All {
+		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
+			road := ""
+			if r != roads.LAN {
+				road = string(r) + "@"
+			}
+			cmd += fmt.Sprintf(" --peer %s=%s%s", fc.Name, road, reachableFrom(self, a, localAddrToward))
+		}
+	}
+	for _, o := range fc.Peers {
+		if o.Name == p.Name {
+			continue
+		}
+		for _, r := range roads.All {
+			if a, ok := o.Roads[r]; ok {
+				road := ""
+				if r != roads.LAN {
+					road = string(r) + "@"
+				}
+				cmd += fmt.Sprintf(" --peer %s=%s%s", o.Name, road, a)
+			}
+		}
+	}
+	return cmd
+}
 
 // addPeer adds one --peer NAME=[ROAD@]HOST:PORT to peers: a second road of
 // a peer named before joins it.
@@ -130,8 +197,28 @@ func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*stat
 		}
 	}
 	if peerListen != "" {
-		if _, _, err := net.SplitHostPort(peerListen); err != nil {
+		host, _, err := net.SplitHostPort(peerListen)
+		if err != nil {
 			return nil, fmt.Errorf("--peer-listen %q is not HOST:PORT: %v", peerListen, err)
+		}
+		if isLoopback(host) {
+			for _, p := range peers {
+				for r, a := range p.Roads {
+					if h, _, _ := net.SplitHostPort(a); !isLoopback(h) {
+						return nil, fmt.Errorf("--peer-listen %s is on loopback, where %s (%s %s) cannot reach it: give an address of this computer's that %s can reach, or 0.0.0.0:PORT for every address", peerListen, p.Name, r, a, p.Name)
+					}
+				}
+			}
+		}
+	} else {
+		for _, p := range peers {
+			for _, a := range p.Roads {
+				if h, _, _ := net.SplitHostPort(a); !isLoopback(h) {
+					// A peer off this computer must reach the peer
+					// API: not on loopback (static.DefaultPeerListen).
+					peerListen = "0.0.0.0:7421"
+				}
+			}
 		}
 	}
 	if key == "" {
@@ -139,7 +226,17 @@ func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*stat
 	} else if _, err := static.ParseKey(key); err != nil {
 		return nil, fmt.Errorf("--network-key: %v", err)
 	}
-	return &statedir.Config{Name: name, PeerListen: peerListen, NetworkKey: key, Peers: peers}, nil
+	return &statedir.Config{Mode: statedir.ModeStatic, Name: name, PeerListen: peerListen, NetworkKey: key, Peers: peers}, nil
+}
+
+// isLoopback reports whether host (an IP or a name) is this computer's
+// loopback.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func peerWords(peers []roads.StaticPeer) string {
@@ -154,9 +251,43 @@ func peerWords(peers []roads.StaticPeer) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", p.Name, strings.Join(rs, ", ")))
 	}
 	if len(parts) == 1 {
-		return "one peer: " + parts[0]
+		return "its peer " + parts[0]
 	}
 	return fmt.Sprintf("%d peers: %s", len(parts), strings.Join(parts, "; "))
+}
+
+// reachableFrom is how the peer at peerAddr names a listener of this
+// computer's on listen: listen itself when it names one address, else
+// the address of this computer's that the system routes toward the peer
+// (toward: a UDP socket's local address, which sends nothing), else a
+// placeholder to fill in.
+func reachableFrom(listen, peerAddr string, toward func(string) string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host != "" && (ip == nil || !ip.IsUnspecified()) {
+		return listen
+	}
+	if ip := toward(peerAddr); ip != "" {
+		return net.JoinHostPort(ip, port)
+	}
+	return reachableAs(listen)
+}
+
+// localAddrToward is the address of this computer's that the system
+// would send from to addr (HOST:PORT), or "". Nothing is sent: a UDP
+// socket's connect only picks a route.
+func localAddrToward(addr string) string {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return ""
+	}
+	defer c.Close()
+	if u, ok := c.LocalAddr().(*net.UDPAddr); ok && !u.IP.IsUnspecified() {
+		return u.IP.String()
+	}
+	return ""
 }
 
 // reachableAs is how a peer names a listener on listen: an unspecified

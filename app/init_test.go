@@ -26,14 +26,24 @@ func TestInitStatic(t *testing.T) {
 	if err != nil || fc.NetworkKey == "" || len(fc.Peers) != 1 || fc.Peers[0].Roads["lan"] != studio.peerAddr {
 		t.Fatalf("laptop's config: %+v %v", fc, err)
 	}
-	// The words name the command for the other computer, with the key.
-	want := "delta init --static --network-key " + fc.NetworkKey + " --peer laptop=" + laptop.peerAddr
-	if !strings.Contains(out, want) {
-		t.Fatalf("init's words lack %q:\n%s", want, out)
+	if fc.Mode != "static" {
+		t.Errorf("init wrote mode %q, want static", fc.Mode)
 	}
-	out, errOut, code = delta(t, "init", "--static", "--state-dir", studio.dir, "--name", "studio", "--peer-listen", studio.peerAddr,
-		"--network-key", fc.NetworkKey, "--peer", "laptop="+laptop.peerAddr)
-	wantCode(t, "init studio", code, exitOK, out, errOut)
+	// The words give the whole command for the other computer (its name,
+	// where it listens, the key, this computer), pasted there as is.
+	want := "delta init --static --name studio --peer-listen " + studio.peerAddr + " --network-key " + fc.NetworkKey + " --peer laptop=" + laptop.peerAddr
+	var pasted string
+	for line := range strings.Lines(out) {
+		if strings.TrimSpace(line) == want {
+			pasted = strings.TrimSpace(line)
+		}
+	}
+	if pasted == "" {
+		t.Fatalf("init's words lack the line %q:\n%s", want, out)
+	}
+	args := append(strings.Fields(pasted)[1:], "--state-dir", studio.dir)
+	out, errOut, code = delta(t, args...)
+	wantCode(t, "init studio, as laptop's init said", code, exitOK, out, errOut)
 
 	for _, bad := range []struct {
 		args []string
@@ -47,6 +57,8 @@ func TestInitStatic(t *testing.T) {
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, exitUsage, `road "wifi"`},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--network-key", "abc"}, exitUsage, "at least 16 bytes"},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--name", "studio"}, exitUsage, "not its own peer"},
+		// A peer off this computer cannot reach a peer API on loopback.
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=192.0.2.7:7421", "--peer-listen", "127.0.0.1:7421"}, exitUsage, "is on loopback, where studio (lan 192.0.2.7:7421) cannot reach it"},
 	} {
 		out, errOut, code := delta(t, append([]string{"init"}, bad.args...)...)
 		wantCode(t, strings.Join(bad.args, " "), code, bad.code, out, errOut)
@@ -56,6 +68,17 @@ func TestInitStatic(t *testing.T) {
 	}
 	if again, _ := statedir.ReadConfig(laptop.dir); again.NetworkKey != fc.NetworkKey {
 		t.Fatal("a refused init changed the config")
+	}
+	// A config that lost its peers is refused, not run as tailnet mode:
+	// nothing of Tailscale's is started (issue 36).
+	lost := t.TempDir()
+	os.WriteFile(filepath.Join(lost, statedir.ConfigFile), []byte(`{"name": "laptop", "network_key": "`+fc.NetworkKey+`"}`), 0o600)
+	out, errOut, code = delta(t, "--headless", "--state-dir", lost)
+	if code == exitOK || !strings.Contains(errOut, `has a "network_key" but no "peers"`) {
+		t.Errorf("delta with a network key and no peers: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(lost, statedir.TailnetDir)); !os.IsNotExist(err) || strings.Contains(errOut, "tailnet mode") {
+		t.Errorf("a static config without peers started tailnet mode (%v):\n%s", err, errOut)
 	}
 
 	studio.start(t)
@@ -171,6 +194,31 @@ func TestReachableAs(t *testing.T) {
 		"192.168.1.10:7421": "192.168.1.10:7421", "127.0.0.1:7501": "127.0.0.1:7501"} {
 		if got := reachableAs(in); got != want {
 			t.Errorf("reachableAs(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestReachableFrom: the address a peer is told for this computer is the
+// listener's own when it names one, else the one routed toward the peer.
+func TestReachableFrom(t *testing.T) {
+	toward := func(a string) string {
+		if strings.HasPrefix(a, "169.254.") {
+			return "169.254.9.9"
+		}
+		if strings.HasPrefix(a, "10.") {
+			return "10.0.0.5"
+		}
+		return ""
+	}
+	for _, tc := range [][3]string{
+		{"192.168.1.4:7421", "10.0.0.2:7421", "192.168.1.4:7421"},
+		{"0.0.0.0:7421", "10.0.0.2:7421", "10.0.0.5:7421"},
+		{"0.0.0.0:7421", "169.254.3.4:7421", "169.254.9.9:7421"},
+		{":7500", "10.0.0.2:7421", "10.0.0.5:7500"},
+		{"0.0.0.0:7421", "203.0.113.1:7421", "THIS-COMPUTERS-ADDRESS:7421"},
+	} {
+		if got := reachableFrom(tc[0], tc[1], toward); got != tc[2] {
+			t.Errorf("reachableFrom(%s, %s) = %s, want %s", tc[0], tc[1], got, tc[2])
 		}
 	}
 }

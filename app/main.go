@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -291,11 +292,11 @@ func run(args []string, stderr io.Writer) error {
 	}
 	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version,
 		MaxCallBytes: fc.MaxCallBytes}
-	if err := modeConflict(len(fc.Peers) > 0, s.given); err != nil {
+	if err := modeConflict(fc.Static(), s.given); err != nil {
 		return err
 	}
 	var node *tailnet.Node
-	if len(fc.Peers) > 0 {
+	if fc.Static() {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
 		if err := static.Attach(&gcfg, fc, s.peerListen); err != nil {
 			return err
@@ -312,19 +313,26 @@ func run(args []string, stderr io.Writer) error {
 		defer tsLog.Close()
 		log.Info("tailnet mode: Delta contacts the tailnet's control server and the DERP relays it names, and nothing else",
 			"control_server", controlServer(s.controlURL), "log_upload", logUploadWords(s.uploadLogs), "tailscale_log", filepath.Join(logDir, "tailscale.log"))
+		tsLogf := func(format string, args ...any) {
+			line := fmt.Sprintf(format, args...)
+			// The file is best effort: tsnet's own lines are for
+			// debugging, and Delta's log says what matters.
+			line = time.Now().Format(time.RFC3339Nano) + " " + strings.TrimSuffix(line, "\n") + "\n"
+			_, _ = io.WriteString(tsLog, line)
+			if s.verbose {
+				_, _ = io.WriteString(stderr, "tailscale: "+line)
+			}
+		}
+		// Some of Tailscale's packages write through Go's standard log
+		// rather than tsnet's Logf: those lines go to tailscale.log too,
+		// never to stderr unless --verbose (the README says so).
+		prevOut, prevFlags := stdlog.Writer(), stdlog.Flags()
+		stdlog.SetFlags(0)
+		stdlog.SetOutput(logfWriter(tsLogf))
+		defer func() { stdlog.SetOutput(prevOut); stdlog.SetFlags(prevFlags) }()
 		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
 			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANPortFallback: s.defaultLANPort, LANAddrs: s.lanAddrs, Allow: fc.Allow, AllowWake: fc.WakeOnLAN,
-			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs,
-			TSLogf: func(format string, args ...any) {
-				line := fmt.Sprintf(format, args...)
-				// The file is best effort: tsnet's own lines are for
-				// debugging, and Delta's log says what matters.
-				line = time.Now().Format(time.RFC3339Nano) + " " + strings.TrimSuffix(line, "\n") + "\n"
-				_, _ = io.WriteString(tsLog, line)
-				if s.verbose {
-					_, _ = io.WriteString(stderr, "tailscale: "+line)
-				}
-			}}); err != nil {
+			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs, TSLogf: tsLogf}); err != nil {
 			return err
 		}
 		if err := node.Start(); err != nil {
@@ -486,6 +494,14 @@ func controlServer(flagURL string) string {
 }
 
 // logUploadWords says whether tsnet uploads its log to Tailscale.
+// logfWriter writes each Write as one line through a Logf.
+type logfWriter func(format string, args ...any)
+
+func (w logfWriter) Write(p []byte) (int, error) {
+	w("%s", p)
+	return len(p), nil
+}
+
 func logUploadWords(on bool) string {
 	if on {
 		return "on (--tailscale-log-upload): the tailnet's software also sends its log to Tailscale's log server"

@@ -120,6 +120,16 @@ func TestTailnetMode(t *testing.T) {
 		ws.Close(websocket.StatusNormalClosure, "")
 		cancel()
 	}
+	// Without --verbose, Tailscale's own lines (tsnet's Logf and what its
+	// packages write through Go's standard log) go to tailscale.log, not
+	// to stderr: every line there is Delta's own log.
+	for _, p := range []*proc{laptop, studio} {
+		for line := range strings.Lines(p.log.String()) {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "time=") {
+				t.Errorf("%s wrote a line that is not its own log to stderr without --verbose: %q", p.name, line)
+			}
+		}
+	}
 }
 
 // tailnetPair starts "laptop" and "studio" as delta processes in tailnet

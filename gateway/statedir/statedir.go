@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,6 +61,14 @@ func WriteJSON(path string, v any) error {
 
 // Config is <state>/config.json. Every field is optional.
 type Config struct {
+	// Mode is how this computer finds its peers: "static" (peers and a
+	// network key in this file; nothing contacts Tailscale) or "tailnet"
+	// (joined in-process; Delta contacts the control server and the DERP
+	// relays it names). delta init writes it. Left out, as in configs
+	// written before it existed: static when "peers" is given, else
+	// tailnet, except that a network_key with no peers is refused (a
+	// static config that lost its peers never becomes tailnet mode).
+	Mode string `json:"mode,omitempty"`
 	// Allow lists who else may use this computer's peer API over the
 	// tailnet, besides the nodes of the same tailnet user: login names
 	// ("alice@example.com"), tags ("tag:media") or stable node IDs.
@@ -101,32 +110,112 @@ func ReadConfig(dir string) (*Config, error) {
 		return &Config{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("statedir: read %s: %w", path, err)
+		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	var fc Config
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fc); err != nil {
-		return nil, fmt.Errorf("statedir: %s is not valid: %w", path, err)
+		return nil, fmt.Errorf("%s is not valid: %s", path, JSONError(b, err))
 	}
 	var keys map[string]json.RawMessage
 	if json.Unmarshal(b, &keys) == nil {
 		_, fc.PeersGiven = keys["peers"]
 	}
-	if fc.PeersGiven && len(fc.Peers) == 0 {
-		return nil, fmt.Errorf("statedir: %s has \"peers\": [] — static mode needs at least one peer; to join the tailnet instead, remove \"peers\"", path)
+	if err := fc.checkMode(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if fc.Name != "" {
 		if err := proto.CheckName("computer", fc.Name); err != nil {
-			return nil, fmt.Errorf("statedir: %s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	for _, p := range fc.Peers {
 		if err := proto.CheckName("peer", p.Name); err != nil {
-			return nil, fmt.Errorf("statedir: %s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	return &fc, nil
+}
+
+// JSONError says what is wrong with the JSON document b, as err from
+// decoding it says, with the line and column where the decoder stopped
+// when it knows (a syntax error, a value of the wrong type), and in
+// words a person can act on ("unknown field", not the decoder's Go type
+// names).
+func JSONError(b []byte, err error) string {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	switch {
+	case errors.As(err, &syn):
+		off = max(syn.Offset-1, 0) // Offset is past the character at fault
+	case errors.As(err, &typ):
+		off = typ.Offset
+		msg = fmt.Sprintf("%q must be %s, not a JSON %s", typ.Field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		off, msg = int64(len(b)), "the file ends before the JSON does"
+	}
+	if off < 0 {
+		return msg
+	}
+	line, col := 1, 1
+	for _, c := range b[:min(int(off), len(b))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d: %s", line, col, msg)
+}
+
+// jsonKind names a Go kind as JSON calls it.
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "a list"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a number"
+}
+
+// The modes of Config.Mode.
+const (
+	ModeStatic  = "static"
+	ModeTailnet = "tailnet"
+)
+
+// Static reports whether the config runs static mode: "mode": "static",
+// or peers given in a config that names no mode.
+func (fc *Config) Static() bool {
+	return fc.Mode == ModeStatic || fc.Mode == "" && len(fc.Peers) > 0
+}
+
+// checkMode refuses a config whose mode and contents disagree, naming
+// what to change.
+func (fc *Config) checkMode() error {
+	switch {
+	case fc.Mode != "" && fc.Mode != ModeStatic && fc.Mode != ModeTailnet:
+		return fmt.Errorf(`"mode": %q is not a mode: "static" (peers in this file) or "tailnet" (joined through Tailscale)`, fc.Mode)
+	case fc.PeersGiven && len(fc.Peers) == 0:
+		return fmt.Errorf(`"peers": [] — static mode needs at least one peer; to join the tailnet instead, remove "peers" and "network_key" and write "mode": "tailnet"`)
+	case fc.Mode == ModeStatic && len(fc.Peers) == 0:
+		return fmt.Errorf(`"mode": "static" needs "peers" (delta init --static writes them)`)
+	case fc.Mode == ModeStatic && fc.NetworkKey == "":
+		return fmt.Errorf(`"mode": "static" needs "network_key", the key every computer of the static network shares (delta init --static writes it)`)
+	case fc.Mode == ModeTailnet && (fc.PeersGiven || fc.NetworkKey != "" || fc.PeerListen != "" || fc.NodeID != ""):
+		return fmt.Errorf(`"mode": "tailnet" with static mode's settings ("peers", "network_key", "peer_listen", "node_id"): remove them, or write "mode": "static"`)
+	case fc.Mode == "" && !fc.PeersGiven && fc.NetworkKey != "":
+		return fmt.Errorf(`has a "network_key" but no "peers": a static config that lost its peers. Delta does not join a tailnet in its place (that would contact Tailscale's servers): put "peers" back (delta init --static writes them), or to use a tailnet, remove "network_key" and write "mode": "tailnet"`)
+	}
+	return nil
 }
 
 // Self names this computer in static mode: the config's name (else

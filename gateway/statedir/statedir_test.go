@@ -111,3 +111,46 @@ func TestDirect(t *testing.T) {
 		t.Errorf("direct.json has mode %v, want 0600", fi.Mode().Perm())
 	}
 }
+
+// TestConfigModes: a config says its mode or is read as before, but a
+// static config that lost its peers is refused rather than read as
+// tailnet mode (issue 36: it dialled Tailscale's relays), and a broken
+// file is named by line and column, not by a package.
+func TestConfigModes(t *testing.T) {
+	const key = `"network_key": "3031323334353637383930313233343536373839303132333435363738393031"`
+	const peers = `"peers": [{"name": "studio", "roads": {"lan": "10.0.0.2:7421"}}]`
+	for _, tc := range []struct {
+		name, file string
+		static     bool
+		err        string // "" for none
+	}{
+		{"no file", "", false, ""},
+		{"static, no mode", `{` + key + `, ` + peers + `}`, true, ""},
+		{"static, said", `{"mode": "static", ` + key + `, ` + peers + `}`, true, ""},
+		{"tailnet, said", `{"mode": "tailnet", "name": "laptop"}`, false, ""},
+		{"empty object", `{}`, false, ""},
+		{"a key and no peers", `{` + key + `}`, false, `has a "network_key" but no "peers"`},
+		{"static without peers", `{"mode": "static", ` + key + `}`, false, `"mode": "static" needs "peers"`},
+		{"static without a key", `{"mode": "static", ` + peers + `}`, false, `"mode": "static" needs "network_key"`},
+		{"tailnet with peers", `{"mode": "tailnet", ` + peers + `}`, false, `"mode": "tailnet" with static mode's settings`},
+		{"a mode that is none", `{"mode": "lan"}`, false, `"mode": "lan" is not a mode`},
+		{"peers empty", `{` + key + `, "peers": []}`, false, `"peers": [] — static mode needs at least one peer`},
+		{"broken", "{\n  \"name\": \"laptop\",\n  \"peers\": [,]\n}", false, "is not valid: line 3, column 13: invalid character ','"},
+		{"cut short", "{\n  \"name\": \"laptop\",", false, "is not valid: line 2, column 20: the file ends before the JSON does"},
+		{"wrong type", "{\n  \"max_call_bytes\": \"big\"\n}", false, `is not valid: line 2, column 26: "max_call_bytes" must be a number, not a JSON string`},
+	} {
+		dir := t.TempDir()
+		if tc.file != "" {
+			os.WriteFile(filepath.Join(dir, ConfigFile), []byte(tc.file), 0o600)
+		}
+		fc, err := ReadConfig(dir)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "statedir")):
+			t.Errorf("%s: error %v, want one saying %q (and no package name)", tc.name, err, tc.err)
+		case err == nil && fc.Static() != tc.static:
+			t.Errorf("%s: static %t, want %t", tc.name, fc.Static(), tc.static)
+		}
+	}
+}
