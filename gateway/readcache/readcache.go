@@ -69,7 +69,7 @@ func (e *Entry) Validators() http.Header {
 		h = http.Header{"If-None-Match": {et}}
 	}
 	if lm := e.Header.Get("Last-Modified"); lm != "" {
-		if _, err := http.ParseTime(lm); err == nil {
+		if _, ok := HTTPDate(lm); ok {
 			if h == nil {
 				h = http.Header{}
 			}
@@ -263,8 +263,8 @@ func (c *Cache) entry(a *Admission, base string, resp http.Header, body []byte, 
 	if noCache {
 		e.lifetime = 0
 	}
-	if age, err := strconv.Atoi(resp.Get("Age")); err == nil && age > 0 {
-		e.initialAge = time.Duration(age) * time.Second
+	if age, ok := ageOf(resp); ok && age > 0 {
+		e.initialAge = age
 	}
 	e.Header.Del("Age")
 	e.key = variant(base, names, req)
@@ -377,6 +377,44 @@ func (c *Cache) dropBaseLocked(base string) {
 	}
 }
 
+// HTTPDate parses an HTTP-date as RFC 9110 §5.6.7 defines it, in any of
+// its three formats (IMF-fixdate, and the obsolete RFC 850 and asctime
+// ones a recipient must accept), exactly: Go's http.ParseTime takes runs
+// of spaces as one and a one-digit hour, which are not HTTP-dates.
+func HTTPDate(s string) (time.Time, bool) {
+	for _, layout := range []string{http.TimeFormat, "Monday, 02-Jan-06 15:04:05 GMT", time.ANSIC} {
+		if t, err := time.Parse(layout, s); err == nil && t.Format(layout) == s {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// maxDeltaSeconds is the largest delta-seconds a cache keeps (RFC 9111
+// §1.2.2: 2^31, for a value too large to represent).
+const maxDeltaSeconds = 1 << 31
+
+// ageOf reads an answer's Age (RFC 9111 §5.1): the first member of the
+// field's first line, which must be digits alone; anything else (a sign,
+// a unit, a fraction, text after the digits) is invalid and ignored
+// (ok false).
+func ageOf(h http.Header) (time.Duration, bool) {
+	v := h.Get("Age")
+	if v == "" {
+		return 0, false
+	}
+	v, _, _ = strings.Cut(v, ",")
+	v = strings.Trim(v, " \t")
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n > maxDeltaSeconds {
+		n = maxDeltaSeconds // all digits: only too large
+	}
+	return time.Duration(n) * time.Second, true
+}
+
 // lifetime is the freshness lifetime of a response for a private cache:
 // max-age, else Expires minus Date, else zero (no heuristic freshness).
 func lifetime(d map[string]string, h http.Header, now time.Time) time.Duration {
@@ -386,14 +424,22 @@ func lifetime(d map[string]string, h http.Header, now time.Time) time.Duration {
 		}
 		return 0
 	}
-	if exp := h.Get("Expires"); exp != "" {
-		t, err := http.ParseTime(exp)
-		if err != nil {
+	if exps := h.Values("Expires"); len(exps) > 0 {
+		// RFC 9111 §5.3: an Expires that is not one valid HTTP-date
+		// (two field lines, extra spaces, a one-digit hour, "0") is a
+		// time in the past: the answer is stale.
+		if len(exps) > 1 {
+			return 0
+		}
+		t, ok := HTTPDate(exps[0])
+		if !ok {
 			return 0
 		}
 		date := now
-		if dt, err := http.ParseTime(h.Get("Date")); err == nil {
-			date = dt
+		if ds := h.Values("Date"); len(ds) == 1 {
+			if dt, ok := HTTPDate(ds[0]); ok {
+				date = dt
+			}
 		}
 		if l := t.Sub(date); l > 0 {
 			return l

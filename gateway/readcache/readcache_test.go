@@ -212,3 +212,45 @@ func TestDoors(t *testing.T) {
 		t.Error("an answer that sets a cookie is storable")
 	}
 }
+
+// TestDateAndAgeParsing: RFC 9111 §5.3, an Expires that is not exactly
+// one HTTP-date makes the answer stale; §5.1, an Age that is not digits
+// alone is ignored (issue 36: Go's http.ParseTime took extra spaces and a
+// one-digit hour, strconv.Atoi a sign).
+func TestDateAndAgeParsing(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	date := clk.t.Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name    string
+		expires []string
+		fresh   bool
+	}{
+		{"IMF-fixdate", []string{"Thu, 01 Jan 2026 01:00:00 GMT"}, true},
+		{"RFC 850", []string{"Thursday, 01-Jan-26 01:00:00 GMT"}, true},
+		{"asctime", []string{"Thu Jan  1 01:00:00 2026"}, true},
+		{"extra spaces", []string{"Thu,  01 Jan 2026 01:00:00 GMT"}, false},
+		{"a one-digit hour", []string{"Thu, 01 Jan 2026 1:00:00 GMT"}, false},
+		{"two lines", []string{"Thu, 01 Jan 2026 01:00:00 GMT", "Thu, 01 Jan 2026 02:00:00 GMT"}, false},
+		{"zero", []string{"0"}, false},
+		{"not GMT", []string{"Thu, 01 Jan 2026 01:00:00 PST"}, false},
+	} {
+		c := New(1<<20, clk.now)
+		h := hdr("Date", date)
+		h["Expires"] = tc.expires
+		k := Key("s", "a", "/"+tc.name)
+		c.Put(k, nil, 200, h, []byte("x"), "lan")
+		e := c.Get(k, nil)
+		if fresh := e != nil && e.Fresh(clk.now()); fresh != tc.fresh {
+			t.Errorf("Expires %q: fresh %t, want %t", tc.expires, fresh, tc.fresh)
+		}
+	}
+	for v, want := range map[string]time.Duration{"3": 3 * time.Second, "3, 9": 3 * time.Second, "007": 7 * time.Second, "+3": 0, "-3": 0, "3s": 0, "3.5": 0, "3 x": 0, "": 0,
+		"99999999999999999999": maxDeltaSeconds * time.Second} {
+		c := New(1<<20, clk.now)
+		k := Key("s", "a", "/age")
+		c.Put(k, nil, 200, hdr("Cache-Control", "max-age=100", "Age", v), []byte("x"), "lan")
+		if e := c.Get(k, nil); e == nil || e.Age(clk.now()) != want {
+			t.Errorf("Age %q: entry %+v, want age %s", v, e, want)
+		}
+	}
+}
