@@ -49,19 +49,20 @@ vet-darwin: deps
 # namespace with loopback only (tools/offline-ns), so that nothing a test
 # starts (delta processes, tsnet nodes, Chromium) can leave the machine, and
 # the run fails if anything tried. Without root (as on the macOS runner)
-# the guard is skipped (it says so), TS_NO_LOGS_NO_SUPPORT=true is set for
-# every process, and tools/testlog prints each package's result, every
-# failure whole, and the list of tests skipped with their reasons.
+# the guard is skipped (it says so) and TS_NO_LOGS_NO_SUPPORT=true is set
+# for every process. Either way tools/testlog prints each package's
+# result, every failure whole, and the list of tests skipped with their
+# reasons.
 OFFLINE_NS = delta-offline-$(shell echo $$PPID)
 unit: deps
 	@if [ "$$(id -u)" = 0 ]; then \
 	  tools/offline-ns down $(OFFLINE_NS); tools/offline-ns up $(OFFLINE_NS) || exit 1; \
 	  trap 'tools/offline-ns down $(OFFLINE_NS)' EXIT; \
-	  x="$(CURDIR)/tools/offline-ns exec $(OFFLINE_NS)"; status=0; \
-	  echo "$(GO) test -exec '$$x' -race -timeout 15m $(RACE_PKGS)"; \
-	  $(GO) test -exec "$$x" -race -timeout 15m $(RACE_PKGS) || status=1; \
-	  echo "$(GO) test -exec '$$x' -timeout 15m $(TSNET_PKGS)"; \
-	  $(GO) test -exec "$$x" -timeout 15m $(TSNET_PKGS) || status=1; \
+	  x="$(CURDIR)/tools/offline-ns exec $(OFFLINE_NS)"; status=0; set -o pipefail; \
+	  echo "$(GO) test -json -exec '$$x' -race -timeout 15m $(RACE_PKGS) | $(GO) run ./tools/testlog"; \
+	  $(GO) test -json -exec "$$x" -race -timeout 15m $(RACE_PKGS) | $(GO) run ./tools/testlog || status=1; \
+	  echo "$(GO) test -json -exec '$$x' -timeout 15m $(TSNET_PKGS) | $(GO) run ./tools/testlog"; \
+	  $(GO) test -json -exec "$$x" -timeout 15m $(TSNET_PKGS) | $(GO) run ./tools/testlog || status=1; \
 	  tools/offline-ns check $(OFFLINE_NS) || status=1; \
 	  exit $$status; \
 	else \

@@ -236,8 +236,10 @@ func TestWorkflow(t *testing.T) {
 	if p := releaseProblems(t, "..", ".github/workflows/release-macos.yml"); len(p) > 0 {
 		t.Errorf("the release workflow:\n  %s", strings.Join(p, "\n  "))
 	}
+	// The defects of the turn-3 workflow are expected: they are what the
+	// checks must find, and are not printed (they read like failures);
+	// they are printed only when one is not found.
 	old := releaseProblems(t, "testdata/turn3", "release-macos.yml")
-	t.Logf("the turn-3 workflow:\n  %s", strings.Join(old, "\n  "))
 	for _, want := range []string{"only its own env: sets", "no lo0 aliases", "notarytool submit without --output-format json",
 		"codesign --verify --deep --strict", "pkgutil --check-signature", "spctl -a -vv -t install", "control server"} {
 		if !slices.ContainsFunc(old, func(p string) bool { return strings.Contains(p, want) }) {
