@@ -13,6 +13,20 @@ import (
 	"github.com/delta-roads/delta/kit"
 )
 
+// unsettledWords says how many unsettled writes need a person and how
+// many Delta is still asking about, never "the rest" when there is none.
+func unsettledWords(unsettled, needsYou int) string {
+	switch {
+	case needsYou == unsettled && needsYou == 1:
+		return "1, and it needs you"
+	case needsYou == unsettled:
+		return fmt.Sprintf("%d, and all need you", needsYou)
+	case needsYou == 1:
+		return fmt.Sprintf("%d: 1 needs you, Delta is asking about the other %d", unsettled, unsettled-1)
+	}
+	return fmt.Sprintf("%d: %d need you, Delta is asking about the other %d", unsettled, needsYou, unsettled-needsYou)
+}
+
 // statusCommand is `delta status`, like `tailscale status`.
 var statusCommand = &command{name: "status", summary: "this computer, the tailnet, every peer with its roads, and the unsettled writes", reads: true,
 	run: func(e *env, _ any, args []string) error {
@@ -100,7 +114,7 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	tw.Flush()
 	switch {
 	case st.Unsettled > 0 && st.NeedsYou > 0:
-		fmt.Fprintf(w, "unsettled writes: %d, %d of them need%s you, Delta is asking about the rest (delta calls --unsettled)\n", st.Unsettled, st.NeedsYou, map[bool]string{true: "s"}[st.NeedsYou == 1])
+		fmt.Fprintln(w, "unsettled writes: "+unsettledWords(st.Unsettled, st.NeedsYou)+" (delta calls --unsettled)")
 	case st.Unsettled > 0:
 		fmt.Fprintf(w, "unsettled writes: %d, Delta is asking their owners; nothing needs you (delta calls --unsettled)\n", st.Unsettled)
 	case st.Dismissed > 0:

@@ -325,7 +325,7 @@ func TestOneDeltaPerStateFolder(t *testing.T) {
 	// exits 0, so launchd does not start it again and again, and brings
 	// the running one forward: its status page (printed when headless).
 	out, err := exec.Command(bin, "--state-dir", laptop.dir, "--listen", "127.0.0.1:0", "--headless").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "Delta is already running for this user") ||
+	if err != nil || !strings.Contains(string(out), "Delta is already running on the state folder") ||
 		!strings.Contains(string(out), "pid ") || !strings.Contains(string(out), "/login?code=") {
 		t.Fatalf("second Delta: %v\n%s", err, out)
 	}

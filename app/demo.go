@@ -269,7 +269,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	d.say("alpha's app asks its own Delta for beta's notes: GET /v1/peers/beta/notes/notes.")
 	d.say("Reads get every convenience: pooled connections, one retry on a fresh road, a cache.")
 	ans, err := alpha.c.Get(ctx, "beta", "notes", "/notes", nil)
-	if d.expect(err == nil && ans.Status == 200, "beta's notes app answered the read (%v)", errOr(err, ans)) {
+	if d.expect(err == nil && ans.Status == 200, "beta's notes app answered the read%s", unless(err == nil && ans.Status == 200, err, ans)) {
 		d.say("   it came over the %s road: %s", ans.Road, strings.TrimSpace(string(ans.Body)))
 	}
 	d.pause("a read")
@@ -279,7 +279,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	d.say("A write is a call: sent at most once, under a request id the app knows before it leaves:")
 	d.say("   %s", id)
 	ans, err = alpha.c.Call(ctx, "beta", "notes", "POST", "/notes", []byte(`{"text":"buy milk"}`), &kit.CallOptions{RequestID: id})
-	d.expect(err == nil && ans.Status == 201, "beta's notes app carried it out and answered 201 (%v)", errOr(err, ans))
+	d.expect(err == nil && ans.Status == 201, "beta's notes app carried it out and answered 201%s", unless(err == nil && ans.Status == 201, err, ans))
 	d.expect(len(app.Notes()) == 1, "beta has the note, once")
 	d.pause("an answered call")
 
@@ -304,7 +304,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	sctx, cancel := context.WithTimeout(ctx, demoWait)
 	rec, err := alpha.c.Settle(sctx, lost)
 	cancel()
-	if d.expect(err == nil && rec.State == "carried_out", "it settled as carried out, with the app's own answer (%v)", errOr(err, rec)) {
+	if d.expect(err == nil && rec.State == "carried_out", "it settled as carried out, with the app's own answer%s", unless(err == nil && rec.State == "carried_out", err, rec)) {
 		d.say("   %s", rec.Detail)
 		if rec.Answer != nil {
 			d.say("   the answer, kept for the app: %d %s", rec.Answer.Status, strings.TrimSpace(string(rec.Answer.Body())))
@@ -325,7 +325,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	sctx, cancel = context.WithTimeout(ctx, demoWait)
 	rec, err = alpha.c.Settle(sctx, person)
 	cancel()
-	if d.expect(err == nil && rec.State == "needs_person", "it needs a person: beta's Delta cannot say whether the app acted (%v)", errOr(err, rec)) {
+	if d.expect(err == nil && rec.State == "needs_person", "it needs a person: beta's Delta cannot say whether the app acted%s", unless(err == nil && rec.State == "needs_person", err, rec)) {
 		d.say("   %s", rec.Detail)
 		d.say("   What was sent is kept with the call, so a person can tell which write it was:")
 		if full, err := alpha.c.CallRecord(ctx, person); err == nil && full.Request != nil {
@@ -346,7 +346,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	}
 	state := map[bool]string{true: "carried_out", false: "not_carried_out"}[found]
 	rec, err = alpha.c.SettleByPerson(ctx, person, state, note)
-	if d.expect(err == nil && rec.State == state && rec.SettledBy == "a person", "the person's settlement is recorded: %s (%v)", state, errOr(err, rec)) {
+	if d.expect(err == nil && rec.State == state && rec.SettledBy == "a person", "the person's settlement is recorded: %s%s", state, unless(err == nil && rec.State == state && rec.SettledBy == "a person", err, rec)) {
 		d.say("   %s; Delta stops asking beta.", rec.Detail)
 	}
 	d.pause("settled by a person")
@@ -364,17 +364,22 @@ func unlessUnknown(err error) string {
 	return " (instead: " + err.Error() + ")"
 }
 
-func errOr(err error, v any) string {
+// unless says what came instead, when a step did not do what it said:
+// nothing when ok (the line says it all), else the error or what came.
+func unless(ok bool, err error, v any) string {
+	if ok {
+		return ""
+	}
 	if err != nil {
-		return err.Error()
+		return " — but: " + err.Error()
 	}
 	switch x := v.(type) {
 	case *kit.Answer:
-		return strconv.Itoa(x.Status)
+		return fmt.Sprintf(" — but it answered %d", x.Status)
 	case *localapi.Call:
-		return x.State
+		return " — but it is " + x.State
 	}
-	return "ok"
+	return ""
 }
 
 // start runs one Delta for the demo.

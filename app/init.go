@@ -253,7 +253,7 @@ func peerWords(peers []roads.StaticPeer) string {
 	if len(parts) == 1 {
 		return "its peer " + parts[0]
 	}
-	return fmt.Sprintf("%d peers: %s", len(parts), strings.Join(parts, "; "))
+	return fmt.Sprintf("%d peers: %s", len(parts), strings.Join(parts, "; ")) // never one: that is its peer
 }
 
 // reachableFrom is how the peer at peerAddr names a listener of this

@@ -399,7 +399,7 @@ func bringForward(held *statedir.HeldError, desktop bool, stderr io.Writer, err 
 	if held.Local != nil {
 		who = fmt.Sprintf("pid %d, %s", held.Local.PID, held.Local.URL)
 	}
-	fmt.Fprintf(stderr, "Delta is already running for this user (%s); this one exits. Its status page: %s\n", who, link)
+	fmt.Fprintf(stderr, "Delta is already running on the state folder %s (%s); this one exits with 0, as a second start is not a failure (launchd would start it again). Its status page: %s\n", held.Dir, who, link)
 	if desktop {
 		if oerr := ui.OpenURL(link); oerr != nil {
 			fmt.Fprintf(stderr, "could not open a browser (%v); open the link above within 60 s\n", oerr)

@@ -21,7 +21,11 @@ func TestSummariesSaySetAside(t *testing.T) {
 		{0, 0, 0, "unsettled writes: none\n", "set aside"},
 		{0, 0, 2, "unsettled writes: none that needs you\nset aside: 2, outcome not known yet", "unsettled writes: none\n"},
 		{1, 0, 1, "unsettled writes: 1, Delta is asking their owners; nothing needs you (delta calls --unsettled)\nset aside: 1", "none\n"},
-		{3, 1, 0, "unsettled writes: 3, 1 of them needs you, Delta is asking about the rest", "nothing needs you"},
+		{3, 1, 0, "unsettled writes: 3: 1 needs you, Delta is asking about the other 2 (delta calls --unsettled)", "nothing needs you"},
+		// No "rest" when there is none (issue 36).
+		{2, 2, 0, "unsettled writes: 2, and all need you (delta calls --unsettled)", "rest"},
+		{1, 1, 0, "unsettled writes: 1, and it needs you (delta calls --unsettled)", "rest"},
+		{5, 3, 0, "unsettled writes: 5: 3 need you, Delta is asking about the other 2", "rest"},
 	} {
 		var b strings.Builder
 		writeStatus(&b, &localapi.Status{Self: localapi.Self{Name: "laptop"}, Unsettled: tc.unsettled, NeedsYou: tc.needs, Dismissed: tc.dismissed}, now)

@@ -123,10 +123,14 @@ func TestReceiptsRoundTrip(t *testing.T) {
 	if h := headline(t, studio); strings.Contains(h, "to check") {
 		t.Errorf("studio's headline after its person checked: %q", h)
 	}
-	// Checked again: the first check stands.
+	// Checked again: refused, naming the first check, which stands.
 	r = studio.c.Must(t, "POST", "/v1/receipts/rt-2/check", []byte(`{"note": "again"}`))
-	if json.Unmarshal(r.Body, &checked); r.Status != 200 || checked.Checked.Note != "not in the app: never happened" {
+	if r.Status != 409 || r.Outcome() != "conflict" || !strings.Contains(string(r.Body), `checked already`) || !strings.Contains(string(r.Body), `not in the app: never happened`) {
 		t.Fatalf("check again: %d %s", r.Status, r.Body)
+	}
+	r = studio.c.Must(t, "GET", "/v1/receipts/rt-2", nil)
+	if !strings.Contains(string(r.Body), `"note": "not in the app: never happened"`) || strings.Contains(string(r.Body), `"again"`) {
+		t.Fatalf("after a refused second check: %s", r.Body)
 	}
 
 	// On studio's page: the card of a call to check shows what it

@@ -19,11 +19,19 @@ import (
 	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/view"
 )
 
 // spoolReserve is the room a call's body must leave free on the state
 // folder's file system, so that the journal can still write.
 const spoolReserve = 64 << 20
+
+// roomWords says why self has no room for a call's body of size bytes
+// with free bytes free, in units a person reads, the reserve named.
+func roomWords(self string, free, size int64) string {
+	return fmt.Sprintf("%s has no room for the call's body: its disk has %s free, the body is %s, and Delta keeps %s free for its journal",
+		self, view.Bytes(max(free, 0)), view.Bytes(max(size, 0)), view.Bytes(spoolReserve))
+}
 
 // ownerCall is the owner's side of a call (DESIGN §2a, §4): the receipt
 // is made when the call's head arrives, durably, before its body is read
@@ -69,7 +77,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	if !inMemory {
 		if free, err := o.cfg.FreeBytes(o.cfg.SpoolDir); err == nil && free-max(size, 0) < spoolReserve {
 			proto.RefuseAndClose(w)
-			refuse(w, http.StatusInsufficientStorage, proto.PeerNoRoom, fmt.Sprintf("%s has no room for the call's body (%d bytes free, %d needed besides the %d it keeps for its journal)", o.cfg.Self().Name, free, max(size, 0), spoolReserve))
+			refuse(w, http.StatusInsufficientStorage, proto.PeerNoRoom, roomWords(o.cfg.Self().Name, free, size))
 			return
 		}
 	}

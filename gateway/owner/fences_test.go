@@ -35,3 +35,13 @@ func TestFenceCapCounts(t *testing.T) {
 		t.Errorf("a new minute did not start the counts again (%d names remembered)", len(f.seen))
 	}
 }
+
+// TestRoomWords: a refusal for want of room speaks units a person reads
+// and names the reserve (issue 36: raw bytes and a hidden 64 MiB).
+func TestRoomWords(t *testing.T) {
+	got := roomWords("studio", 100<<20, 500<<20)
+	want := "studio has no room for the call's body: its disk has 100.0 MiB free, the body is 500.0 MiB, and Delta keeps 64.0 MiB free for its journal"
+	if got != want {
+		t.Errorf("roomWords = %q, want %q", got, want)
+	}
+}

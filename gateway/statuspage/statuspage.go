@@ -52,7 +52,8 @@ var statusPageHTML string
 // the zone ("Tue 1 Dec 14:03:07 CET").
 func stamp(t time.Time) string { return t.Local().Format("Mon 2 Jan 15:04:05 MST") }
 
-var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
+// funcs are the page template's functions.
+var funcs = template.FuncMap{
 	"ago":          func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
 	"spark":        sparkline,
 	"ms":           func(v float64) string { return view.FormatMillis(v) },
@@ -93,12 +94,16 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 			return "set-aside"
 		case s == record.Unknown:
 			return "asking"
-		case s == record.CarriedOut || s == record.NotCarriedOut:
+		case s == record.CarriedOut:
 			return "settled"
+		case s == record.NotCarriedOut:
+			return "not-done" // settled, but nothing happened: not shown as good news
 		}
 		return ""
 	},
-}).Parse(statusPageHTML))
+}
+
+var statusPage = template.Must(template.New("status").Funcs(funcs).Parse(statusPageHTML))
 
 // Source is what the page shows and does (served by the gateway).
 type Source interface {

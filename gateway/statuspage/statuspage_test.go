@@ -98,7 +98,7 @@ func TestReceiptToCheckCard(t *testing.T) {
 		t.Errorf("headline %q (%s)", head, lvl)
 	}
 	page := render(t, snap, now, "")
-	needs := page[strings.Index(page, `<h2 class="needs">`):strings.Index(page, `<h2 class="asking">`)]
+	needs := page[strings.Index(page, `>Needs you <span`):strings.Index(page, `>Delta is asking <span`)]
 	closed := card(t, needs, "receipt-r1")
 	if !strings.Contains(closed, `href="/s/KEY/?open=receipt-r1#check-r1">Check…</a>`) || strings.Contains(closed, "<form") || !strings.Contains(needs, `<span class="count">1</span>`) {
 		t.Errorf("the closed card:\n%s", closed)
@@ -145,8 +145,8 @@ func TestCallsGrouped(t *testing.T) {
 		Settled:   []*record.Call{{RequestID: "s1", Peer: "studio", App: "notes", Method: "POST", Path: "/d", State: record.CarriedOut, SettledBy: "a person", CreatedAt: now}},
 	}
 	page := render(t, snap, now, "")
-	needs := page[strings.Index(page, `<h2 class="needs">`):strings.Index(page, `<h2 class="asking">`)]
-	asking := page[strings.Index(page, `<h2 class="asking">`):strings.Index(page, `<h2>Peers</h2>`)]
+	needs := page[strings.Index(page, `>Needs you <span`):strings.Index(page, `>Delta is asking <span`)]
+	asking := page[strings.Index(page, `>Delta is asking <span`):strings.Index(page, `<h2>Peers</h2>`)]
 	settled := page[strings.Index(page, `<h2>Settled recently`):strings.Index(page, `<h2>Registered apps`)]
 	n1 := card(t, needs, "call-n1")
 	if !strings.Contains(n1, `<b>editor</b> → notes on studio`) || !strings.Contains(n1, `<span class="state needs" title="needs_person">needs you</span>`) ||
@@ -176,5 +176,21 @@ func TestCallsGrouped(t *testing.T) {
 	n1 = card(t, render(t, snap, now, "call-n1"), "call-n1")
 	if !strings.Contains(n1, `id="settle-n1"`) || !strings.Contains(n1, `href="/s/KEY/#call-n1"`) || !strings.Contains(n1, "▾") {
 		t.Errorf("the open card:\n%s", n1)
+	}
+}
+
+// TestBadgesAndColours: a count of nothing is not red; a call settled as
+// not carried out is not shown in the colour of good news (issue 36).
+func TestBadgesAndColours(t *testing.T) {
+	for _, tc := range []struct {
+		state record.CallState
+		want  string
+	}{{record.CarriedOut, "settled"}, {record.NotCarriedOut, "not-done"}, {record.NeedsPerson, "needs"}} {
+		if got := funcs["statecls"].(func(record.CallState, bool) string)(tc.state, false); got != tc.want {
+			t.Errorf("statecls(%s) = %q, want %q", tc.state, got, tc.want)
+		}
+	}
+	if !strings.Contains(statusPageHTML, `<h2{{if or .NeedsYou .ToCheck}} class="needs"{{end}}>`) {
+		t.Error(`"Needs you" is red whatever its count`)
 	}
 }

@@ -413,7 +413,7 @@ func (n *Node) Status() localapi.TailnetStatus {
 	case len(n.peers) == 0:
 		st.Message = "logged in; no other computer of this tailnet user answers as a Delta yet"
 	default:
-		st.Message = fmt.Sprintf("logged in; %d peers", len(n.peers))
+		st.Message = fmt.Sprintf("logged in; %d peer%s", len(n.peers), map[bool]string{true: "s"}[len(n.peers) != 1])
 	}
 	return st
 }
