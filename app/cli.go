@@ -157,7 +157,6 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	}
 	cmd := lookup(name)
 	fs := flag.NewFlagSet("delta "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	e := &env{stdout: stdout, stderr: stderr}
 	fs.StringVar(&e.stateDir, "state-dir", localapi.DefaultStateDir(), "the running Delta's state folder (DELTA_STATE_DIR)")
 	if cmd.reads {
@@ -167,12 +166,15 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	if cmd.flags != nil {
 		opts = cmd.flags(fs)
 	}
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: delta %s %s\n\n%s.\n\nflags:\n", cmd.name, cmd.args, cmd.summary)
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "%s\n\n%s.\n\nflags:\n", strings.TrimSpace("usage: delta "+cmd.name+" "+cmd.args), cmd.summary)
 		fs.PrintDefaults()
 	}
-	pos, err := parseInterspersed(fs, rest)
-	if err != nil {
+	var pos []string
+	if err := quietParse(fs, stderr, usage, func() (err error) {
+		pos, err = parseInterspersed(fs, rest)
+		return err
+	}); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -182,6 +184,69 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	e.ctx = ctx
 	return cmd.run(e, opts, pos)
+}
+
+// quietParse runs parse (fs's parsing) with the flag package's own
+// printing off, so that a mistake is told once: -h prints usage; a flag
+// that is not one is the caller's one line, naming the flag meant when
+// one is near ("did you mean --unsettled?").
+func quietParse(fs *flag.FlagSet, stderr io.Writer, usage func(io.Writer), parse func() error) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := parse()
+	fs.SetOutput(stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage(stderr)
+	case err != nil:
+		err = fmt.Errorf("%v%s", err, didYouMean(fs, err))
+	}
+	return err
+}
+
+// didYouMean names the defined flag nearest to the undefined one err
+// names (an edit or two away, or one a prefix of the other), or "".
+func didYouMean(fs *flag.FlagSet, err error) string {
+	_, bad, ok := strings.Cut(err.Error(), "flag provided but not defined: ")
+	if !ok {
+		return ""
+	}
+	bad = strings.TrimLeft(bad, "-")
+	best, bestD := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(bad, f.Name)
+		if len(bad) >= 3 && (strings.HasPrefix(f.Name, bad) || strings.HasPrefix(bad, f.Name)) {
+			d = min(d, 2)
+		}
+		if d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return "; did you mean --" + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // findCommand finds the subcommand among args, wherever it is: flags may

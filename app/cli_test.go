@@ -361,3 +361,28 @@ func TestForget(t *testing.T) {
 	out, errOut, code = delta(t, append(L, "calls", "--state", "bogus")...)
 	wantCode(t, "calls --state bogus", code, exitUsage, out, errOut)
 }
+
+// TestFlagTypos: a flag that is not one is told once, in one line, naming
+// the flag meant when one is near; -h prints the usage once, with no
+// trailing space (issue 36).
+func TestFlagTypos(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"calls", "--unsetled"}, "flag provided but not defined: -unsetled; did you mean --unsettled?"},
+		{[]string{"--verbse"}, "flag provided but not defined: -verbse; did you mean --verbose?"},
+		{[]string{"get", "--fersh", "a", "b", "/"}, "did you mean --fresh?"},
+		{[]string{"status", "--zzzzzz"}, "flag provided but not defined: -zzzzzz"},
+	} {
+		out, errOut, code := delta(t, tc.args...)
+		wantCode(t, strings.Join(tc.args, " "), code, exitUsage, out, errOut)
+		if !strings.Contains(errOut, tc.says) || strings.Count(errOut, "\n") != 1 || strings.Contains(errOut, "usage:") {
+			t.Errorf("delta %v said:\n%s\nwant one line saying %q", tc.args, errOut, tc.says)
+		}
+	}
+	_, errOut, _ := delta(t, "status", "-h")
+	if strings.Count(errOut, "usage: delta status") != 1 || strings.Contains(errOut, " \n") {
+		t.Errorf("delta status -h:\n%q", errOut)
+	}
+}

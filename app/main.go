@@ -148,10 +148,9 @@ func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
 func parse(args []string, stderr io.Writer) (settings, error) {
 	var s settings
 	fs := flag.NewFlagSet("delta run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	lanAddrs := serverFlags(fs, &s)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: delta run [flags]   (or just: delta [flags])
+	usage := func(w io.Writer) {
+		fmt.Fprint(w, `usage: delta run [flags]   (or just: delta [flags])
 
 Delta itself: the local API for this computer's apps, the menu (unless
 headless), and the roads to this person's other computers. It runs in one
@@ -171,7 +170,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := quietParse(fs, stderr, usage, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return s, err
 		}
