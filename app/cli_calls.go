@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -79,7 +78,7 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | -
 			fmt.Fprintln(e.stdout, "no calls")
 			return nil
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(e.stdout)
 		fmt.Fprintln(tw, "REQUEST ID\tMADE\tSTATE\tTO\tREQUEST")
 		for _, r := range calls {
 			state := r.State
@@ -364,7 +363,7 @@ var receiptsCommand = &command{name: "receipts", args: "[--state S]", summary: "
 			fmt.Fprintln(e.stdout, "no calls received in the last 7 days")
 			return nil
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		tw := newTable(e.stdout)
 		fmt.Fprintln(tw, "REQUEST ID\tRECEIVED\tSTATE\tFROM → APP\tREQUEST")
 		for _, r := range recs {
 			state := r.State

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
@@ -73,7 +74,7 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	if len(st.Peers) == 0 {
 		fmt.Fprintln(w, "no peers yet")
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := newTable(w)
 	for _, p := range st.Peers {
 		road := "no road up"
 		if p.Road != "" {
@@ -132,6 +133,12 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 		fmt.Fprintln(w, "forwards (delta forward --list):")
 		for _, f := range st.Forwards {
 			fmt.Fprintf(w, "  %s\n", forwardLine(f))
+		}
+	}
+	if len(st.Transfers) > 0 || st.Sessions > 0 {
+		fmt.Fprintf(w, "transfers: %d running a second or more, %d session%s open\n", len(st.Transfers), st.Sessions, map[bool]string{true: "s"}[st.Sessions != 1])
+		for _, x := range st.Transfers {
+			fmt.Fprintf(w, "  %s (%s)\n", view.TransferLine(x, now), x.Peer)
 		}
 	}
 }
@@ -240,3 +247,29 @@ var loginCommand = &command{name: "login", summary: "print the tailnet's login U
 			}
 		}
 	}}
+
+// newTable is a tabwriter for the command line's tables, whose lines
+// end without the padding of empty last columns.
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(&trimWriter{w: w}, 0, 4, 2, ' ', 0)
+}
+
+// trimWriter writes whole lines to w without their trailing spaces.
+type trimWriter struct {
+	w    io.Writer
+	line []byte
+}
+
+func (t *trimWriter) Write(p []byte) (int, error) {
+	t.line = append(t.line, p...)
+	for {
+		i := bytes.IndexByte(t.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if _, err := t.w.Write(append(bytes.TrimRight(t.line[:i], " "), '\n')); err != nil {
+			return 0, err
+		}
+		t.line = t.line[i+1:]
+	}
+}

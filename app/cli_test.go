@@ -66,6 +66,9 @@ func TestCommandLine(t *testing.T) {
 	if !strings.Contains(out, "laptop") || !strings.Contains(out, "studio") || !strings.Contains(out, "static mode") || !strings.Contains(out, "unsettled writes: none") {
 		t.Fatalf("status:\n%s", out)
 	}
+	if strings.Contains(out, " \n") {
+		t.Errorf("status has lines that end in spaces:\n%q", out)
+	}
 	// --json, flags before the command.
 	out, errOut, code = delta(t, "--state-dir", laptop.dir, "--json", "status")
 	wantCode(t, "status --json", code, exitOK, out, errOut)

@@ -44,3 +44,18 @@ func TestSummariesSaySetAside(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsTransfers: what the page shows of transfers, delta
+// status shows too (issue 36).
+func TestStatusShowsTransfers(t *testing.T) {
+	now := time.Now()
+	var b strings.Builder
+	writeStatus(&b, &localapi.Status{Self: localapi.Self{Name: "laptop"}, Sessions: 1, Transfers: []localapi.Transfer{
+		{Kind: localapi.TransferRead, Peer: "studio", App: "films", Path: "/a.mov", Received: 300 << 20, Rate: 40 << 20, Since: now.Add(-8 * time.Second)},
+	}}, now)
+	for _, want := range []string{"transfers: 1 running a second or more, 1 session open", "  read films/a.mov: 300.0 MiB at 40.0 MiB/s, 8 s (studio)"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status:\n%s\nwant %q", b.String(), want)
+		}
+	}
+}
