@@ -199,6 +199,7 @@ var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [
 			id = kit.NewRequestID()
 		}
 		bar := newProgress(e.stderr, "to "+args[0]+" "+args[1]+args[2])
+		bar.call = true
 		ans, err := c.CallStream(e.ctx, args[0], args[1], method, args[2], body, size,
 			&kit.CallOptions{RequestID: id, Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h, Progress: bar.report})
 		bar.finish()
