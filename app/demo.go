@@ -66,6 +66,8 @@ type demo struct {
 	failed   []string
 	stdin    *bufio.Reader
 	step     int
+	// nap is the pause off a terminal; 0 is 3 s.
+	nap time.Duration
 }
 
 // demoWait bounds every wait of the tour: the tailnet's login, discovery
@@ -97,7 +99,7 @@ func (d *demo) pause(what string) {
 	if d.check {
 		return
 	}
-	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+	if isTerminal(os.Stdin) && isTerminal(d.out) { // not /dev/null, a character device too
 		fmt.Fprintf(d.out, "   … %s — press Enter to go on ", what)
 		if d.stdin == nil {
 			d.stdin = bufio.NewReader(os.Stdin)
@@ -106,7 +108,10 @@ func (d *demo) pause(what string) {
 		return
 	}
 	d.say("   … %s", what)
-	time.Sleep(3 * time.Second)
+	if d.nap == 0 {
+		d.nap = 3 * time.Second
+	}
+	time.Sleep(d.nap)
 }
 
 // waitFor polls cond until it holds or demoWait passes.

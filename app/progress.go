@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -33,14 +32,7 @@ type progressBar struct {
 // newProgress returns a bar for a transfer named label, drawn on w when w
 // is a terminal.
 func newProgress(w io.Writer, label string) *progressBar {
-	f, ok := w.(*os.File)
-	on := false
-	if ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-			on = true
-		}
-	}
-	return &progressBar{w: w, label: label, on: on, start: time.Now()}
+	return &progressBar{w: w, label: label, on: isTerminal(w), start: time.Now()}
 }
 
 // report is kit's progress callback.

@@ -410,7 +410,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 		}
 	case <-timer.C:
 		peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s has not answered within %s; %s keeps waiting for it (up to %s more) and records its answer",
-			t.app.Name, o.cfg.Self().Name, t.timeout, o.cfg.Self().Name, ExtraWait))
+			t.app.Name, o.cfg.Self().Name, view.Span(t.timeout), o.cfg.Self().Name, view.Span(ExtraWait)))
 	case <-r.Context().Done():
 		// The caller hung up; the app's answer is still recorded.
 	}

@@ -7,6 +7,7 @@ package view
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -354,6 +355,20 @@ func Ago(d time.Duration) string {
 		return fmt.Sprintf("%d h", int(d.Hours()))
 	}
 	return fmt.Sprintf("%d days", int(d.Hours()/24))
+}
+
+// Span writes a length of time for people: "2 s", "1.5 s", "10 min",
+// "1 h 30 min" (not Go's "10m0s").
+func Span(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64) + " s"
+	case d < time.Hour || d%time.Hour == 0 && d < 48*time.Hour:
+		return Ago(d)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int((d%time.Hour).Minutes()))
+	}
+	return Ago(d)
 }
 
 // FormatMillis formats a round-trip time: "0.4 ms", "12 ms".

@@ -2,6 +2,7 @@ package view
 
 import (
 	"testing"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
@@ -121,6 +122,15 @@ func TestCallWords(t *testing.T) {
 	} {
 		if got := CallWords(tc.state, tc.at); got != tc.want {
 			t.Errorf("CallWords(%s, %+v) = %q, want %q", tc.state, tc.at, got, tc.want)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	for d, want := range map[time.Duration]string{2 * time.Second: "2 s", 1500 * time.Millisecond: "1.5 s", 10 * time.Minute: "10 min",
+		90 * time.Minute: "1 h 30 min", 2 * time.Hour: "2 h", 0: "0 s"} {
+		if got := Span(d); got != want {
+			t.Errorf("Span(%s) = %q, want %q", d, got, want)
 		}
 	}
 }
