@@ -20,8 +20,10 @@ import (
 	"html"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -52,8 +54,33 @@ var statusPageHTML string
 // the zone ("Tue 1 Dec 14:03:07 CET").
 func stamp(t time.Time) string { return t.Local().Format("Mon 2 Jan 15:04:05 MST") }
 
+// listening says whether an owner app registered at appURL listens now:
+// a connection opened to it and closed at once, as a health check does
+// ("listening", or "not listening: connection refused").
+func listening(appURL string) string {
+	u, err := url.Parse(appURL)
+	if err != nil || u.Host == "" {
+		return "not a URL Delta can reach"
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[bool]string{true: "443", false: "80"}[u.Scheme == "https"])
+	}
+	c, err := net.DialTimeout("tcp", host, 300*time.Millisecond)
+	if err != nil {
+		var se *os.SyscallError
+		if errors.As(err, &se) {
+			return "not listening: " + se.Err.Error()
+		}
+		return "not listening: " + err.Error()
+	}
+	c.Close()
+	return "listening"
+}
+
 // funcs are the page template's functions.
 var funcs = template.FuncMap{
+	"listening":    listening,
 	"ago":          func(now, t time.Time) string { return view.Ago(now.Sub(t)) },
 	"spark":        sparkline,
 	"ms":           func(v float64) string { return view.FormatMillis(v) },

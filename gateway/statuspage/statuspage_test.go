@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"bytes"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -192,5 +193,21 @@ func TestBadgesAndColours(t *testing.T) {
 	}
 	if !strings.Contains(statusPageHTML, `<h2{{if or .NeedsYou .ToCheck}} class="needs"{{end}}>`) {
 		t.Error(`"Needs you" is red whatever its count`)
+	}
+}
+
+// TestListening: the page says whether each registered app listens now.
+func TestListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if got := listening("http://" + addr); got != "listening" {
+		t.Errorf("a listening app: %q", got)
+	}
+	ln.Close()
+	if got := listening("http://" + addr); !strings.HasPrefix(got, "not listening: connection refused") {
+		t.Errorf("an app gone: %q", got)
 	}
 }
