@@ -16,7 +16,8 @@ import (
 	"github.com/delta-roads/delta/kit"
 )
 
-// Exit codes: the outcome, for scripts (docs in README "Command line").
+// Exit codes: the outcome, for scripts (docs/protocol.md, "The command
+// line's exit codes", and docs/guide.md).
 const (
 	exitOK          = 0 // done; a read or call answered with a 2xx status
 	exitFailed      = 1 // failed for another reason: the message names it
