@@ -156,13 +156,17 @@ Delta itself: the local API for this computer's apps, the menu (unless
 headless), and the roads to this person's other computers. It runs in one
 of two modes, chosen by config.json in the state folder:
 
-  tailnet mode   config.json names no peers: Delta joins the tailnet
-                 (delta login) and finds the other computers there, and
-                 over TLS on their lan and thunderbolt addresses.
-  static mode    config.json names peers by address (delta init --static
-                 writes it): no tailnet; the peer API listens in plain TCP
-                 on --peer-listen, and tickets signed with the shared
-                 network key keep out whoever lacks it.
+  tailnet mode   "mode": "tailnet", or no config.json: Delta joins the
+                 tailnet (delta login) and finds the other computers
+                 there, and over TLS on their lan and thunderbolt addresses.
+  static mode    "mode": "static" with peers by address (delta init
+                 --static writes it): nothing of Tailscale's is contacted;
+                 the peer API listens in plain TCP on --peer-listen, and
+                 tickets signed with the shared network key keep out
+                 whoever lacks it.
+
+A config.json with a network key and no peers is refused, never run as
+tailnet mode.
 
 A flag of the other mode is refused, saying why.
 
