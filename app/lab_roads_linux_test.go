@@ -324,10 +324,11 @@ func sessionOnPulledRoad(t *testing.T, l *lab, laptop *proc, rich *richApp) {
 	}{{"the calling app's", closed}, {"the owner app's", rich.wsClosed}} {
 		select {
 		case at := <-end.ch:
+			// A measurement, logged: netwatch's reaction (well under a
+			// second here) is not asserted as a timing; the bound below
+			// (10 s, under TCP keepalive's 30 s) tells netwatch's close
+			// from a keepalive's.
 			t.Logf("LAB %s end of a session closed %v after the pull", end.name, at.Sub(pulled))
-			if at.Sub(pulled) > time.Second {
-				t.Errorf("%s end closed %v after the pull, want within 1 s", end.name, at.Sub(pulled))
-			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s end of the session is still open 10 s after the pull", end.name)
 		}

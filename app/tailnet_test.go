@@ -100,7 +100,9 @@ func TestTailnetMode(t *testing.T) {
 		if r.Status != 201 || string(r.Body) != want || rich.upload(id) != want || r.Header.Get("X-Delta-Route") != road {
 			t.Errorf("a 3 MiB call over the %s: %d via %q, %q", road, r.Status, r.Header.Get("X-Delta-Route"), r.Body)
 		}
-		r = laptop.c.Must(t, "GET", "/v1/peers/studio/rich/stream?n=5&every=50&size=100", nil, "X-Delta-Route", road, "X-Delta-Timeout", "0.2")
+		// 750 ms in all, past the 0.5 s timeout, which bounds each silence
+		// (150 ms), not the whole answer.
+		r = laptop.c.Must(t, "GET", "/v1/peers/studio/rich/stream?n=5&every=150&size=100", nil, "X-Delta-Route", road, "X-Delta-Timeout", "0.5")
 		if r.Status != 200 || len(r.Body) != 500 {
 			t.Errorf("a streamed answer over the %s: %d, %d bytes", road, r.Status, len(r.Body))
 		}

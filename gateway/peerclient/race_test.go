@@ -53,12 +53,12 @@ func TestRace(t *testing.T) {
 	<-closed
 	// A silent best road: the next one starts after the stagger and wins;
 	// the loser is closed when it connects.
-	start := time.Now()
-	rc, took, _, err := Race(context.Background(), routes.Choice{First: dialer(roads.Thunderbolt, 300*time.Millisecond, nil, closed), Next: []roads.Candidate{dialer(roads.LAN, 0, nil, closed)}}, 50*time.Millisecond, late)
-	if err != nil || rc.Cand.Road != roads.LAN || took >= 300*time.Millisecond {
+	// (Silent for 2 s: far past the 50 ms stagger even on a loaded machine;
+	// which road won is the check, not how long it took.)
+	rc, took, _, err := Race(context.Background(), routes.Choice{First: dialer(roads.Thunderbolt, 2*time.Second, nil, closed), Next: []roads.Candidate{dialer(roads.LAN, 0, nil, closed)}}, 50*time.Millisecond, late)
+	if err != nil || rc.Cand.Road != roads.LAN {
 		t.Fatalf("silent first: %v after %v: %v", rc, took, err)
 	}
-	_ = start
 	if r := <-closed; r != roads.Thunderbolt {
 		t.Errorf("closed %s, want the losing thunderbolt connection, closed when it connected", r)
 	}

@@ -143,7 +143,10 @@ func TestPerSourceCap(t *testing.T) {
 // arrives whole however long past the door's limit on a request it takes;
 // one that stops for longer than the idle limit is ended, saying so.
 func TestProgressBody(t *testing.T) {
-	const limit, idle = 100 * time.Millisecond, 150 * time.Millisecond
+	// idle is well above the writes' 50 ms pace, so that a loaded
+	// machine's scheduling delays do not read as a stall (issue 36's
+	// sweep); the stall is three times it.
+	const limit, idle = 100 * time.Millisecond, 400 * time.Millisecond
 	results := make(chan string, 2)
 	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(ProgressBody(w, r, idle))
@@ -177,7 +180,7 @@ func TestProgressBody(t *testing.T) {
 		switch {
 		case !stall && got != "8 bytes":
 			t.Errorf("a body that moves: %s", got)
-		case stall && !strings.Contains(got, "made no progress for 150ms"):
+		case stall && !strings.Contains(got, "made no progress for 400ms"):
 			t.Errorf("a body that stalls: %s", got)
 		}
 	}
