@@ -366,7 +366,7 @@ func Span(d time.Duration) string {
 	case d < time.Hour || d%time.Hour == 0 && d < 48*time.Hour:
 		return Ago(d)
 	case d < 48*time.Hour:
-		return fmt.Sprintf("%d h %d min", int(d.Hours()), int((d%time.Hour).Minutes()))
+		return fmt.Sprintf("%d h %d min", int(d.Hours()), int((d % time.Hour).Minutes()))
 	}
 	return Ago(d)
 }
