@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -135,7 +136,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) error {
-	name, rest, err := findCommand(args)
+	name, rest, err := findCommand(withoutPSN(runtime.GOOS, args))
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
@@ -248,6 +249,25 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// withoutPSN drops the process serial number argument (-psn_0_12345)
+// that macOS's LaunchServices may pass a bundle it launches (after a
+// first launch past Gatekeeper, or from a notification); left in, the
+// flag parse would exit 2, unseen, and Delta would not start (issue 37,
+// N6; bitcoin/bitcoin#17179 drops it the same way). Elsewhere args are
+// left as they are.
+func withoutPSN(goos string, args []string) []string {
+	if goos != "darwin" {
+		return args
+	}
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-psn_") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // findCommand finds the subcommand among args, wherever it is: flags may

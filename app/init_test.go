@@ -222,3 +222,22 @@ func TestReachableFrom(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutPSN: on macOS the -psn_ argument LaunchServices may add is
+// dropped before the command line is read (issue 37, N6); elsewhere it
+// stays (and is refused as the flag it is not).
+func TestWithoutPSN(t *testing.T) {
+	args := []string{"-psn_0_1234567", "--headless"}
+	if got := withoutPSN("darwin", args); len(got) != 1 || got[0] != "--headless" {
+		t.Errorf("darwin: %q", got)
+	}
+	if got := withoutPSN("darwin", []string{"-psn_0_99"}); len(got) != 0 {
+		t.Errorf("darwin, alone: %q", got)
+	}
+	if got := withoutPSN("linux", args); len(got) != 2 {
+		t.Errorf("linux: %q", got)
+	}
+	if name, rest, err := findCommand(withoutPSN("darwin", []string{"-psn_0_1", "status", "--json"})); err != nil || name != "status" || len(rest) != 1 {
+		t.Errorf("findCommand after withoutPSN: %q %q %v", name, rest, err)
+	}
+}

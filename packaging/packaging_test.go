@@ -132,7 +132,7 @@ func TestScripts(t *testing.T) {
 		}
 		t.Skip("shellcheck is not installed (Debian: apt-get install shellcheck; make deps does it as root)")
 	}
-	for _, s := range []string{"macos/scripts/preinstall", "macos/scripts/postinstall", "macos/uninstall.sh", "macos/build.sh", "macos/notarize.sh", "../tools/deps"} {
+	for _, s := range []string{"macos/scripts/preinstall", "macos/scripts/postinstall", "macos/uninstall.sh", "macos/build.sh", "macos/notarize.sh", "macos/smoke.sh", "../tools/deps"} {
 		out, err := exec.Command(sc, "-s", "sh", s).CombinedOutput()
 		if err != nil {
 			t.Errorf("shellcheck -s sh %s: %v\n%s", s, err, out)
@@ -197,6 +197,19 @@ func TestPkgReadBack(t *testing.T) {
 	if pkg == "" {
 		t.Skip("DELTA_PKG names no .pkg (the macOS workflow sets it after make pkg)")
 	}
+	readBack(t, pkg)
+}
+
+// readBack reads the .pkg at pkg back with bsdtar and cpio and checks its
+// payload and scripts as TestStageMac does. pkg may be relative to the
+// test's folder (packaging/): it is read from a folder of its own, so it
+// is made absolute first (issue 37, N1: a relative path failed every run).
+func readBack(t *testing.T, pkg string) {
+	t.Helper()
+	pkg, err := filepath.Abs(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	run(t, dir, "bsdtar", "-xf", pkg)
 	comp := filepath.Join(dir, "Delta-component.pkg")
@@ -212,6 +225,44 @@ func TestPkgReadBack(t *testing.T) {
 	if err != nil || !bytes.Contains(dist, []byte(`hostArchitectures="arm64,x86_64"`)) {
 		t.Errorf("the package's Distribution: %v", err)
 	}
+}
+
+// TestPkgReadBackRelative builds a .pkg-shaped xar on Linux as the review
+// of issue 37 did (a Distribution, and a component with a gzip cpio
+// Payload and Scripts from stage mac; pkgbuild --compression legacy makes
+// the same) and reads it back by a path relative to the test's folder, as
+// the workflow's step names it.
+func TestPkgReadBackRelative(t *testing.T) {
+	for _, tool := range []string{"bsdtar", "cpio"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getuid() == 0 && runtime.GOOS == "linux" {
+				t.Fatalf("%s is not installed (make deps installs it as root)", tool)
+			}
+			t.Skipf("%s is not installed (Debian: apt-get install libarchive-tools cpio; make deps does it as root)", tool)
+		}
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "delta")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	root, scripts := filepath.Join(dir, "root"), filepath.Join(dir, "scripts")
+	if err := StageMac(root, scripts, bin, "1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+	flat := filepath.Join(dir, "flat")
+	comp := filepath.Join(flat, "Delta-component.pkg")
+	os.MkdirAll(comp, 0o755)
+	run(t, root, "sh", "-c", fmt.Sprintf("find . | cpio -o --quiet --format odc | gzip -c >%q", filepath.Join(comp, "Payload")))
+	run(t, scripts, "sh", "-c", fmt.Sprintf("find . | cpio -o --quiet --format odc | gzip -c >%q", filepath.Join(comp, "Scripts")))
+	dist, _ := os.ReadFile("macos/Distribution.xml")
+	os.WriteFile(filepath.Join(flat, "Distribution"), bytes.ReplaceAll(dist, []byte("@VERSION@"), []byte("1.2.3")), 0o644)
+	pkg := filepath.Join(dir, "Delta-sim.pkg")
+	run(t, flat, "bsdtar", "--format", "xar", "-cf", pkg, "Distribution", "Delta-component.pkg")
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, pkg)
+	if err != nil || filepath.IsAbs(rel) {
+		t.Fatalf("no relative path to %s from %s: %v", pkg, wd, err)
+	}
+	readBack(t, rel)
 }
 
 func run(t *testing.T, dir, name string, args ...string) {
@@ -246,6 +297,15 @@ func TestWorkflow(t *testing.T) {
 			t.Errorf("the check does not find the turn-3 workflow's defect %q; it found:\n  %s", want, strings.Join(old, "\n  "))
 		}
 	}
+	// And turn 4's (testdata/turn4), which the review of issue 37 read.
+	old4 := releaseProblems(t, "testdata/turn4", "release-macos.yml")
+	for _, want := range []string{"DELTA_PKG=build/Delta-$VERSION.pkg is relative", "replaces Go's -O2 -g", "holds both make test and make pkg",
+		"go-version-file: go.mod", "spctl's exit code is trusted", "--compression legacy", "lipo -verify_arch", "arch -x86_64", "macos-15",
+		"G2 intermediate", "GitHub Release", "SHA-256 beside it", "stage civersion"} {
+		if !slices.ContainsFunc(old4, func(p string) bool { return strings.Contains(p, want) }) {
+			t.Errorf("the check does not find the turn-4 workflow's defect %q; it found:\n  %s", want, strings.Join(old4, "\n  "))
+		}
+	}
 }
 
 type workflowStep struct {
@@ -254,6 +314,14 @@ type workflowStep struct {
 	If   string            `yaml:"if"`
 	Env  map[string]string `yaml:"env"`
 	Run  string            `yaml:"run"`
+	With map[string]string `yaml:"with"`
+}
+
+type workflowJob struct {
+	RunsOn string            `yaml:"runs-on"`
+	Needs  any               `yaml:"needs"`
+	Env    map[string]string `yaml:"env"`
+	Steps  []workflowStep    `yaml:"steps"`
 }
 
 // releaseProblems reads the release workflow at root/path, with the
@@ -266,11 +334,8 @@ func releaseProblems(t *testing.T, root, path string) []string {
 		t.Fatal(err)
 	}
 	var wf struct {
-		Env  map[string]string `yaml:"env"`
-		Jobs map[string]struct {
-			Env   map[string]string `yaml:"env"`
-			Steps []workflowStep    `yaml:"steps"`
-		} `yaml:"jobs"`
+		Env  map[string]string      `yaml:"env"`
+		Jobs map[string]workflowJob `yaml:"jobs"`
 	}
 	if err := yaml.Unmarshal(b, &wf); err != nil {
 		t.Fatalf("%s does not parse as YAML: %v", path, err)
@@ -288,8 +353,11 @@ func releaseProblems(t *testing.T, root, path string) []string {
 	}
 	var problems []string
 	envRef := regexp.MustCompile(`env\.([A-Za-z_][A-Za-z0-9_]*)`)
+	// What the whole workflow does, whichever job does it.
+	var tested, codesigned, pkgsigned, gatekept, installs, lipo, rosetta, g2, release, sums, later, ciVersion bool
+	testJob, pkgJob := "", ""
 	for name, job := range wf.Jobs {
-		var aliased, tested, codesigned, pkgsigned, gatekept, installs bool
+		var aliased bool
 		for _, st := range job.Steps {
 			label := st.Name
 			if label == "" {
@@ -307,6 +375,9 @@ func releaseProblems(t *testing.T, root, path string) []string {
 					problems = append(problems, fmt.Sprintf("job %s, step %q: its if: reads env.%s, which nothing sets", name, label, v))
 				}
 			}
+			if strings.HasPrefix(st.Uses, "actions/setup-go") && st.With["go-version-file"] != "go.mod" {
+				problems = append(problems, fmt.Sprintf("job %s: setup-go takes Go's version from its own with: (%q), not go-version-file: go.mod", name, st.With["go-version"]))
+			}
 			run := script(st.Run)
 			if strings.Contains(run, "ifconfig lo0 alias") {
 				aliased = true
@@ -315,9 +386,10 @@ func releaseProblems(t *testing.T, root, path string) []string {
 				if !aliased {
 					problems = append(problems, fmt.Sprintf("job %s: make test runs with no lo0 aliases added before it (macOS has only 127.0.0.1; the tailnet tests bind 127.0.0.2-5)", name))
 				}
-				tested = true
+				tested, testJob = true, name
 			}
-			if strings.Contains(run, "make pkg") {
+			if strings.Contains(st.Run, "make pkg") {
+				pkgJob = name
 				text := script("packaging/macos/build.sh packaging/macos/notarize.sh")
 				for l := range strings.Lines(text) {
 					if strings.Contains(l, "xcrun notarytool submit") && !strings.Contains(l, "--output-format json") {
@@ -327,25 +399,99 @@ func releaseProblems(t *testing.T, root, path string) []string {
 				if strings.Contains(text, "notarytool submit") && (!strings.Contains(text, "stage notarized") || !strings.Contains(text, "notarytool log")) {
 					problems = append(problems, fmt.Sprintf("job %s: the notarization's verdict is not read (stage notarized) or Apple's log is not printed on a refusal", name))
 				}
+				problems = append(problems, buildProblems(text)...)
+			}
+			if m := regexp.MustCompile(`DELTA_PKG="?([^" ]+)`).FindStringSubmatch(run); m != nil && !strings.HasPrefix(m[1], "/") && !strings.HasPrefix(m[1], "$PWD") && !strings.HasPrefix(m[1], "$GITHUB_WORKSPACE") {
+				problems = append(problems, fmt.Sprintf("job %s, step %q: DELTA_PKG=%s is relative, and go test reads it from packaging/ (N1: every run stopped there)", name, label, m[1]))
 			}
 			signed := strings.Contains(st.If, "env.HAS_CERT")
 			codesigned = codesigned || signed && strings.Contains(run, "codesign --verify --deep --strict")
 			pkgsigned = pkgsigned || signed && strings.Contains(run, "pkgutil --check-signature")
-			gatekept = gatekept || signed && strings.Contains(run, "spctl -a -vv -t install")
+			if signed && strings.Contains(run, "spctl -a -vv -t install") {
+				gatekept = true
+				if !strings.Contains(run, "source=Notarized Developer ID") {
+					problems = append(problems, fmt.Sprintf("job %s, step %q: spctl's exit code is trusted (it is 0 with assessments disabled too); read its verdict's source=Notarized Developer ID", name, label))
+				}
+			}
+			if strings.Contains(run, "security import") && strings.Contains(run, "DeveloperIDG2CA.cer") && strings.Contains(run, "f16cd3c54c7f83cea4bf1a3e6a0819c8aaa8e4a1528fd144715f350643d2df3a") {
+				g2 = true
+			}
+			lipo = lipo || strings.Contains(run, "lipo -verify_arch") && strings.Contains(run, "arm64 x86_64")
+			rosetta = rosetta || strings.Contains(run, "arch -x86_64 ")
+			release = release || strings.Contains(run, "gh release") && strings.Contains(st.If, "github.ref_type == 'tag'")
+			sums = sums || strings.Contains(run, "shasum -a 256") && strings.Contains(run, ".sha256")
+			ciVersion = ciVersion || strings.Contains(run, "stage civersion")
 			if i := strings.Index(run, "installer -pkg"); i >= 0 {
 				installs = true
 				if j := strings.Index(run, "init --static"); j < 0 || j > i {
 					problems = append(problems, fmt.Sprintf("job %s, step %q: the installed Delta starts with no static config (delta init --static before installer -pkg), so it would join Tailscale's real control server", name, label))
 				}
+				if job.RunsOn == "macos-15" {
+					later = true
+				}
 			}
 		}
-		for _, c := range []struct {
-			done bool
-			what string
-		}{{tested, "make test"}, {installs, "installer -pkg"}, {codesigned, "codesign --verify --deep --strict on the app, when signed"},
-			{pkgsigned, "pkgutil --check-signature on the .pkg, when signed"}, {gatekept, "spctl -a -vv -t install on the .pkg, when signed"}} {
-			if !c.done {
-				problems = append(problems, fmt.Sprintf("job %s lacks %s", name, c.what))
+	}
+	if testJob != "" && testJob == pkgJob {
+		problems = append(problems, fmt.Sprintf("job %s holds both make test and make pkg: one cold job for everything (N4); split the tests from the release", testJob))
+	}
+	if pkgJob != "" && testJob != "" && testJob != pkgJob && !needs(wf.Jobs[pkgJob].Needs, testJob) {
+		problems = append(problems, fmt.Sprintf("job %s builds the release without needing job %s's tests", pkgJob, testJob))
+	}
+	for _, c := range []struct {
+		done bool
+		what string
+	}{{tested, "make test"}, {installs, "installer -pkg"}, {codesigned, "codesign --verify --deep --strict on the app, when signed"},
+		{pkgsigned, "pkgutil --check-signature on the .pkg, when signed"}, {gatekept, "spctl -a -vv -t install on the .pkg, when signed"},
+		{lipo, "lipo -verify_arch … arm64 x86_64 on the binary (N5)"}, {rosetta, "a run of the x86_64 slice (arch -x86_64, under Rosetta) (N5)"},
+		{later, "an install on macos-15, which has Local Network privacy (N5)"},
+		{g2, "Apple's Developer ID G2 intermediate imported, pinned by its SHA-256 (N9)"},
+		{release, "a GitHub Release of the .pkg on a tag (N10)"}, {sums, "the .pkg's SHA-256 beside it (N10)"},
+		{ciVersion, "an untagged build's version above the last release (stage civersion, N8)"}} {
+		if !c.done {
+			problems = append(problems, "the workflow lacks "+c.what)
+		}
+	}
+	return problems
+}
+
+// needs reports whether a job's needs: (a name or a list) names job.
+func needs(n any, job string) bool {
+	switch v := n.(type) {
+	case string:
+		return v == job
+	case []any:
+		for _, x := range v {
+			if x == job {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// buildProblems reads build.sh (text): what the release's command lines
+// lose that make test's builds keep.
+func buildProblems(text string) []string {
+	var problems []string
+	// CGO_CFLAGS replaces Go's default "-O2 -g" (N2): every value it is
+	// given must name an optimisation level again.
+	cflags := regexp.MustCompile(`(?m)(?:CGO_CFLAGS=|cflags=)"([^"]*)"`).FindAllStringSubmatch(text, -1)
+	for _, m := range cflags {
+		if strings.HasPrefix(m[1], "$") {
+			continue // names a variable checked on its own line
+		}
+		if !regexp.MustCompile(`(^| )-O[1-3s]( |$)`).MatchString(m[1]) {
+			problems = append(problems, fmt.Sprintf("build.sh: CGO_CFLAGS=%q replaces Go's -O2 -g: SQLite and the Objective-C are built at clang's -O0 (N2)", m[1]))
+		}
+	}
+	if len(cflags) == 0 {
+		problems = append(problems, "build.sh: no CGO_CFLAGS with the deployment target")
+	}
+	for l := range strings.Lines(text) {
+		if strings.HasPrefix(strings.TrimSpace(l), "pkgbuild ") || strings.Contains(l, "--install-location") {
+			if strings.Contains(l, "--install-location") && !strings.Contains(l, "--compression") {
+				problems = append(problems, "build.sh: pkgbuild chooses the Payload's compression itself (N12): --compression legacy")
 			}
 		}
 	}
@@ -729,4 +875,58 @@ func gzipReader(path string) (string, error) {
 	}
 	b, err := io.ReadAll(zr)
 	return string(b), err
+}
+
+// TestPreinstallWaits: preinstall returns only once every Delta it told to
+// stop is gone (issue 37, N7: it signalled a hand-started Delta and went
+// on, and the new one found the lock held and stepped aside until the next
+// login); one still there after 20 s is killed. turn 4's preinstall, kept
+// in testdata/turn4, does not wait.
+func TestPreinstallWaits(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("macOS's tools are stood in for only on Linux")
+	}
+	run := func(script string, runningFor int) []string {
+		t.Helper()
+		dir := t.TempDir()
+		log, count := filepath.Join(dir, "log"), filepath.Join(dir, "count")
+		bin := macTools(t, log, dir, "501 502")
+		// pgrep answers "still running" runningFor times, then "gone".
+		fakes := map[string]string{
+			"pgrep": `echo "pgrep $*" >>` + strconv.Quote(log) + `; n=$(cat ` + strconv.Quote(count) + ` 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" >` + strconv.Quote(count) + `; [ "$n" -le ` + strconv.Itoa(runningFor) + ` ]`,
+			"sleep": `echo "sleep $*" >>` + strconv.Quote(log),
+		}
+		for name, body := range fakes {
+			os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755)
+		}
+		cmd := exec.Command(script)
+		cmd.Env = []string{"PATH=" + bin}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		b, _ := os.ReadFile(log)
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
+	}
+	// It waits: pgrep asked until the Deltas are gone, after the signals.
+	got := run("macos/scripts/preinstall", 3)
+	lastTerm := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkill -TERM -U 503") })
+	polls := 0
+	for _, l := range got[lastTerm+1:] {
+		if strings.HasPrefix(l, "pgrep -U ") {
+			polls++
+		}
+	}
+	if lastTerm < 0 || polls < 4 || !slices.Contains(got, "sleep 0.5") || slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkill -KILL") }) {
+		t.Errorf("preinstall did not wait for the Deltas it stopped (%d polls after the last signal):\n%s", polls, strings.Join(got, "\n"))
+	}
+	// One that never goes is killed after 20 s (40 polls of 0.5 s).
+	got = run("macos/scripts/preinstall", 1000)
+	if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkill -KILL -U ") }) {
+		t.Errorf("preinstall left a Delta that did not stop:\n%s", strings.Join(got, "\n"))
+	}
+	// turn 4's script went on at once.
+	got = run("testdata/turn4/packaging/macos/scripts/preinstall", 3)
+	if slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "pgrep") }) {
+		t.Errorf("the check does not tell turn 4's preinstall, which does not wait:\n%s", strings.Join(got, "\n"))
+	}
 }

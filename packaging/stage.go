@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/delta-roads/delta/assets"
@@ -107,6 +108,17 @@ func MacVersion(v string) string {
 		}
 	}
 	return strings.Join(parts, ".")
+}
+
+// CIVersion is the version of an untagged build (the release workflow's
+// run number run) after the last release tag lastTag ("v1.2.3", or ""):
+// the next patch, marked as a CI build, "1.2.4-ci.57", so that it sorts
+// above the release it follows, in Info.plist and pkgbuild
+// (MacVersion: 1.2.4) as in people's eyes (issue 37, N8).
+func CIVersion(lastTag, run string) string {
+	parts := strings.Split(MacVersion(lastTag), ".")
+	patch, _ := strconv.Atoi(parts[2])
+	return fmt.Sprintf("%s.%s.%d-ci.%s", parts[0], parts[1], patch+1, run)
 }
 
 // StageMac lays out the macOS payload under root (and the scripts under

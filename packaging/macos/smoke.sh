@@ -5,7 +5,7 @@
 #   packaging/macos/smoke.sh build/Delta-VERSION.pkg
 #
 # Before installing, it writes a static-mode config.json with the built
-# binary (delta init --static: one peer, which need not exist), so that
+# binary (or, in a job that did not build, the package's own) (delta init --static: one peer, which need not exist), so that
 # the Delta the LaunchAgent starts never contacts Tailscale's control
 # server; the names of Tailscale's servers also point at loopback for the
 # run. Then it installs the package and checks that the LaunchAgent is
@@ -38,7 +38,16 @@ within() {
 }
 
 [ ! -e "$state/config.json" ] || fail "$state/config.json exists already: this is not a fresh runner"
-build/macos/delta init --static --name ci-mac --peer nowhere=127.0.0.1:9
+# The binary that writes the config: the build's, or (a job that did not
+# build, such as the macos-15 smoke) the one inside the package itself.
+bin=build/macos/delta
+if [ ! -x "$bin" ]; then
+	x=$(mktemp -d)/pkg
+	pkgutil --expand-full "$pkg" "$x" || fail "pkgutil --expand-full $pkg failed"
+	bin="$x/Delta-component.pkg/Payload/Applications/Delta.app/Contents/MacOS/Delta"
+	[ -x "$bin" ] || fail "the package holds no $bin"
+fi
+"$bin" init --static --name ci-mac --peer nowhere=127.0.0.1:9
 printf '127.0.0.1 controlplane.tailscale.com login.tailscale.com log.tailscale.io log.tailscale.com derp1.tailscale.com\n' | sudo tee -a /etc/hosts >/dev/null
 
 sudo installer -pkg "$pkg" -target /

@@ -5,6 +5,7 @@
 //	stage deb BINARY VERSION ARCH ROOT      the .deb's tree
 //	stage debfile REPO VERSION ARCH OUT     build the .deb into folder OUT (make deb)
 //	stage macversion VERSION                VERSION as Info.plist and pkgbuild take it
+//	stage civersion LASTTAG RUN             an untagged build's version, above LASTTAG
 //	stage notarized FILE                    the id of an accepted notarization,
 //	                                        from notarytool's JSON in FILE; else
 //	                                        the verdict on stderr, the id (if
@@ -30,6 +31,8 @@ func main() {
 		if deb, err = packaging.BuildDeb(os.Args[2], os.Args[5], os.Args[3], os.Args[4]); err == nil {
 			fmt.Println(deb)
 		}
+	case len(os.Args) == 4 && os.Args[1] == "civersion":
+		fmt.Println(packaging.CIVersion(os.Args[2], os.Args[3]))
 	case len(os.Args) == 3 && os.Args[1] == "macversion":
 		fmt.Println(packaging.MacVersion(os.Args[2]))
 	case len(os.Args) == 3 && os.Args[1] == "notarized":
@@ -40,7 +43,7 @@ func main() {
 			fmt.Println(id)
 		}
 	default:
-		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT | stage debfile REPO VERSION ARCH OUT | stage macversion VERSION | stage notarized FILE")
+		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT | stage debfile REPO VERSION ARCH OUT | stage macversion VERSION | stage civersion LASTTAG RUN | stage notarized FILE")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stage:", err)
