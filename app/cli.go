@@ -105,7 +105,7 @@ func init() {
 		statusCommand, pingCommand, loginCommand,
 		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand, forgetReceiptCommand,
 		getCommand, callCommand, appsCommand, forwardCommand,
-		openCommand, versionCommand, demoCommand, initCommand, uninstallCommand,
+		openCommand, versionCommand, demoCommand, initCommand, uninstallCommand, bugreportCommand,
 	}
 }
 

@@ -34,19 +34,26 @@ var statusCommand = &command{name: "status", summary: "this computer, the tailne
 		if len(args) > 0 {
 			return exitf(exitUsage, "status: unexpected argument %q", args[0])
 		}
+		crashed := ""
+		if at, path := lastCrash(e.stateDir); !at.IsZero() {
+			crashed = fmt.Sprintf("last crash: %s (%s ago), its traceback in %s (delta bugreport bundles it)\n",
+				at.Local().Format("Mon 2 Jan 15:04:05"), view.Ago(time.Since(at)), path)
+		}
 		c, err := e.client()
-		if err != nil {
-			return err
+		if err == nil {
+			var st *localapi.Status
+			if st, err = c.Status(e.ctx); err == nil {
+				if e.json {
+					return e.printJSON(st)
+				}
+				writeStatus(e.stdout, st, time.Now())
+				fmt.Fprint(e.stdout, crashed)
+				return nil
+			}
+			err = e.downErr(err)
 		}
-		st, err := c.Status(e.ctx)
-		if err != nil {
-			return e.downErr(err)
-		}
-		if e.json {
-			return e.printJSON(st)
-		}
-		writeStatus(e.stdout, st, time.Now())
-		return nil
+		fmt.Fprint(e.stderr, crashed) // most wanted when Delta is down
+		return err
 	}}
 
 // writeStatus prints st for people.

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -243,9 +244,17 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// A panic or a fatal runtime error (a cgo fault too) writes its
+	// traceback to crash.log beside delta.log as well as to stderr, which
+	// launchd sends nowhere (issue 37, N3); delta status says when the
+	// last one was, and delta bugreport bundles it.
+	crashErr := setCrashOutput(filepath.Join(logDir, crashFile))
 	defer deltaLog.Close()
 	logw := io.MultiWriter(stderr, deltaLog)
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if crashErr != nil {
+		log.Warn("a crash's traceback will reach stderr only", "err", crashErr)
+	}
 	withTray := !s.headless
 	switch {
 	case s.headless:
@@ -486,6 +495,34 @@ func logFolder(stateDir string) (string, error) {
 		return "", fmt.Errorf("make log folder: %w", err)
 	}
 	return dir, nil
+}
+
+// crashFile is where a crash's traceback goes, in the log folder.
+const crashFile = "crash.log"
+
+// setCrashOutput sends the runtime's crash output to path too, appended.
+func setCrashOutput(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close() // SetCrashOutput keeps a duplicate of its descriptor
+	return debug.SetCrashOutput(f, debug.CrashOptions{})
+}
+
+// lastCrash says when Delta last crashed with stateDir, from crash.log in
+// its log folder: its time and path, or a zero time when it never did
+// (the file is empty or absent).
+func lastCrash(stateDir string) (time.Time, string) {
+	dir, err := logFolder(stateDir)
+	if err != nil {
+		return time.Time{}, ""
+	}
+	path := filepath.Join(dir, crashFile)
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
+		return fi.ModTime(), path
+	}
+	return time.Time{}, path
 }
 
 // controlServer names the control server tailnet mode contacts.

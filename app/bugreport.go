@@ -1,0 +1,160 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/statedir"
+)
+
+// bugreportCommand is `delta bugreport`, after `tailscale bugreport`: one
+// file a person can attach to a report, with what a developer needs to
+// find a fault (the logs, the last crash's traceback, the status, the
+// versions) and none of what must stay on the computer: the local token,
+// the network key and forward secrets are replaced wherever they appear,
+// and no call's body is in a log to begin with (Delta logs ids, paths and
+// outcomes).
+var bugreportCommand = &command{name: "bugreport", args: "[--out FILE]",
+	summary: "bundle the logs, the last crash, status --json and the versions into one file to attach to a report (no tokens, keys or bodies)",
+	flags: func(fs *flag.FlagSet) any {
+		return fs.String("out", "", "the file to write (default delta-bugreport-DATE-TIME.tar.gz here)")
+	},
+	run: func(e *env, o any, args []string) error {
+		if len(args) > 0 {
+			return exitf(exitUsage, "bugreport: unexpected argument %q", args[0])
+		}
+		out := *o.(*string)
+		if out == "" {
+			out = "delta-bugreport-" + time.Now().Format("20060102-150405") + ".tar.gz"
+		}
+		parts, secrets := bugreportParts(e)
+		if err := writeBugreport(out, parts, secrets); err != nil {
+			return exitf(exitFailed, "bugreport: %v", err)
+		}
+		fmt.Fprintf(e.stdout, "Wrote %s:\n", out)
+		for _, p := range parts {
+			fmt.Fprintf(e.stdout, "  %-16s %s\n", p.name, p.note)
+		}
+		fmt.Fprintln(e.stdout, "The local token, the network key and forward secrets are replaced by [redacted]; no call's body is in it. Look it over before you send it.")
+		return nil
+	}}
+
+// reportPart is one file of a bug report.
+type reportPart struct {
+	name, note string
+	data       []byte
+}
+
+// bugreportParts gathers the report's files, and the secrets to replace
+// in every one of them.
+func bugreportParts(e *env) ([]reportPart, []string) {
+	var parts []reportPart
+	var secrets []string
+	if tok, err := os.ReadFile(filepath.Join(e.stateDir, localapi.TokenFile)); err == nil && len(strings.TrimSpace(string(tok))) > 0 {
+		secrets = append(secrets, strings.TrimSpace(string(tok)))
+	}
+	v := fmt.Sprintf("delta %s\n%s %s/%s\nstate folder %s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, e.stateDir)
+	for _, cmd := range [][]string{{"uname", "-a"}, {"sw_vers"}} {
+		if b, err := exec.Command(cmd[0], cmd[1:]...).Output(); err == nil {
+			v += string(b)
+		}
+	}
+	parts = append(parts, reportPart{"versions.txt", "Delta's, Go's and the system's", []byte(v)})
+	if b, err := os.ReadFile(filepath.Join(e.stateDir, statedir.ConfigFile)); err == nil {
+		var m map[string]any
+		if json.Unmarshal(b, &m) == nil {
+			if k, ok := m["network_key"].(string); ok && k != "" {
+				secrets = append(secrets, k)
+			}
+		}
+		parts = append(parts, reportPart{"config.json", "the mode and peers", b})
+	}
+	st := []byte("Delta was not running")
+	if c, err := e.client(); err != nil {
+		st = fmt.Appendf(nil, "Delta was not running: %v\n", err)
+	} else if s, err := c.Status(e.ctx); err != nil {
+		st = fmt.Appendf(nil, "Delta did not answer: %v\n", err)
+	} else {
+		st, _ = json.MarshalIndent(s, "", "  ")
+	}
+	if c, err := e.client(); err == nil {
+		if apps, err := c.Apps(e.ctx); err == nil {
+			for _, a := range apps {
+				secrets = append(secrets, a.Secret)
+			}
+		}
+	}
+	parts = append(parts, reportPart{"status.json", "delta status --json, or why not", st})
+	logDir, err := logFolder(e.stateDir)
+	if err == nil {
+		for _, f := range []string{"delta.log", "delta.log.1", "tailscale.log", "tailscale.log.1", crashFile} {
+			if b, err := os.ReadFile(filepath.Join(logDir, f)); err == nil && len(b) > 0 {
+				note := "the log"
+				if f == crashFile {
+					note = "the tracebacks of crashes"
+				}
+				parts = append(parts, reportPart{f, note, b})
+			}
+		}
+	}
+	return parts, secrets
+}
+
+// writeBugreport writes parts as a gzipped tar at path, every secret
+// replaced, without replacing a file that is there.
+func writeBugreport(path string, parts []reportPart, secrets []string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s exists already: nothing was written (--out names another file)", path)
+		}
+		return err
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	now := time.Now()
+	for _, p := range parts {
+		data := redact(p.data, secrets)
+		if err = tw.WriteHeader(&tar.Header{Name: "delta-bugreport/" + p.name, Mode: 0o600, Size: int64(len(data)), ModTime: now}); err != nil {
+			break
+		}
+		if _, err = tw.Write(data); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path) // never half a report
+	}
+	return err
+}
+
+// redact replaces every secret (of 8 bytes or more) in b.
+func redact(b []byte, secrets []string) []byte {
+	s := string(b)
+	for _, sec := range secrets {
+		if len(sec) >= 8 {
+			s = strings.ReplaceAll(s, sec, "[redacted]")
+		}
+	}
+	return []byte(s)
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/delta-roads/delta/gateway/statedir"
+)
+
+// TestCrashLeavesATrace: a Delta that dies of a fatal signal leaves its
+// traceback in crash.log beside delta.log (issue 37, N3: under launchd
+// stderr goes nowhere), and delta status says when, Delta running or not.
+func TestCrashLeavesATrace(t *testing.T) {
+	laptop, _ := twoProcs(t)
+	laptop.start(t)
+	if _, path := lastCrash(laptop.dir); path == "" {
+		t.Fatal("no crash.log path")
+	}
+	if at, _ := lastCrash(laptop.dir); !at.IsZero() {
+		t.Fatalf("a crash before any: %v", at)
+	}
+	laptop.cmd.Process.Signal(syscall.SIGQUIT) // the runtime's own traceback, then exit 2
+	laptop.cmd.Wait()
+	b, err := os.ReadFile(filepath.Join(laptop.dir, crashFile))
+	if err != nil || !strings.Contains(string(b), "SIGQUIT") || !strings.Contains(string(b), "goroutine ") {
+		t.Fatalf("crash.log after SIGQUIT (%v):\n%.500s", err, b)
+	}
+	_, errOut, code := delta(t, "status", "--state-dir", laptop.dir)
+	if code != exitDeltaDown || !strings.Contains(errOut, "last crash: ") || !strings.Contains(errOut, crashFile) {
+		t.Errorf("status after a crash: %d\n%s", code, errOut)
+	}
+}
+
+// TestBugreport: one file with the versions, the config, the status and
+// the log, and none of the local token, the network key or a forward
+// secret.
+func TestBugreport(t *testing.T) {
+	laptop, _, _ := startPair(t)
+	laptop.c.Must(t, "GET", "/v1/peers/studio/notes/hello", nil)
+	out := filepath.Join(t.TempDir(), "report.tar.gz")
+	stdout, errOut, code := delta(t, "bugreport", "--state-dir", laptop.dir, "--out", out)
+	wantCode(t, "bugreport", code, exitOK, stdout, errOut)
+	fc, err := statedir.ReadConfig(laptop.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	files := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		files[strings.TrimPrefix(h.Name, "delta-bugreport/")] = string(b)
+	}
+	for name, want := range map[string]string{"versions.txt": "delta ", "config.json": `"network_key":"[redacted]"`, "status.json": `"name": "laptop"`, "delta.log": "delta started"} {
+		if !strings.Contains(files[name], want) {
+			t.Errorf("%s lacks %q:\n%.300s", name, want, files[name])
+		}
+	}
+	for name, body := range files {
+		if strings.Contains(body, laptop.c.Token) || strings.Contains(body, fc.NetworkKey) {
+			t.Errorf("%s holds the local token or the network key", name)
+		}
+	}
+	_, errOut, code = delta(t, "bugreport", "--state-dir", laptop.dir, "--out", out)
+	if code != exitFailed || !strings.Contains(errOut, "exists already") {
+		t.Errorf("a second report over the first: %d %s", code, errOut)
+	}
+}
