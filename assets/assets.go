@@ -33,14 +33,15 @@ func AppIcon() []byte {
 // the freedesktop hicolor theme (gen.go draws each).
 var HicolorSizes = []int{16, 22, 24, 32, 48, 64, 128, 256}
 
-// AppIconSized is the app icon drawn at n×n (512 or one of HicolorSizes).
+// AppIconSized is the app icon drawn at n×n (512, 1024 for the macOS
+// icns, or one of HicolorSizes).
 func AppIconSized(n int) ([]byte, error) {
 	if n == 512 {
 		return AppIcon(), nil
 	}
 	b, err := files.ReadFile(fmt.Sprintf("app-icon-%d.png", n))
 	if err != nil {
-		return nil, fmt.Errorf("assets: no app icon drawn at %d px (sizes: %v and 512)", n, HicolorSizes)
+		return nil, fmt.Errorf("assets: no app icon drawn at %d px (sizes: %v, 512 and 1024)", n, HicolorSizes)
 	}
 	return b, nil
 }

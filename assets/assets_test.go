@@ -60,7 +60,7 @@ func TestIcons(t *testing.T) {
 // TestAppIconSizes: each hicolor size is drawn at that size; others are
 // refused.
 func TestAppIconSizes(t *testing.T) {
-	for _, n := range append([]int{512}, HicolorSizes...) {
+	for _, n := range append([]int{512, 1024}, HicolorSizes...) {
 		b, err := AppIconSized(n)
 		if err != nil {
 			t.Fatal(err)

@@ -173,6 +173,8 @@ func main() {
 		write("tray-"+state+".png", render(64, col, cover))
 	}
 	write("app-icon.png", appIcon(512))
+	// The macOS icns's largest, 512 pt at @2x (ic10), drawn, not scaled.
+	write("app-icon-1024.png", appIcon(1024))
 	// The freedesktop hicolor theme's sizes, each drawn at its size (the
 	// .deb installs them; a desktop picks the nearest).
 	for _, n := range HicolorSizes {

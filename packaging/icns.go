@@ -9,14 +9,16 @@ import (
 	"image/png"
 )
 
-// icnsSizes are the PNG-bearing icns entries made from the 512 px app
-// icon: 512, 256, 128, 32 and 16 px (and the @2x of the smaller ones).
+// icnsSizes are the PNG-bearing icns entries made from the 1024 px app
+// icon: 512, 256, 128, 32 and 16 pt, each at @1x and @2x. The types are
+// Apple's PNG ones: icp4/icp5 for 16 and 32 px (ic04/ic05 are ARGB, and a
+// PNG there may show blank), ic10 for 512 pt @2x (issue 37, N13).
 var icnsSizes = []struct {
 	kind string
 	px   int
-}{{"ic09", 512}, {"ic08", 256}, {"ic07", 128}, {"ic14", 512}, {"ic13", 256}, {"ic12", 64}, {"ic11", 32}, {"ic05", 32}, {"ic04", 16}}
+}{{"ic10", 1024}, {"ic09", 512}, {"ic08", 256}, {"ic07", 128}, {"ic14", 512}, {"ic13", 256}, {"ic12", 64}, {"ic11", 32}, {"icp5", 32}, {"icp4", 16}}
 
-// ICNS makes an Apple icon file from a square PNG of at least 512 px: a
+// ICNS makes an Apple icon file from a square PNG of at least 1024 px: a
 // header ("icns", total length) and one entry per size (type, length, PNG
 // data), each size scaled down from the source by averaging.
 func ICNS(src []byte) ([]byte, error) {
@@ -24,8 +26,8 @@ func ICNS(src []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("packaging: the app icon is not a PNG: %w", err)
 	}
-	if b := img.Bounds(); b.Dx() != b.Dy() || b.Dx() < 512 {
-		return nil, fmt.Errorf("packaging: the app icon is %d×%d; icns needs a square of at least 512 px", b.Dx(), b.Dy())
+	if b := img.Bounds(); b.Dx() != b.Dy() || b.Dx() < 1024 {
+		return nil, fmt.Errorf("packaging: the app icon is %d×%d; icns needs a square of at least 1024 px", b.Dx(), b.Dy())
 	}
 	var body bytes.Buffer
 	for _, s := range icnsSizes {

@@ -162,7 +162,7 @@ func TestStageMac(t *testing.T) {
 	}
 	icns, _ := os.ReadFile(filepath.Join(root, "Applications/Delta.app/Contents/Resources/Delta.icns"))
 	entries, err := ReadICNS(icns)
-	if err != nil || entries["ic09"] != 512 || entries["ic07"] != 128 || entries["ic04"] != 16 {
+	if err != nil || entries["ic10"] != 1024 || entries["ic09"] != 512 || entries["ic07"] != 128 || entries["icp4"] != 16 || entries["icp5"] != 32 || entries["ic04"] != 0 || entries["ic05"] != 0 {
 		t.Errorf("Delta.icns: %v %v", entries, err)
 	}
 	tree, _ := Tree(root)

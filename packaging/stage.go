@@ -130,7 +130,11 @@ func StageMac(root, scripts, binary, version string) error {
 	if err != nil {
 		return fmt.Errorf("packaging: the delta binary: %w", err)
 	}
-	icns, err := ICNS(assets.AppIcon())
+	big, err := assets.AppIconSized(1024)
+	if err != nil {
+		return err
+	}
+	icns, err := ICNS(big)
 	if err != nil {
 		return err
 	}
