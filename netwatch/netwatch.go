@@ -19,6 +19,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -291,7 +292,15 @@ func (st State) Owns(ip netip.Addr) bool {
 // roads.ErrLocalNetwork): it blocks an app that was not allowed with "no
 // route to host" (EHOSTUNREACH), and only to addresses on directly
 // connected networks (connected: an interface of this computer is on the
-// peer's network). Pure, for tests on every OS.
-func LocalNetworkBlocked(goos string, err error, connected bool) bool {
-	return goos == "darwin" && connected && errors.Is(err, syscall.EHOSTUNREACH)
+// peer's network), and at once: the denial comes before any packet, while
+// the same errno after an ARP timeout (took: a second or more) is a peer
+// that does not answer, not a denial (issue 37, N15). Pure, for tests on
+// every OS.
+func LocalNetworkBlocked(goos string, err error, connected bool, took time.Duration) bool {
+	return goos == "darwin" && connected && took < LocalNetworkDenialWithin && errors.Is(err, syscall.EHOSTUNREACH)
 }
+
+// LocalNetworkDenialWithin is how soon a connect refused by Local Network
+// privacy fails: the kernel refuses it before sending anything, where an
+// unanswered ARP takes seconds.
+const LocalNetworkDenialWithin = 100 * time.Millisecond

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -223,16 +224,18 @@ func TestPickName(t *testing.T) {
 func TestLocalNetworkBlocked(t *testing.T) {
 	unreach := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
-	if !LocalNetworkBlocked("darwin", unreach, true) {
-		t.Error("no hint for EHOSTUNREACH to a connected network on macOS")
+	if !LocalNetworkBlocked("darwin", unreach, true, 2*time.Millisecond) {
+		t.Error("no hint for EHOSTUNREACH at once to a connected network on macOS")
 	}
 	for _, tc := range []struct {
 		goos      string
 		err       error
 		connected bool
-	}{{"linux", unreach, true}, {"darwin", refused, true}, {"darwin", unreach, false}} {
-		if LocalNetworkBlocked(tc.goos, tc.err, tc.connected) {
-			t.Errorf("%s %v connected=%v: blocked, want not", tc.goos, tc.err, tc.connected)
+		took      time.Duration
+	}{{"linux", unreach, true, 0}, {"darwin", refused, true, 0}, {"darwin", unreach, false, 0},
+		{"darwin", unreach, true, 3 * time.Second}} { // after an ARP timeout: a peer that is off
+		if LocalNetworkBlocked(tc.goos, tc.err, tc.connected, tc.took) {
+			t.Errorf("%s %v connected=%v after %v: blocked, want not", tc.goos, tc.err, tc.connected, tc.took)
 		}
 	}
 }

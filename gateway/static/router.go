@@ -116,8 +116,9 @@ func dialer(c roads.Candidate) func(context.Context) (net.Conn, error) {
 		if iface != "" {
 			d.Control = netwatch.BindControl(iface, road)
 		}
+		began := time.Now()
 		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil && netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "") {
+		if err != nil && netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "", time.Since(began)) {
 			err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
 		}
 		return conn, err

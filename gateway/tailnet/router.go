@@ -175,10 +175,11 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 		}
 		n.mu.Unlock()
 		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: netwatch.BindControl(iface, road)}
+		began := time.Now()
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		raw = meterConn(ctx, raw)
 		if err != nil {
-			if netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "") {
+			if netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "", time.Since(began)) {
 				err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
 			}
 			if iface != "" {
