@@ -26,6 +26,11 @@ func Read(roadsOverride map[string]roads.Road) State {
 		return State{}
 	}
 	st := State{}
+	names := make([]string, len(ifs))
+	for i, ifc := range ifs {
+		names[i] = ifc.Name
+	}
+	ports, members := hardwarePorts(names)
 	for _, ifc := range ifs {
 		var addrs []netip.Prefix
 		if as, err := ifc.Addrs(); err == nil {
@@ -40,6 +45,9 @@ func Read(roadsOverride map[string]roads.Road) State {
 		c.Index, c.MediaWord = ifc.Index, media.Word
 		if wireless(ifc.Name) {
 			c.Wireless = true
+		}
+		if r, ok := PortsRoad(ifc.Name, ports, members); ok && (c.Road == roads.LAN || c.Road == roads.Thunderbolt) {
+			c.Road = r
 		}
 		if r, ok := roadsOverride[ifc.Name]; ok && c.Road != "" {
 			c.Road = r

@@ -304,3 +304,57 @@ func LocalNetworkBlocked(goos string, err error, connected bool, took time.Durat
 // privacy fails: the kernel refuses it before sending anything, where an
 // unanswered ARP takes seconds.
 const LocalNetworkDenialWithin = 100 * time.Millisecond
+
+// ParsePorts reads "bsdname\tport name" lines into a map.
+func ParsePorts(s string) map[string]string {
+	out := map[string]string{}
+	for line := range strings.Lines(s) {
+		if bsd, port, ok := strings.Cut(strings.TrimRight(line, "\n"), "\t"); ok && bsd != "" {
+			out[bsd] = port
+		}
+	}
+	return out
+}
+
+// BridgeMembers reads a bridge's members from `ifconfig bridgeN`: its
+// "member: en2 flags=…" lines.
+func BridgeMembers(ifconfig string) []string {
+	var out []string
+	for line := range strings.Lines(ifconfig) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "member: "); ok {
+			if name, _, _ := strings.Cut(rest, " "); name != "" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// PortsRoad decides between the thunderbolt and lan roads for interface
+// name from macOS's hardware ports (ports: port name by BSD name) and
+// bridges' members, when they tell: a Thunderbolt port itself ("Thunderbolt
+// 1", set up on its own, without the bridge) is thunderbolt; a bridge is
+// thunderbolt when one of its members is a Thunderbolt port, and lan when
+// its members are known and none is (Internet Sharing's bridge of
+// Ethernet). decided is false when they do not tell (another OS, no such
+// port), and the name rule of Classify stands (issue 37, N14). Pure.
+func PortsRoad(name string, ports map[string]string, members map[string][]string) (road roads.Road, decided bool) {
+	isTB := func(n string) bool {
+		p := ports[n]
+		return strings.Contains(p, "Thunderbolt") && !strings.Contains(p, "Bridge")
+	}
+	if isTB(name) {
+		return roads.Thunderbolt, true
+	}
+	if ms, ok := members[name]; ok && len(ms) > 0 {
+		for _, m := range ms {
+			if isTB(m) {
+				return roads.Thunderbolt, true
+			}
+		}
+		if len(ports) > 0 {
+			return roads.LAN, true
+		}
+	}
+	return "", false
+}

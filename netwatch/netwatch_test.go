@@ -268,3 +268,34 @@ func TestMediaOnMac(t *testing.T) {
 		}
 	}
 }
+
+// TestPortsRoad: macOS's hardware ports decide between thunderbolt and
+// lan where they tell (issue 37, N14): a Thunderbolt port set up on its
+// own, a bridge by its members; otherwise the name rule stands.
+func TestPortsRoad(t *testing.T) {
+	ports := ParsePorts("en0\tWi-Fi\nen1\tThunderbolt 1\nen2\tThunderbolt 2\nen5\tUSB 10/100/1000 LAN\nbridge0\tThunderbolt Bridge\n")
+	ifconfig := "bridge0: flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> mtu 1500\n\tOptions=63<RXCSUM,TXCSUM,TSO4,TSO6>\n\tether 36:a1:2b:3c:4d:00\n\tConfiguration:\n\t\tid 0:0:0:0:0:0 priority 0 hellotime 0 fwddelay 0\n\tmember: en1 flags=3<LEARNING,DISCOVER>\n\t        ifmaxaddr 0 port 8 priority 0 path cost 0\n\tmember: en2 flags=3<LEARNING,DISCOVER>\n\tstatus: active\n"
+	if got := BridgeMembers(ifconfig); len(got) != 2 || got[0] != "en1" || got[1] != "en2" {
+		t.Fatalf("BridgeMembers: %q", got)
+	}
+	for _, tc := range []struct {
+		name    string
+		members map[string][]string
+		road    roads.Road
+		decided bool
+	}{
+		{"bridge0", map[string][]string{"bridge0": {"en1", "en2"}}, roads.Thunderbolt, true},
+		{"bridge0", map[string][]string{"bridge0": {"en5"}}, roads.LAN, true}, // a bridge of Ethernet only
+		{"en1", nil, roads.Thunderbolt, true},                                  // a Thunderbolt port without the bridge
+		{"en0", nil, "", false},
+		{"bridge0", nil, "", false}, // members unknown: the name rule stands
+	} {
+		road, decided := PortsRoad(tc.name, ports, tc.members)
+		if road != tc.road || decided != tc.decided {
+			t.Errorf("PortsRoad(%s, %v) = %q %v, want %q %v", tc.name, tc.members, road, decided, tc.road, tc.decided)
+		}
+	}
+	if _, decided := PortsRoad("bridge0", nil, map[string][]string{"bridge0": {"en5"}}); decided {
+		t.Error("members without ports decided")
+	}
+}

@@ -12,3 +12,7 @@ typedef uint32_t CFStringEncoding;
 #define kCFStringEncodingUTF8 0x08000100
 extern Boolean CFStringGetCString(CFStringRef theString, char *buffer, CFIndex bufferSize, CFStringEncoding encoding);
 extern void CFRelease(CFTypeRef cf);
+// CFArray.h
+typedef const struct __CFArray *CFArrayRef;
+extern CFIndex CFArrayGetCount(CFArrayRef theArray);
+extern const void *CFArrayGetValueAtIndex(CFArrayRef theArray, CFIndex idx);
