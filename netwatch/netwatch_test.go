@@ -286,7 +286,7 @@ func TestPortsRoad(t *testing.T) {
 	}{
 		{"bridge0", map[string][]string{"bridge0": {"en1", "en2"}}, roads.Thunderbolt, true},
 		{"bridge0", map[string][]string{"bridge0": {"en5"}}, roads.LAN, true}, // a bridge of Ethernet only
-		{"en1", nil, roads.Thunderbolt, true},                                  // a Thunderbolt port without the bridge
+		{"en1", nil, roads.Thunderbolt, true},                                 // a Thunderbolt port without the bridge
 		{"en0", nil, "", false},
 		{"bridge0", nil, "", false}, // members unknown: the name rule stands
 	} {
