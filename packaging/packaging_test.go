@@ -930,3 +930,21 @@ func TestPreinstallWaits(t *testing.T) {
 		t.Errorf("the check does not tell turn 4's preinstall, which does not wait:\n%s", strings.Join(got, "\n"))
 	}
 }
+
+// TestCIVersion: an untagged build sorts above the last release, in
+// Info.plist's and pkgbuild's terms too (issue 37, N8).
+func TestCIVersion(t *testing.T) {
+	for _, tc := range [][3]string{{"v1.2.3", "57", "1.2.4-ci.57"}, {"", "3", "0.0.1-ci.3"}, {"v2.0.9-rc1", "1", "2.0.10-ci.1"}} {
+		got := CIVersion(tc[0], tc[1])
+		if got != tc[2] {
+			t.Errorf("CIVersion(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
+		}
+		if tc[0] != "" && MacVersion(got) == MacVersion(tc[0]) {
+			t.Errorf("%s does not sort above %s for Installer", got, tc[0])
+		}
+	}
+	b, _ := os.ReadFile("macos/component.plist")
+	if !regexp.MustCompile(`<key>BundleIsVersionChecked</key>\s*<false/>`).Match(b) {
+		t.Error("component.plist checks the bundle's version: an older build installed on purpose (a CI build, a downgrade) would leave the newer bundle in place")
+	}
+}
