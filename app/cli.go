@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/kit"
 )
 
@@ -216,7 +217,7 @@ func didYouMean(fs *flag.FlagSet, err error) string {
 	bad = strings.TrimLeft(bad, "-")
 	best, bestD := "", 3
 	fs.VisitAll(func(f *flag.Flag) {
-		d := editDistance(bad, f.Name)
+		d := roads.EditDistance(bad, f.Name)
 		if len(bad) >= 3 && (strings.HasPrefix(f.Name, bad) || strings.HasPrefix(bad, f.Name)) {
 			d = min(d, 2)
 		}
@@ -228,27 +229,6 @@ func didYouMean(fs *flag.FlagSet, err error) string {
 		return ""
 	}
 	return "; did you mean --" + best + "?"
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // withoutPSN drops the process serial number argument (-psn_0_12345)

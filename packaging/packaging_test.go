@@ -145,15 +145,9 @@ func TestScripts(t *testing.T) {
 
 // TestStageMac: the staged payload and scripts are exactly the layout,
 // with their modes; the bundle's Info.plist has the version, its icon is
-// an icns with the 512 px image.
+// an icns drawn from the 1024 px image.
 func TestStageMac(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "delta")
-	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
-	root, scripts := filepath.Join(dir, "root"), filepath.Join(dir, "scripts")
-	if err := StageMac(root, scripts, bin, "1.2.3"); err != nil {
-		t.Fatal(err)
-	}
+	_, root, scripts := stageFake(t)
 	checkTree(t, root, MacPayload)
 	checkTree(t, scripts, MacScripts)
 	b, _ := os.ReadFile(filepath.Join(root, "Applications/Delta.app/Contents/Info.plist"))
@@ -188,6 +182,20 @@ func formatTree(es []Entry) string {
 		fmt.Fprintf(&b, "  %v  %s\n", e.Mode, e.Path)
 	}
 	return b.String()
+}
+
+// stageFake lays out the macOS payload and scripts of version 1.2.3 with a
+// stand-in binary, in a folder of the test's.
+func stageFake(t *testing.T) (dir, root, scripts string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin := filepath.Join(dir, "delta")
+	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
+	root, scripts = filepath.Join(dir, "root"), filepath.Join(dir, "scripts")
+	if err := StageMac(root, scripts, bin, "1.2.3"); err != nil {
+		t.Fatal(err)
+	}
+	return dir, root, scripts
 }
 
 // TestPkgReadBack reads a .pkg built on a Mac (DELTA_PKG) back with bsdtar
@@ -241,13 +249,7 @@ func TestPkgReadBackRelative(t *testing.T) {
 			t.Skipf("%s is not installed (Debian: apt-get install libarchive-tools cpio; make deps does it as root)", tool)
 		}
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "delta")
-	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
-	root, scripts := filepath.Join(dir, "root"), filepath.Join(dir, "scripts")
-	if err := StageMac(root, scripts, bin, "1.2.3"); err != nil {
-		t.Fatal(err)
-	}
+	dir, root, scripts := stageFake(t)
 	flat := filepath.Join(dir, "flat")
 	comp := filepath.Join(flat, "Delta-component.pkg")
 	os.MkdirAll(comp, 0o755)

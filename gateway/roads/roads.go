@@ -277,7 +277,7 @@ func UnknownPeer(peer string, known []string) string {
 	names := slices.Sorted(slices.Values(known))
 	best, bestD := "", 3
 	for _, k := range names {
-		d := editDistance(strings.ToLower(peer), strings.ToLower(k))
+		d := EditDistance(strings.ToLower(peer), strings.ToLower(k))
 		if d < bestD {
 			best, bestD = k, d
 		}
@@ -298,8 +298,9 @@ func PeerNames(r Router) []string {
 	return out
 }
 
-// editDistance is Levenshtein's distance between a and b, in bytes.
-func editDistance(a, b string) int {
+// EditDistance is Levenshtein's distance between a and b, in bytes: the
+// "did you mean" of a peer's name here, and of a flag's on the command line.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
