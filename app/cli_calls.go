@@ -105,9 +105,8 @@ func stateExit(state string) int {
 
 // showRecord prints a call's record. With withState (show) it returns the
 // exit code of the call's state (docs/protocol.md, "The command line's
-// exit codes"); the
-// bookkeeping commands (ask, dismiss, forget) exit 0 once they did what
-// was asked, whatever the call's state.
+// exit codes"); the bookkeeping commands (ask, dismiss, forget) exit 0
+// once they did what was asked, whatever the call's state.
 func showRecord(e *env, r *localapi.Call, withState bool) error {
 	if e.json {
 		if err := e.printJSON(r); err != nil {
