@@ -80,7 +80,7 @@ func bugreportParts(e *env) ([]reportPart, []string) {
 		}
 		parts = append(parts, reportPart{"config.json", "the mode and peers", b})
 	}
-	st := []byte("Delta was not running")
+	var st []byte
 	if c, err := e.client(); err != nil {
 		st = fmt.Appendf(nil, "Delta was not running: %v\n", err)
 	} else if s, err := c.Status(e.ctx); err != nil {
