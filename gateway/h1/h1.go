@@ -33,8 +33,14 @@ import (
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
-// Transport is a pool of HTTP/1.1 connections by host (a request URL's
-// Host). It is safe for concurrent use.
+// Transport is a pool of HTTP/1.1 connections by where each one goes: a
+// request URL's Host takes a connection pooled under that key. A
+// connection whose Dial returned a net.Conn with a PoolKey is pooled under
+// that key instead of the host it was dialled for: a dial may reach
+// another address than the one asked (a raced dial won by another road),
+// and the next request for the address asked must not take it (issue 35:
+// a read pinned to lan went over the tailnet). It is safe for concurrent
+// use.
 type Transport struct {
 	// Dial connects for a request, with its context. Required.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -48,10 +54,14 @@ type Transport struct {
 	idle map[string][]*conn // most recently used last
 }
 
+// PoolKeyer is a connection that says where it goes (its road's address):
+// the key it is pooled under.
+type PoolKeyer interface{ PoolKey() string }
+
 // conn is one connection and its buffers.
 type conn struct {
 	t    *Transport
-	host string
+	host string // the key it is pooled under: its PoolKey, else the host dialled
 	nc   net.Conn
 	br   *bufio.Reader
 	hl   *proto.HeadLimit // under br: bounds a head
@@ -106,7 +116,11 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 		return nil, false, err
 	}
 	hl := &proto.HeadLimit{R: nc}
-	c = &conn{t: t, host: host, nc: nc, hl: hl, br: bufio.NewReaderSize(hl, readBufSize), bw: bufio.NewWriterSize(nc, writeBufSize)}
+	key := host
+	if k, ok := nc.(PoolKeyer); ok && k.PoolKey() != "" {
+		key = k.PoolKey()
+	}
+	c = &conn{t: t, host: key, nc: nc, hl: hl, br: bufio.NewReaderSize(hl, readBufSize), bw: bufio.NewWriterSize(nc, writeBufSize)}
 	c.idleTimer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.idleTimer.Stop()
 	return c, false, nil

@@ -24,6 +24,11 @@ type RoadConn struct {
 	once    sync.Once
 }
 
+// PoolKey is where the connection goes, its road's address: h1 pools it
+// under that, not under the address its first request asked for (a raced
+// dial may have been won by another road).
+func (rc *RoadConn) PoolKey() string { return rc.Cand.Address }
+
 // NetConn is the connection beneath (for what only it can set, such as
 // TCP keepalive).
 func (c *RoadConn) NetConn() net.Conn { return c.Conn }
