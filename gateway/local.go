@@ -74,7 +74,7 @@ func cleanPaths(next http.Handler) http.Handler {
 func refuseUnclean(w http.ResponseWriter, r *http.Request) bool {
 	why := proto.UncleanPath(r.URL.Path)
 	if why != "" {
-		localError(w, proto.BadRequest, proto.NotSent(why+", which Delta does not carry (it could reach another app, another peer or Delta's own API, and the owner's Delta would answer it with a redirect of its own)", ""))
+		localRefusal(w, proto.BadRequest, why+", which Delta does not carry (it could reach another app, another peer or Delta's own API, and the owner's Delta would answer it with a redirect of its own)")
 	}
 	return why != ""
 }
@@ -122,7 +122,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if !isLoopbackHost(host) {
-			localError(w, proto.BadRequest, proto.NotSent(fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard)", r.Host), ""))
+			localRefusal(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard)", r.Host))
 			return
 		}
 		if statuspage.IsPagePath(r.URL.Path) {
@@ -136,7 +136,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 		if why := g.checkLocalAuth(r.Header.Get("Authorization")); why != "" {
 			proto.RefuseAndClose(w) // no wait for a body that may never come
 			w.Header().Set("WWW-Authenticate", `Basic realm="Delta"`)
-			localError(w, proto.Unauthorized, proto.NotSent(why, ""))
+			localRefusal(w, proto.Unauthorized, why)
 			return
 		}
 		if refuseMethod(w, r) {
@@ -180,6 +180,13 @@ func (g *Gateway) checkLocalAuth(auth string) string {
 
 func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
 	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail})
+}
+
+// localRefusal is the local API's guard refusing a request before
+// anything of it went anywhere: its body says so in fields too ("sent":
+// false, "carried_out": false), as every answer about a request does.
+func localRefusal(w http.ResponseWriter, o proto.Outcome, cause string) {
+	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: proto.NotSent(cause, "")}.With(proto.NothingSent))
 }
 
 func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {

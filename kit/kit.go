@@ -452,7 +452,7 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 		return nil, &Conflict{RequestID: id, Detail: eb.Detail}
 	}
 	return nil, &Unavailable{Outcome: outcome, Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, Peer: eb.Peer, Road: eb.Road,
-		NothingSent: eb.Sent != nil && !*eb.Sent}
+		NothingSent: eb.Sent != nil && !*eb.Sent, NotCarriedOut: eb.CarriedOut != nil && !*eb.CarriedOut}
 }
 
 // counter counts a body's bytes as they pass, and tells report (if not

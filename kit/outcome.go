@@ -19,9 +19,14 @@ type Unavailable struct {
 	Peer      string
 	Road      string
 	// NothingSent reports whether nothing of the request left this
-	// computer (Delta's "sent": false). When false, the request reached
-	// the owner, whose Delta proved its app did not act.
+	// computer (Delta's "sent": false).
 	NothingSent bool
+	// NotCarriedOut reports whether it was certainly not carried out
+	// (Delta's "carried_out": false): nothing was sent, or the request
+	// reached the owner, whose Delta proved its app did not act. Both
+	// false: no promise either way, which only a read is ever told (a
+	// read that timed out, an app that broke its answer).
+	NotCarriedOut bool
 }
 
 func (e *Unavailable) Error() string { return e.Outcome + ": " + e.Detail }
