@@ -20,7 +20,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots kits kit-docs
 all: build
 
 build: deps
@@ -74,7 +74,23 @@ unit: deps
 	  exit $$status; \
 	fi
 
-test: vet vet-darwin package-check unit fuzz-short
+# kits runs the Python and TypeScript kits' tests, each in its language's
+# own runner (python3 -m unittest, node --test), against two real Deltas
+# (bin/delta in static mode on loopback; as root inside an offline
+# namespace): tools/kits says how.
+kits: build
+	@tools/kits test
+
+# kit-docs writes the kits' API reference from their source: the Python
+# kit's docstrings as pydoc HTML, the TypeScript kit's .d.ts with comments,
+# under build/kit-docs/.
+kit-docs: deps
+	@rm -rf build/kit-docs && mkdir -p build/kit-docs/python build/kit-docs/typescript
+	cd build/kit-docs/python && PYTHONPATH=$(CURDIR)/kit/python/src /usr/bin/python3 -m pydoc -w delta_kit delta_kit.client delta_kit.errors delta_kit.owner delta_kit.wire delta_kit.direct
+	cd kit/typescript && npm ci --no-audit --no-fund --loglevel=error && npx tsc -p . --declaration --emitDeclarationOnly --outDir $(CURDIR)/build/kit-docs/typescript
+	@echo "make: the kits' API reference is in build/kit-docs/ (python/*.html, typescript/*.d.ts)"
+
+test: vet vet-darwin package-check unit kits fuzz-short
 
 # screenshots redraws docs/screenshots/*.png from real processes: two
 # Deltas, the tray's menu in xfce4-panel and a notification from
@@ -136,8 +152,12 @@ fuzz:
 # and the .deb: built from a real binary, installed into a throwaway root,
 # its systemd unit's ExecStart run against a temporary state folder. With
 # DELTA_PKG=path/to/Delta.pkg (built on a Mac) it reads that package back.
-package-check: deps
+# Then the kits' packages (tools/kits package-check): the Python wheel
+# (python3 -m build) installed into a fresh venv and the npm package (npm
+# pack) into a fresh folder, each running its notes example.
+package-check: deps build
 	$(GO) test -count=1 -v ./packaging/ 2>&1 | grep -v '^=== ' ; exit $${PIPESTATUS[0]}
+	@tools/kits package-check
 
 VERSION ?= dev
 DEB_ARCH = $(shell $(GO) env GOARCH)
