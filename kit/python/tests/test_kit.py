@@ -121,6 +121,10 @@ class Outcomes(WithPair):
         self.assertEqual((rec2.state, rec2.settled_by), ("not_carried_out", "a person"))
         self.app.release("b")
 
+    def test_unknown_length_goes_chunked(self) -> None:
+        a = self.c.call("studio", "notes", "PUT", "/sink", iter([b"abc", b"def"]))
+        self.assertEqual(json.loads(a.body), {"size": 6, "sha256": hashlib.sha256(b"abcdef").hexdigest()})
+
     def test_cut(self) -> None:
         with self.assertRaises(Cut) as cm:
             self.c.get("studio", "notes", "/broken")

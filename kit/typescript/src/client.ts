@@ -439,6 +439,7 @@ export class Client {
     if (body === null || body === undefined) size = 0;
     else if (body instanceof Uint8Array) size = body.length;
     if (size >= 0) h["Content-Length"] = String(size);
+    else h["Transfer-Encoding"] = "chunked"; // said outright: node:http frames no body by itself for DELETE and the like
     let res: IncomingMessage;
     try {
       res = await this.send(method, peerPath(peer, app, path), h, body, false, opts.progress, size);

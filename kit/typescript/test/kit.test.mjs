@@ -122,6 +122,12 @@ describe("with two Deltas", () => {
     app.release("b");
   });
 
+  test("a body of unknown length goes chunked", async () => {
+    async function* parts() { yield Buffer.from("abc"); yield Buffer.from("def"); }
+    const a = await c.call("studio", "notes", "PUT", "/sink", parts());
+    assert.deepEqual(JSON.parse(a.body), { size: 6, sha256: createHash("sha256").update("abcdef").digest("hex") });
+  });
+
   test("an answer cut short", async () => {
     const e = await c.get("studio", "notes", "/broken").then(() => null, (x) => x);
     assert.ok(e instanceof Cut, String(e));
