@@ -152,7 +152,7 @@ class Response:
         conn, self._conn = self._conn, None
         if conn is None:
             return
-        if keep and self._client is not None and not self._resp.will_close and conn.sock is not None:
+        if keep and self._client is not None and isinstance(conn, _Conn) and not self._resp.will_close and conn.sock is not None:
             self._client._put_idle(conn)
         else:
             conn.close()
@@ -179,7 +179,7 @@ class _Counting(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+    def read(self, n: int = -1) -> bytes:
         b = self._r.read(n)
         self._n += len(b)
         self._report(self._n, self._total)
@@ -572,7 +572,7 @@ def _file_size(f: Any) -> int:
     try:
         st = os.fstat(f.fileno())
         if os.path.isfile(getattr(f, "name", "")) or st.st_size > 0:
-            return st.st_size - f.tell()
+            return int(st.st_size - f.tell())
     except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
         pass
     return -1

@@ -14,7 +14,8 @@ import socket
 import sys
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from email.message import Message
+from typing import Any, Callable, Mapping, Optional
 
 from .errors import (BadInput, Conflict, DeltaError, NotCarriedOut, NotDelta, NothingSent, OutcomeUnknown,
                      Unavailable)
@@ -219,7 +220,7 @@ class ErrorBody:
         return out
 
 
-def error_for(status: int, reason: str, headers: Mapping[str, str], body: bytes, request_id: str = "") -> DeltaError:
+def error_for(status: int, reason: str, headers: "Mapping[str, str] | Message", body: bytes, request_id: str = "") -> DeltaError:
     """The outcome an error answer of Delta's stands for (its
     ``X-Delta-Outcome`` is neither ``answered`` nor ``stale``): the typed
     exception, with Delta's fields. A body that is not Delta's JSON still
@@ -243,9 +244,11 @@ def error_for(status: int, reason: str, headers: Mapping[str, str], body: bytes,
                 nothing_sent=nothing_sent, not_carried_out=not_carried)
 
 
-def _getter(headers: Mapping[str, str]):
-    if hasattr(headers, "get_all") or type(headers).__name__ == "HTTPMessage":
-        return lambda k: headers.get(k, "") or ""
+def _getter(headers: "Mapping[str, str] | Message") -> Callable[[str], str]:
+    """A case-blind look-up of one header ("" when absent)."""
+    if isinstance(headers, Message):
+        msg = headers
+        return lambda k: msg.get(k, "") or ""
     low = {k.lower(): v for k, v in headers.items()}
     return lambda k: low.get(k.lower(), "")
 
