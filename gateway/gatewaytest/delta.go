@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
 )
@@ -34,6 +36,26 @@ type Delta struct {
 // reconciler; they stop when the test ends.
 func StaticPair(t testing.TB, a, b string) (*Delta, *Delta) {
 	t.Helper()
+	return pair(t, a, b, false, nil)
+}
+
+// SealedPair starts two Deltas as StaticPair does, paired by their IDs
+// instead of a network key: each state folder's certificate made first,
+// each config naming the other's ID, every road TLS 1.3 pinned both ways.
+func SealedPair(t testing.TB, a, b string) (*Delta, *Delta) {
+	t.Helper()
+	return pair(t, a, b, true, nil)
+}
+
+// SealedPairVia is SealedPair whose a reaches b at via(b's address): a
+// proxy in the middle (a man in the middle, a road that flips bits).
+func SealedPairVia(t testing.TB, a, b string, via func(addr string) string) (*Delta, *Delta) {
+	t.Helper()
+	return pair(t, a, b, true, via)
+}
+
+func pair(t testing.TB, a, b string, sealed bool, via func(string) string) (*Delta, *Delta) {
+	t.Helper()
 	var lns [2]net.Listener
 	for i := range lns {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,16 +66,35 @@ func StaticPair(t testing.TB, a, b string) (*Delta, *Delta) {
 	}
 	root := t.TempDir()
 	names := [2]string{a, b}
-	var out [2]*Delta
+	var ids [2]string
 	for i, name := range names {
-		other := lns[1-i].Addr().String()
 		dir := filepath.Join(root, name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		cfg := map[string]any{"name": name, "node_id": "node-" + name,
-			"network_key": hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
-			"peers":       []any{map[string]any{"name": names[1-i], "roads": map[string]string{"lan": other}}}}
+		if sealed {
+			_, pin, err := pintls.LoadOrCreate(dir, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := identity.FromPin(pin)
+			ids[i] = id.String()
+		}
+	}
+	var out [2]*Delta
+	for i, name := range names {
+		other := lns[1-i].Addr().String()
+		if i == 0 && via != nil {
+			other = via(other)
+		}
+		dir := filepath.Join(root, name)
+		peer := map[string]any{"name": names[1-i], "roads": map[string]string{"lan": other}}
+		cfg := map[string]any{"name": name, "node_id": "node-" + name, "peers": []any{peer}}
+		if sealed {
+			peer["id"] = ids[1-i]
+		} else {
+			cfg["network_key"] = hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+		}
 		if err := statedir.WriteJSON(filepath.Join(dir, statedir.ConfigFile), cfg); err != nil {
 			t.Fatal(err)
 		}

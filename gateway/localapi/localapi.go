@@ -54,6 +54,9 @@ func DefaultStateDir() string {
 type Self struct {
 	Name string `json:"name"`
 	Node string `json:"node_id"`
+	// ID is this computer's ID in static mode with IDs (package identity),
+	// which its peers pair with; empty otherwise.
+	ID string `json:"id,omitempty"`
 }
 
 // LocalFile is local.json: where the running Delta's local API listens.

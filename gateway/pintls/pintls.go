@@ -20,6 +20,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"os"
@@ -150,7 +151,8 @@ func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certific
 	if own != nil {
 		cfg.Certificates = []tls.Certificate{*own}
 	}
-	cfg.ClientSessionCache = sessionCache(want, own)
+	cache := &signalCache{ClientSessionCache: sessionCache(want, own), put: make(chan struct{})}
+	cfg.ClientSessionCache = cache
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
@@ -158,6 +160,12 @@ func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certific
 			return nil, mismatch
 		}
 		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	if own != nil {
+		if err := awaitAccepted(ctx, c, cache.put); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
 	}
 	if c.ConnectionState().DidResume {
 		handshakes.resumed.Add(1)
@@ -206,4 +214,73 @@ func sessionCache(want string, own *tls.Certificate) tls.ClientSessionCache {
 		sessions.m[key] = c
 	}
 	return c
+}
+
+// signalCache is a session cache that says when the server's first session
+// ticket has arrived.
+type signalCache struct {
+	tls.ClientSessionCache
+	put  chan struct{}
+	once sync.Once
+}
+
+func (s *signalCache) Put(key string, cs *tls.ClientSessionState) {
+	s.ClientSessionCache.Put(key, cs)
+	s.once.Do(func() { close(s.put) })
+}
+
+// AcceptWait bounds how long a client waits for the server to accept its
+// certificate after the handshake.
+const AcceptWait = 5 * time.Second
+
+// awaitAccepted waits until the server has accepted this computer's
+// certificate. In TLS 1.3 the client's side of the handshake ends before
+// the server has checked the client's certificate: a refusal would come
+// only as the answer to the first request, after the request had been
+// written, and a call refused so would look as if it might have been
+// carried out. Delta's peer listeners send their session ticket only
+// after the client's certificate passed (crypto/tls does, when it asked
+// for one), so its arrival is the acceptance, and an alert is the
+// refusal; nothing of a request is written before either.
+func awaitAccepted(ctx context.Context, c *tls.Conn, accepted <-chan struct{}) error {
+	select {
+	case <-accepted: // a resumed session's ticket may have come already
+		return nil
+	default:
+	}
+	read := make(chan error, 1)
+	go func() {
+		var b [1]byte
+		n, err := c.Read(b[:])
+		if n > 0 {
+			err = errors.New("the peer sent data before any request")
+		}
+		read <- err
+	}()
+	wait := time.NewTimer(AcceptWait)
+	defer wait.Stop()
+	var err error
+	select {
+	case <-accepted:
+	case err = <-read:
+		if err == nil || errors.Is(err, io.EOF) {
+			err = errors.New("the peer closed the connection after the handshake: it did not accept this computer's certificate")
+		} else {
+			err = fmt.Errorf("the peer refused this computer's certificate: %w", err)
+		}
+		return err
+	case <-wait.C:
+		err = fmt.Errorf("the peer did not accept this computer's certificate within %s", AcceptWait)
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	// Stop the read, and take the connection back whole: a read that timed
+	// out leaves a tls.Conn usable.
+	c.SetReadDeadline(time.Unix(1, 0))
+	rerr := <-read
+	c.SetReadDeadline(time.Time{})
+	if err == nil && rerr != nil && !errors.Is(rerr, os.ErrDeadlineExceeded) {
+		err = fmt.Errorf("the peer refused this computer's certificate: %w", rerr)
+	}
+	return err
 }

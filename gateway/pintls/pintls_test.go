@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/cpu"
@@ -159,4 +160,69 @@ func BenchmarkRecordCipher(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestRefusedClientKnownBeforeWriting: a server that checks the client's
+// certificate refuses another one, and Handshake says so before anything
+// is written (in TLS 1.3 the client's handshake ends first; the refusal is
+// awaited); the accepted client gets its connection, and a second
+// handshake resumes and is accepted at once.
+func TestRefusedClientKnownBeforeWriting(t *testing.T) {
+	server, serverPin, _ := LoadOrCreate(t.TempDir(), "studio")
+	paired, pairedPin, _ := LoadOrCreate(t.TempDir(), "laptop")
+	stranger, _, _ := LoadOrCreate(t.TempDir(), "laptop")
+	cfg := ServerConfig(server)
+	cfg.ClientAuth = tls.RequireAnyClientCert
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if ClientPin(&cs) != pairedPin {
+			return errors.New("not paired")
+		}
+		return nil
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	wrote := make(chan int, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, _ := io.ReadAll(c)
+				wrote <- len(b)
+			}()
+		}
+	}()
+	dial := func(own *tls.Certificate) (*tls.Conn, error) {
+		raw, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Handshake(context.Background(), raw, serverPin, own)
+	}
+	if _, err := dial(&stranger); err == nil || !strings.Contains(err.Error(), "refused this computer's certificate") {
+		t.Fatalf("a stranger's handshake: %v, want a refusal", err)
+	}
+	if n := <-wrote; n != 0 {
+		t.Fatalf("the server read %d bytes from the stranger", n)
+	}
+	for i := range 2 {
+		c, err := dial(&paired)
+		if err != nil {
+			t.Fatalf("handshake %d of the paired client: %v", i, err)
+		}
+		io.WriteString(c, "hello")
+		c.Close()
+		if n := <-wrote; n != 5 {
+			t.Fatalf("the server read %d bytes, want 5", n)
+		}
+	}
+	if _, resumed := Handshakes(); resumed == 0 {
+		t.Fatal("the second handshake did not resume")
+	}
 }

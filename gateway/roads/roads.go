@@ -152,7 +152,11 @@ func HintOf(err error) localapi.RoadHint {
 // StaticPeer is a peer named in the state folder's config, with an address
 // per road.
 type StaticPeer struct {
-	Name  string          `json:"name"`
+	Name string `json:"name"`
+	// ID is the peer's identity (package identity's spelling): its roads
+	// are TLS pinned to it, and what it says it is must match it. Empty in
+	// a config of the network-key kind, whose roads are plain TCP.
+	ID    string          `json:"id,omitempty"`
 	Roads map[Road]string `json:"roads"` // road → host:port
 }
 

@@ -81,8 +81,9 @@ type Config struct {
 	// PeerListen is the peer API's address in static mode.
 	PeerListen string `json:"peer_listen,omitempty"`
 	// NetworkKey is the hex HMAC key that signs tickets, shared by every
-	// computer of a static network. Static mode needs it.
-	NetworkKey string `json:"network_key"`
+	// computer of a static network whose peers have no IDs (plain TCP).
+	// Static mode with IDs needs none: each computer signs with its own key.
+	NetworkKey string `json:"network_key,omitempty"`
 	// Peers are the other computers, with an address per road. If any are
 	// named, Delta runs in static mode: no tailnet.
 	Peers []roads.StaticPeer `json:"peers"`

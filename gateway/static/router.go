@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/peerclient"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/netwatch"
@@ -26,6 +27,7 @@ import (
 type Router struct {
 	*routes.Router
 	peers   []roads.StaticPeer
+	seal    *Seal // nil: plain TCP
 	tickets peerclient.Tickets
 	log     *slog.Logger
 	// watch starts netwatch (Probe); tests may replace it.
@@ -38,13 +40,19 @@ type Router struct {
 // NewRouter checks the configured peers and returns a router for them,
 // whose probes carry tickets from tickets. now and log may be nil.
 func NewRouter(peers []roads.StaticPeer, tickets peerclient.Tickets, now func() time.Time, log *slog.Logger) (*Router, error) {
+	return NewSealedRouter(peers, nil, tickets, now, log)
+}
+
+// NewSealedRouter is NewRouter whose roads are TLS 1.3 pinned to each
+// peer's ID (seal), or plain TCP when seal is nil.
+func NewSealedRouter(peers []roads.StaticPeer, seal *Seal, tickets peerclient.Tickets, now func() time.Time, log *slog.Logger) (*Router, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if err := CheckPeers(peers); err != nil {
 		return nil, err
 	}
-	s := &Router{peers: peers, tickets: tickets, log: log, watch: netwatch.Start}
+	s := &Router{peers: peers, seal: seal, tickets: tickets, log: log, watch: netwatch.Start}
 	s.Router = routes.NewRouter(routes.New(now, log), s.ping, log)
 	s.rebind(netwatch.State{})
 	return s, nil
@@ -80,16 +88,17 @@ func (s *Router) rebind(st netwatch.State) {
 	s.ifaces = st
 	s.mu.Unlock()
 	for _, p := range s.peers {
-		s.Book().Set(p.Name, Candidates(p, st))
+		s.Book().Set(p.Name, Candidates(p, st, s.seal))
 	}
 }
 
 // Candidates are a configured peer's roads, in road order, dialled over
-// plain TCP: a lan or thunderbolt address is bound to the local interface
+// TLS pinned to the peer's ID when seal is not nil, else plain TCP: a lan
+// or thunderbolt address is bound to the local interface
 // of that road whose network holds it (netwatch.State.InterfaceFor), and
 // unbound when none does (a routed address, loopback in tests, or before
 // netwatch has looked).
-func Candidates(p roads.StaticPeer, st netwatch.State) []roads.Candidate {
+func Candidates(p roads.StaticPeer, st netwatch.State, seal *Seal) []roads.Candidate {
 	var out []roads.Candidate
 	for _, road := range roads.All {
 		addr, ok := p.Roads[road]
@@ -101,28 +110,44 @@ func Candidates(p roads.StaticPeer, st netwatch.State) []roads.Candidate {
 			iface = st.InterfaceFor(road, ap.Addr())
 		}
 		c := roads.Candidate{Peer: p.Name, Road: road, Address: addr, Interface: iface, NeedsTicket: true}
-		c.Dial = dialer(c)
+		c.Dial = dialer(c, seal)
 		out = append(out, c)
 	}
 	return out
 }
 
-// dialer connects to c's address over plain TCP within its road's connect
-// timeout, bound to its interface if it has one.
-func dialer(c roads.Candidate) func(context.Context) (net.Conn, error) {
+// dialer connects to c's address within its road's connect timeout, bound
+// to its interface if it has one, and, with a seal, completes a TLS 1.3
+// handshake that accepts only the certificate of c's peer's ID (and shows
+// this computer's own) before it hands the connection back: nothing is
+// written to a road whose far end did not prove the ID.
+func dialer(c roads.Candidate, seal *Seal) func(context.Context) (net.Conn, error) {
 	road, addr, iface := c.Road, c.Address, c.Interface
-	return func(ctx context.Context) (net.Conn, error) {
-		d := net.Dialer{Timeout: road.ConnectTimeout()}
-		if iface != "" {
-			d.Control = netwatch.BindControl(iface, road)
-		}
-		began := time.Now()
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil && netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "", time.Since(began)) {
-			err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
-		}
-		return conn, err
+	pin := ""
+	if seal != nil {
+		pin = seal.Pins[c.Peer]
 	}
+	return func(ctx context.Context) (net.Conn, error) {
+		conn, err := dialRaw(ctx, road, addr, iface)
+		if err != nil || seal == nil {
+			return conn, err
+		}
+		return pintls.Handshake(ctx, conn, pin, &seal.Cert)
+	}
+}
+
+// dialRaw connects over TCP.
+func dialRaw(ctx context.Context, road roads.Road, addr, iface string) (net.Conn, error) {
+	d := net.Dialer{Timeout: road.ConnectTimeout()}
+	if iface != "" {
+		d.Control = netwatch.BindControl(iface, road)
+	}
+	began := time.Now()
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil && netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "", time.Since(began)) {
+		err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
+	}
+	return conn, err
 }
 
 // FirstProbe is how long after the start static mode's probes begin: the

@@ -1,8 +1,13 @@
 // Package static is static mode as a plug: peers named in the state
-// folder's config.json, reached over plain TCP, and tickets signed with the
-// network key that every computer of the static network shares (tests,
-// air-gapped setups). Attach wires it into a gateway.Config the way the
+// folder's config.json. Attach wires it into a gateway.Config the way the
 // tailnet node's Attach does; nothing is joined and nothing is discovered.
+//
+// Peers named with their IDs (package identity) are reached over TLS 1.3
+// pinned to each ID both ways, and each computer signs its tickets with its
+// own key (sealed.go): nothing crosses the network in the clear, and no
+// computer can pose as another. A config of the older kind, with a network
+// key every computer shares and no IDs, is plain TCP: requests and answers
+// cross the network readable, and any key holder may sign as any computer.
 package static
 
 import (
@@ -44,6 +49,13 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	if err != nil {
 		return err
 	}
+	ids, err := PeerIDs(fc.Peers)
+	if err != nil {
+		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
+	}
+	if ids != nil {
+		return attachSealed(cfg, fc, peerListen, self, ids)
+	}
 	k, err := key(dir, fc)
 	if err != nil {
 		return err
@@ -58,16 +70,9 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
 	}
 	if len(cfg.PeerListeners) == 0 {
-		addr := peerListen
-		if addr == "" {
-			addr = fc.PeerListen
-		}
-		if addr == "" {
-			addr = DefaultPeerListen
-		}
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listenPeer(fc, peerListen)
 		if err != nil {
-			return fmt.Errorf("static: the peer API cannot listen on %s (--peer-listen, or peer_listen in %s): %w", addr, statedir.ConfigFile, err)
+			return err
 		}
 		if w := PlainTCPWarning(ln.Addr()); w != "" && cfg.Logger != nil {
 			cfg.Logger.Warn("static mode: the peer API listens in plain TCP", "warning", w)
@@ -92,7 +97,7 @@ func PlainTCPWarning(addr net.Addr) string {
 		return ""
 	}
 	return fmt.Sprintf("static mode: the peer API listens on %s in PLAIN TCP: tickets keep out whoever lacks the network key, "+
-		"but every request and answer crosses the network unencrypted and readable; use it only on a network you trust, or use tailnet mode (pinned TLS)", addr)
+		"but every request and answer crosses the network unencrypted and readable; pair the computers by their IDs instead (delta id, delta pair: pinned TLS), or use tailnet mode", addr)
 }
 
 // key is the network key of fc. Without one a static network cannot work
