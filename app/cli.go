@@ -106,7 +106,7 @@ func init() {
 		statusCommand, pingCommand, loginCommand,
 		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand, forgetReceiptCommand,
 		getCommand, callCommand, appsCommand, forwardCommand,
-		openCommand, versionCommand, demoCommand, initCommand, uninstallCommand, bugreportCommand,
+		openCommand, versionCommand, demoCommand, initCommand, idCommand, pairCommandDef, uninstallCommand, bugreportCommand,
 	}
 }
 

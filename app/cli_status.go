@@ -59,7 +59,9 @@ var statusCommand = &command{name: "status", summary: "this computer, the tailne
 // writeStatus prints st for people.
 func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 	fmt.Fprintf(w, "%s", st.Self.Name)
-	if st.Self.Node != "" {
+	if st.Self.ID != "" {
+		fmt.Fprintf(w, " (ID %s)", st.Self.ID)
+	} else if st.Self.Node != "" {
 		fmt.Fprintf(w, " (node %s)", st.Self.Node)
 	}
 	fmt.Fprintf(w, " · Delta %s\n", st.Version)

@@ -31,8 +31,8 @@ func TestBadStarts(t *testing.T) {
 	}{
 		{"a taken --listen port", `{"network_key": "00112233445566778899aabbccddeeff", "peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}], "peer_listen": "127.0.0.1:0"}`,
 			[]string{"the local API cannot listen on " + taken.Addr().String(), "--listen or DELTA_LISTEN"}, taken.Addr().String()},
-		{"no network key", `{"peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
-			[]string{"no network_key", `"network_key": "`}, ""},
+		{"neither IDs nor a network key", `{"peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
+			[]string{"without their IDs", "delta pair studio=ID", `"network_key"`}, ""},
 		{"empty peers", `{"network_key": "00112233445566778899aabbccddeeff", "peers": []}`,
 			[]string{`"peers": []`, "static mode needs at least one peer", `remove "peers"`}, ""},
 		{"short key", `{"network_key": "abcd", "peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -25,18 +27,20 @@ type initOpts struct {
 }
 
 // initCommand is `delta init`: static mode's config.json, written for the
-// person, with a fresh network key unless one is given.
-var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST:PORT … [--name NAME] [--peer-listen HOST:PORT] [--network-key HEX]",
-	summary: "write config.json for static mode: peers by address, no tailnet, a fresh network key (tailnet mode needs no config)",
+// person: this computer's identity made, the peers by name, address and
+// (when known) ID, and the command for each other computer printed whole.
+// With --network-key, the older kind of config: a shared key, plain TCP.
+var initCommand = &command{name: "init", args: "--static --peer NAME=[ID@][ROAD@]HOST:PORT … [--name NAME] [--peer-listen HOST:PORT]",
+	summary: "write config.json for static mode: peers by ID and address, no tailnet, every road TLS pinned to the peer's ID (tailnet mode needs no config)",
 	flags: func(fs *flag.FlagSet) any {
 		o := &initOpts{peers: new([]roads.StaticPeer)}
 		o.static = fs.Bool("static", false, "static mode: the peers are named here with their addresses, and the tailnet is not joined")
-		fs.Func("peer", "a peer, NAME=HOST:PORT (its lan road) or NAME=ROAD@HOST:PORT (ROAD: thunderbolt, lan or tailnet); repeat it for more roads or peers", func(v string) error {
+		fs.Func("peer", "a peer, NAME=ID@HOST:PORT (its ID, as `delta id` prints it there, and its lan road), NAME=ID@ROAD@HOST:PORT (ROAD: thunderbolt, lan or tailnet), or without ID@ when it has none yet; repeat it for more roads or peers", func(v string) error {
 			return addPeer(o.peers, v)
 		})
 		o.name = fs.String("name", "", "this computer's name among its peers (default: its host name)")
 		o.peerListen = fs.String("peer-listen", "", "where this computer's peer API listens, HOST:PORT (default "+static.DefaultPeerListen+" when every peer is on loopback, else 0.0.0.0:7421)")
-		o.networkKey = fs.String("network-key", "", "the network key of the other computers (hex), when this one joins them; default: a fresh one")
+		o.networkKey = fs.String("network-key", "", "the older kind of static network: a key shared by every computer (hex, or \"new\" for a fresh one), plain TCP, no IDs; only for computers that still run it")
 		return o
 	},
 	run: func(e *env, o any, args []string) error {
@@ -63,10 +67,21 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST
 		}
 		path := filepath.Join(e.stateDir, statedir.ConfigFile)
 		if _, err := os.Stat(path); err == nil {
-			return exitf(exitFailed, "init: %s exists already: nothing was written (edit it, or remove it and run init again)", path)
+			return exitf(exitFailed, "init: %s exists already: nothing was written (edit it, or remove it and run init again; delta pair adds a peer's ID)", path)
 		}
 		if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
 			return exitf(exitFailed, "init: the state folder: %v", err)
+		}
+		var own identity.ID
+		if fc.NetworkKey == "" {
+			// This computer's identity, made now so that its ID can be
+			// printed for the others; Delta uses the same at start.
+			if own, err = ownID(e.stateDir, fc.Name); err != nil {
+				return exitf(exitFailed, "init: %v", err)
+			}
+			if err := static.CheckSelf(own, fc.Peers); err != nil {
+				return exitf(exitUsage, "init: %v", err)
+			}
 		}
 		if err := statedir.WriteJSON(path, fc); err != nil {
 			return exitf(exitFailed, "init: write %s: %v", path, err)
@@ -75,25 +90,80 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ROAD@]HOST
 		if listen == "" {
 			listen = static.DefaultPeerListen
 		}
+		if fc.NetworkKey != "" {
+			printNetworkKeyInit(e, fc, path, listen)
+			return nil
+		}
 		fmt.Fprintf(e.stdout, "Wrote %s: static mode, this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
-		if len(fc.Peers) == 1 {
-			fmt.Fprintln(e.stdout, "On the other computer, run this as it is (it names that computer, where it listens, this network's key and this computer):")
-		} else {
-			fmt.Fprintln(e.stdout, "On each other computer, run its line as it is (each names that computer, where it listens, this network's key and the others):")
-		}
-		fmt.Fprintln(e.stdout)
+		fmt.Fprintf(e.stdout, "This computer's ID is %s (delta id prints it again).\n\n", own)
+		var later []string
 		for _, p := range fc.Peers {
-			fmt.Fprintf(e.stdout, "  %s\n", peerCommand(fc, p))
+			if p.ID == "" {
+				fmt.Fprintf(e.stdout, "On %s, run this as it is (it names %s, where it listens, and this computer with its ID):\n\n  %s\n\n", p.Name, p.Name, peerCommand(fc, p, own))
+				later = append(later, p.Name)
+			} else {
+				fmt.Fprintf(e.stdout, "On %s, run this as it is (it tells %s this computer's ID and address):\n\n  %s\n\n", p.Name, p.Name, pairCommand(fc, p, own))
+			}
 		}
-		fmt.Fprintln(e.stdout)
-		fmt.Fprintln(e.stdout, "Then start Delta on each (delta, or delta --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
+		if len(later) > 0 {
+			fmt.Fprintf(e.stdout, "Then here, run the delta pair line that %s prints (it names its ID), and start Delta on each.\n", strings.Join(later, " and "))
+		} else {
+			fmt.Fprintln(e.stdout, "Then start Delta on each (delta, or delta --state-dir …).")
+		}
+		fmt.Fprintln(e.stdout, "Every road between them is TLS, pinned to these IDs: an ID is not a secret, and no computer can pose as another.")
 		return nil
 	}}
+
+// printNetworkKeyInit is init's words for the older kind of config.
+func printNetworkKeyInit(e *env, fc *statedir.Config, path, listen string) {
+	fmt.Fprintf(e.stdout, "Wrote %s: static mode with a network key (plain TCP, no IDs), this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
+	if len(fc.Peers) == 1 {
+		fmt.Fprintln(e.stdout, "On the other computer, run this as it is (it names that computer, where it listens, this network's key and this computer):")
+	} else {
+		fmt.Fprintln(e.stdout, "On each other computer, run its line as it is (each names that computer, where it listens, this network's key and the others):")
+	}
+	fmt.Fprintln(e.stdout)
+	for _, p := range fc.Peers {
+		fmt.Fprintf(e.stdout, "  %s\n", peerCommand(fc, p, identity.ID{}))
+	}
+	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.stdout, "Then start Delta on each (delta, or delta --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
+	fmt.Fprintln(e.stdout, "Requests and answers cross the network in plain TCP. To seal them, pair the computers by ID: docs/guide.md, \"From a network key to IDs\".")
+}
+
+// ownID is the ID of the certificate in dir, made now if there is none.
+func ownID(dir, name string) (identity.ID, error) {
+	_, pin, err := pintls.LoadOrCreate(dir, name)
+	if err != nil {
+		return identity.ID{}, err
+	}
+	return identity.FromPin(pin)
+}
+
+// pairCommand is the `delta pair` line for peer p, which knows its peers
+// by ID already: this computer's name, ID and the address p reaches it at.
+func pairCommand(fc *statedir.Config, p roads.StaticPeer, own identity.ID) string {
+	self := fc.PeerListen
+	if self == "" {
+		self = static.DefaultPeerListen
+	}
+	var parts []string
+	for _, r := range roads.All {
+		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
+			road := ""
+			if r != roads.LAN {
+				road = string(r) + "@"
+			}
+			parts = append(parts, fmt.Sprintf("%s=%s@%s%s", fc.Name, own, road, reachableFrom(self, a, localAddrToward)))
+		}
+	}
+	return "delta pair " + strings.Join(parts, " ")
+}
 
 // peerCommand is the whole `delta init` for peer p of the network fc
 // describes: p's name, where p listens (the address this computer was
 // given for it), the network key, this computer, and the other peers.
-func peerCommand(fc *statedir.Config, p roads.StaticPeer) string {
+func peerCommand(fc *statedir.Config, p roads.StaticPeer, own identity.ID) string {
 	var listen []string
 	for _, r := range roads.All {
 		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
@@ -114,19 +184,29 @@ func peerCommand(fc *statedir.Config, p roads.StaticPeer) string {
 	if self == "" {
 		self = static.DefaultPeerListen
 	}
-	cmd := fmt.Sprintf("delta init --static --name %s --peer-listen %s --network-key %s", p.Name, at, fc.NetworkKey)
+	cmd := fmt.Sprintf("delta init --static --name %s --peer-listen %s", p.Name, at)
+	id := ""
+	if fc.NetworkKey != "" {
+		cmd += " --network-key " + fc.NetworkKey
+	} else {
+		id = own.String() + "@"
+	}
 	for _, r := range roads.All {
 		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
 			road := ""
 			if r != roads.LAN {
 				road = string(r) + "@"
 			}
-			cmd += fmt.Sprintf(" --peer %s=%s%s", fc.Name, road, reachableFrom(self, a, localAddrToward))
+			cmd += fmt.Sprintf(" --peer %s=%s%s%s", fc.Name, id, road, reachableFrom(self, a, localAddrToward))
 		}
 	}
 	for _, o := range fc.Peers {
 		if o.Name == p.Name {
 			continue
+		}
+		oid := ""
+		if o.ID != "" {
+			oid = o.ID + "@"
 		}
 		for _, r := range roads.All {
 			if a, ok := o.Roads[r]; ok {
@@ -134,33 +214,22 @@ func peerCommand(fc *statedir.Config, p roads.StaticPeer) string {
 				if r != roads.LAN {
 					road = string(r) + "@"
 				}
-				cmd += fmt.Sprintf(" --peer %s=%s%s", o.Name, road, a)
+				cmd += fmt.Sprintf(" --peer %s=%s%s%s", o.Name, oid, road, a)
 			}
 		}
 	}
 	return cmd
 }
 
-// addPeer adds one --peer NAME=[ROAD@]HOST:PORT to peers: a second road of
-// a peer named before joins it.
+// addPeer adds one --peer NAME=[ID@][ROAD@]HOST:PORT to peers: a second
+// road of a peer named before joins it.
 func addPeer(peers *[]roads.StaticPeer, v string) error {
-	name, addr, ok := strings.Cut(v, "=")
-	if !ok || name == "" || addr == "" {
-		return fmt.Errorf("%q is not NAME=HOST:PORT or NAME=ROAD@HOST:PORT", v)
-	}
-	if err := proto.CheckName("peer", name); err != nil {
+	name, id, road, addr, err := parsePeer(v)
+	if err != nil {
 		return err
 	}
-	road := roads.LAN
-	if r, rest, ok := strings.Cut(addr, "@"); ok {
-		parsed, err := roads.Parse(r)
-		if err != nil {
-			return fmt.Errorf("peer %s: road %q is not one of thunderbolt, lan, tailnet", name, r)
-		}
-		road, addr = parsed, rest
-	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("peer %s: %q is not HOST:PORT: %v", name, addr, err)
+	if addr == "" {
+		return fmt.Errorf("peer %s: %q names no HOST:PORT; give the address it listens on (NAME=ID@HOST:PORT)", name, v)
 	}
 	for i := range *peers {
 		p := &(*peers)[i]
@@ -170,18 +239,71 @@ func addPeer(peers *[]roads.StaticPeer, v string) error {
 		if _, dup := p.Roads[road]; dup {
 			return fmt.Errorf("peer %s: its %s road is given twice", name, road)
 		}
+		if id != "" && p.ID != "" && p.ID != id {
+			return fmt.Errorf("peer %s: two IDs are given for it", name)
+		}
+		if id != "" {
+			p.ID = id
+		}
 		p.Roads[road] = addr
 		return nil
 	}
-	*peers = append(*peers, roads.StaticPeer{Name: name, Roads: map[roads.Road]string{road: addr}})
+	*peers = append(*peers, roads.StaticPeer{Name: name, ID: id, Roads: map[roads.Road]string{road: addr}})
 	return nil
+}
+
+// parsePeer reads NAME=[ID@][ROAD@]HOST:PORT, or NAME=ID alone (addr ""):
+// the ID in its written form, the road lan when none is named.
+func parsePeer(v string) (name, id string, road roads.Road, addr string, err error) {
+	name, rest, ok := strings.Cut(v, "=")
+	if !ok || name == "" || rest == "" {
+		return "", "", "", "", fmt.Errorf("%q is not NAME=ID@HOST:PORT, NAME=ID@ROAD@HOST:PORT or NAME=HOST:PORT", v)
+	}
+	if err := proto.CheckName("peer", name); err != nil {
+		return "", "", "", "", err
+	}
+	road = roads.LAN
+	first, after, hasAt := strings.Cut(rest, "@")
+	if _, _, hp := net.SplitHostPort(first); hp != nil && !isRoadWord(first) {
+		// Not an address and not a road: an ID.
+		parsed, err := identity.Parse(first)
+		if err != nil {
+			return "", "", "", "", fmt.Errorf("peer %s: %w", name, err)
+		}
+		id = parsed.String()
+		if !hasAt {
+			return name, id, road, "", nil
+		}
+		rest = after
+	}
+	if r, a, ok := strings.Cut(rest, "@"); ok {
+		parsed, err := roads.Parse(r)
+		if err != nil {
+			return "", "", "", "", fmt.Errorf("peer %s: road %q is not one of thunderbolt, lan, tailnet", name, r)
+		}
+		road, rest = parsed, a
+	}
+	if _, _, err := net.SplitHostPort(rest); err != nil {
+		return "", "", "", "", fmt.Errorf("peer %s: %q is not HOST:PORT: %v", name, rest, err)
+	}
+	return name, id, road, rest, nil
+}
+
+// isRoadWord reports whether s looks like a road's name (a word before @
+// that is not an ID): thunderbolt, lan, tailnet, or a short lowercase
+// word, so that a mistyped road is named as one.
+func isRoadWord(s string) bool {
+	if _, err := roads.Parse(s); err == nil {
+		return true
+	}
+	return len(s) < 20 && strings.ToLower(s) == s && !strings.ContainsAny(s, "-0123456789")
 }
 
 // staticConfig is the config.json that init writes, checked as Delta
 // checks it at start.
 func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*statedir.Config, error) {
 	if len(peers) == 0 {
-		return nil, errors.New("static mode needs at least one --peer NAME=HOST:PORT")
+		return nil, errors.New("static mode needs at least one --peer NAME=ID@HOST:PORT (or NAME=HOST:PORT for a computer whose ID is not known yet)")
 	}
 	if err := static.CheckPeers(peers); err != nil {
 		return nil, err
@@ -221,10 +343,21 @@ func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*stat
 			}
 		}
 	}
-	if key == "" {
+	switch {
+	case key == "":
+	case key == "new":
 		key = static.NewKey()
-	} else if _, err := static.ParseKey(key); err != nil {
-		return nil, fmt.Errorf("--network-key: %v", err)
+	default:
+		if _, err := static.ParseKey(key); err != nil {
+			return nil, fmt.Errorf("--network-key: %v", err)
+		}
+	}
+	if key != "" {
+		for _, p := range peers {
+			if p.ID != "" {
+				return nil, fmt.Errorf("--network-key and an ID for peer %s: a network of IDs needs no key (leave --network-key out)", p.Name)
+			}
+		}
 	}
 	return &statedir.Config{Mode: statedir.ModeStatic, Name: name, PeerListen: peerListen, NetworkKey: key, Peers: peers}, nil
 }

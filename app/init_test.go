@@ -12,9 +12,11 @@ import (
 )
 
 // TestInitStatic makes two Deltas with delta init as the README's recipe
-// does (the second joins with the first's key), starts them as processes
-// and carries a call between them; init refuses bad input naming it, and
-// never overwrites a config.
+// does: laptop's init prints studio's whole init (laptop's ID in it),
+// studio's prints the delta pair line for laptop (studio's ID in it); each
+// line pasted as is. Then both start as processes and carry a call over
+// TLS pinned to the IDs. init refuses bad input naming it, and never
+// overwrites a config.
 func TestInitStatic(t *testing.T) {
 	root := t.TempDir()
 	laptop := &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
@@ -23,27 +25,42 @@ func TestInitStatic(t *testing.T) {
 	out, errOut, code := delta(t, "init", "--static", "--state-dir", laptop.dir, "--name", "laptop", "--peer-listen", laptop.peerAddr, "--peer", "studio="+studio.peerAddr)
 	wantCode(t, "init laptop", code, exitOK, out, errOut)
 	fc, err := statedir.ReadConfig(laptop.dir)
-	if err != nil || fc.NetworkKey == "" || len(fc.Peers) != 1 || fc.Peers[0].Roads["lan"] != studio.peerAddr {
+	if err != nil || fc.NetworkKey != "" || len(fc.Peers) != 1 || fc.Peers[0].Roads["lan"] != studio.peerAddr || fc.Peers[0].ID != "" {
 		t.Fatalf("laptop's config: %+v %v", fc, err)
 	}
 	if fc.Mode != "static" {
 		t.Errorf("init wrote mode %q, want static", fc.Mode)
 	}
+	idOut, errOut, code := delta(t, "id", "--state-dir", laptop.dir)
+	wantCode(t, "id laptop", code, exitOK, idOut, errOut)
+	laptopID := strings.TrimSpace(idOut)
+	if !strings.Contains(out, "This computer's ID is "+laptopID) {
+		t.Fatalf("init does not print laptop's ID %s:\n%s", laptopID, out)
+	}
 	// The words give the whole command for the other computer (its name,
-	// where it listens, the key, this computer), pasted there as is.
-	want := "delta init --static --name studio --peer-listen " + studio.peerAddr + " --network-key " + fc.NetworkKey + " --peer laptop=" + laptop.peerAddr
-	var pasted string
-	for line := range strings.Lines(out) {
-		if strings.TrimSpace(line) == want {
-			pasted = strings.TrimSpace(line)
+	// where it listens, this computer with its ID), pasted there as is.
+	line := func(out, prefix string) []string {
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return strings.Fields(l)
+			}
 		}
+		t.Fatalf("the words lack a line %q…:\n%s", prefix, out)
+		return nil
 	}
-	if pasted == "" {
-		t.Fatalf("init's words lack the line %q:\n%s", want, out)
+	want := "delta init --static --name studio --peer-listen " + studio.peerAddr + " --peer laptop=" + laptopID + "@" + laptop.peerAddr
+	if got := strings.Join(line(out, "delta init"), " "); got != want {
+		t.Fatalf("init's line for studio is\n  %s\nwant\n  %s", got, want)
 	}
-	args := append(strings.Fields(pasted)[1:], "--state-dir", studio.dir)
-	out, errOut, code = delta(t, args...)
+	out, errOut, code = delta(t, append(line(out, "delta init")[1:], "--state-dir", studio.dir)...)
 	wantCode(t, "init studio, as laptop's init said", code, exitOK, out, errOut)
+	pair := line(out, "delta pair")
+	out, errOut, code = delta(t, append(pair[1:], "--state-dir", laptop.dir)...)
+	wantCode(t, "pair on laptop, as studio's init said", code, exitOK, out, errOut)
+	if fc, _ = statedir.ReadConfig(laptop.dir); fc.Peers[0].ID == "" {
+		t.Fatalf("laptop's config after pair: %+v", fc)
+	}
+	before, _ := os.ReadFile(filepath.Join(laptop.dir, statedir.ConfigFile))
 
 	for _, bad := range []struct {
 		args []string
@@ -57,6 +74,8 @@ func TestInitStatic(t *testing.T) {
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, exitUsage, `road "wifi"`},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--network-key", "abc"}, exitUsage, "at least 16 bytes"},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--name", "studio"}, exitUsage, "not its own peer"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=NOTANID@127.0.0.1:1"}, exitUsage, "not a Delta ID"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=" + laptopID + "@127.0.0.1:1", "--network-key", "new"}, exitUsage, "needs no key"},
 		// A peer off this computer cannot reach a peer API on loopback.
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=192.0.2.7:7421", "--peer-listen", "127.0.0.1:7421"}, exitUsage, "is on loopback, where studio (lan 192.0.2.7:7421) cannot reach it"},
 	} {
@@ -66,13 +85,21 @@ func TestInitStatic(t *testing.T) {
 			t.Errorf("init %v says %q, want it to name %q", bad.args, errOut, bad.says)
 		}
 	}
-	if again, _ := statedir.ReadConfig(laptop.dir); again.NetworkKey != fc.NetworkKey {
+	if after, _ := os.ReadFile(filepath.Join(laptop.dir, statedir.ConfigFile)); string(after) != string(before) {
 		t.Fatal("a refused init changed the config")
+	}
+	// The older kind, asked for: a shared key, and the line for the
+	// other computer carries it.
+	old := t.TempDir()
+	out, errOut, code = delta(t, "init", "--static", "--state-dir", old, "--name", "laptop", "--peer", "studio=127.0.0.1:1", "--network-key", "new")
+	wantCode(t, "init with a network key", code, exitOK, out, errOut)
+	if ofc, _ := statedir.ReadConfig(old); ofc.NetworkKey == "" || !strings.Contains(out, "--network-key "+ofc.NetworkKey) || !strings.Contains(out, "plain TCP") {
+		t.Fatalf("init --network-key new: %+v\n%s", ofc, out)
 	}
 	// A config that lost its peers is refused, not run as tailnet mode:
 	// nothing of Tailscale's is started (issue 36).
 	lost := t.TempDir()
-	os.WriteFile(filepath.Join(lost, statedir.ConfigFile), []byte(`{"name": "laptop", "network_key": "`+fc.NetworkKey+`"}`), 0o600)
+	os.WriteFile(filepath.Join(lost, statedir.ConfigFile), []byte(`{"name": "laptop", "network_key": "`+strings.Repeat("ab", 16)+`"}`), 0o600)
 	out, errOut, code = delta(t, "--headless", "--state-dir", lost)
 	if code == exitOK || !strings.Contains(errOut, `has a "network_key" but no "peers"`) {
 		t.Errorf("delta with a network key and no peers: exit %d\n%s%s", code, out, errOut)

@@ -209,8 +209,6 @@ func (fc *Config) checkMode() error {
 		return fmt.Errorf(`"peers": [] — static mode needs at least one peer; to join the tailnet instead, remove "peers" and "network_key" and write "mode": "tailnet"`)
 	case fc.Mode == ModeStatic && len(fc.Peers) == 0:
 		return fmt.Errorf(`"mode": "static" needs "peers" (delta init --static writes them)`)
-	case fc.Mode == ModeStatic && fc.NetworkKey == "":
-		return fmt.Errorf(`"mode": "static" needs "network_key", the key every computer of the static network shares (delta init --static writes it)`)
 	case fc.Mode == ModeTailnet && (fc.PeersGiven || fc.NetworkKey != "" || fc.PeerListen != "" || fc.NodeID != ""):
 		return fmt.Errorf(`"mode": "tailnet" with static mode's settings ("peers", "network_key", "peer_listen", "node_id"): remove them, or write "mode": "static"`)
 	case fc.Mode == "" && !fc.PeersGiven && fc.NetworkKey != "":

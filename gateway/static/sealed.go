@@ -262,3 +262,13 @@ func listenPeer(fc *statedir.Config, peerListen string) (net.Listener, error) {
 	}
 	return ln, nil
 }
+
+// CheckSelf refuses peers one of which has this computer's own ID.
+func CheckSelf(own identity.ID, peers []roads.StaticPeer) error {
+	for _, p := range peers {
+		if id, err := identity.Parse(p.ID); err == nil && id == own {
+			return fmt.Errorf("peer %q has this computer's own id (%s): a computer is not its own peer", p.Name, own)
+		}
+	}
+	return nil
+}

@@ -106,8 +106,9 @@ func PlainTCPWarning(addr net.Addr) string {
 func key(dir string, fc *statedir.Config) (ticket.Key, error) {
 	path := filepath.Join(dir, statedir.ConfigFile)
 	if fc.NetworkKey == "" {
-		return nil, fmt.Errorf("static: %s names peers but no network_key: every computer of a static network signs its tickets with the same key. "+
-			"Put the same 32 hex digits in each one's config.json, for example \"network_key\": %q (delta init --static writes it)", path, NewKey())
+		p := fc.Peers[0].Name
+		return nil, fmt.Errorf("static: %s names peers without their IDs: pair this computer with each by ID (on %s run `delta id`, then here `delta pair %s=ID`), "+
+			"or, for the older kind of static network, give every computer the same \"network_key\"", path, p, p)
 	}
 	k, err := ParseKey(fc.NetworkKey)
 	if err != nil {

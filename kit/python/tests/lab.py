@@ -1,10 +1,10 @@
 """Two real Deltas as processes, laptop and studio, in static mode on
-loopback, for the kit's tests: configs written by `delta init --static`,
-as a person writes them, and each Delta started with `delta --headless`."""
+loopback, for the kit's tests: configs written by `delta init --static`
+and `delta pair`, as a person writes them (every road TLS pinned to the
+computers' IDs), and each Delta started with `delta --headless`."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -108,14 +108,19 @@ class Pair:
         self.laptop = Delta("laptop", os.path.join(self.root, "laptop"), os.path.join(self.root, "laptop.log"))
         self.studio = Delta("studio", os.path.join(self.root, "studio"), os.path.join(self.root, "studio.log"))
         b = delta_bin()
-        subprocess.run([b, "init", "--static", "--state-dir", self.laptop.dir, "--name", "laptop",
-                        "--peer-listen", f"127.0.0.1:{pa}", "--peer", f"studio=127.0.0.1:{pb}"],
-                       env=env(), check=True, capture_output=True)
-        with open(os.path.join(self.laptop.dir, "config.json")) as f:
-            key = json.load(f)["network_key"]
-        subprocess.run([b, "init", "--static", "--state-dir", self.studio.dir, "--name", "studio",
-                        "--peer-listen", f"127.0.0.1:{pb}", "--peer", f"laptop=127.0.0.1:{pa}", "--network-key", key],
-                       env=env(), check=True, capture_output=True)
+
+        def run(*args: str) -> str:
+            return subprocess.run([b, *args], env=env(), check=True, capture_output=True).stdout.decode().strip()
+
+        # As a person pairs them: laptop's init, studio's init naming
+        # laptop's ID, then laptop told studio's ID (delta pair). Every road
+        # is TLS pinned to the IDs.
+        run("init", "--static", "--state-dir", self.laptop.dir, "--name", "laptop",
+            "--peer-listen", f"127.0.0.1:{pa}", "--peer", f"studio=127.0.0.1:{pb}")
+        laptop_id = run("id", "--state-dir", self.laptop.dir)
+        run("init", "--static", "--state-dir", self.studio.dir, "--name", "studio",
+            "--peer-listen", f"127.0.0.1:{pb}", "--peer", f"laptop={laptop_id}@127.0.0.1:{pa}")
+        run("pair", f"studio={run('id', '--state-dir', self.studio.dir)}@127.0.0.1:{pb}", "--state-dir", self.laptop.dir)
         try:
             self.laptop.start()
             self.studio.start()

@@ -1,6 +1,7 @@
 // Two real Deltas as processes, laptop and studio, in static mode on
-// loopback, for the kit's tests: configs written by `delta init --static`,
-// as a person writes them, and each Delta started with `delta --headless`.
+// loopback, for the kit's tests: configs written by `delta init --static`
+// and `delta pair`, as a person writes them (every road TLS pinned to the
+// computers' IDs), and each Delta started with `delta --headless`.
 
 import { execFileSync, spawn } from "node:child_process";
 import { accessSync, constants, existsSync, mkdtempSync, openSync, readFileSync, rmSync, unlinkSync, closeSync } from "node:fs";
@@ -102,9 +103,14 @@ export class Pair {
     p.laptop = new Delta("laptop", join(p.root, "laptop"), join(p.root, "laptop.log"));
     p.studio = new Delta("studio", join(p.root, "studio"), join(p.root, "studio.log"));
     const b = deltaBin();
-    execFileSync(b, ["init", "--static", "--state-dir", p.laptop.dir, "--name", "laptop", "--peer-listen", `127.0.0.1:${pa}`, "--peer", `studio=127.0.0.1:${pb}`], { env: env(), stdio: "pipe" });
-    const key = JSON.parse(readFileSync(join(p.laptop.dir, "config.json"), "utf8")).network_key;
-    execFileSync(b, ["init", "--static", "--state-dir", p.studio.dir, "--name", "studio", "--peer-listen", `127.0.0.1:${pb}`, "--peer", `laptop=127.0.0.1:${pa}`, "--network-key", key], { env: env(), stdio: "pipe" });
+    const run = (...args) => execFileSync(b, args, { env: env(), stdio: ["ignore", "pipe", "pipe"] }).toString().trim();
+    // As a person pairs them: laptop's init, studio's init naming laptop's
+    // ID, then laptop told studio's ID (delta pair). Every road is TLS
+    // pinned to the IDs.
+    run("init", "--static", "--state-dir", p.laptop.dir, "--name", "laptop", "--peer-listen", `127.0.0.1:${pa}`, "--peer", `studio=127.0.0.1:${pb}`);
+    const laptopId = run("id", "--state-dir", p.laptop.dir);
+    run("init", "--static", "--state-dir", p.studio.dir, "--name", "studio", "--peer-listen", `127.0.0.1:${pb}`, "--peer", `laptop=${laptopId}@127.0.0.1:${pa}`);
+    run("pair", `studio=${run("id", "--state-dir", p.studio.dir)}@127.0.0.1:${pb}`, "--state-dir", p.laptop.dir);
     try {
       await p.laptop.start();
       await p.studio.start();

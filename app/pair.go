@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/static"
+	"github.com/delta-roads/delta/netwatch"
+)
+
+// idCommand is `delta id`: this computer's ID in static mode, made on
+// first use (as Delta makes it at start), for the other computers to pair
+// with.
+var idCommand = &command{name: "id", summary: "this computer's ID, which the others pair with in static mode (delta pair, delta init --peer NAME=ID@…)",
+	run: func(e *env, _ any, args []string) error {
+		if len(args) > 0 {
+			return exitf(exitUsage, "id: unexpected argument %q", args[0])
+		}
+		fc, err := statedir.ReadConfig(e.stateDir)
+		if err != nil {
+			return exitf(exitFailed, "id: %v", err)
+		}
+		name := fc.Name
+		if name == "" {
+			if name, err = netwatch.ComputerName(); err != nil {
+				name = "delta"
+			}
+		}
+		if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
+			return exitf(exitFailed, "id: the state folder: %v", err)
+		}
+		id, err := ownID(e.stateDir, name)
+		if err != nil {
+			return exitf(exitFailed, "id: %v", err)
+		}
+		fmt.Fprintln(e.stdout, id)
+		return nil
+	}}
+
+// pairCommandDef is `delta pair NAME=ID[@[ROAD@]HOST:PORT] …`: a peer's ID
+// (and road) written into config.json, the peer added when it is new. Once
+// every peer has an ID the network key, if any, is dropped: the roads are
+// TLS pinned to the IDs from the next start on.
+var pairCommandDef = &command{name: "pair", args: "NAME=ID[@[ROAD@]HOST:PORT] …",
+	summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it); Delta uses it from its next start",
+	run: func(e *env, _ any, args []string) error {
+		if len(args) == 0 {
+			return exitf(exitUsage, "pair: name a peer, NAME=ID or NAME=ID@HOST:PORT (its ID as delta id prints it there)")
+		}
+		path := filepath.Join(e.stateDir, statedir.ConfigFile)
+		fc, err := statedir.ReadConfig(e.stateDir)
+		if err != nil {
+			return exitf(exitFailed, "pair: %v", err)
+		}
+		if !fc.PeersGiven {
+			return exitf(exitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one)", path)
+		}
+		for _, a := range args {
+			if err := pairPeer(fc, a); err != nil {
+				return exitf(exitUsage, "pair: %v; nothing was written", err)
+			}
+		}
+		own, err := ownID(e.stateDir, fc.Name)
+		if err != nil {
+			return exitf(exitFailed, "pair: %v", err)
+		}
+		if err := static.CheckSelf(own, fc.Peers); err != nil {
+			return exitf(exitUsage, "pair: %v; nothing was written", err)
+		}
+		if err := static.CheckPeers(fc.Peers); err != nil {
+			return exitf(exitUsage, "pair: %v; nothing was written", err)
+		}
+		ids, err := static.PeerIDs(fc.Peers)
+		var missing string
+		if err != nil {
+			var names []string
+			for _, p := range fc.Peers {
+				if p.ID == "" {
+					names = append(names, p.Name)
+				}
+			}
+			if len(names) == 0 {
+				return exitf(exitUsage, "pair: %v; nothing was written", err)
+			}
+			missing = fmt.Sprintf(" %s still has no ID: pair it too (delta pair %s=ID), or Delta will not start.", names[0], names[0])
+		}
+		if ids != nil && fc.NetworkKey != "" {
+			fc.NetworkKey = "" // every peer is paired by ID: the key signs nothing any more
+		}
+		if err := statedir.WriteJSON(path, fc); err != nil {
+			return exitf(exitFailed, "pair: write %s: %v", path, err)
+		}
+		fmt.Fprintf(e.stdout, "Paired in %s: %s.%s\n", path, peerWords(fc.Peers), missing)
+		again := "Start"
+		if _, err := os.Stat(filepath.Join(e.stateDir, "local.json")); err == nil {
+			again = "Restart" // a Delta runs on this folder
+		}
+		fmt.Fprintf(e.stdout, "This computer's ID is %s. %s Delta here to use it (it reads config.json at start).\n", own, again)
+		return nil
+	}}
+
+// pairPeer sets one NAME=ID[@[ROAD@]HOST:PORT] in fc.
+func pairPeer(fc *statedir.Config, v string) error {
+	name, id, road, addr, err := parsePeer(v)
+	if err != nil {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("%q names no ID: NAME=ID@HOST:PORT (delta id prints it on %s)", v, name)
+	}
+	if _, err := identity.Parse(id); err != nil {
+		return err
+	}
+	for i := range fc.Peers {
+		p := &fc.Peers[i]
+		if p.Name == name {
+			p.ID = id
+			if addr != "" {
+				p.Roads[road] = addr
+			}
+			return nil
+		}
+	}
+	if addr == "" {
+		return errors.New("peer " + name + " is new here: give its address too, NAME=ID@HOST:PORT")
+	}
+	fc.Peers = append(fc.Peers, roads.StaticPeer{Name: name, ID: id, Roads: map[roads.Road]string{road: addr}})
+	return nil
+}
