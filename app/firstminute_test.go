@@ -37,6 +37,9 @@ func TestBadStarts(t *testing.T) {
 			[]string{`"peers": []`, "static mode needs at least one peer", `remove "peers"`}, ""},
 		{"short key", `{"network_key": "abcd", "peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
 			[]string{"network_key must be at least 16 bytes"}, ""},
+		// Plain TCP across a network is no longer carried (issue 38).
+		{"a network key off loopback", `{"network_key": "00112233445566778899aabbccddeeff", "peers": [{"name": "studio", "roads": {"lan": "192.0.2.7:7421"}}], "peer_listen": "127.0.0.1:0"}`,
+			[]string{"peer studio's lan road is 192.0.2.7:7421", "in the clear", "delta pair studio=ID"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

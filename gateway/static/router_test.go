@@ -103,3 +103,28 @@ func TestStaticSignalsAndKeepsRecentRTTs(t *testing.T) {
 		t.Errorf("after invalidation: %+v", st)
 	}
 }
+
+// TestPlaintextOnLoopback: a config of the network-key kind (plain TCP)
+// runs only when its listener and every road are on loopback; off it, the
+// refusal names the first address off loopback and how to pair by ID.
+func TestPlaintextOnLoopback(t *testing.T) {
+	lo := []roads.StaticPeer{{Name: "studio", Roads: map[roads.Road]string{roads.LAN: "127.0.0.1:7421", roads.Thunderbolt: "[::1]:7421"}}}
+	for _, tc := range []struct {
+		peers  []roads.StaticPeer
+		listen string
+		says   string // "" for none
+	}{
+		{lo, "127.0.0.1:7421", ""},
+		{lo, "localhost:7421", ""},
+		{lo, "0.0.0.0:7421", "its peer API listens on 0.0.0.0:7421"},
+		{[]roads.StaticPeer{{Name: "studio", Roads: map[roads.Road]string{roads.LAN: "192.168.1.20:7421"}}}, "127.0.0.1:7421", "peer studio's lan road is 192.168.1.20:7421"},
+	} {
+		err := PlaintextOnLoopback(tc.peers, tc.listen)
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%v on %s: %v", tc.peers, tc.listen, err)
+		case tc.says != "" && (err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "delta pair studio=ID")):
+			t.Errorf("%v on %s: %v, want it to say %q and how to pair", tc.peers, tc.listen, err, tc.says)
+		}
+	}
+}

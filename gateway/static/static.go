@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
@@ -60,6 +61,9 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	if err != nil {
 		return err
 	}
+	if err := PlaintextOnLoopback(fc.Peers, peerListenAddr(fc, peerListen, cfg.PeerListeners)); err != nil {
+		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
@@ -74,9 +78,6 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 		if err != nil {
 			return err
 		}
-		if w := PlainTCPWarning(ln.Addr()); w != "" && cfg.Logger != nil {
-			cfg.Logger.Warn("static mode: the peer API listens in plain TCP", "warning", w)
-		}
 		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	}
 	cfg.Router = router
@@ -86,18 +87,59 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	return nil
 }
 
-// PlainTCPWarning is what static mode says of a peer listener on addr:
-// nothing on loopback; elsewhere, loudly, that its connections are plain
-// TCP. Static mode allows it (air-gapped setups, a lab), because tickets
-// still keep out whoever lacks the network key; but requests and answers
-// cross the network unencrypted.
-func PlainTCPWarning(addr net.Addr) string {
-	ta, ok := addr.(*net.TCPAddr)
-	if !ok || ta.IP.IsLoopback() {
-		return ""
+// PlaintextOnLoopback refuses a config of the network-key kind (plain
+// TCP) unless its peer listener and every peer's address are on this
+// computer's loopback: off loopback Delta no longer carries requests and
+// answers in the clear. The refusal says how to pair by ID instead.
+func PlaintextOnLoopback(peers []roads.StaticPeer, listen string) error {
+	off := ""
+	if host, _, err := net.SplitHostPort(listen); err == nil && !loopbackHost(host) {
+		off = "its peer API listens on " + listen
 	}
-	return fmt.Sprintf("static mode: the peer API listens on %s in PLAIN TCP: tickets keep out whoever lacks the network key, "+
-		"but every request and answer crosses the network unencrypted and readable; pair the computers by their IDs instead (delta id, delta pair: pinned TLS), or use tailnet mode", addr)
+	for _, p := range peers {
+		for _, r := range roads.All {
+			a, ok := p.Roads[r]
+			if !ok || off != "" {
+				continue
+			}
+			if host, _, err := net.SplitHostPort(a); err == nil && !loopbackHost(host) {
+				off = fmt.Sprintf("peer %s's %s road is %s", p.Name, r, a)
+			}
+		}
+	}
+	if off == "" {
+		return nil
+	}
+	name := "NAME"
+	if len(peers) > 0 {
+		name = peers[0].Name
+	}
+	return fmt.Errorf("the peers are named with a shared network_key and no IDs, whose roads are plain TCP, and %s, off this computer: "+
+		"Delta does not carry requests across a network in the clear. Pair the computers by ID instead (every road TLS pinned): "+
+		"on each one run `delta id`, then on each, for each peer, `delta pair %s=ID` (docs/protocol.md §5)", off, name)
+}
+
+// loopbackHost reports whether host names this computer's loopback.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// peerListenAddr is where the peer API will listen: a listener given, else
+// the flag, else the config, else DefaultPeerListen.
+func peerListenAddr(fc *statedir.Config, flag string, given []gateway.PeerListener) string {
+	if len(given) > 0 {
+		return given[0].Listener.Addr().String()
+	}
+	for _, a := range []string{flag, fc.PeerListen} {
+		if a != "" {
+			return a
+		}
+	}
+	return DefaultPeerListen
 }
 
 // key is the network key of fc. Without one a static network cannot work
