@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -56,6 +58,8 @@ type proc struct {
 	tray     bool     // run with the tray (no --headless)
 	wrap     []string // runs the binary under this command (ip netns exec NS)
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	// id is its ID (twoProcs pairs by ID): its node as its peers know it.
+	id string
 	// defaultListen leaves --listen out: the local API's default port.
 	defaultListen bool
 }
@@ -89,12 +93,24 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 	root := t.TempDir()
 	laptop = &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
 	studio = &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
+	// Paired by ID, as delta init and delta pair pair them: each folder's
+	// identity made first, each config naming the other's ID; every road
+	// is TLS 1.3 pinned to the IDs.
+	ids := map[*proc]string{}
+	for _, p := range []*proc{laptop, studio} {
+		os.MkdirAll(p.dir, 0o700)
+		_, pin, err := pintls.LoadOrCreate(p.dir, p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := identity.FromPin(pin)
+		ids[p] = id.String()
+		p.id = id.String()
+	}
 	for _, p := range [][2]*proc{{laptop, studio}, {studio, laptop}} {
 		self, other := p[0], p[1]
-		os.MkdirAll(self.dir, 0o700)
-		cfg := map[string]any{"name": self.name, "node_id": "node-" + self.name, "peer_listen": self.peerAddr,
-			"network_key": "00112233445566778899aabbccddeeff",
-			"peers":       []any{map[string]any{"name": other.name, "roads": map[string]string{"lan": other.peerAddr}}}}
+		cfg := map[string]any{"name": self.name, "peer_listen": self.peerAddr,
+			"peers": []any{map[string]any{"name": other.name, "id": ids[other], "roads": map[string]string{"lan": other.peerAddr}}}}
 		b, _ := json.Marshal(cfg)
 		if err := os.WriteFile(filepath.Join(self.dir, "config.json"), b, 0o600); err != nil {
 			t.Fatal(err)
@@ -266,7 +282,7 @@ func TestOwnerCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rec, err := db.Receipt(context.Background(), "node-laptop", id)
+	rec, err := db.Receipt(context.Background(), laptop.id, id)
 	if err != nil || rec.State != proto.ReceiptInterrupted {
 		t.Errorf("studio's receipt: %+v %v, want interrupted", rec, err)
 	}
