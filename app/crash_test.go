@@ -21,8 +21,8 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/identity"
-	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
