@@ -122,6 +122,13 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 		}
 	}
 	tw.Flush()
+	for _, n := range st.Nearby {
+		who := n.ID
+		if n.Name != "" {
+			who = n.Name + " " + n.ID
+		}
+		fmt.Fprintf(w, "nearby, not paired: %s at %s (%s); to pair: %s\n", who, n.Address, n.Road, n.Pair)
+	}
 	switch {
 	case st.Unsettled > 0 && st.NeedsYou > 0:
 		fmt.Fprintln(w, "unsettled writes: "+unsettledWords(st.Unsettled, st.NeedsYou)+" (delta calls --unsettled)")

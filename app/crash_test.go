@@ -30,6 +30,10 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	// No Delta a test starts announces itself on the machine's networks
+	// (static mode's local discovery): children inherit this. Discovery's
+	// own tests (package static) turn it on, on loopback or in a lab.
+	os.Setenv("DELTA_DISCOVERY", "off")
 	dir, err := os.MkdirTemp("", "delta-bin")
 	if err != nil {
 		panic(err)

@@ -31,6 +31,9 @@ const SettledShown = 24 * time.Hour
 // Snapshot reads what the menu and the status page show.
 func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	s := view.Snapshot{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
+	if nr, ok := g.router.(roads.NearbyReporter); ok {
+		s.Nearby = nr.Nearby()
+	}
 	if g.cfg.Tailnet != nil {
 		sum := g.cfg.Tailnet.Summary()
 		s.Tailnet = &sum

@@ -95,6 +95,9 @@ func behind(b journal.Behind) *localapi.Behind {
 func (g *Gateway) status(r *http.Request) (localapi.Status, error) {
 	s := localapi.Status{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers(), Counters: g.stats.snapshot(), Notices: g.Notices(),
 		Forwards: g.forwards.List()}
+	if nr, ok := g.router.(roads.NearbyReporter); ok {
+		s.Nearby = nr.Nearby()
+	}
 	if s.Peers == nil {
 		s.Peers = []localapi.PeerStatus{}
 	}

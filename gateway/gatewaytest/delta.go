@@ -13,6 +13,7 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
 )
@@ -29,6 +30,8 @@ type Delta struct {
 	PeerAddr string
 	// Log holds what it logged.
 	Log *LogBuffer
+	// Router is its road keeper (a *static.Router).
+	Router roads.Router
 }
 
 // StaticPair starts two Deltas, named a and b, that know each other on the
@@ -36,7 +39,7 @@ type Delta struct {
 // reconciler; they stop when the test ends.
 func StaticPair(t testing.TB, a, b string) (*Delta, *Delta) {
 	t.Helper()
-	return pair(t, a, b, false, nil)
+	return pair(t, a, b, false, nil, "")
 }
 
 // SealedPair starts two Deltas as StaticPair does, paired by their IDs
@@ -44,17 +47,25 @@ func StaticPair(t testing.TB, a, b string) (*Delta, *Delta) {
 // each config naming the other's ID, every road TLS 1.3 pinned both ways.
 func SealedPair(t testing.TB, a, b string) (*Delta, *Delta) {
 	t.Helper()
-	return pair(t, a, b, true, nil)
+	return pair(t, a, b, true, nil, "")
 }
 
 // SealedPairVia is SealedPair whose a reaches b at via(b's address): a
 // proxy in the middle (a man in the middle, a road that flips bits).
 func SealedPairVia(t testing.TB, a, b string, via func(addr string) string) (*Delta, *Delta) {
 	t.Helper()
-	return pair(t, a, b, true, via)
+	return pair(t, a, b, true, via, "")
 }
 
-func pair(t testing.TB, a, b string, sealed bool, via func(string) string) (*Delta, *Delta) {
+// SealedPairFinding is SealedPairVia whose a runs local discovery,
+// listening on discoveryA (a loopback HOST:PORT): b's announcements, sent
+// there, tell a where b is.
+func SealedPairFinding(t testing.TB, a, b string, via func(addr string) string, discoveryA string) (*Delta, *Delta) {
+	t.Helper()
+	return pair(t, a, b, true, via, discoveryA)
+}
+
+func pair(t testing.TB, a, b string, sealed bool, via func(string) string, discoveryA string) (*Delta, *Delta) {
 	t.Helper()
 	var lns [2]net.Listener
 	for i := range lns {
@@ -92,6 +103,10 @@ func pair(t testing.TB, a, b string, sealed bool, via func(string) string) (*Del
 		cfg := map[string]any{"name": name, "node_id": "node-" + name, "peers": []any{peer}}
 		if sealed {
 			peer["id"] = ids[1-i]
+			cfg["discovery"] = "off" // nothing announced on the machine's networks; discovery's tests turn it on
+			if i == 0 && discoveryA != "" {
+				cfg["discovery"] = discoveryA
+			}
 		} else {
 			cfg["network_key"] = hex.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 		}
@@ -117,7 +132,7 @@ func pair(t testing.TB, a, b string, sealed bool, via func(string) string) (*Del
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { g.Close() })
-		out[i] = &Delta{Name: name, Dir: dir, G: g, C: &Client{URL: g.LocalURL(), Token: g.Token()}, PeerAddr: lns[i].Addr().String(), Log: logs}
+		out[i] = &Delta{Name: name, Dir: dir, G: g, Router: gcfg.Router, C: &Client{URL: g.LocalURL(), Token: g.Token()}, PeerAddr: lns[i].Addr().String(), Log: logs}
 	}
 	return out[0], out[1]
 }

@@ -5,8 +5,12 @@ import "time"
 // Status is the JSON of GET /v1/status: this Delta, its peers and roads,
 // its counters and what its journal keeps.
 type Status struct {
-	Self    Self   `json:"self"`
-	Version string `json:"version"`
+	Self Self `json:"self"`
+	// Nearby are Deltas heard on the local network whose IDs are not
+	// paired with this computer (static mode with IDs), with the command
+	// that would pair each.
+	Nearby  []Nearby `json:"nearby,omitempty"`
+	Version string   `json:"version"`
 	// Tailnet is nil in static mode.
 	Tailnet *TailnetStatus `json:"tailnet,omitempty"`
 	Peers   []PeerStatus   `json:"peers"`
@@ -67,6 +71,19 @@ type PeerStatus struct {
 	// Road is the current choice, "" when there is none.
 	Road  string       `json:"road,omitempty"`
 	Roads []RoadStatus `json:"roads"`
+}
+
+// Nearby is a Delta heard on the local network (its announcement) whose
+// ID is not paired with this computer. An announcement proves nothing:
+// pairing it is a person's choice.
+type Nearby struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name,omitempty"` // the name it gives itself
+	Road    string    `json:"road"`
+	Address string    `json:"address"`
+	SeenAt  time.Time `json:"seen_at"`
+	// Pair is the command that would pair it here.
+	Pair string `json:"pair"`
 }
 
 // RoadState is what Delta believes of a road.

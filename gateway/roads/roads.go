@@ -160,6 +160,12 @@ type StaticPeer struct {
 	Roads map[Road]string `json:"roads"` // road → host:port
 }
 
+// NearbyReporter is a Router that hears Deltas on the local network whose
+// IDs are not paired (static mode's local discovery).
+type NearbyReporter interface {
+	Nearby() []localapi.Nearby
+}
+
 // Answerer is a Router that can say whether a road has answered since a
 // moment (by its own clock, as in Candidate.ChosenAt).
 type Answerer interface {

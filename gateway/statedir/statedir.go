@@ -87,6 +87,11 @@ type Config struct {
 	// Peers are the other computers, with an address per road. If any are
 	// named, Delta runs in static mode: no tailnet.
 	Peers []roads.StaticPeer `json:"peers"`
+	// Discovery is static mode's local discovery (with IDs): "" or "on"
+	// announces this computer and listens for its peers on UDP port 7422;
+	// "off" does neither; a HOST:PORT listens there (tests). The
+	// environment's DELTA_DISCOVERY, when set, wins.
+	Discovery string `json:"discovery,omitempty"`
 	// WakeOnLAN lets this computer's peers wake it with a Wake-on-LAN
 	// packet when every road to it is silent (tailnet mode): its hello
 	// publishes its lan and thunderbolt MAC addresses. macOS wakes for it

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -32,6 +35,9 @@ type Router struct {
 	log     *slog.Logger
 	// watch starts netwatch (Probe); tests may replace it.
 	watch func(netwatch.Options) (*netwatch.Monitor, error)
+
+	disc    *Discovery // nil: no local discovery
+	started bool       // Probe has run netwatch
 
 	mu     sync.Mutex
 	ifaces netwatch.State
@@ -86,10 +92,60 @@ func CheckPeers(peers []roads.StaticPeer) error {
 func (s *Router) rebind(st netwatch.State) {
 	s.mu.Lock()
 	s.ifaces = st
+	peers := slices.Clone(s.peers)
 	s.mu.Unlock()
-	for _, p := range s.peers {
+	for _, p := range peers {
 		s.Book().Set(p.Name, Candidates(p, st, s.seal))
 	}
+}
+
+// state is the interfaces as netwatch last said.
+func (s *Router) state() netwatch.State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ifaces
+}
+
+// Learn moves peer's road to addr (a paired peer's announcement): the
+// book gets its candidates again and the new road is probed at once. The
+// pinned handshake still decides whether anything is sent there.
+func (s *Router) Learn(peer string, road roads.Road, addr string) {
+	s.mu.Lock()
+	changed := false
+	for i := range s.peers {
+		p := &s.peers[i]
+		if p.Name != peer || p.Roads[road] == addr {
+			continue
+		}
+		from := p.Roads[road]
+		p.Roads = maps.Clone(p.Roads)
+		p.Roads[road] = addr
+		changed = true
+		s.log.Info("local discovery: a peer's road moved", "peer", peer, "road", road, "from", from, "to", addr)
+	}
+	st := s.ifaces
+	s.mu.Unlock()
+	if changed {
+		s.rebind(st)
+		s.Kick()
+	}
+}
+
+// SetDiscovery gives the router its local discovery, started by Probe.
+func (s *Router) SetDiscovery(d *Discovery) { s.disc = d }
+
+// Discovery is the router's local discovery, nil when off.
+func (s *Router) Discovery() *Discovery { return s.disc }
+
+// Nearby implements roads.NearbyReporter.
+func (s *Router) Nearby() []localapi.Nearby { return s.disc.Nearby() }
+
+// StaticPeers are the peers with their roads as the router knows them now
+// (learned addresses included), for direct.json.
+func (s *Router) StaticPeers() []roads.StaticPeer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.peers)
 }
 
 // Candidates are a configured peer's roads, in road order, dialled over
@@ -165,6 +221,15 @@ func (s *Router) Probe(ctx context.Context) {
 		defer mon.Close()
 		s.rebind(mon.Current())
 	}
+	if s.disc != nil {
+		if err := s.disc.Start(); err != nil {
+			s.log.Warn("static mode: no local discovery (peers are found at their configured addresses only)", "err", err)
+		} else {
+			done := make(chan struct{})
+			go func() { defer close(done); s.disc.Run(ctx) }()
+			defer func() { <-done }()
+		}
+	}
 	t := time.NewTimer(FirstProbe)
 	defer t.Stop()
 	select {
@@ -184,6 +249,9 @@ func (s *Router) onNetChange(st netwatch.State, c netwatch.Change) {
 	}
 	s.rebind(st)
 	s.InterfacesGained(c.Gained, c.Woke)
+	if s.disc != nil && (len(c.Gained) > 0 || c.Woke) {
+		s.disc.Soon() // this computer may have a new address: say so at once
+	}
 }
 
 // ping probes one road with GET /delta/v1/ping and a ticket, renewing the
@@ -212,10 +280,11 @@ func (s *Router) ping(ctx context.Context, c roads.Candidate) error {
 }
 
 var (
-	_ roads.Router      = (*Router)(nil)
-	_ roads.Watchable   = (*Router)(nil)
-	_ roads.EventSource = (*Router)(nil)
-	_ roads.Prober      = (*Router)(nil)
-	_ roads.Counted     = (*Router)(nil)
-	_ roads.Answerer    = (*Router)(nil) // a fall-back may take a passed road that answered since
+	_ roads.Router         = (*Router)(nil)
+	_ roads.Watchable      = (*Router)(nil)
+	_ roads.EventSource    = (*Router)(nil)
+	_ roads.Prober         = (*Router)(nil)
+	_ roads.Counted        = (*Router)(nil)
+	_ roads.NearbyReporter = (*Router)(nil)
+	_ roads.Answerer       = (*Router)(nil) // a fall-back may take a passed road that answered since
 )

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -154,6 +155,9 @@ type SignedTickets struct {
 	Self  localapi.Self
 	Now   func() time.Time
 	Peers []roads.StaticPeer
+	// peers, if set, gives the peers as the router knows them now (a road
+	// local discovery moved included); else Peers.
+	peers func() []roads.StaticPeer
 
 	mu      sync.Mutex
 	held    string
@@ -197,7 +201,11 @@ func (m *SignedTickets) ReadTicket(_ context.Context, _ string) (string, time.Ti
 // peer's ID, and this computer's certificate (gateway.DirectReads).
 func (m *SignedTickets) DirectRoads() ([]localapi.DirectPeer, string, string) {
 	var out []localapi.DirectPeer
-	for _, p := range m.Peers {
+	peers := m.Peers
+	if m.peers != nil {
+		peers = m.peers()
+	}
+	for _, p := range peers {
 		dp := localapi.DirectPeer{Name: p.Name}
 		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
 			if addr, ok := p.Roads[r]; ok {
@@ -239,6 +247,14 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 	for i := range cfg.PeerListeners {
 		cfg.PeerListeners[i].Listener = tls.NewListener(cfg.PeerListeners[i].Listener, seal.ServerConfig())
 	}
+	if d, err := discovery(fc, seal, self.Name, cfg.PeerListeners[0].Listener.Addr(), ids, router); err != nil {
+		return fmt.Errorf("static: %w", err)
+	} else if d != nil {
+		d.Log = cfg.Logger
+		router.SetDiscovery(d)
+	}
+	tickets.Peers = nil
+	tickets.peers = router.StaticPeers
 	cfg.Router = router
 	cfg.Door = IDDoor{Seal: seal, Now: now, Checked: &ticket.Checked{}}
 	cfg.Tickets = tickets
@@ -271,4 +287,29 @@ func CheckSelf(own identity.ID, peers []roads.StaticPeer) error {
 		}
 	}
 	return nil
+}
+
+// discovery is the local discovery that fc asks for (nil when "off"):
+// DELTA_DISCOVERY, else fc's "discovery", else on at DiscoveryPort.
+func discovery(fc *statedir.Config, seal *Seal, name string, peerAddr net.Addr, ids map[string]identity.ID, router *Router) (*Discovery, error) {
+	mode := fc.Discovery
+	if v, ok := os.LookupEnv("DELTA_DISCOVERY"); ok {
+		mode = v
+	}
+	listen := ""
+	switch mode {
+	case "", "on":
+	case "off":
+		return nil, nil
+	default:
+		if _, _, err := net.SplitHostPort(mode); err != nil {
+			return nil, fmt.Errorf("\"discovery\": %q is not on, off or HOST:PORT", mode)
+		}
+		listen = mode
+	}
+	port := 0
+	if ta, ok := peerAddr.(*net.TCPAddr); ok {
+		port = ta.Port
+	}
+	return &Discovery{Self: seal.ID, Name: name, Port: port, IDs: ids, Learn: router.Learn, State: router.state, ListenAddr: listen}, nil
 }

@@ -33,6 +33,9 @@ type Snapshot struct {
 	// Tailnet is nil in static mode.
 	Tailnet *TailnetSummary
 	Peers   []localapi.PeerStatus
+	// Nearby are Deltas heard on the local network whose IDs are not
+	// paired (static mode's local discovery).
+	Nearby []localapi.Nearby
 	// Unsettled are the calls waiting for reconciliation or a person that
 	// nobody dismissed, newest first.
 	Unsettled []*record.Call

@@ -45,6 +45,7 @@ def wait_for(what: str, cond: Callable[[], bool], timeout: float = 20.0) -> None
 def env() -> dict[str, str]:
     e = dict(os.environ)
     e["TS_NO_LOGS_NO_SUPPORT"] = "true"
+    e["DELTA_DISCOVERY"] = "off"  # no announcements on the machine's networks
     e.pop("DELTA_STATE_DIR", None)
     return e
 

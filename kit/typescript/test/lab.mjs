@@ -25,7 +25,7 @@ export function deltaBin() {
 }
 
 export function env() {
-  const e = { ...process.env, TS_NO_LOGS_NO_SUPPORT: "true" };
+  const e = { ...process.env, TS_NO_LOGS_NO_SUPPORT: "true", DELTA_DISCOVERY: "off" }; // no announcements on the machine's networks
   delete e.DELTA_STATE_DIR;
   return e;
 }

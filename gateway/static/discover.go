@@ -1,0 +1,336 @@
+package static
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/netwatch"
+)
+
+// Local discovery (static mode with IDs), in Syncthing's way: each Delta
+// announces its ID and its peer API's port by UDP broadcast on each lan
+// and thunderbolt network it is on, at start, every AnnounceEvery, and at
+// once (three times, 300 ms apart) when an interface gains an address;
+// and it listens for its peers' announcements on DiscoveryPort.
+//
+// An announcement proves nothing: it only says where to try. One from a
+// paired ID moves (or adds) that peer's road on the network it came from,
+// and the road is probed at once; the pinned handshake still decides
+// whether anything is sent there. One from an ID that is not paired is
+// kept for a while as "nearby, not paired", for status and the page, with
+// the command that would pair it. Announcements from this computer's own
+// ID, from outside a lan or thunderbolt network, or that do not parse are
+// ignored.
+
+// DiscoveryPort is the UDP port announcements go to.
+const DiscoveryPort = 7422
+
+// AnnounceEvery is how often a Delta announces itself when nothing
+// changes; NearbyFor is how long an unpaired announcement is shown.
+const (
+	AnnounceEvery = 30 * time.Second
+	NearbyFor     = 2 * AnnounceEvery
+)
+
+// announceMagic starts every announcement.
+const announceMagic = "DELTA-ANNOUNCE/1 "
+
+// Announcement is what a Delta says of itself.
+type Announcement struct {
+	ID   string `json:"id"`
+	Port int    `json:"port"` // its peer API's TCP port
+	Name string `json:"name,omitempty"`
+}
+
+// Marshal is the announcement's packet.
+func (a Announcement) Marshal() []byte {
+	b, _ := json.Marshal(a)
+	return append([]byte(announceMagic), b...)
+}
+
+// ParseAnnouncement reads a packet; a packet that is not one is an error
+// naming why.
+func ParseAnnouncement(b []byte) (Announcement, identity.ID, error) {
+	var a Announcement
+	if !strings.HasPrefix(string(b), announceMagic) {
+		return a, identity.ID{}, errors.New("not a Delta announcement")
+	}
+	if err := json.Unmarshal(b[len(announceMagic):], &a); err != nil {
+		return a, identity.ID{}, fmt.Errorf("a Delta announcement that is not JSON: %w", err)
+	}
+	id, err := identity.Parse(a.ID)
+	if err != nil {
+		return a, id, err
+	}
+	if a.Port <= 0 || a.Port > 65535 {
+		return a, id, fmt.Errorf("a Delta announcement with port %d", a.Port)
+	}
+	return a, id, nil
+}
+
+// Heard is what an announcement means here, a pure decision: move the
+// road of a paired peer (Peer, Road, Address), keep an unpaired ID as
+// nearby (Nearby), or nothing (Ignore, with why).
+type Heard struct {
+	Peer    string
+	Road    roads.Road
+	Address string
+	Nearby  bool
+	Ignore  string
+}
+
+// Decide says what an announcement a from src means to a computer whose
+// own ID is self, paired with ids (name → ID), on the interfaces st.
+// Loopback counts as a lan network (two Deltas on one machine, tests).
+func Decide(a Announcement, id identity.ID, src netip.Addr, self identity.ID, ids map[string]identity.ID, st netwatch.State) Heard {
+	if id == self {
+		return Heard{Ignore: "this computer's own announcement"}
+	}
+	src = src.Unmap()
+	road := roads.Road("")
+	switch {
+	case st.InterfaceFor(roads.Thunderbolt, src) != "":
+		road = roads.Thunderbolt
+	case st.InterfaceFor(roads.LAN, src) != "", src.IsLoopback():
+		road = roads.LAN
+	default:
+		return Heard{Ignore: fmt.Sprintf("%s is on no lan or thunderbolt network of this computer's", src)}
+	}
+	addr := netip.AddrPortFrom(src, uint16(a.Port)).String()
+	for name, pid := range ids {
+		if pid == id {
+			return Heard{Peer: name, Road: road, Address: addr}
+		}
+	}
+	return Heard{Road: road, Address: addr, Nearby: true}
+}
+
+// Discovery announces this computer and listens for its peers.
+type Discovery struct {
+	Self identity.ID
+	Name string
+	Port int // this computer's peer API port
+	IDs  map[string]identity.ID
+	// Learn moves a paired peer's road (the router's Learn).
+	Learn func(peer string, road roads.Road, addr string)
+	// State is the interfaces now (the router's netwatch state).
+	State func() netwatch.State
+	// Extra are addresses announcements also go to (tests on loopback,
+	// where there is no broadcast).
+	Extra []netip.AddrPort
+	// ListenAddr is where announcements are heard; if empty,
+	// 0.0.0.0:DiscoveryPort.
+	ListenAddr string
+	Log        *slog.Logger
+	Now        func() time.Time
+
+	conn   *net.UDPConn
+	mu     sync.Mutex
+	nearby map[identity.ID]localapi.Nearby
+	burst  chan struct{}
+	once   sync.Once
+}
+
+func (d *Discovery) bursts() chan struct{} {
+	d.once.Do(func() { d.burst = make(chan struct{}, 1) })
+	return d.burst
+}
+
+// Start opens the listening socket; Run then serves it. An error (the
+// port taken by something that is not a Delta) leaves discovery off, and
+// the configured addresses still work.
+func (d *Discovery) Start() error {
+	addr := d.ListenAddr
+	if addr == "" {
+		addr = fmt.Sprintf("0.0.0.0:%d", DiscoveryPort)
+	}
+	lc := net.ListenConfig{Control: reuseAndBroadcast}
+	pc, err := lc.ListenPacket(context.Background(), "udp4", addr)
+	if err != nil {
+		return fmt.Errorf("local discovery cannot listen on udp %s: %w", addr, err)
+	}
+	d.mu.Lock()
+	d.conn = pc.(*net.UDPConn)
+	d.nearby = map[identity.ID]localapi.Nearby{}
+	d.mu.Unlock()
+	return nil
+}
+
+// Addr is where it listens, nil before Start.
+func (d *Discovery) Addr() net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.conn == nil {
+		return nil
+	}
+	return d.conn.LocalAddr()
+}
+
+// Run announces and listens until ctx ends.
+func (d *Discovery) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); d.listen() }()
+	go func() { <-ctx.Done(); d.conn.Close() }()
+	t := time.NewTicker(AnnounceEvery)
+	defer t.Stop()
+	d.Announce()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+			d.Announce()
+		case <-d.bursts():
+			for i := 0; i < 3; i++ {
+				d.Announce()
+				select {
+				case <-ctx.Done():
+				case <-time.After(300 * time.Millisecond):
+				}
+			}
+		}
+	}
+}
+
+// Soon announces at once, three times (an interface gained an address).
+func (d *Discovery) Soon() {
+	select {
+	case d.bursts() <- struct{}{}:
+	default:
+	}
+}
+
+// Targets are the broadcast addresses of this computer's lan and
+// thunderbolt networks (IPv4), and Extra.
+func Targets(st netwatch.State, extra []netip.AddrPort) []netip.AddrPort {
+	seen := map[netip.AddrPort]bool{}
+	var out []netip.AddrPort
+	add := func(a netip.AddrPort) {
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	for _, ifc := range st {
+		if (ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt) || !ifc.Running {
+			continue
+		}
+		for _, n := range ifc.Nets {
+			if b, ok := broadcast(n); ok {
+				add(netip.AddrPortFrom(b, DiscoveryPort))
+			}
+		}
+	}
+	for _, e := range extra {
+		add(e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// broadcast is the directed broadcast address of an IPv4 network.
+func broadcast(n netip.Prefix) (netip.Addr, bool) {
+	if !n.Addr().Is4() || n.Bits() >= 31 {
+		return netip.Addr{}, false
+	}
+	a := n.Masked().Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v |= 1<<(32-n.Bits()) - 1
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}), true
+}
+
+// Announce sends this computer's announcement to every target once. A
+// discovery that listens on loopback (two Deltas on one machine, tests)
+// sends only to Extra: it never broadcasts on the machine's networks.
+func (d *Discovery) Announce() {
+	pkt := Announcement{ID: d.Self.String(), Port: d.Port, Name: d.Name}.Marshal()
+	st := d.State()
+	if host, _, err := net.SplitHostPort(d.ListenAddr); err == nil && loopbackHost(host) {
+		st = nil
+	}
+	for _, to := range Targets(st, d.Extra) {
+		if _, err := d.conn.WriteToUDPAddrPort(pkt, to); err != nil && d.Log != nil {
+			d.Log.Debug("local discovery: announce", "to", to, "err", err)
+		}
+	}
+}
+
+func (d *Discovery) listen() {
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := d.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		a, id, err := ParseAnnouncement(buf[:n])
+		if err != nil {
+			continue
+		}
+		h := Decide(a, id, from.Addr(), d.Self, d.IDs, d.State())
+		switch {
+		case h.Peer != "":
+			d.Learn(h.Peer, h.Road, h.Address)
+		case h.Nearby:
+			d.mu.Lock()
+			d.nearby[id] = localapi.Nearby{ID: id.String(), Name: a.Name, Road: string(h.Road), Address: h.Address, SeenAt: d.now(),
+				Pair: pairLine(a.Name, id, h.Road, h.Address)}
+			d.mu.Unlock()
+		}
+	}
+}
+
+func (d *Discovery) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// pairLine is the command that pairs an ID heard nearby.
+func pairLine(name string, id identity.ID, road roads.Road, addr string) string {
+	if name == "" {
+		name = "NAME"
+	}
+	r := ""
+	if road == roads.Thunderbolt {
+		r = "thunderbolt@"
+	}
+	return fmt.Sprintf("delta pair %s=%s@%s%s", name, id, r, addr)
+}
+
+// Nearby are the unpaired Deltas heard in the last NearbyFor, newest
+// first.
+func (d *Discovery) Nearby() []localapi.Nearby {
+	if d == nil || d.nearby == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []localapi.Nearby
+	for id, n := range d.nearby {
+		if d.now().Sub(n.SeenAt) > NearbyFor {
+			delete(d.nearby, id)
+			continue
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].SeenAt.After(out[j].SeenAt) })
+	return out
+}
