@@ -36,8 +36,7 @@ type Router struct {
 	// watch starts netwatch (Probe); tests may replace it.
 	watch func(netwatch.Options) (*netwatch.Monitor, error)
 
-	disc    *Discovery // nil: no local discovery
-	started bool       // Probe has run netwatch
+	disc *Discovery // nil: no local discovery
 
 	mu     sync.Mutex
 	ifaces netwatch.State
