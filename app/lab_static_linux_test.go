@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,13 @@ func (l *staticLab) ns(s string) string { return l.prefix + s }
 
 func newStaticLab(t *testing.T) *staticLab {
 	t.Helper()
+	return newStaticLabOn(t, "10.88.1.1/24", "10.88.1.2/24", staticLabRanges)
+}
+
+// newStaticLabOn is newStaticLab with the lan link's addresses given, and
+// the ranges the root namespace must not reach.
+func newStaticLabOn(t *testing.T, lanA, lanB string, guard []string) *staticLab {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the static lab needs root to make network namespaces (CI runs as root)")
 	}
@@ -38,11 +46,11 @@ func newStaticLab(t *testing.T) *staticLab {
 		t.Skip("the static lab needs ip (make deps installs iproute2 as root)")
 	}
 	l := &staticLab{t: t, prefix: fmt.Sprintf("ds%d", os.Getpid()%100000)}
-	for _, r := range staticLabRanges {
+	for _, r := range guard {
 		sh(t, "ip", "route", "replace", "unreachable", r)
 	}
 	t.Cleanup(func() {
-		for _, r := range staticLabRanges {
+		for _, r := range guard {
 			exec.Command("ip", "route", "del", "unreachable", r).Run()
 		}
 	})
@@ -65,7 +73,7 @@ func newStaticLab(t *testing.T) *staticLab {
 		}
 	}
 	link("cable", "tb", "thunderbolt0", "169.254.88.1/24", "169.254.88.2/24")
-	link("switch", "sw", "lan0", "10.88.1.1/24", "10.88.1.2/24")
+	link("switch", "sw", "lan0", lanA, lanB)
 	return l
 }
 
@@ -267,4 +275,79 @@ func (p *proc) roadAddress(t *testing.T, peer, road string) string {
 		}
 	}
 	return ""
+}
+
+// TestLabReadmePaired: the README's "Your computers", pasted as is onto
+// two computers (namespaces on the README's own addresses, 192.168.1.10
+// and .20): the laptop's init line from README.md, the line it prints run
+// on the studio, the delta pair line that prints run on the laptop, then
+// delta on each. The first call works, over TLS pinned to the IDs.
+func TestLabReadmePaired(t *testing.T) {
+	if os.Getenv("DELTA_OFFLINE_NS") == "" && os.Geteuid() == 0 {
+		// The README's addresses may be this machine's own network: the
+		// root-namespace guard below would take it away while the test
+		// runs. make unit runs the tests inside an offline namespace.
+		t.Skip("runs only inside make unit's offline namespace (DELTA_OFFLINE_NS), which the README's addresses cannot leave")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []string
+	for line := range strings.Lines(string(readme)) {
+		if strings.HasPrefix(line, "delta init --static --name laptop ") {
+			first = strings.Fields(line)
+		}
+	}
+	if first == nil {
+		t.Fatal("README.md has no line \"delta init --static --name laptop …\" in Your computers")
+	}
+	l := newStaticLabOn(t, "192.168.1.10/24", "192.168.1.20/24", []string{"192.168.1.0/24", "169.254.88.0/24"})
+	root := t.TempDir()
+	dirs := map[string]string{"a": filepath.Join(root, "laptop"), "b": filepath.Join(root, "studio")}
+	// run runs a pasted line (its first word, delta, is this build) on host.
+	run := func(host string, line []string) string {
+		t.Helper()
+		if line[0] != "delta" {
+			t.Fatalf("a pasted line that is not delta's: %v", line)
+		}
+		cmd := exec.Command("ip", append([]string{"netns", "exec", l.ns(host), bin}, line[1:]...)...)
+		cmd.Env = append(os.Environ(), "DELTA_STATE_DIR="+dirs[host], "TS_NO_LOGS_NO_SUPPORT=true")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s on %s: %v\n%s", strings.Join(line, " "), host, err, out)
+		}
+		return string(out)
+	}
+	printed := func(out, prefix string) []string {
+		for line := range strings.Lines(out) {
+			if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(strings.TrimSpace(line), prefix) {
+				return f
+			}
+		}
+		t.Fatalf("no line %q… in:\n%s", prefix, out)
+		return nil
+	}
+	out := run("a", first)
+	out = run("b", printed(out, "delta init --static --name studio"))
+	run("a", printed(out, "delta pair studio="))
+
+	laptop := &proc{name: "laptop", dir: dirs["a"], wrap: []string{"ip", "netns", "exec", l.ns("a")}, dial: nsDialer(l.ns("a"))}
+	studio := &proc{name: "studio", dir: dirs["b"], wrap: []string{"ip", "netns", "exec", l.ns("b")}, dial: nsDialer(l.ns("b"))}
+	studio.start(t)
+	laptop.start(t)
+	var ln net.Listener
+	if err := nsDo(l.ns("b"), func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	app := gatewaytest.StartOwnerAppOn(t, ln)
+	studio.register(t, "notes", app.URL)
+	var r *gatewaytest.Response
+	gatewaytest.WaitFor(t, 30*time.Second, "the first call from the laptop answered", func() bool {
+		r = laptop.c.Must(t, "POST", "/v1/peers/studio/notes/answer/first", []byte("hello"), "X-Delta-Request-Id", "readme-first")
+		return r.Header.Get("X-Delta-Outcome") == "answered"
+	})
+	if r.Status != 201 || r.Header.Get("X-Delta-Route") != "lan" || app.Effects("/answer/first") != 1 {
+		t.Fatalf("the first call: %d via %q, carried out %d times", r.Status, r.Header.Get("X-Delta-Route"), app.Effects("/answer/first"))
+	}
 }

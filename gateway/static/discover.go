@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/identity"
@@ -141,6 +143,8 @@ type Discovery struct {
 	nearby map[identity.ID]localapi.Nearby
 	burst  chan struct{}
 	once   sync.Once
+
+	blockedOnce sync.Once
 }
 
 func (d *Discovery) bursts() chan struct{} {
@@ -263,10 +267,29 @@ func (d *Discovery) Announce() {
 		st = nil
 	}
 	for _, to := range Targets(st, d.Extra) {
-		if _, err := d.conn.WriteToUDPAddrPort(pkt, to); err != nil && d.Log != nil {
+		_, err := d.conn.WriteToUDPAddrPort(pkt, to)
+		switch {
+		case err == nil || d.Log == nil:
+		case AnnounceBlocked(runtime.GOOS, err):
+			d.blockedOnce.Do(func() {
+				d.Log.Warn("macOS is blocking Delta's Local Network access: local discovery cannot announce this computer (peers are still tried at their configured addresses); allow Delta in System Settings › Privacy & Security › Local Network", "to", to, "err", err)
+			})
+		default:
 			d.Log.Debug("local discovery: announce", "to", to, "err", err)
 		}
 	}
+}
+
+// AnnounceBlocked reports whether a failed announcement looks like macOS's
+// Local Network privacy (macOS 15 and later), which covers broadcasts as it
+// covers connects (Apple's TN3179): sending to a broadcast address of a
+// directly connected network fails at once with "no route to host"
+// (EHOSTUNREACH), and broadcasts are not delivered to the app. Delta
+// announces by UDP broadcast, not Bonjour, so NSBonjourServices is not
+// needed; NSLocalNetworkUsageDescription (Info.plist) is, as for the roads.
+// Pure, for tests on every OS.
+func AnnounceBlocked(goos string, err error) bool {
+	return goos == "darwin" && errors.Is(err, syscall.EHOSTUNREACH)
 }
 
 func (d *Discovery) listen() {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,5 +212,25 @@ func TestFoundAfterItMoved(t *testing.T) {
 	})
 	if st, _ := c.Status(ctx); len(st.Peers) != 1 {
 		t.Fatalf("a stranger's announcement made a peer: %+v", st.Peers)
+	}
+}
+
+// TestAnnounceBlocked: macOS's Local Network privacy refuses a broadcast
+// with "no route to host"; elsewhere, or with another error, it is not
+// that.
+func TestAnnounceBlocked(t *testing.T) {
+	for _, tc := range []struct {
+		goos string
+		err  error
+		want bool
+	}{
+		{"darwin", &net.OpError{Op: "write", Err: &os.SyscallError{Syscall: "sendto", Err: syscall.EHOSTUNREACH}}, true},
+		{"darwin", syscall.ENETUNREACH, false},
+		{"linux", syscall.EHOSTUNREACH, false},
+		{"darwin", nil, false},
+	} {
+		if got := static.AnnounceBlocked(tc.goos, tc.err); got != tc.want {
+			t.Errorf("AnnounceBlocked(%s, %v) = %t", tc.goos, tc.err, got)
+		}
 	}
 }
