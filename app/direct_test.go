@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 	"github.com/delta-roads/delta/kit"
 )
@@ -81,18 +83,34 @@ func TestReadsAroundADownDelta(t *testing.T) {
 	}
 
 	// The read ticket itself, used for a call, a question (which could
-	// write a fence) or a session, is refused at the door.
+	// write a fence) or a session, is refused at the door: sent as the kit
+	// would, over TLS pinned to studio's ID with laptop's certificate.
 	tk := d.Peers[0].Ticket
+	own, err := tls.LoadX509KeyPair(filepath.Join(laptop.dir, d.ClientCert), filepath.Join(laptop.dir, d.ClientKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := d.Peers[0].Roads[0].Pin
+	peerClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		Certificates: []tls.Certificate{own}, MinVersion: tls.VersionTLS13,
+		InsecureSkipVerify: true, // the pin is the check
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if pintls.Pin(cs.PeerCertificates[0].Raw) != pin {
+				return errors.New("not studio's certificate")
+			}
+			return nil
+		}}}}
+	defer peerClient.CloseIdleConnections()
 	for _, tc := range []struct{ method, path string }{
 		{"POST", "/delta/v1/apps/notes/answer/with-read-ticket"},
 		{"DELETE", "/delta/v1/apps/notes/answer/with-read-ticket"},
 		{"GET", "/delta/v1/calls/never-seen?digest=x"},
 	} {
-		req, _ := http.NewRequest(tc.method, "http://"+studio.peerAddr+tc.path, bytes.NewReader([]byte("x")))
+		req, _ := http.NewRequest(tc.method, "https://"+studio.peerAddr+tc.path, bytes.NewReader([]byte("x")))
 		req.Header.Set("Authorization", "Delta "+tk)
 		req.Header.Set("X-Delta-Request-Id", "read-ticket-call")
 		req.Header.Set("X-Delta-Digest", strings.Repeat("0", 64))
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := peerClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,9 +127,9 @@ func TestReadsAroundADownDelta(t *testing.T) {
 	}
 	// A changed ticket is refused (a fall-back on the same road changes
 	// nothing).
-	req, _ := http.NewRequest("GET", "http://"+studio.peerAddr+"/delta/v1/apps/notes/x", nil)
+	req, _ := http.NewRequest("GET", "https://"+studio.peerAddr+"/delta/v1/apps/notes/x", nil)
 	req.Header.Set("Authorization", "Delta "+tk[:len(tk)-2]+map[bool]string{true: "AB", false: "BA"}[strings.HasSuffix(tk, "BA")])
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 401 {
+	if resp, err := peerClient.Do(req); err != nil || resp.StatusCode != 401 {
 		t.Errorf("a changed read ticket: %v %v", resp, err)
 	}
 
