@@ -84,19 +84,7 @@ func newLab(t *testing.T) *lab {
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 		sh(t, "ip", "-n", name, "link", "set", "lo", "up")
 	}
-	// A link from each computer into a bridge in a middle namespace.
-	link := func(mid, bridge, ifname, cidrA, cidrB string) {
-		sh(t, "ip", "-n", l.ns(mid), "link", "add", bridge, "type", "bridge")
-		sh(t, "ip", "-n", l.ns(mid), "link", "set", bridge, "up")
-		for i, host := range []string{"a", "b"} {
-			port := fmt.Sprintf("%s%s", bridge, host)
-			sh(t, "ip", "-n", l.ns(host), "link", "add", ifname, "type", "veth", "peer", "name", port, "netns", l.ns(mid))
-			sh(t, "ip", "-n", l.ns(mid), "link", "set", port, "master", bridge)
-			sh(t, "ip", "-n", l.ns(mid), "link", "set", port, "up")
-			sh(t, "ip", "-n", l.ns(host), "addr", "add", []string{cidrA, cidrB}[i], "dev", ifname)
-			sh(t, "ip", "-n", l.ns(host), "link", "set", ifname, "up")
-		}
-	}
+	link := func(mid, bridge, ifname, cidrA, cidrB string) { labLink(t, l.ns, mid, bridge, ifname, cidrA, cidrB) }
 	link("cable", "tb", "thunderbolt0", "169.254.77.1/24", "169.254.77.2/24")
 	link("switch", "sw", "lan0", "10.77.1.1/24", "10.77.1.2/24")
 	link("wan", "wan", "wan0", "198.51.100.1/24", "198.51.100.2/24")
@@ -115,6 +103,22 @@ add rule inet lab in iifname { "thunderbolt0", "lan0" } meta l4proto udp drop`)
 	}
 	l.startControl()
 	return l
+}
+
+// labLink links computers a and b into a bridge in namespace mid: a veth
+// named ifname in each, with its address (cidrA, cidrB), and its other end
+// (bridge+"a", bridge+"b") a port of the bridge.
+func labLink(t testing.TB, ns func(string) string, mid, bridge, ifname, cidrA, cidrB string) {
+	sh(t, "ip", "-n", ns(mid), "link", "add", bridge, "type", "bridge")
+	sh(t, "ip", "-n", ns(mid), "link", "set", bridge, "up")
+	for i, host := range []string{"a", "b"} {
+		port := bridge + host
+		sh(t, "ip", "-n", ns(host), "link", "add", ifname, "type", "veth", "peer", "name", port, "netns", ns(mid))
+		sh(t, "ip", "-n", ns(mid), "link", "set", port, "master", bridge)
+		sh(t, "ip", "-n", ns(mid), "link", "set", port, "up")
+		sh(t, "ip", "-n", ns(host), "addr", "add", []string{cidrA, cidrB}[i], "dev", ifname)
+		sh(t, "ip", "-n", ns(host), "link", "set", ifname, "up")
+	}
 }
 
 func nft(t testing.TB, ns, rules string) {

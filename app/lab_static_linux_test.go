@@ -60,18 +60,7 @@ func newStaticLabOn(t *testing.T, lanA, lanB string, guard []string) *staticLab 
 		t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 		sh(t, "ip", "-n", name, "link", "set", "lo", "up")
 	}
-	link := func(mid, bridge, ifname, cidrA, cidrB string) {
-		sh(t, "ip", "-n", l.ns(mid), "link", "add", bridge, "type", "bridge")
-		sh(t, "ip", "-n", l.ns(mid), "link", "set", bridge, "up")
-		for i, host := range []string{"a", "b"} {
-			port := bridge + host
-			sh(t, "ip", "-n", l.ns(host), "link", "add", ifname, "type", "veth", "peer", "name", port, "netns", l.ns(mid))
-			sh(t, "ip", "-n", l.ns(mid), "link", "set", port, "master", bridge)
-			sh(t, "ip", "-n", l.ns(mid), "link", "set", port, "up")
-			sh(t, "ip", "-n", l.ns(host), "addr", "add", []string{cidrA, cidrB}[i], "dev", ifname)
-			sh(t, "ip", "-n", l.ns(host), "link", "set", ifname, "up")
-		}
-	}
+	link := func(mid, bridge, ifname, cidrA, cidrB string) { labLink(t, l.ns, mid, bridge, ifname, cidrA, cidrB) }
 	link("cable", "tb", "thunderbolt0", "169.254.88.1/24", "169.254.88.2/24")
 	link("switch", "sw", "lan0", lanA, lanB)
 	return l

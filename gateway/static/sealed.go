@@ -237,12 +237,8 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 	if err != nil {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
 	}
-	if len(cfg.PeerListeners) == 0 {
-		ln, err := listenPeer(fc, peerListen)
-		if err != nil {
-			return err
-		}
-		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
+	if err := ensurePeerListener(cfg, fc, peerListen); err != nil {
+		return err
 	}
 	for i := range cfg.PeerListeners {
 		cfg.PeerListeners[i].Listener = tls.NewListener(cfg.PeerListeners[i].Listener, seal.ServerConfig())
@@ -259,6 +255,19 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 	cfg.Door = IDDoor{Seal: seal, Now: now, Checked: &ticket.Checked{}}
 	cfg.Tickets = tickets
 	cfg.SelfFunc = func() localapi.Self { return self }
+	return nil
+}
+
+// ensurePeerListener gives cfg the peer API's listener unless it has one.
+func ensurePeerListener(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
+	if len(cfg.PeerListeners) > 0 {
+		return nil
+	}
+	ln, err := listenPeer(fc, peerListen)
+	if err != nil {
+		return err
+	}
+	cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
 	return nil
 }
 

@@ -73,12 +73,8 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	if err != nil {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
 	}
-	if len(cfg.PeerListeners) == 0 {
-		ln, err := listenPeer(fc, peerListen)
-		if err != nil {
-			return err
-		}
-		cfg.PeerListeners = []gateway.PeerListener{{Name: "peer", Listener: ln}}
+	if err := ensurePeerListener(cfg, fc, peerListen); err != nil {
+		return err
 	}
 	cfg.Router = router
 	cfg.Door = TicketDoor{Key: k, Now: now, Known: router.Known, Self: self.Name, Checked: &ticket.Checked{}}
