@@ -81,8 +81,11 @@ func (e *HeldDownError) Error() string {
 }
 
 type entry struct {
-	cand       roads.Candidate
-	learnedAt  time.Time
+	cand      roads.Candidate
+	learnedAt time.Time
+	// movedAt: the road's address changed then (Set replaced an entry of
+	// the same road at another address); zero for a road's first address.
+	movedAt    time.Time
 	upAt       time.Time // last success (probe or use)
 	downAt     time.Time // last failure
 	lastErr    string
@@ -167,6 +170,11 @@ func (b *Book) Set(peer string, cands []roads.Candidate) {
 		}
 		if e == nil {
 			e = &entry{cand: c, learnedAt: b.now()}
+			for _, o := range old {
+				if o.cand.Road == c.Road && o.cand.Address != c.Address {
+					e.movedAt = e.learnedAt
+				}
+			}
 		}
 		es = append(es, e)
 	}
@@ -393,10 +401,19 @@ func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 	defer b.mu.Unlock()
 	defer b.changed.Notify()
 	b.c.Invalidations[cause]++
+	now := b.now()
 	for _, e := range b.peers[peer] {
-		if e.cand.Road == road {
-			e.upAt, e.downAt, e.lastErr, e.hint = time.Time{}, b.now(), reason.Error(), roads.HintOf(reason)
+		if e.cand.Road != road {
+			continue
 		}
+		if !e.movedAt.IsZero() && now.Sub(e.movedAt) < road.ConnectTimeout() {
+			// The road moved to this address moments ago: a failure
+			// named by road alone is one of a use begun at the old
+			// address (a use of this one reports itself, by address:
+			// Report).
+			continue
+		}
+		e.upAt, e.downAt, e.lastErr, e.hint = time.Time{}, now, reason.Error(), roads.HintOf(reason)
 	}
 }
 

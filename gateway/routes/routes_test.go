@@ -162,3 +162,44 @@ func TestCauseAndHint(t *testing.T) {
 		t.Errorf("after it answered: %+v", r)
 	}
 }
+
+// TestInvalidateAfterAMove: a road whose address just changed (Set with a
+// new address, as local discovery moves it) is not dropped by a failure
+// named by road alone within its connect timeout: that failure is of a use
+// begun at the old address. After the timeout, or for a road that did not
+// move, Invalidate drops it as ever; a failure of the new address itself
+// (Report) always counts.
+func TestInvalidateAfterAMove(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	b.Set("studio", cands())
+	moved := cands()
+	moved[1].Address = "192.168.1.30:7422"
+	b.Set("studio", moved)
+	state := func(road roads.Road) localapi.RoadState {
+		for _, r := range b.Peers()[0].Roads {
+			if r.Road == string(road) {
+				return r.State
+			}
+		}
+		return ""
+	}
+	b.Invalidate("studio", roads.LAN, errors.New("a read broke off at the old address"))
+	if s := state(roads.LAN); s == localapi.RoadDown {
+		t.Fatal("the moved road was dropped for its old address's failure")
+	}
+	b.Invalidate("studio", roads.Thunderbolt, errors.New("cable pulled"))
+	if s := state(roads.Thunderbolt); s != localapi.RoadDown {
+		t.Fatalf("a road that did not move, invalidated: %s", s)
+	}
+	b.Report(moved[1], 0, syscall.ECONNREFUSED)
+	if s := state(roads.LAN); s != localapi.RoadDown {
+		t.Fatalf("the new address's own failure: %s", s)
+	}
+	b.Report(moved[1], time.Millisecond, nil)
+	clk.add(roads.LAN.ConnectTimeout())
+	b.Invalidate("studio", roads.LAN, errors.New("a read broke off"))
+	if s := state(roads.LAN); s != localapi.RoadDown {
+		t.Fatalf("after the connect timeout, invalidated: %s", s)
+	}
+}

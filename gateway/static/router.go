@@ -40,7 +40,6 @@ type Router struct {
 
 	mu     sync.Mutex
 	ifaces netwatch.State
-	moved  map[string]time.Time // peer+"/"+road → when discovery moved it
 }
 
 // NewRouter checks the configured peers and returns a router for them,
@@ -121,10 +120,6 @@ func (s *Router) Learn(peer string, road roads.Road, addr string) {
 		p.Roads = maps.Clone(p.Roads)
 		p.Roads[road] = addr
 		changed = true
-		if s.moved == nil {
-			s.moved = map[string]time.Time{}
-		}
-		s.moved[peer+"/"+string(road)] = time.Now()
 		s.log.Info("local discovery: a peer's road moved", "peer", peer, "road", road, "from", from, "to", addr)
 	}
 	st := s.ifaces
@@ -133,21 +128,6 @@ func (s *Router) Learn(peer string, road roads.Road, addr string) {
 		s.rebind(st)
 		s.Kick()
 	}
-}
-
-// Invalidate implements roads.Router: the road is dropped, unless local
-// discovery moved it to a new address within its connect timeout, when the
-// failure is that of a use begun at the old address (a use of the new one
-// reports its own failure, Report, which knows the address).
-func (s *Router) Invalidate(peer string, road roads.Road, reason error) {
-	s.mu.Lock()
-	at, ok := s.moved[peer+"/"+string(road)]
-	s.mu.Unlock()
-	if ok && time.Since(at) < road.ConnectTimeout() {
-		s.log.Info("a failure at a road's old address is not held against its new one", "peer", peer, "road", road, "err", reason)
-		return
-	}
-	s.Router.Invalidate(peer, road, reason)
 }
 
 // SetDiscovery gives the router its local discovery, started by Probe.
