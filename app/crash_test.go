@@ -20,9 +20,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
@@ -103,11 +101,10 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 	ids := map[*proc]string{}
 	for _, p := range []*proc{laptop, studio} {
 		os.MkdirAll(p.dir, 0o700)
-		_, pin, err := pintls.LoadOrCreate(p.dir, p.name)
+		id, err := ownID(p.dir, p.name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, _ := identity.FromPin(pin)
 		ids[p] = id.String()
 		p.id = id.String()
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/delta-roads/delta/gateway/identity"
-	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -133,11 +132,8 @@ func printNetworkKeyInit(e *env, fc *statedir.Config, path, listen string) {
 
 // ownID is the ID of the certificate in dir, made now if there is none.
 func ownID(dir, name string) (identity.ID, error) {
-	_, pin, err := pintls.LoadOrCreate(dir, name)
-	if err != nil {
-		return identity.ID{}, err
-	}
-	return identity.FromPin(pin)
+	id, _, err := static.OwnID(dir, name)
+	return id, err
 }
 
 // pairCommand is the `delta pair` line for peer p, which knows its peers
@@ -323,10 +319,10 @@ func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*stat
 		if err != nil {
 			return nil, fmt.Errorf("--peer-listen %q is not HOST:PORT: %v", peerListen, err)
 		}
-		if isLoopback(host) {
+		if proto.IsLoopbackHost(host) {
 			for _, p := range peers {
 				for r, a := range p.Roads {
-					if h, _, _ := net.SplitHostPort(a); !isLoopback(h) {
+					if h, _, _ := net.SplitHostPort(a); !proto.IsLoopbackHost(h) {
 						return nil, fmt.Errorf("--peer-listen %s is on loopback, where %s (%s %s) cannot reach it: give an address of this computer's that %s can reach, or 0.0.0.0:PORT for every address", peerListen, p.Name, r, a, p.Name)
 					}
 				}
@@ -335,7 +331,7 @@ func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*stat
 	} else {
 		for _, p := range peers {
 			for _, a := range p.Roads {
-				if h, _, _ := net.SplitHostPort(a); !isLoopback(h) {
+				if h, _, _ := net.SplitHostPort(a); !proto.IsLoopbackHost(h) {
 					// A peer off this computer must reach the peer
 					// API: not on loopback (static.DefaultPeerListen).
 					peerListen = "0.0.0.0:7421"
@@ -360,16 +356,6 @@ func staticConfig(peers []roads.StaticPeer, name, peerListen, key string) (*stat
 		}
 	}
 	return &statedir.Config{Mode: statedir.ModeStatic, Name: name, PeerListen: peerListen, NetworkKey: key, Peers: peers}, nil
-}
-
-// isLoopback reports whether host (an IP or a name) is this computer's
-// loopback.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func peerWords(peers []roads.StaticPeer) string {

@@ -114,11 +114,7 @@ func TestLabStaticFound(t *testing.T) {
 	}
 	studio.start(t)
 	laptop.start(t)
-	var ln net.Listener
-	if err := nsDo(l.ns("b"), func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	app := gatewaytest.StartOwnerAppOn(t, ln)
+	app := gatewaytest.StartOwnerAppOn(t, listenIn(t, l.ns("b")))
 	studio.register(t, "notes", app.URL)
 	laptop.waitRoad(t, "studio", "thunderbolt", "up")
 
@@ -325,11 +321,7 @@ func TestLabReadmePaired(t *testing.T) {
 	studio := &proc{name: "studio", dir: dirs["b"], wrap: []string{"ip", "netns", "exec", l.ns("b")}, dial: nsDialer(l.ns("b"))}
 	studio.start(t)
 	laptop.start(t)
-	var ln net.Listener
-	if err := nsDo(l.ns("b"), func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
-		t.Fatal(err)
-	}
-	app := gatewaytest.StartOwnerAppOn(t, ln)
+	app := gatewaytest.StartOwnerAppOn(t, listenIn(t, l.ns("b")))
 	studio.register(t, "notes", app.URL)
 	var r *gatewaytest.Response
 	gatewaytest.WaitFor(t, 30*time.Second, "the first call from the laptop answered", func() bool {
@@ -339,4 +331,14 @@ func TestLabReadmePaired(t *testing.T) {
 	if r.Status != 201 || r.Header.Get("X-Delta-Route") != "lan" || app.Effects("/answer/first") != 1 {
 		t.Fatalf("the first call: %d via %q, carried out %d times", r.Status, r.Header.Get("X-Delta-Route"), app.Effects("/answer/first"))
 	}
+}
+
+// listenIn is a loopback listener inside namespace ns (an owner app's).
+func listenIn(t *testing.T, ns string) net.Listener {
+	t.Helper()
+	var ln net.Listener
+	if err := nsDo(ns, func() (err error) { ln, err = net.Listen("tcp", "127.0.0.1:0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return ln
 }

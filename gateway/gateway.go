@@ -261,7 +261,7 @@ func CheckListen(addr string) error {
 	if err != nil {
 		return fmt.Errorf("gateway: --listen %q is not host:port: %w", addr, err)
 	}
-	if !isLoopbackHost(host) {
+	if !proto.IsLoopbackHost(host) {
 		return fmt.Errorf("gateway: --listen %q is not a loopback address; the local API listens on loopback only", addr)
 	}
 	return nil
@@ -643,14 +643,6 @@ func (g *Gateway) sweep() {
 	} else if r.AnswersExpired+r.ReceiptsGone+r.CallsGone > 0 {
 		g.log.Info("retention sweep", "answers_expired", r.AnswersExpired, "receipts_removed", r.ReceiptsGone, "calls_removed", r.CallsGone)
 	}
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 func checkToken(have, want string) bool {

@@ -121,7 +121,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			host = h
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-		if !isLoopbackHost(host) {
+		if !proto.IsLoopbackHost(host) {
 			localRefusal(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard)", r.Host))
 			return
 		}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
-	"github.com/delta-roads/delta/gateway/identity"
-	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
@@ -84,11 +82,10 @@ func pair(t testing.TB, a, b string, sealed bool, via func(string) string, disco
 			t.Fatal(err)
 		}
 		if sealed {
-			_, pin, err := pintls.LoadOrCreate(dir, name)
+			id, _, err := static.OwnID(dir, name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			id, _ := identity.FromPin(pin)
 			ids[i] = id.String()
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -233,6 +234,16 @@ func FormatTimeout(d time.Duration) string {
 		s += strings.TrimRight(fmt.Sprintf(".%03d", rest), "0")
 	}
 	return s
+}
+
+// IsLoopbackHost reports whether host (an IP address or a name, without a
+// port) is this computer's loopback: "localhost" or a loopback address.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // CheckName reports why s is not a valid peer or app name, or nil. what is

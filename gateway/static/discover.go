@@ -17,6 +17,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/netwatch"
 )
@@ -263,7 +264,7 @@ func broadcast(n netip.Prefix) (netip.Addr, bool) {
 func (d *Discovery) Announce() {
 	pkt := Announcement{ID: d.Self.String(), Port: d.Port, Name: d.Name}.Marshal()
 	st := d.State()
-	if host, _, err := net.SplitHostPort(d.ListenAddr); err == nil && loopbackHost(host) {
+	if host, _, err := net.SplitHostPort(d.ListenAddr); err == nil && proto.IsLoopbackHost(host) {
 		st = nil
 	}
 	for _, to := range Targets(st, d.Extra) {

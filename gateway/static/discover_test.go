@@ -166,13 +166,7 @@ func TestDiscoveryOnLoopback(t *testing.T) {
 func TestFoundAfterItMoved(t *testing.T) {
 	dead := gatewaytest.DeadAddr(t)
 	laptop, studio := gatewaytest.SealedPairFinding(t, "laptop", "studio", func(string) string { return dead }, "127.0.0.1:0")
-	app := gatewaytest.StartOwnerApp(t)
-	studio.Register(t, "owner", app.URL)
-	c, err := kit.Open(laptop.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, app := withOwner(t, laptop, studio)
 	ctx := context.Background()
 	var u *kit.Unavailable
 	if _, err := c.Call(ctx, "studio", "owner", "POST", "/answer/before", []byte("x"), nil); !errors.As(err, &u) || !u.NothingSent {

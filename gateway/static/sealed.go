@@ -18,7 +18,6 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/pintls"
-	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
@@ -69,14 +68,21 @@ func PeerIDs(peers []roads.StaticPeer) (map[string]identity.ID, error) {
 	return out, nil
 }
 
+// OwnID is the ID of the computer whose state folder is dir (its
+// certificate, made now under name if there is none), and the certificate.
+func OwnID(dir, name string) (identity.ID, tls.Certificate, error) {
+	cert, pin, err := pintls.LoadOrCreate(dir, name)
+	if err != nil {
+		return identity.ID{}, cert, err
+	}
+	id, err := identity.FromPin(pin)
+	return id, cert, err
+}
+
 // NewSeal loads (or makes, on first use) this computer's certificate in
 // dir and pairs it with the peers' IDs.
 func NewSeal(dir, name string, ids map[string]identity.ID) (*Seal, error) {
-	cert, pin, err := pintls.LoadOrCreate(dir, name)
-	if err != nil {
-		return nil, err
-	}
-	own, err := identity.FromPin(pin)
+	own, cert, err := OwnID(dir, name)
 	if err != nil {
 		return nil, err
 	}
@@ -125,18 +131,14 @@ func (d IDDoor) Identify(r *http.Request) (owner.Visitor, error) {
 		return owner.Visitor{}, fmt.Errorf("%w: the connection has no client certificate (static mode with ids is TLS only)", owner.ErrDoorUnauthorized)
 	}
 	pin := pintls.ClientPin(r.TLS)
+	id, _ := identity.FromPin(pin)
 	name, ok := d.Seal.Names[pin]
 	if !ok {
-		return owner.Visitor{}, errors.New("the connection's certificate is not a paired peer's")
+		return owner.Visitor{}, fmt.Errorf("the connection's certificate (ID %s) is not a paired peer's", id)
 	}
-	id, _ := identity.FromPin(pin)
-	auth := r.Header.Get("Authorization")
-	t, ok := proto.TicketFrom(auth)
-	if !ok {
-		if auth == "" {
-			return owner.Visitor{}, fmt.Errorf("%w: the request has no Authorization header", owner.ErrDoorUnauthorized)
-		}
-		return owner.Visitor{}, fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", owner.ErrDoorUnauthorized)
+	t, err := requestTicket(r)
+	if err != nil {
+		return owner.Visitor{}, err
 	}
 	c, err := d.Checked.CheckSigned(pin, r.TLS.PeerCertificates[0].PublicKey, t, d.Now())
 	if err != nil {
@@ -151,13 +153,12 @@ func (d IDDoor) Identify(r *http.Request) (owner.Visitor, error) {
 // SignedTickets mints this computer's tickets with its own key (no key is
 // shared), renewing them ahead of expiry.
 type SignedTickets struct {
-	Seal  *Seal
-	Self  localapi.Self
-	Now   func() time.Time
-	Peers []roads.StaticPeer
-	// peers, if set, gives the peers as the router knows them now (a road
-	// local discovery moved included); else Peers.
-	peers func() []roads.StaticPeer
+	Seal *Seal
+	Self localapi.Self
+	Now  func() time.Time
+	// Peers are the peers as the router knows them now (a road local
+	// discovery moved included).
+	Peers func() []roads.StaticPeer
 
 	mu      sync.Mutex
 	held    string
@@ -201,11 +202,7 @@ func (m *SignedTickets) ReadTicket(_ context.Context, _ string) (string, time.Ti
 // peer's ID, and this computer's certificate (gateway.DirectReads).
 func (m *SignedTickets) DirectRoads() ([]localapi.DirectPeer, string, string) {
 	var out []localapi.DirectPeer
-	peers := m.Peers
-	if m.peers != nil {
-		peers = m.peers()
-	}
-	for _, p := range peers {
+	for _, p := range m.Peers() {
 		dp := localapi.DirectPeer{Name: p.Name}
 		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
 			if addr, ok := p.Roads[r]; ok {
@@ -232,7 +229,7 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 	if now == nil {
 		now = time.Now
 	}
-	tickets := &SignedTickets{Seal: seal, Self: self, Now: now, Peers: fc.Peers}
+	tickets := &SignedTickets{Seal: seal, Self: self, Now: now}
 	router, err := NewSealedRouter(fc.Peers, seal, tickets, now, cfg.Logger)
 	if err != nil {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
@@ -249,8 +246,7 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 		d.Log = cfg.Logger
 		router.SetDiscovery(d)
 	}
-	tickets.Peers = nil
-	tickets.peers = router.StaticPeers
+	tickets.Peers = router.StaticPeers
 	cfg.Router = router
 	cfg.Door = IDDoor{Seal: seal, Now: now, Checked: &ticket.Checked{}}
 	cfg.Tickets = tickets

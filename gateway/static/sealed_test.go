@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/kit"
 )
@@ -26,15 +28,25 @@ import (
 // idOf is the ID of the certificate in a state folder.
 func idOf(t *testing.T, dir string) identity.ID {
 	t.Helper()
-	_, pin, err := pintls.LoadOrCreate(dir, "x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := identity.FromPin(pin)
+	id, _, err := static.OwnID(dir, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// withOwner registers a gatewaytest owner app as "owner" on studio and
+// opens the kit on laptop.
+func withOwner(t *testing.T, laptop, studio *gatewaytest.Delta) (*kit.Client, *gatewaytest.OwnerApp) {
+	t.Helper()
+	app := gatewaytest.StartOwnerApp(t)
+	studio.Register(t, "owner", app.URL)
+	c, err := kit.Open(laptop.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, app
 }
 
 // TestSealedCallsAndReads: two Deltas paired by ID carry a call and a read
@@ -42,13 +54,7 @@ func idOf(t *testing.T, dir string) identity.ID {
 // with, and its node is that ID; each Delta says its own ID.
 func TestSealedCallsAndReads(t *testing.T) {
 	laptop, studio := gatewaytest.SealedPair(t, "laptop", "studio")
-	app := gatewaytest.StartOwnerApp(t)
-	studio.Register(t, "owner", app.URL)
-	c, err := kit.Open(laptop.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := withOwner(t, laptop, studio)
 	ctx := context.Background()
 	id := kit.NewRequestID()
 	ans, err := c.Call(ctx, "studio", "owner", "POST", "/answer/1", []byte("sealed"), &kit.CallOptions{RequestID: id})
@@ -202,13 +208,7 @@ func TestManInTheMiddleRefused(t *testing.T) {
 		heard = append(heard, b...)
 		mu.Unlock()
 	}))
-	app := gatewaytest.StartOwnerApp(t)
-	studio.Register(t, "owner", app.URL)
-	c, err := kit.Open(laptop.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, app := withOwner(t, laptop, studio)
 	ctx := context.Background()
 	_, err = c.Call(ctx, "studio", "owner", "POST", "/answer/mitm", []byte("for studio only"), nil)
 	var u *kit.Unavailable
@@ -238,6 +238,7 @@ func TestManInTheMiddleRefused(t *testing.T) {
 // authentication: the read fails, and the app never gets a changed body
 // as an answer.
 func TestTamperedAnswerNeverReachesTheApp(t *testing.T) {
+	var flipped atomic.Int64
 	flip := func(c, s net.Conn) {
 		go func() { io.Copy(s, c); s.Close() }()
 		r := bufio.NewReader(s)
@@ -252,6 +253,7 @@ func TestTamperedAnswerNeverReachesTheApp(t *testing.T) {
 			}
 			if len(body) >= 8<<10 { // an answer's record, never a handshake's
 				body[len(body)/2] ^= 0x20
+				flipped.Add(1)
 			}
 			if _, err := c.Write(append(head, body...)); err != nil {
 				return
@@ -276,6 +278,9 @@ func TestTamperedAnswerNeverReachesTheApp(t *testing.T) {
 	r, err := c.Get(context.Background(), "studio", "big", "/", nil)
 	if err == nil {
 		t.Fatalf("a tampered answer reached the app: %d, %d bytes, whole: %v", r.Status, len(r.Body), bytes.Equal(r.Body, big))
+	}
+	if flipped.Load() == 0 {
+		t.Fatalf("the road changed no byte, so the read's failure (%v) proves nothing", err)
 	}
 	t.Logf("the read: %v", err)
 }

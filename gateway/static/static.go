@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
@@ -89,7 +88,7 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 // answers in the clear. The refusal says how to pair by ID instead.
 func PlaintextOnLoopback(peers []roads.StaticPeer, listen string) error {
 	off := ""
-	if host, _, err := net.SplitHostPort(listen); err == nil && !loopbackHost(host) {
+	if host, _, err := net.SplitHostPort(listen); err == nil && !proto.IsLoopbackHost(host) {
 		off = "its peer API listens on " + listen
 	}
 	for _, p := range peers {
@@ -98,7 +97,7 @@ func PlaintextOnLoopback(peers []roads.StaticPeer, listen string) error {
 			if !ok || off != "" {
 				continue
 			}
-			if host, _, err := net.SplitHostPort(a); err == nil && !loopbackHost(host) {
+			if host, _, err := net.SplitHostPort(a); err == nil && !proto.IsLoopbackHost(host) {
 				off = fmt.Sprintf("peer %s's %s road is %s", p.Name, r, a)
 			}
 		}
@@ -113,15 +112,6 @@ func PlaintextOnLoopback(peers []roads.StaticPeer, listen string) error {
 	return fmt.Errorf("the peers are named with a shared network_key and no IDs, whose roads are plain TCP, and %s, off this computer: "+
 		"Delta does not carry requests across a network in the clear. Pair the computers by ID instead (every road TLS pinned): "+
 		"on each one run `delta id`, then on each, for each peer, `delta pair %s=ID` (docs/protocol.md §5)", off, name)
-}
-
-// loopbackHost reports whether host names this computer's loopback.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }
 
 // peerListenAddr is where the peer API will listen: a listener given, else
@@ -194,16 +184,11 @@ type TicketDoor struct {
 
 // Identify implements Door.
 func (d TicketDoor) Identify(r *http.Request) (owner.Visitor, error) {
-	auth := r.Header.Get("Authorization")
-	t, ok := proto.TicketFrom(auth)
-	if !ok {
-		if auth == "" {
-			return owner.Visitor{}, fmt.Errorf("%w: the request has no Authorization header", owner.ErrDoorUnauthorized)
-		}
-		return owner.Visitor{}, fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", owner.ErrDoorUnauthorized)
+	t, err := requestTicket(r)
+	if err != nil {
+		return owner.Visitor{}, err
 	}
 	var c ticket.Claims
-	var err error
 	if d.Checked != nil {
 		c, err = d.Checked.Check(d.Key, t, d.Now())
 	} else {
@@ -216,6 +201,20 @@ func (d TicketDoor) Identify(r *http.Request) (owner.Visitor, error) {
 		return owner.Visitor{}, fmt.Errorf("the ticket names %q, which is not one of this computer's peers in config.json", c.Name)
 	}
 	return owner.Visitor{Node: c.Node, Name: c.Name, ReadOnly: c.ReadOnly()}, nil
+}
+
+// requestTicket is the ticket in r's `Authorization: Delta <ticket>`, or
+// the door's refusal naming what is wrong with the header.
+func requestTicket(r *http.Request) (string, error) {
+	auth := r.Header.Get("Authorization")
+	t, ok := proto.TicketFrom(auth)
+	switch {
+	case ok:
+		return t, nil
+	case auth == "":
+		return "", fmt.Errorf("%w: the request has no Authorization header", owner.ErrDoorUnauthorized)
+	}
+	return "", fmt.Errorf("%w: the Authorization header is not \"Delta <ticket>\"", owner.ErrDoorUnauthorized)
 }
 
 // MintedTickets mints this computer's own tickets with a key shared by the
