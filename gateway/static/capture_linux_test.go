@@ -37,6 +37,9 @@ func capture(t *testing.T) (stop func(port int) []byte) {
 	if err := syscall.Bind(fd, &syscall.SockaddrLinklayer{Protocol: uint16(proto), Ifindex: lo.Index}); err != nil {
 		t.Fatalf("bind the packet socket to lo: %v", err)
 	}
+	// A receive buffer room for everything a test sends, so that a busy
+	// machine that reads late loses nothing.
+	syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_RCVBUF, 8<<20)
 	tv := syscall.NsecToTimeval((50 * time.Millisecond).Nanoseconds())
 	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv)
 	var mu sync.Mutex
@@ -48,14 +51,14 @@ func capture(t *testing.T) (stop func(port int) []byte) {
 		defer wg.Done()
 		buf := make([]byte, 1<<16)
 		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
 			n, _, err := syscall.Recvfrom(fd, buf, 0)
-			if err != nil {
-				continue // the 50 ms timeout: look at done again
+			if err != nil { // the 50 ms timeout: nothing is queued now
+				select {
+				case <-done:
+					return // stopped, and every queued packet read
+				default:
+					continue
+				}
 			}
 			mu.Lock()
 			frames = append(frames, bytes.Clone(buf[:n]))
@@ -63,6 +66,7 @@ func capture(t *testing.T) (stop func(port int) []byte) {
 		}
 	}()
 	var once sync.Once
+	// stop reads what is still queued, then stops.
 	stop = func(port int) []byte {
 		once.Do(func() { close(done); wg.Wait(); syscall.Close(fd) })
 		mu.Lock()
