@@ -23,9 +23,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -336,10 +336,10 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	cand := try.Cand
 	started := cr.cfg.Now()
 	used := cand // the road the call went on (a race may pick another)
-	var a *oneshot.Answer
+	var a *h1.Answer
 	rc, err := cr.cfg.Peers.Dial(run.base, cand)
 	if err != nil {
-		err = &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
+		err = h1.ConnectError(err)
 	} else {
 		used = rc.Cand
 		// The better roads the race tried first, which failed before
@@ -347,7 +347,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		lost := len(run.attempts)
 		for _, f := range rc.Lost {
 			run.attempts = append(run.attempts, record.Attempt{N: len(run.attempts) + 1, Road: string(f.Cand.Road), Address: f.Cand.Address, StartedAt: started,
-				Error: (&oneshot.Error{Op: "connect", Err: f.Err, Timeout: oneshot.IsTimeout(f.Err)}).Error()})
+				Error: h1.ConnectError(f.Err).Error()})
 		}
 		at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
 		var existing *record.Call
@@ -383,7 +383,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		run.recorded = true
 		a, err = run.send(try, rc)
 	}
-	var oe *oneshot.Error
+	var oe *h1.Error
 	sent := err == nil || errors.As(err, &oe) && oe.Sent
 	at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
 	var reply peerclient.Reply
@@ -438,7 +438,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 // send writes the call on rc, once: a small body whole with its digest in
 // X-Delta-Digest, a larger one streamed (chunked, after the owner's 100
 // Continue) with its digest as the trailer. It returns the answer's head.
-func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, error) {
+func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 	cr, t, c, body := run.cr, run.t, run.c, run.body
 	h := t.header(run.r.Header)
 	h.Set(proto.HeaderRequestID, c.RequestID)
@@ -446,7 +446,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, erro
 	if c.CallerApp != "" {
 		h.Set(proto.HeaderApp, c.CallerApp)
 	}
-	opt := oneshot.Options{Idle: proto.BodyIdle, Wait: t.Timeout + callGrace}
+	opt := h1.Options{Idle: proto.BodyIdle, Wait: t.Timeout + callGrace}
 	// A small body goes whole, as an in-memory reader (written with its
 	// head in one piece); a larger one streams, counted as a transfer.
 	var rd io.Reader = bytes.NewReader(body.head)
@@ -461,7 +461,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, erro
 	req, err := peerclient.AppRequest(run.base, try, c.Method, t.App, t.PathQuery, h, rd)
 	if err != nil {
 		rc.Close()
-		return nil, &oneshot.Error{Op: "send the request", Err: fmt.Errorf("the path %q does not make a valid request (%w)", t.PathQuery, err)}
+		return nil, &h1.Error{Op: "send the request", Err: fmt.Errorf("the path %q does not make a valid request (%w)", t.PathQuery, err)}
 	}
 	if body.whole {
 		h.Set(proto.HeaderDigest, c.Digest)
@@ -481,7 +481,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*oneshot.Answer, erro
 			}
 		}
 	}
-	return oneshot.Stream(run.base, rc, req, opt)
+	return h1.Once(run.base, rc, req, opt)
 }
 
 // callEnd is how a call ended: the state recorded, the outcome the app is
@@ -495,7 +495,7 @@ type callEnd struct {
 	road     string
 	replayed bool
 	// live is the owner app's answer, its body still to read (answered).
-	live *oneshot.Answer
+	live *h1.Answer
 }
 
 // recordUnsent records a call that never left as unavailable, with its

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -48,10 +48,10 @@ func FuzzOwnerAnswer(f *testing.F) {
 		defer cancel()
 		req, _ := http.NewRequest("POST", "http://studio/delta/v1/apps/notes/x", nil)
 		var interim []int
-		a, err := oneshot.Stream(ctx, near, req, oneshot.Options{Idle: time.Second, Wait: time.Second,
+		a, err := h1.Once(ctx, near, req, h1.Options{Idle: time.Second, Wait: time.Second,
 			Got1xx: func(code int, _ http.Header) { interim = append(interim, code) }})
 		if err != nil {
-			var oe *oneshot.Error
+			var oe *h1.Error
 			if !errors.As(err, &oe) || !oe.Sent {
 				t.Fatalf("a failed answer is not an exchange error that was sent: %v", err)
 			}

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -42,7 +42,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	defer cancel()
 	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
 	var (
-		a        *oneshot.Answer
+		a        *h1.Answer
 		fail     *readFailure
 		road     string
 		firstErr *readFailure
@@ -52,7 +52,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		rc, err := cr.cfg.Peers.Dial(ctx, cand)
 		if err != nil {
 			fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(cand.Road),
-				detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", oneshot.IsTimeout(err)), err), t.Peer)}
+				detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", h1.IsTimeout(err)), err), t.Peer)}
 			if firstErr == nil {
 				firstErr = fail
 			}
@@ -71,8 +71,8 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 			fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
-		a, err = oneshot.Stream(ctx, rc, req, oneshot.Options{Wait: t.Timeout + readGrace})
-		var oe *oneshot.Error
+		a, err = h1.Once(ctx, rc, req, h1.Options{Wait: t.Timeout + readGrace})
+		var oe *h1.Error
 		switch {
 		case err != nil && errors.As(err, &oe) && !oe.Sent:
 			fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: road,

@@ -1,18 +1,21 @@
-// Package h1 is the HTTP/1.1 client of the hops whose two ends Delta knows:
-// a read from one Delta to another, and from the owner Delta to its app.
-// It is an http.RoundTripper on pooled connections, like net/http's
-// Transport, but smaller: a request is written and its answer read in the
-// caller's goroutine (no reader and writer goroutine a connection, no
-// channels between them).
+// Package h1 is Delta's one HTTP/1.1 client engine, under two policies.
 //
-// What net/http's Transport does that a Delta hop relies on, it does too:
-// interim 1xx answers go to the request's httptrace Got1xxResponse (a 101
-// ends the exchange: sessions are not carried here); GotConn names the
-// connection a request went on; a request that went on a pooled
-// connection the other end had closed meanwhile is sent once more on a
-// new one, when it is a GET, HEAD or OPTIONS without a body (nothing of
-// an answer came); a connection is pooled again only once its answer has
-// been read to its end; a request's context ending closes its connection.
+//   - Transport, pooled and replayable: the reads of the hops whose two
+//     ends Delta knows (one Delta to another, the owner Delta to its app).
+//     An http.RoundTripper on pooled connections like net/http's
+//     Transport, but smaller: a request is written and its answer read in
+//     the caller's goroutine (no reader and writer goroutine a connection,
+//     no channels between them), and a connection is pooled under the
+//     road it went on, not the address it was asked for.
+//   - Once, once-only: calls and sessions. One request on one connection,
+//     written at most once, with the first byte written recorded as a fact.
+//
+// Both write a request as net/http does (Request.Write) and read its
+// answer's head with one reader (http.ReadResponse): the head is bounded
+// (proto.MaxHeadBytes, interim answers included) and so are interim
+// answers (1,000); a 1xx other than 101 is never the answer; a context's
+// end stops the exchange at once. docs/architecture.md has the table of
+// what each does on each kind of answer (conformance_test.go holds it).
 package h1
 
 import (
@@ -47,7 +50,8 @@ type Transport struct {
 	// MaxIdlePerHost bounds the idle connections kept for a host; 0
 	// means 64.
 	MaxIdlePerHost int
-	// IdleTimeout closes a connection idle for that long; 0 means 90 s.
+	// IdleTimeout closes a connection idle for that long; 0 means
+	// h1.IdleTimeout (below the door's keep-alive).
 	IdleTimeout time.Duration
 
 	mu   sync.Mutex
@@ -65,7 +69,8 @@ type conn struct {
 	nc   net.Conn
 	br   *bufio.Reader
 	hl   *proto.HeadLimit // under br: bounds a head
-	bw   *bufio.Writer
+	bw   *bufio.Writer    // over wc
+	wc   counter          // what of the request went to nc
 	// idleTimer closes it once idle for IdleTimeout; stopped in use.
 	idleTimer *time.Timer
 	closeOnce sync.Once
@@ -90,7 +95,7 @@ func (t *Transport) idleTimeout() time.Duration {
 	if t.IdleTimeout > 0 {
 		return t.IdleTimeout
 	}
-	return 90 * time.Second
+	return IdleTimeout
 }
 
 // get takes an idle connection to host, or dials one; reused says which.
@@ -120,7 +125,8 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	if k, ok := nc.(PoolKeyer); ok && k.PoolKey() != "" {
 		key = k.PoolKey()
 	}
-	c = &conn{t: t, host: key, nc: nc, hl: hl, br: bufio.NewReaderSize(hl, readBufSize), bw: bufio.NewWriterSize(nc, writeBufSize)}
+	c = &conn{t: t, host: key, nc: nc, hl: hl, br: bufio.NewReaderSize(hl, readBufSize), wc: counter{w: nc}}
+	c.bw = bufio.NewWriterSize(&c.wc, writeBufSize)
 	c.idleTimer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.idleTimer.Stop()
 	return c, false, nil
@@ -288,7 +294,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		c.close()
-		if reused && errors.Is(err, errClosedIdle) && replayable(req) && ctx.Err() == nil {
+		if reused && retriable(err) && ctx.Err() == nil && replayable(req) {
 			continue
 		}
 		if cause := context.Cause(ctx); cause != nil {
@@ -300,80 +306,91 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
-// aLongTimeAgo is a deadline that unblocks every read and write at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
-// max1xx bounds the interim answers read before the final one.
-const max1xx = 1000
-
 // errClosedEarly is a new connection closed by the other end before any of
 // the answer came.
 var errClosedEarly = errors.New("h1: the connection was closed before an answer came")
+
+// errNothingWritten marks a request whose writing failed before any byte
+// of it reached the connection (net/http's nothingWrittenError).
+var errNothingWritten = errors.New("h1: nothing of the request was written")
+
+// retriable reports whether a request that failed on a reused connection
+// may go again on a new one: nothing of it was written (a connection
+// reset while idle, found by the write), or nothing of an answer came
+// before the connection ended (closed while idle, found by the read), as
+// net/http's Transport retries (transport.go, shouldRetryRequest). Only a
+// replayable read is (replayable).
+func retriable(err error) bool {
+	return errors.Is(err, errNothingWritten) || errors.Is(err, errClosedIdle)
+}
+
+// counter counts what was written through it.
+type counter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
 
 func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrace.ClientTrace, reused bool) (*http.Response, error) {
 	// The context's end unblocks the connection, whatever it is doing;
 	// the connection is not pooled again then.
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
-	if err := req.Write(c.bw); err != nil {
-		stop()
-		return nil, err
+	c.wc.n = 0
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
 	}
-	if err := c.bw.Flush(); err != nil {
+	if err != nil {
 		stop()
+		c.bw.Reset(&c.wc)
+		if c.wc.n == 0 {
+			return nil, fmt.Errorf("%w: %w", errNothingWritten, err)
+		}
 		return nil, err
 	}
 	// The head, interim answers included, is bounded (proto.MaxHeadBytes,
 	// max1xx); the body is read as it comes.
 	c.hl.Limit(proto.MaxHeadBytes)
 	defer c.hl.Unlimit()
-	for interim := 0; ; interim++ {
-		if interim > max1xx {
-			stop()
-			return nil, fmt.Errorf("h1: more than %d interim (1xx) answers and no final one", max1xx)
-		}
-		if _, err := c.br.Peek(1); err != nil {
-			stop()
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
-				if reused {
-					return nil, fmt.Errorf("%w: %v", errClosedIdle, err)
-				}
-				return nil, fmt.Errorf("%w: %v", errClosedEarly, err)
+	if _, err := c.br.Peek(1); err != nil {
+		stop()
+		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
+			if reused {
+				return nil, fmt.Errorf("%w: %v", errClosedIdle, err)
 			}
-			return nil, err
+			return nil, fmt.Errorf("%w: %v", errClosedEarly, err)
 		}
-		resp, err := http.ReadResponse(c.br, req)
-		if err == nil {
-			err = proto.CheckStatus(resp.StatusCode)
-		}
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			if trace != nil && trace.Got1xxResponse != nil {
-				if err := trace.Got1xxResponse(resp.StatusCode, textproto.MIMEHeader(resp.Header)); err != nil {
-					stop()
-					return nil, err
-				}
-			}
-			continue
-		}
-		if resp.StatusCode == http.StatusSwitchingProtocols {
-			stop()
-			return nil, errors.New("h1: the answer switched protocols (101), which this client does not carry")
-		}
-		b := &Body{c: c, rc: resp.Body, stop: stop, reusable: !resp.Close && !req.Close}
-		if resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 {
-			b.left = resp.ContentLength
-		} else {
-			b.left = -1
-		}
-		if resp.Body == http.NoBody || b.left == 0 {
-			b.finish(true)
-		}
-		resp.Body = b
-		return resp, nil
+		return nil, err
 	}
+	var got1xx func(int, http.Header) error
+	if trace != nil && trace.Got1xxResponse != nil {
+		got1xx = func(code int, h http.Header) error { return trace.Got1xxResponse(code, textproto.MIMEHeader(h)) }
+	}
+	resp, err := readHead(c.br, req, got1xx, false)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("h1: %w", err)
+	}
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		stop()
+		return nil, errors.New("h1: the answer switched protocols (101), which this client does not carry")
+	}
+	b := &Body{c: c, rc: resp.Body, stop: stop, reusable: !resp.Close && !req.Close}
+	if resp.ContentLength >= 0 && len(resp.TransferEncoding) == 0 {
+		b.left = resp.ContentLength
+	} else {
+		b.left = -1
+	}
+	if resp.Body == http.NoBody || b.left == 0 {
+		b.finish(true)
+	}
+	resp.Body = b
+	return resp, nil
 }
 
 // Body is an answer's body on its connection.

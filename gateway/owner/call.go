@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/view"
@@ -336,7 +336,7 @@ type appResult struct {
 	// live is an answer recorded at its head whose body streams: the
 	// handler takes it (closes taken) and passes it on, or, when the
 	// handler left, the forwarder drains and records it.
-	live     *oneshot.Answer
+	live     *h1.Answer
 	ahead    []byte // of live's body, what was read already
 	taken    chan struct{}
 	finished chan struct{} // closed once live's body is read
@@ -423,16 +423,16 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 	ctx, cancel := context.WithCancel(o.cfg.Ctx)
 	defer cancel()
 	var out *appResult
-	a, err := func() (*oneshot.Answer, error) {
+	a, err := func() (*h1.Answer, error) {
 		conn, err := appDialer.DialContext(ctx, "tcp", req.URL.Host)
 		if err != nil {
-			return nil, &oneshot.Error{Op: "connect", Err: err, Timeout: oneshot.IsTimeout(err)}
+			return nil, h1.ConnectError(err)
 		}
 		// Interim answers (102, 103) are never the answer: the final one is.
-		return oneshot.Stream(ctx, conn, req, oneshot.Options{Idle: proto.BodyIdle, Wait: time.Until(deadline) + ExtraWait})
+		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: time.Until(deadline) + ExtraWait})
 	}()
 	b.close() // written whole (or refused): the spool is no longer needed
-	var oe *oneshot.Error
+	var oe *h1.Error
 	switch {
 	case err == nil && (a.StatusCode < 200 && a.StatusCode != http.StatusSwitchingProtocols || a.StatusCode > 999):
 		// No final status an app's caller could be told (1xx are read

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/h1"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
@@ -52,7 +51,7 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		switch {
 		case errors.As(err, &de):
 			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, de.error))
-		case errors.Is(context.Cause(ctx), errAppHead) || oneshot.IsTimeout(err):
+		case errors.Is(context.Cause(ctx), errAppHead) || h1.IsTimeout(err):
 			peerError(w, http.StatusGatewayTimeout, proto.PeerTimeout, fmt.Sprintf("app %s on %s did not answer within %s", t.app.Name, o.cfg.Self().Name, t.timeout))
 		default:
 			// The app's fault, not the road's: the caller's Delta keeps
@@ -164,7 +163,6 @@ func (o *Owner) appTransport() *h1.Transport {
 				return c, nil
 			},
 			MaxIdlePerHost: 64,
-			IdleTimeout:    90 * time.Second,
 		}
 	})
 	return o.transport

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/session"
 	"github.com/delta-roads/delta/gateway/transfer"
@@ -47,9 +47,9 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	req.Header = proto.ForwardHeaders(r.Header)
 	session.Request(req.Header, upgrade)
 	o.appHeaders(req, t, t.timeout)
-	a, err := oneshot.Stream(ctx, conn, req, oneshot.Options{Wait: t.timeout})
+	a, err := h1.Once(ctx, conn, req, h1.Options{Wait: t.timeout})
 	if err != nil {
-		var oe *oneshot.Error
+		var oe *h1.Error
 		if errors.As(err, &oe) && !oe.Sent {
 			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s did not take the session (%v)", t.app.Name, o.cfg.Self().Name, err))
 			return

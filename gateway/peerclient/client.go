@@ -7,7 +7,7 @@
 // one pure function; what the app is told stays with the caller.
 //
 // The transport is the caller's: an attempt is a function given the road
-// and the ticket. Calls dial with Dial and write once with oneshot; reads
+// and the ticket. Calls dial with Dial and write once with h1.Once; reads
 // and questions go through RoundTrip, on the peer's pool.
 package peerclient
 
@@ -403,7 +403,6 @@ func (c *Client) pool(peer string) *h1.Transport {
 			return rc, nil
 		},
 		MaxIdlePerHost: 64,
-		IdleTimeout:    90 * time.Second,
 	}
 	c.pools[peer] = tr
 	return tr

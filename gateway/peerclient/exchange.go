@@ -11,7 +11,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
@@ -169,7 +169,7 @@ func Ping(ctx context.Context, try Try, conn net.Conn) (Reply, error) {
 		conn.Close()
 		return Reply{}, err
 	}
-	res, err := oneshot.DoOn(ctx, conn, req, maxSaid, oneshot.Options{})
+	res, err := h1.OnceWhole(ctx, conn, req, maxSaid, h1.Options{})
 	if err != nil {
 		return Reply{}, err
 	}

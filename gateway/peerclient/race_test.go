@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/oneshot"
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 )
@@ -92,7 +92,7 @@ func TestRaceReportsSilentLoser(t *testing.T) {
 		t.Fatalf("%v %v", rc, err)
 	}
 	rc.Close()
-	if l := <-lates; l.Cand.Road != roads.LAN || !oneshot.IsTimeout(l.Err) {
+	if l := <-lates; l.Cand.Road != roads.LAN || !h1.IsTimeout(l.Err) {
 		t.Errorf("late: %+v, want the lan connect timing out", l)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
@@ -285,7 +285,7 @@ func (rc *Reconciler) exchange(ctx context.Context, peer string, build func(peer
 			lastErr = fmt.Errorf("%s: %w", used, err)
 			answerErr = lastErr
 			// Past the question's own deadline no other road will do.
-			gaveUp := oneshot.IsTimeout(err) && ctx.Err() != nil
+			gaveUp := h1.IsTimeout(err) && ctx.Err() != nil
 			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: !gaveUp, Road: used.Road, Tried: peerclient.TriedRoads(used, cand, dialErr)}
 		}
 		var reply peerclient.Reply

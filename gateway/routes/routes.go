@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/oneshot"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -361,7 +361,7 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 		return
 	}
 	e.downAt, e.lastErr, e.hint = now, err.Error(), roads.HintOf(err)
-	if oneshot.IsTimeout(err) {
+	if h1.IsTimeout(err) {
 		e.heldUntil, e.heldCause, e.heldAt = now.Add(c.Road.HoldDown()), fmt.Sprintf("connect to %s timed out after %.1f s", c, c.Road.ConnectTimeout().Seconds()), now
 	}
 }
@@ -376,7 +376,7 @@ func Cause(err error) string {
 		return "none"
 	case errors.As(err, &hd):
 		return "HeldDown"
-	case oneshot.IsTimeout(err):
+	case h1.IsTimeout(err):
 		return "Timeout"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "Refused"

@@ -1,4 +1,4 @@
-package oneshot
+package h1
 
 import (
 	"bufio"
@@ -56,7 +56,7 @@ func TestAnswered(t *testing.T) {
 		b, _ := io.ReadAll(req.Body)
 		io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: "+string(rune('0'+len(b)))+"\r\n\r\n"+string(b))
 	})
-	res, err := Do(context.Background(), dialer(addr), post(addr), 1<<20)
+	res, err := DialOnce(context.Background(), dialer(addr), post(addr), 1<<20)
 	if err != nil || res.StatusCode != 201 || string(res.Bytes) != "hello" {
 		t.Fatalf("%v %v", res, err)
 	}
@@ -66,7 +66,7 @@ func TestRefusedIsNotSent(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err := Do(context.Background(), dialer(addr), post(addr), 1<<20)
+	_, err := DialOnce(context.Background(), dialer(addr), post(addr), 1<<20)
 	var oe *Error
 	if !errors.As(err, &oe) || oe.Sent || oe.Op != "connect" || !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("refused: %#v", err)
@@ -81,7 +81,7 @@ func TestResetAfterReadIsSent(t *testing.T) {
 		c.(*net.TCPConn).SetLinger(0)
 		c.Close()
 	})
-	_, err := Do(context.Background(), dialer(addr), post(addr), 1<<20)
+	_, err := DialOnce(context.Background(), dialer(addr), post(addr), 1<<20)
 	var oe *Error
 	if !errors.As(err, &oe) || !oe.Sent || oe.Op != "read the answer" {
 		t.Fatalf("reset after read: %#v", err)
@@ -97,7 +97,7 @@ func TestFailedWriteAfterFirstByteIsSent(t *testing.T) {
 		c.Close()
 	})
 	req, _ := http.NewRequest("POST", "http://"+addr+"/x", strings.NewReader(strings.Repeat("x", 32<<20)))
-	_, err := Do(context.Background(), dialer(addr), req, 1<<20)
+	_, err := DialOnce(context.Background(), dialer(addr), req, 1<<20)
 	var oe *Error
 	if !errors.As(err, &oe) || !oe.Sent {
 		t.Fatalf("broken write: %#v", err)
@@ -112,7 +112,7 @@ func TestTimeoutAfterSendIsSent(t *testing.T) {
 	defer close(block)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := Do(ctx, dialer(addr), post(addr), 1<<20)
+	_, err := DialOnce(ctx, dialer(addr), post(addr), 1<<20)
 	var oe *Error
 	if !errors.As(err, &oe) || !oe.Sent || !oe.Timeout {
 		t.Fatalf("timeout: %#v", err)
@@ -130,7 +130,7 @@ func TestEarlyAnswerIsRead(t *testing.T) {
 		time.AfterFunc(50*time.Millisecond, func() { c.(*net.TCPConn).SetLinger(0); c.Close() })
 	})
 	req, _ := http.NewRequest("POST", "http://"+addr+"/x", strings.NewReader(strings.Repeat("x", 16<<20)))
-	res, err := Do(context.Background(), dialer(addr), req, 1<<20)
+	res, err := DialOnce(context.Background(), dialer(addr), req, 1<<20)
 	if err != nil || res.StatusCode != 401 {
 		t.Fatalf("early answer: %v %v", res, err)
 	}
@@ -142,7 +142,7 @@ func TestAnswerTooLarge(t *testing.T) {
 		http.ReadRequest(bufio.NewReader(c))
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\n01234567890123456789")
 	})
-	_, err := Do(context.Background(), dialer(addr), post(addr), 10)
+	_, err := DialOnce(context.Background(), dialer(addr), post(addr), 10)
 	var oe *Error
 	if !errors.As(err, &oe) || !oe.Sent || !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("too large: %#v", err)

@@ -1,22 +1,22 @@
-// Package oneshot sends one HTTP/1.1 request on one connection, exactly
-// once, and reports as a fact whether any byte of it was written.
+// The once-only policy: one request on one connection, exactly once, with
+// a recorded fact of whether any byte of it was written.
 //
-// It is the only way Delta sends a call, on every hop. It does not use
-// net/http's Transport, which may resend a request on a fresh connection
-// when a reused one fails (and treats Idempotency-Key as permission to).
-// Here there is no pool and no second write: the request is written to the
-// connection it was dialled for (or handed, DoOn and Stream), the answer is
-// read from it, and the connection is closed.
+// It is the only way Delta sends a call, and opens a session, on every
+// hop. It does not pool and never writes twice (net/http's Transport may
+// resend a request on a fresh connection when a reused one fails, and
+// treats Idempotency-Key as permission to): the request is written to the
+// connection it is handed, the answer is read from it, and the connection
+// is closed (or kept by a session, Answer.Switched).
 //
 // "Nothing was sent" is decided by a wrapped net.Conn that records the first
-// call to Write, never by an error's type. Whatever dial returns must have
-// finished any handshake (TLS), so that its first write is the request's.
+// call to Write, never by an error's type. Whatever the caller dialled must
+// have finished any handshake (TLS), so that its first write is the
+// request's.
 //
-// Interim answers (1xx other than 101) are never the answer: they are
-// passed to Options.Got1xx and the final answer is read after them. A body
-// moves under an idle limit, not a whole-transfer one: a big body is
-// written and read as long as it makes progress (DESIGN §2a).
-package oneshot
+// A body moves under an idle limit, not a whole-transfer one: a big body
+// is written and read as long as it makes progress (DESIGN §2a).
+
+package h1
 
 import (
 	"bufio"
@@ -26,7 +26,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,28 +85,34 @@ type Options struct {
 	Continue bool
 }
 
-// max1xx bounds the interim answers read before the final one (Go's own
-// transport allows 5; a server may send 102 every few seconds of a long
-// call, so more are allowed here).
-const max1xx = 1000
-
-// Do dials, writes req once, and reads the whole answer (at most maxBody
-// bytes of body). ctx's deadline bounds the whole exchange, connect
-// included; dial should apply its own connect timeout. req.Body, if any,
-// is written at most once.
-func Do(ctx context.Context, dial func(context.Context) (net.Conn, error), req *http.Request, maxBody int64) (*Response, error) {
-	raw, err := dial(ctx)
-	if err != nil {
-		return nil, &Error{Op: "connect", Err: err, Timeout: IsTimeout(err)}
+func (o Options) got1xx() func(int, http.Header) error {
+	if o.Got1xx == nil {
+		return nil
 	}
-	return DoOn(ctx, raw, req, maxBody, Options{})
+	return func(code int, h http.Header) error { o.Got1xx(code, h); return nil }
 }
 
-// DoOn is Do on a connection that is open already (its handshake done):
-// it writes req once and reads the whole answer. conn is closed when it
-// returns.
-func DoOn(ctx context.Context, conn net.Conn, req *http.Request, maxBody int64, opt Options) (*Response, error) {
-	a, err := Stream(ctx, conn, req, opt)
+// DialOnce dials, writes req once, and reads the whole answer (at most
+// maxBody bytes of body). ctx's deadline bounds the whole exchange,
+// connect included; dial should apply its own connect timeout.
+func DialOnce(ctx context.Context, dial func(context.Context) (net.Conn, error), req *http.Request, maxBody int64) (*Response, error) {
+	raw, err := dial(ctx)
+	if err != nil {
+		return nil, ConnectError(err)
+	}
+	return OnceWhole(ctx, raw, req, maxBody, Options{})
+}
+
+// ConnectError is a failure to connect, before anything was sent.
+func ConnectError(err error) *Error {
+	return &Error{Op: "connect", Err: err, Timeout: IsTimeout(err)}
+}
+
+// OnceWhole writes req once on conn (open already, its handshake done)
+// and reads the whole answer, at most maxBody bytes of body. conn is
+// closed when it returns.
+func OnceWhole(ctx context.Context, conn net.Conn, req *http.Request, maxBody int64, opt Options) (*Response, error) {
+	a, err := Once(ctx, conn, req, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +134,7 @@ func DoOn(ctx context.Context, conn net.Conn, req *http.Request, maxBody int64, 
 // Body is an *Error (the request was sent).
 type Answer struct {
 	*http.Response
-	conn *conn
+	conn *onceConn
 	br   *bufio.Reader
 }
 
@@ -189,11 +194,11 @@ func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
 	return a.conn.Conn, a.br
 }
 
-// Stream writes req once on conn (whose handshake is done) and reads the
+// Once writes req once on raw (whose handshake is done) and reads the
 // answer's head, past interim answers; the body is read from the returned
-// Answer's Body as it arrives. On an error conn is closed.
-func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
-	c := &conn{Conn: raw, idle: opt.Idle}
+// Answer's Body as it arrives. On an error raw is closed.
+func Once(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
+	c := &onceConn{Conn: raw, idle: opt.Idle}
 	c.head = &proto.HeadLimit{R: c}
 	c.head.Limit(proto.MaxHeadBytes)
 	if dl, ok := ctx.Deadline(); ok {
@@ -255,7 +260,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		// them (a refusal at its door, no room for the body); take that
 		// answer if it comes.
 		c.setRead(opt.Idle, true)
-		if resp, err := readHead(br, req, opt, false); err == nil {
+		if resp, err := readHead(br, req, opt.got1xx(), false); err == nil {
 			c.bodyBegins()
 			return answer(resp, c, br), nil
 		}
@@ -265,7 +270,7 @@ func Stream(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (
 		opt.Written()
 	}
 	c.setRead(opt.Wait, true)
-	resp, err := readHead(br, req, opt, false)
+	resp, err := readHead(br, req, opt.got1xx(), false)
 	if err != nil {
 		err = c.cause(ctx, err)
 		return fail(&Error{Op: "read the answer", Sent: true, Err: err, Timeout: IsTimeout(err)})
@@ -280,7 +285,7 @@ type gate struct {
 	body   io.ReadCloser
 	bw     *bufio.Writer
 	br     *bufio.Reader
-	c      *conn
+	c      *onceConn
 	req    *http.Request
 	opt    Options
 	opened bool
@@ -298,7 +303,7 @@ func (g *gate) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		g.c.setRead(g.opt.Idle, true)
-		resp, err := readHead(g.br, g.req, g.opt, true)
+		resp, err := readHead(g.br, g.req, g.opt.got1xx(), true)
 		if err != nil {
 			return 0, fmt.Errorf("waiting for 100 Continue: %w", err)
 		}
@@ -329,47 +334,21 @@ func (s *source) Read(p []byte) (int, error) {
 
 func (s *source) Close() error { return s.rc.Close() }
 
-func answer(resp *http.Response, c *conn, br *bufio.Reader) *Answer {
+func answer(resp *http.Response, c *onceConn, br *bufio.Reader) *Answer {
 	a := &Answer{Response: resp, conn: c, br: br}
-	resp.Body = &body{rc: resp.Body, c: c}
+	resp.Body = &onceBody{rc: resp.Body, c: c}
 	return a
 }
 
-// readHead reads the final answer's head, passing interim ones to
-// opt.Got1xx; with until100, a 100 Continue is returned too (the go-ahead
-// for a body held back).
-func readHead(br *bufio.Reader, req *http.Request, opt Options, until100 bool) (*http.Response, error) {
-	for range max1xx {
-		resp, err := http.ReadResponse(br, req)
-		if err == nil {
-			err = proto.CheckStatus(resp.StatusCode)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if until100 && resp.StatusCode == http.StatusContinue {
-			return resp, nil
-		}
-		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
-			if opt.Got1xx != nil {
-				opt.Got1xx(resp.StatusCode, resp.Header)
-			}
-			continue
-		}
-		return resp, nil
-	}
-	return nil, fmt.Errorf("more than %d interim (1xx) answers and no final one", max1xx)
-}
-
-// body is an answer's body: its errors say the request was sent, and
+// onceBody is an answer's body: its errors say the request was sent, and
 // closing it closes the connection.
-type body struct {
+type onceBody struct {
 	rc     io.ReadCloser
-	c      *conn
+	c      *onceConn
 	closed atomic.Bool
 }
 
-func (b *body) Read(p []byte) (int, error) {
+func (b *onceBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if err != nil && err != io.EOF {
 		err = b.c.cause(context.Background(), err)
@@ -378,7 +357,7 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *body) Close() error {
+func (b *onceBody) Close() error {
 	if !b.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -395,32 +374,12 @@ var (
 	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
 )
 
-// ctxErr prefers the context's reason when the context ended the exchange.
-func ctxErr(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		if errors.Is(cerr, context.DeadlineExceeded) {
-			return fmt.Errorf("%w (%v)", os.ErrDeadlineExceeded, err)
-		}
-		return fmt.Errorf("%w (%v)", cerr, err)
-	}
-	return err
-}
-
-// IsTimeout reports whether err is a deadline passing.
-func IsTimeout(err error) bool {
-	if errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrIdle) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// conn records whether Write was ever called with bytes (set before the
+// onceConn records whether Write was ever called with bytes (set before the
 // write: a write that fails may still have put bytes on the wire), and
 // keeps the exchange's deadlines: an idle limit renewed by each write, and
 // by each read of the body once the head is in; a hard one from the
 // context; and a kill when the context ends.
-type conn struct {
+type onceConn struct {
 	net.Conn
 	wrote    atomic.Bool
 	idle     time.Duration
@@ -443,7 +402,7 @@ type conn struct {
 }
 
 // close closes the connection and gives its reader back.
-func (c *conn) close() error {
+func (c *onceConn) close() error {
 	err := c.Conn.Close()
 	c.brMu.Lock()
 	if br := c.br; br != nil {
@@ -455,7 +414,7 @@ func (c *conn) close() error {
 	return err
 }
 
-func (c *conn) until(d time.Duration) (time.Time, time.Duration) {
+func (c *onceConn) until(d time.Duration) (time.Time, time.Duration) {
 	if c.killed.Load() {
 		return time.Unix(1, 0), 0
 	}
@@ -470,7 +429,7 @@ func (c *conn) until(d time.Duration) (time.Time, time.Duration) {
 	return t, limit
 }
 
-func (c *conn) setWrite() {
+func (c *onceConn) setWrite() {
 	t, limit := c.until(c.idle)
 	c.limit.Store(int64(limit))
 	c.waiting.Store(false)
@@ -482,7 +441,7 @@ func (c *conn) setWrite() {
 
 // setRead sets the read deadline d from now; waiting reports whether d
 // is the wait for the head rather than an idle limit.
-func (c *conn) setRead(d time.Duration, waiting bool) {
+func (c *onceConn) setRead(d time.Duration, waiting bool) {
 	t, limit := c.until(d)
 	c.limit.Store(int64(limit))
 	c.waiting.Store(waiting)
@@ -492,7 +451,7 @@ func (c *conn) setRead(d time.Duration, waiting bool) {
 	}
 }
 
-func (c *conn) Write(p []byte) (int, error) {
+func (c *onceConn) Write(p []byte) (int, error) {
 	if len(p) > 0 {
 		c.wrote.Store(true)
 	}
@@ -502,7 +461,7 @@ func (c *conn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-func (c *conn) Read(p []byte) (int, error) {
+func (c *onceConn) Read(p []byte) (int, error) {
 	if c.idle > 0 && c.bodyIdle.Load() {
 		c.setRead(c.idle, false)
 	}
@@ -511,19 +470,19 @@ func (c *conn) Read(p []byte) (int, error) {
 
 // bodyBegins ends the head: its bound is lifted, and reads move under the
 // idle limit.
-func (c *conn) bodyBegins() {
+func (c *onceConn) bodyBegins() {
 	c.head.Unlimit()
 	c.bodyIdle.Store(true)
 }
 
-func (c *conn) kill() {
+func (c *onceConn) kill() {
 	c.killed.Store(true)
 	c.Conn.SetDeadline(time.Unix(1, 0))
 }
 
 // cause names a deadline that passed: the wait for the head, the idle
 // limit (ErrIdle), or the context's reason.
-func (c *conn) cause(ctx context.Context, err error) error {
+func (c *onceConn) cause(ctx context.Context, err error) error {
 	if limit := time.Duration(c.limit.Load()); IsTimeout(err) && limit > 0 && !c.killed.Load() {
 		if c.waiting.Load() {
 			return fmt.Errorf("no answer within %s (%w)", limit, err)

@@ -1,4 +1,4 @@
-package oneshot
+package h1
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ func TestInterimAnswersAreNotTheAnswer(t *testing.T) {
 			"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok")
 	})
 	var got []int
-	res, err := DoOn(context.Background(), dialT(t, addr), post(addr), 1<<20, Options{Got1xx: func(code int, h http.Header) {
+	res, err := OnceWhole(context.Background(), dialT(t, addr), post(addr), 1<<20, Options{Got1xx: func(code int, h http.Header) {
 		got = append(got, code)
 		if code == 103 && h.Get("Link") == "" {
 			t.Errorf("103 without its Link header: %v", h)
@@ -72,7 +72,7 @@ func TestContinueRefusedBeforeTheBody(t *testing.T) {
 	})
 	req, _ := http.NewRequest("POST", "http://"+addr+"/x", io.NopCloser(strings.NewReader(strings.Repeat("x", 4<<20))))
 	req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
-	a, err := Stream(context.Background(), dialT(t, addr), req, Options{Continue: true, Idle: 5 * time.Second})
+	a, err := Once(context.Background(), dialT(t, addr), req, Options{Continue: true, Idle: 5 * time.Second})
 	if err != nil || a.StatusCode != 507 {
 		t.Fatalf("early refusal: %v %v", a, err)
 	}
@@ -95,7 +95,7 @@ func TestContinueSendsAfter100(t *testing.T) {
 	req, _ := http.NewRequest("POST", "http://"+addr+"/x", io.NopCloser(strings.NewReader(strings.Repeat("x", 3<<20))))
 	req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
 	written := false
-	a, err := Stream(context.Background(), dialT(t, addr), req, Options{Continue: true, Idle: 5 * time.Second, Written: func() { written = true }})
+	a, err := Once(context.Background(), dialT(t, addr), req, Options{Continue: true, Idle: 5 * time.Second, Written: func() { written = true }})
 	if err != nil || a.StatusCode != 201 || !written {
 		t.Fatalf("after 100: %v %v written=%v", a, err, written)
 	}
@@ -126,7 +126,7 @@ func TestIdleNotWhole(t *testing.T) {
 	})
 	for _, path := range []string{"/flow", "/stall"} {
 		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
-		a, err := Stream(context.Background(), dialT(t, addr), req, Options{Idle: 150 * time.Millisecond})
+		a, err := Once(context.Background(), dialT(t, addr), req, Options{Idle: 150 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,7 +165,7 @@ func TestReadAhead(t *testing.T) {
 		whole             bool
 	}{{"/whole", "hello", "", true}, {"/trickle", "first", "next", false}} {
 		req, _ := http.NewRequest("GET", "http://"+addr+tc.path, nil)
-		a, err := Stream(context.Background(), dialT(t, addr), req, Options{})
+		a, err := Once(context.Background(), dialT(t, addr), req, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
