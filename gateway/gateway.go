@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/forward"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -51,7 +52,7 @@ const DefaultListen = "127.0.0.1:7420"
 // doorLimits are the limits of the local API and every peer listener: 10 s
 // for a request's headers, 60 s for the whole request (an 8 MiB body on a
 // slow road fits), 90 s for an idle keep-alive connection.
-var doorLimits = proto.DoorLimits{Header: 10 * time.Second, Request: 60 * time.Second, Idle: 90 * time.Second}
+var doorLimits = doors.Limits{Header: 10 * time.Second, Request: 60 * time.Second, Idle: 90 * time.Second}
 
 // Connections one source may hold at once: a peer (its pooled reads at
 // c=64, its one-use calls and its reconciler fit four times over), and the
@@ -65,7 +66,7 @@ const (
 
 // limits are doorLimits with a cap of perSource connections per source,
 // each refusal counted and summarized in the log.
-func (g *Gateway) limits(perSource int) proto.DoorLimits {
+func (g *Gateway) limits(perSource int) doors.Limits {
 	l := doorLimits
 	l.PerSource = perSource
 	l.OnRefused = func(remote string) {
@@ -78,7 +79,7 @@ func (g *Gateway) limits(perSource int) proto.DoorLimits {
 // localLimits are the local API's and the forwards' limits: a connection
 // over the cap is told so as an app is told any refusal before anything
 // left (the peer listeners' say door_busy, nothing carried out).
-func (g *Gateway) localLimits() proto.DoorLimits {
+func (g *Gateway) localLimits() doors.Limits {
 	l := g.limits(localConnsPerSource)
 	l.Busy = func(w http.ResponseWriter) {
 		proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable),
@@ -188,7 +189,7 @@ type Gateway struct {
 	transfers *transfer.Set // under way: reads, calls, sessions
 	forwards  *forward.Set  // loopback doors, one a peer's app
 	page      *statuspage.Page
-	refusals  *proto.RefusalLog // connections over a door's cap
+	refusals  *doors.RefusalLog // connections over a door's cap
 
 	noticeMu sync.Mutex
 	notices  []string // said in the log, the menu and the status (AddNotice)
@@ -340,7 +341,7 @@ func (g *Gateway) Start() (err error) {
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.transfers = transfer.New(g.now)
 	g.stats = newStats()
-	g.refusals = proto.NewRefusalLog(g.log, time.Now)
+	g.refusals = doors.NewRefusalLog(g.log, time.Now)
 	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback,
 		OnConnect: g.stats.connect})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -379,7 +380,7 @@ func (g *Gateway) Start() (err error) {
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.localSrv = proto.DoorServer(g.localHandler(), errLog, g.localLimits())
+	g.localSrv = doors.Server(g.localHandler(), errLog, g.localLimits())
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
@@ -440,7 +441,7 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	if door == nil {
 		door = g.door
 	}
-	srv := proto.DoorServer(g.owner.Handler(door, pl.Routes), errLog, g.limits(peerConnsPerSource))
+	srv := doors.Server(g.owner.Handler(door, pl.Routes), errLog, g.limits(peerConnsPerSource))
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
 	g.doorAddrs = append(g.doorAddrs, pl.Listener.Addr())

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/forward"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -90,7 +91,7 @@ func refuseMethod(w http.ResponseWriter, r *http.Request) bool {
 	if status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", "GET, HEAD, OPTIONS, PROPFIND, REPORT, SEARCH, QUERY (reads), and any other method of a call (POST, PUT, PATCH, DELETE, …)")
 	}
-	proto.RefuseAndClose(w)
+	doors.RefuseAndClose(w)
 	proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
 	return true
 }
@@ -134,7 +135,7 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			return
 		}
 		if why := g.checkLocalAuth(r.Header.Get("Authorization")); why != "" {
-			proto.RefuseAndClose(w) // no wait for a body that may never come
+			doors.RefuseAndClose(w) // no wait for a body that may never come
 			w.Header().Set("WWW-Authenticate", `Basic realm="Delta"`)
 			localRefusal(w, proto.Unauthorized, why)
 			return
@@ -231,7 +232,7 @@ func (g *Gateway) carry(w http.ResponseWriter, r *http.Request, t caller.Target,
 		} else {
 			g.stats.read(o)
 		}
-		proto.RefuseAndClose(w) // no body that may follow is read
+		doors.RefuseAndClose(w) // no body that may follow is read
 		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -31,6 +32,7 @@ import (
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
 	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
@@ -200,7 +202,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is %d bytes, over the limit of %d bytes for a call (max_call_bytes in config.json)", r.ContentLength, cr.cfg.MaxCallBytes), ""), rid, t.Peer)
 		return
 	}
-	body, err := readCallBody(proto.ProgressBody(w, r, proto.BodyIdle), r.ContentLength, r.Method, t.App, t.PathQuery, cr.cfg.MaxCallBytes)
+	body, err := readCallBody(relay.ProgressBody(w, r, proto.BodyIdle), r.ContentLength, r.Method, t.App, t.PathQuery, cr.cfg.MaxCallBytes)
 	if errors.Is(err, errTooLarge) {
 		cr.refuseTooLarge(w, r, proto.NotSent(err.Error(), ""), rid, t.Peer)
 		return
@@ -256,7 +258,7 @@ func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, exist
 		return
 	}
 	h := proto.NewDigest(r.Method, t.App, t.PathQuery)
-	n, err := io.Copy(h, io.LimitReader(proto.ProgressBody(w, r, proto.BodyIdle), cr.cfg.MaxCallBytes+1))
+	n, err := io.Copy(h, io.LimitReader(relay.ProgressBody(w, r, proto.BodyIdle), cr.cfg.MaxCallBytes+1))
 	switch {
 	case err != nil:
 		cr.refuseCall(w, proto.BadRequest, proto.NotSent(fmt.Sprintf("could not read the request body from the app after %d bytes (%v)", n, err), ""), rid, t.Peer)
@@ -553,7 +555,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		case complete:
 			a.Body.Close()
 			whole = ahead
-			ans = journal.NewAnswer(a.StatusCode, h, whole, proto.MaxStoredAnswer)
+			ans = journal.NewAnswer(a.StatusCode, relay.Kept(a.Header, a.Trailer), whole, proto.MaxStoredAnswer)
 		default:
 			stream = true
 			ans = &record.Answer{Status: a.StatusCode, Headers: h, Omitted: true}
@@ -599,29 +601,19 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd, ahead []byte) {
 	a := e.live
 	defer a.Body.Close()
-	h := w.Header()
-	for k, vs := range a.Header {
-		h[k] = vs
-	}
-	proto.StripHopAnswer(h, a.StatusCode)
-	if a.ContentLength >= 0 {
-		h.Set("Content-Length", strconv.FormatInt(a.ContentLength, 10))
-	}
-	h.Set(proto.HeaderOutcome, string(proto.Answered))
-	h.Set(proto.HeaderRequestID, c.RequestID)
-	h.Set(proto.HeaderRoute, e.road)
-	h.Set("Connection", "close")
+	again := ""
 	if e.replayed {
-		h.Set(proto.HeaderReplayed, "true")
+		again = "true"
 	}
-	w.WriteHeader(a.StatusCode)
+	relay.Head(w, a.StatusCode, a.Header, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.Answered), proto.HeaderRequestID, c.RequestID,
+		proto.HeaderRoute, e.road, "Connection", "close", proto.HeaderReplayed, again)
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
 		x = cr.cfg.Transfers.Start(localapi.TransferCall, c.Peer, c.App, c.Path, e.road)
 		defer x.Done()
 	}
-	keep := &proto.KeptBody{Limit: proto.MaxStoredAnswer}
-	n, err := relay(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
+	keep := &relay.KeptBody{Limit: proto.MaxStoredAnswer}
+	n, err := flowTo(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
 	body := &record.Answer{Omitted: true} // a call's record keeps no digest of its answer
 	if kept, ok := keep.Kept(); ok && err == nil {
 		body.Body, body.Omitted = kept, false
@@ -633,8 +625,9 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 		cr.cfg.OnCut("call_answer")
 		cr.cfg.Log.Warn("a call's answer broke off on its way to the app; its connection is cut so it cannot take the answer for whole",
 			"request_id", c.RequestID, "peer", c.Peer, "bytes", n, "err", err)
-		panic(http.ErrAbortHandler)
+		relay.Abort()
 	}
+	relay.Trailers(w, a.Trailer)
 }
 
 // invalidate drops the cached reads a call may have changed (RFC 9111
@@ -682,7 +675,7 @@ func (cr *Caller) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail,
 		io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
 	}
 	cr.cfg.OnCall(proto.BadRequest)
-	proto.RefuseAndClose(w)
+	doors.RefuseAndClose(w)
 	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer}.With(proto.NothingSent))
 }
 
@@ -708,28 +701,18 @@ func markBehind(w http.ResponseWriter) {
 
 // writeAnswer writes the owner app's answer to the app.
 func writeAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, rid, road string, replayed bool) {
-	h := w.Header()
-	for k, vs := range ans.Headers {
-		h[k] = vs
-	}
-	h.Set(proto.HeaderOutcome, string(proto.Answered))
-	h.Set(proto.HeaderRequestID, rid)
-	if road != "" {
-		h.Set(proto.HeaderRoute, road)
-	}
-	if replayed {
-		h.Set(proto.HeaderReplayed, "true")
-	}
+	omitted, again := "", ""
 	if body == nil && ans.Omitted {
-		h.Set(proto.HeaderAnswerOmitted, "the answer's body was over 1 MiB and is not kept for replay")
+		omitted = "the answer's body was over 1 MiB and is not kept for replay"
 	}
 	if body == nil {
 		body = ans.Body
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("Connection", "close")
-	w.WriteHeader(ans.Status)
-	w.Write(body)
+	if replayed {
+		again = "true"
+	}
+	relay.Recorded(w, ans.Status, ans.Headers, body, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRequestID, rid,
+		proto.HeaderRoute, road, proto.HeaderReplayed, again, proto.HeaderAnswerOmitted, omitted, "Connection", "close")
 }
 
 // replyExisting answers a repeat of a call already in the journal with that

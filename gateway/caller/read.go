@@ -14,11 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/readcache"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
@@ -61,7 +63,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 			// this answer, not a reset.
 			io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
 		}
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(err.Error(), ""), Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}
@@ -288,17 +290,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, cand roads.Candidate) {
 	cr, w, t := rd.cr, rd.w, rd.t
 	defer func() { cancel(nil); resp.Body.Close() }()
-	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = vs
-	}
-	proto.StripHopAnswer(h, resp.StatusCode)
-	h.Set(proto.HeaderOutcome, string(proto.Answered))
-	h.Set(proto.HeaderRoute, string(cand.Road))
-	if resp.ContentLength >= 0 && rd.r.Method != http.MethodHead {
-		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	w.WriteHeader(resp.StatusCode)
+	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, rd.r.Method, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRoute, string(cand.Road))
 	cr.cfg.OnRead(proto.Answered)
 	if rd.r.Method == http.MethodHead {
 		return
@@ -307,10 +299,12 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	// its body: status, no-store, Vary: *, a length over the limit, an
 	// event stream).
 	var admitted *readcache.Admission
-	var keep *proto.KeptBody
-	if rd.isGet {
+	var keep *relay.KeptBody
+	// An answer with trailers is not kept: the cache keeps no trailers,
+	// and one served without them would not be the answer.
+	if rd.isGet && len(resp.Trailer) == 0 {
 		if admitted = cr.cfg.Cache.Storable(resp.StatusCode, rd.r.Header, resp.Header, resp.ContentLength); admitted != nil {
-			keep = &proto.KeptBody{Limit: cr.cfg.Cache.MaxEntry()}
+			keep = &relay.KeptBody{Limit: cr.cfg.Cache.MaxEntry()}
 			if rd.stored != nil {
 				// The answer read again is most often the one stored:
 				// compared as it passes, it is copied only if it is not.
@@ -330,7 +324,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	// that only a road that carries nothing at all is taken for a dead
 	// one.
 	silence := t.Timeout + readGrace
-	var src io.Reader = proto.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
+	var src io.Reader = relay.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
 	stored := false
 	store := func() {
 		if body, ok := keep.Kept(); ok && !stored {
@@ -350,8 +344,9 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		src = &beforeLast{r: io.TeeReader(src, keep), left: resp.ContentLength, last: store}
 		firstKeep = nil // the tee keeps it
 	}
-	n, err := relay(w, src, firstKeep, x)
-	for resumes := 0; err != nil && !errors.Is(err, proto.ErrWriterGone); resumes++ {
+	n, err := flowTo(w, src, firstKeep, x)
+	last := resp // the answer whose body ends the read: its trailers follow
+	for resumes := 0; err != nil && !errors.Is(err, relay.ErrWriterGone); resumes++ {
 		validator, why := Resumable(rd.r.Method, rd.r.Header, resp)
 		if why == "" && resumes >= MaxResumes {
 			why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
@@ -371,7 +366,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 			cr.cfg.OnCut("read")
 			cr.cfg.Log.Warn("a read's answer broke off and cannot be resumed; the app's connection is cut so it cannot take the answer for whole",
 				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why, "road_kept", ownerEnded)
-			panic(http.ErrAbortHandler)
+			relay.Abort()
 		}
 		if cand.Road.Local() {
 			cr.cfg.Router.Invalidate(t.Peer, cand.Road, fmt.Errorf("a read's answer broke off on it: %w", err))
@@ -389,12 +384,17 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 			x.SetRoad(string(cand.Road))
 		}
 		var m int64
-		m, err = relay(w, next.Body, keep, x)
+		m, err = flowTo(w, next.Body, keep, x)
 		next.Body.Close()
 		n += m
+		last = next
 	}
-	if err != nil || keep == nil {
-		return // the app went away, or nothing to keep
+	if err != nil {
+		return // the app went away
+	}
+	relay.Trailers(w, last.Trailer)
+	if keep == nil || len(last.Trailer) > 0 {
+		return // nothing to keep
 	}
 	store() // an answer of unknown length, or one resumed
 }
@@ -454,7 +454,7 @@ func (rd *readRun) resume(first *http.Response, validator string, n int64) (*htt
 			return peerclient.Result{Verdict: peerclient.Done}
 		}
 		silence := rd.t.Timeout + readGrace // as in relay
-		resp.Body = proto.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
+		resp.Body = relay.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
 		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		out, cand = resp, used
 		return peerclient.Result{Verdict: peerclient.Done}
@@ -531,9 +531,9 @@ func Continues(first, next *http.Response, n int64) string {
 	return ""
 }
 
-// relay copies src to the app as it arrives (proto.Flow), keeping a copy
+// flowTo copies src to the app as it arrives (relay.Flow), keeping a copy
 // in keep (if not nil) and counting it in x (if not nil).
-func relay(w http.ResponseWriter, src io.Reader, keep *proto.KeptBody, x *transfer.Transfer) (int64, error) {
+func flowTo(w http.ResponseWriter, src io.Reader, keep *relay.KeptBody, x *transfer.Transfer) (int64, error) {
 	var also io.Writer
 	switch {
 	case keep != nil && x != nil:
@@ -543,7 +543,7 @@ func relay(w http.ResponseWriter, src io.Reader, keep *proto.KeptBody, x *transf
 	case x != nil:
 		also = x
 	}
-	return proto.Flow(w, src, also)
+	return relay.Flow(w, src, also)
 }
 
 // serveCached writes a stored answer: fresh when stale is "", else labelled

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/session"
 	"github.com/delta-roads/delta/gateway/transfer"
@@ -29,14 +31,14 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		release, ok := tr.AdmitSession()
 		if !ok {
 			cr.cfg.OnRead(proto.Unavailable)
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable), Peer: t.Peer,
 				Detail: proto.NotSent(fmt.Sprintf("this Delta has %d sessions open, as many as it keeps at once", transfer.MaxSessions), t.Peer)}.With(proto.NothingSent))
 			return
 		}
 		defer release()
 	}
-	defer proto.HijackDone(r.Context()) // the app's connection, once the session ends
+	defer doors.HijackDone(r.Context()) // the app's connection, once the session ends
 	upgrade := r.Header.Get("Upgrade")
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
@@ -122,17 +124,14 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The owner app declined the upgrade: its answer, as a read's.
 		defer a.Body.Close()
-		proto.StripHopAnswer(h, a.StatusCode)
-		h.Set(proto.HeaderOutcome, string(proto.Answered))
-		h.Set(proto.HeaderRoute, road)
-		for k, vs := range h {
-			w.Header()[k] = vs
+		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRoute, road)
+		if _, err := flowTo(w, a.Body, nil, nil); err != nil {
+			if !errors.Is(err, relay.ErrWriterGone) {
+				cr.cfg.OnCut("read")
+			}
+			relay.Abort()
 		}
-		w.WriteHeader(a.StatusCode)
-		if _, err := relay(w, a.Body, nil, nil); err != nil && !errors.Is(err, proto.ErrWriterGone) {
-			cr.cfg.OnCut("read")
-			panic(http.ErrAbortHandler)
-		}
+		relay.Trailers(w, a.Trailer)
 		return
 	}
 	far, farR := a.Switched()

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -81,7 +82,7 @@ type Config struct {
 	PageCookie string
 	// Limits are the doors' limits. ErrLog receives the servers' errors;
 	// Log what the forwards do. If nil, nothing is logged.
-	Limits proto.DoorLimits
+	Limits doors.Limits
 	ErrLog *log.Logger
 	Log    *slog.Logger
 	// Now is the clock. If nil, time.Now.
@@ -235,7 +236,7 @@ func (s *Set) open(sp Spec) (*fw, error) {
 	ta := ln.Addr().(*net.TCPAddr)
 	sp.Listen = ta.String()
 	f := &fw{spec: sp, ln: ln, door: door{ip: ta.IP, port: ta.Port, name: Name(sp.Peer, sp.App)}}
-	f.srv = proto.DoorServer(s.handler(f), s.cfg.ErrLog, s.cfg.Limits)
+	f.srv = doors.Server(s.handler(f), s.cfg.ErrLog, s.cfg.Limits)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -428,14 +429,14 @@ func (s *Set) handler(f *fw) http.Handler {
 		s.mu.Unlock()
 		kind, ref := f.door.check(r)
 		if ref != nil {
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			proto.WriteError(w, ref.Status, proto.ErrorBody{Error: string(proto.Forbidden), Detail: proto.NotSent(ref.Why, ""), Peer: sp.Peer}.With(proto.NothingSent))
 			return
 		}
 		a := Admitted{Host: r.Host}
 		if sp.Token {
 			if why := s.cfg.CheckAuth(r.Header.Get("Authorization")); why != "" {
-				proto.RefuseAndClose(w)
+				doors.RefuseAndClose(w)
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Basic realm="Delta forward %s/%s"`, sp.Peer, sp.App))
 				proto.WriteError(w, http.StatusUnauthorized, proto.ErrorBody{Error: string(proto.Unauthorized), Detail: proto.NotSent("this forward asks for the local token: "+why, ""), Peer: sp.Peer}.With(proto.NothingSent))
 				return

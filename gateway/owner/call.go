@@ -15,10 +15,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
@@ -52,7 +54,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	digest := r.Header.Get(proto.HeaderDigest)
 	_, streamed := r.Trailer[proto.HeaderDigest]
 	if digest == "" && !streamed {
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, "the call carries no X-Delta-Digest (a header, or the trailer of a streamed body): the caller's Delta must name what it sends")
 		return
 	}
@@ -69,14 +71,14 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		}
 	}
 	if size > o.cfg.MaxCallBytes {
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		refuse(w, http.StatusRequestEntityTooLarge, proto.PeerTooLarge, fmt.Sprintf("the body is %d bytes, over %s's limit of %d bytes for a call (max_call_bytes)", size, o.cfg.Self().Name, o.cfg.MaxCallBytes))
 		return
 	}
 	inMemory := size >= 0 && size <= proto.InMemoryBody
 	if !inMemory {
 		if free, err := o.cfg.FreeBytes(o.cfg.SpoolDir); err == nil && free-max(size, 0) < spoolReserve {
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			refuse(w, http.StatusInsufficientStorage, proto.PeerNoRoom, roomWords(o.cfg.Self().Name, free, size))
 			return
 		}
@@ -85,7 +87,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
 	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
 	if err != nil {
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err))
 		return
 	}
@@ -102,7 +104,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 	switch dec {
 	case journal.Reused:
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		refuse(w, http.StatusUnprocessableEntity, proto.PeerReused, fmt.Sprintf("request id %s from %s was used for another request (%s %s at %s)", rid, t.visitor.Name, old.Method, old.Path, old.ReceivedAt.Format(time.RFC3339)))
 		return
 	case journal.Replay:
@@ -110,11 +112,11 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		if old.Behind {
 			o.markBehind(w)
 		}
-		proto.RefuseAndClose(w) // its body, if it is still coming, is not needed
+		doors.RefuseAndClose(w) // its body, if it is still coming, is not needed
 		writeOwnerAnswer(w, old.Answer, nil, true)
 		return
 	case journal.Busy:
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		e, what, g := busyError(old)
 		body := proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.visitor.Name, what)}
 		proto.WriteError(w, http.StatusConflict, body.With(g))
@@ -188,7 +190,7 @@ func (o *Owner) refuseBody(w http.ResponseWriter, err error) {
 	if !ok {
 		be = bodyError{cause: err, e: proto.PeerBodyCut, status: http.StatusBadRequest}
 	}
-	proto.RefuseAndClose(w)
+	doors.RefuseAndClose(w)
 	refuse(w, be.status, be.e, be.cause.Error()+"; it was not forwarded to the app")
 }
 
@@ -229,7 +231,7 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 		// a small announced one) to its end.
 		limit = min(limit, size)
 	}
-	src := io.LimitReader(proto.ProgressBody(w, r, proto.BodyIdle), limit+1)
+	src := io.LimitReader(relay.ProgressBody(w, r, proto.BodyIdle), limit+1)
 	b := &callBody{}
 	var n int64
 	var err error
@@ -285,8 +287,8 @@ func (o *Owner) spool(src io.Reader, h hash.Hash) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s could not make a spool file (%w)", o.cfg.Self().Name, err)
 	}
-	buf := proto.CopyBuffers.Get()
-	defer proto.CopyBuffers.Put(buf)
+	buf := relay.CopyBuffers.Get()
+	defer relay.CopyBuffers.Put(buf)
 	w := &roomyWriter{w: io.MultiWriter(f, h), room: func() (int64, error) { return o.cfg.FreeBytes(o.cfg.SpoolDir) }}
 	n, err := io.CopyBuffer(w, src, *buf)
 	if errors.Is(err, syscall.ENOSPC) {
@@ -452,7 +454,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 			out = &appResult{state: proto.ReceiptAppUnknown, err: rerr}
 		case whole:
 			a.Body.Close()
-			out = &appResult{state: proto.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, proto.KeptHeader(a.Header), body, proto.MaxStoredAnswer), whole: body}
+			out = &appResult{state: proto.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, relay.Kept(a.Header, a.Trailer), body, proto.MaxStoredAnswer), whole: body}
 		default:
 			// A stream, or longer than is kept: recorded at its head.
 			out = &appResult{state: proto.ReceiptAnswered, ans: &record.Answer{Status: a.StatusCode, Headers: proto.KeptHeader(a.Header), Omitted: true},
@@ -499,18 +501,11 @@ func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state pro
 // Delta as it arrives, and records its body once it has passed.
 func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult) {
 	a := res.live
-	h := w.Header()
-	for k, vs := range res.ans.Headers {
-		h[k] = vs
-	}
-	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
-	if a.ContentLength >= 0 {
-		h.Set("Content-Length", strconv.FormatInt(a.ContentLength, 10))
-	}
-	w.WriteHeader(a.StatusCode)
+	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.PeerAnswered))
 	if err := o.recordStream(t, rid, res, w); err != nil {
-		panic(http.ErrAbortHandler) // cut: never ended as if whole
+		relay.Abort() // cut: never ended as if whole
 	}
+	relay.Trailers(w, a.Trailer)
 }
 
 // recordStream passes a streaming answer's body on to w as it arrives
@@ -522,20 +517,20 @@ func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, w http.R
 	a := res.live
 	defer close(res.finished)
 	defer a.Body.Close()
-	keep := &proto.KeptBody{Limit: proto.MaxStoredAnswer, Sum: sha256.New()}
+	keep := &relay.KeptBody{Limit: proto.MaxStoredAnswer, Sum: sha256.New()}
 	src := io.MultiReader(bytes.NewReader(res.ahead), a.Body)
 	var gone, broke error
 	if w != nil {
-		if _, err := proto.Flow(w, src, keep); errors.Is(err, proto.ErrWriterGone) {
+		if _, err := relay.Flow(w, src, keep); errors.Is(err, relay.ErrWriterGone) {
 			gone = err
 		} else {
 			broke = err
 		}
 	}
 	if w == nil || gone != nil {
-		buf := proto.CopyBuffers.Get()
+		buf := relay.CopyBuffers.Get()
 		_, broke = io.CopyBuffer(keep, src, *buf)
-		proto.CopyBuffers.Put(buf)
+		relay.CopyBuffers.Put(buf)
 	}
 	ans := &record.Answer{Omitted: true, BodyDigest: hex.EncodeToString(keep.Sum.Sum(nil))}
 	if kept, ok := keep.Kept(); ok && broke == nil {

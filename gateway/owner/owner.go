@@ -13,18 +13,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
 
@@ -107,7 +108,7 @@ type Owner struct {
 	cfg           Config
 	transportOnce sync.Once
 	transport     *h1.Transport // to the local owner apps, for reads
-	refusals      *proto.RefusalLog
+	refusals      *doors.RefusalLog
 	fences        *fenceCap
 	sessions      *sessions // open here, closed when their interface goes
 }
@@ -126,7 +127,7 @@ func New(cfg Config) *Owner {
 	if cfg.FreeBytes == nil {
 		cfg.FreeBytes = freeBytes
 	}
-	return &Owner{cfg: cfg, refusals: proto.NewRefusalLog(cfg.Log, time.Now), fences: &fenceCap{},
+	return &Owner{cfg: cfg, refusals: doors.NewRefusalLog(cfg.Log, time.Now), fences: &fenceCap{},
 		sessions: &sessions{open: map[net.Conn]string{}}}
 }
 
@@ -156,7 +157,7 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			// Closed at once: the server neither waits for a body the
 			// caller announced (and may never send) nor keeps the
 			// connection.
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			// A refusal at the door: nothing ran (carried_out: false); its
 			// words are about the door, and the caller says what it means.
 			status, e := http.StatusForbidden, proto.PeerForbidden
@@ -168,23 +169,23 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 		}
 		if why := readTicketAdmits(r); c.ReadOnly && why != "" {
 			o.cfg.OnDoorRefusal()
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			proto.WriteError(w, http.StatusForbidden, proto.ErrorBody{Error: string(proto.PeerForbidden),
 				Detail: fmt.Sprintf("%s refused the request at its door: %s", o.cfg.Self().Name, why)}.With(proto.NotCarried))
 			return
 		}
 		if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			refuse(w, status, proto.PeerBadRequest, why)
 			return
 		}
 		if n := proto.Repeated(r.Header, "Authorization", proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderApp, proto.HeaderDigest); n != "" {
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n))
 			return
 		}
 		if why := proto.UncleanPath(r.URL.Path); why != "" {
-			proto.RefuseAndClose(w)
+			doors.RefuseAndClose(w)
 			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, why+", which Delta does not carry to an app")
 			return
 		}
@@ -261,7 +262,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		// As the caller's Delta refuses it from an app: a GET's or a
 		// HEAD's body has no meaning, and is never passed to an app, a
 		// direct read's ticket included (issue 34 U5).
-		proto.RefuseAndClose(w)
+		doors.RefuseAndClose(w)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("a %s carries no body, and this one has one", r.Method))
 		return
 	}
@@ -371,23 +372,17 @@ func busyError(old *journal.Receipt) (proto.PeerError, string, proto.Guarantee) 
 // writeOwnerAnswer sends the app's answer (or the stored one) to the
 // caller's Delta.
 func writeOwnerAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, replayed bool) {
-	h := w.Header()
-	for k, vs := range ans.Headers {
-		h[k] = vs
-	}
-	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
-	if replayed {
-		h.Set(proto.HeaderReplayed, "true")
-	}
+	omitted, again := "", ""
 	if body == nil {
 		body = ans.Body
 		if ans.Omitted {
-			h.Set(proto.HeaderAnswerOmitted, "the answer's body was over 1 MiB and is not kept for replay")
+			omitted = "the answer's body was over 1 MiB and is not kept for replay"
 		}
 	}
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(ans.Status)
-	w.Write(body)
+	if replayed {
+		again = "true"
+	}
+	relay.Recorded(w, ans.Status, ans.Headers, body, proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderReplayed, again, proto.HeaderAnswerOmitted, omitted)
 }
 
 func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {

@@ -8,11 +8,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/textproto"
-	"strconv"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/relay"
 )
 
 // Causes a read's context ends with.
@@ -60,35 +60,18 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		}
 		return
 	}
-	body := proto.Silenced(resp.Body, t.timeout, func() { cancel(fmt.Errorf("%w (%s)", errAppSilent, t.timeout)) })
+	body := relay.Silenced(resp.Body, t.timeout, func() { cancel(fmt.Errorf("%w (%s)", errAppSilent, t.timeout)) })
 	defer body.Close()
 
-	h := w.Header()
-	for k, vs := range resp.Header {
-		h[k] = vs
-	}
-	proto.StripHopAnswer(h, resp.StatusCode) // and X-Delta-*: only this Delta speaks for itself
-	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
-	if resp.ContentLength >= 0 && r.Method != http.MethodHead {
-		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
-	}
-	if len(resp.Trailer) > 0 {
-		names := make([]string, 0, len(resp.Trailer))
-		for k := range resp.Trailer {
-			names = append(names, k)
-		}
-		h["Trailer"] = names
-	}
-	w.WriteHeader(resp.StatusCode)
-	if _, err := proto.Flow(w, body, nil); err != nil {
+	// Only this Delta speaks for itself: the app's X-Delta-* go nowhere.
+	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, r.Method, proto.HeaderOutcome, string(proto.PeerAnswered))
+	if _, err := relay.Flow(w, body, nil); err != nil {
 		// The app broke off, fell silent, or the caller went away: the
 		// caller's connection is cut, so that it cannot take what came
 		// for the whole answer.
-		panic(http.ErrAbortHandler)
+		relay.Abort()
 	}
-	for k, vs := range resp.Trailer {
-		h[http.TrailerPrefix+k] = vs
-	}
+	relay.Trailers(w, resp.Trailer)
 }
 
 // appRequest is r as it goes to the app behind t: to the app's URL, with

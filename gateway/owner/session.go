@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/session"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
@@ -29,7 +31,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 		}
 		defer release()
 	}
-	defer proto.HijackDone(r.Context()) // the caller's connection, once the session ends
+	defer doors.HijackDone(r.Context()) // the caller's connection, once the session ends
 	upgrade := r.Header.Get("Upgrade")
 	ctx, cancel := context.WithCancel(o.cfg.Ctx)
 	defer cancel()
@@ -62,15 +64,11 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The app declined: its answer, as a read's.
 		defer a.Body.Close()
-		proto.StripHopAnswer(h, a.StatusCode)
-		h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
-		for k, vs := range h {
-			w.Header()[k] = vs
+		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, proto.HeaderOutcome, string(proto.PeerAnswered))
+		if _, err := relay.Flow(w, a.Body, nil); err != nil {
+			relay.Abort()
 		}
-		w.WriteHeader(a.StatusCode)
-		if _, err := proto.Flow(w, a.Body, nil); err != nil {
-			panic(http.ErrAbortHandler)
-		}
+		relay.Trailers(w, a.Trailer)
 		return
 	}
 	appConn, appR := a.Switched()

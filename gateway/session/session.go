@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
 
@@ -108,8 +108,8 @@ func pipeOnce(dst io.Writer, src io.Reader) error {
 
 // burst copies with a pooled buffer while reads fill at least half of it.
 func burst(dst io.Writer, src io.Reader) error {
-	buf := proto.CopyBuffers.Get()
-	defer proto.CopyBuffers.Put(buf)
+	buf := relay.CopyBuffers.Get()
+	defer relay.CopyBuffers.Put(buf)
 	for {
 		n, err := src.Read(*buf)
 		if n > 0 {

@@ -1,4 +1,4 @@
-package proto
+package doors
 
 import (
 	"log/slog"

@@ -1,8 +1,10 @@
-package proto
+package doors
 
 import (
 	"bufio"
 	"fmt"
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/relay"
 	"io"
 	"net"
 	"net/http"
@@ -20,7 +22,7 @@ func TestDoorServer(t *testing.T) {
 	const limit = 100 * time.Millisecond
 	results := make(chan string, 2)
 	read := make(chan struct{}, 1)
-	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
 			results <- "read: " + err.Error()
 			return
@@ -32,7 +34,7 @@ func TestDoorServer(t *testing.T) {
 		case <-time.After(10 * time.Second): // a failure, not a wait
 			results <- "never saw the client go"
 		}
-	}), nil, DoorLimits{Header: limit, Request: limit, Idle: limit})
+	}), nil, Limits{Header: limit, Request: limit, Idle: limit})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,8 +75,8 @@ func TestDoorServer(t *testing.T) {
 // place.
 func TestPerSourceCap(t *testing.T) {
 	refused := make(chan string, 10)
-	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), nil,
-		DoorLimits{Header: 10 * time.Second, Request: 10 * time.Second, Idle: 10 * time.Second, PerSource: 3,
+	srv := Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), nil,
+		Limits{Header: 10 * time.Second, Request: 10 * time.Second, Idle: 10 * time.Second, PerSource: 3,
 			OnRefused: func(remote string) {
 				select {
 				case refused <- remote:
@@ -122,8 +124,8 @@ func TestPerSourceCap(t *testing.T) {
 	c4 := dial()
 	c4.SetDeadline(time.Now().Add(10 * time.Second))
 	c4.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-	if resp, err := http.ReadResponse(bufio.NewReader(c4), nil); err != nil || resp.StatusCode != 503 || resp.Header.Get(HeaderOutcome) != string(PeerBusy) {
-		t.Errorf("a connection over the cap: %v %v, want 503 %s", resp, err, PeerBusy)
+	if resp, err := http.ReadResponse(bufio.NewReader(c4), nil); err != nil || resp.StatusCode != 503 || resp.Header.Get(proto.HeaderOutcome) != string(proto.PeerBusy) {
+		t.Errorf("a connection over the cap: %v %v, want 503 %s", resp, err, proto.PeerBusy)
 	}
 	if got := <-refused; !strings.HasPrefix(got, "127.0.0.1:") {
 		t.Errorf("refusal reported for %q, want the remote address", got)
@@ -139,7 +141,7 @@ func TestPerSourceCap(t *testing.T) {
 	t.Fatal("a connection that ended did not free its place")
 }
 
-// TestProgressBody: read through ProgressBody, a body that keeps moving
+// TestProgressBody: read through relay.ProgressBody, a body that keeps moving
 // arrives whole however long past the door's limit on a request it takes;
 // one that stops for longer than the idle limit is ended, saying so.
 func TestProgressBody(t *testing.T) {
@@ -148,14 +150,14 @@ func TestProgressBody(t *testing.T) {
 	// sweep); the stall is three times it.
 	const limit, idle = 100 * time.Millisecond, 400 * time.Millisecond
 	results := make(chan string, 2)
-	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(ProgressBody(w, r, idle))
+	srv := Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(relay.ProgressBody(w, r, idle))
 		if err != nil {
 			results <- err.Error()
 			return
 		}
 		results <- fmt.Sprintf("%d bytes", len(b))
-	}), nil, DoorLimits{Header: limit, Request: limit, Idle: time.Second})
+	}), nil, Limits{Header: limit, Request: limit, Idle: time.Second})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +194,7 @@ func TestProgressBody(t *testing.T) {
 func TestPerSourceCapCountsSessions(t *testing.T) {
 	done := make(chan struct{})
 	var hijacked sync.WaitGroup
-	srv := DoorServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := Server(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/session" {
 			return
 		}
@@ -204,7 +206,7 @@ func TestPerSourceCapCountsSessions(t *testing.T) {
 		<-done
 		c.Close()
 		HijackDone(r.Context())
-	}), nil, DoorLimits{Header: 10 * time.Second, Request: 10 * time.Second, Idle: 10 * time.Second, PerSource: 2})
+	}), nil, Limits{Header: 10 * time.Second, Request: 10 * time.Second, Idle: 10 * time.Second, PerSource: 2})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

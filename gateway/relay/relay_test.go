@@ -1,0 +1,61 @@
+package relay
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestKeptBodyLike: a body that is the one it is like keeps no copy of its
+// own (Kept is Like), one that departs from it at any point, is shorter,
+// or is longer, is kept exactly as it came, and Like is never written to.
+func TestKeptBodyLike(t *testing.T) {
+	like := []byte("the quick brown fox")
+	orig := string(like)
+	write := func(k *KeptBody, parts ...string) []byte {
+		for _, p := range parts {
+			if n, err := k.Write([]byte(p)); n != len(p) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v", p, n, err)
+			}
+		}
+		b, ok := k.Kept()
+		if !ok {
+			t.Fatalf("nothing kept of %q", parts)
+		}
+		return b
+	}
+	k := &KeptBody{Limit: 100, Like: like}
+	k.Grow(int64(len(like)))
+	if b := write(k, "the quick ", "brown fox"); string(b) != orig || &b[0] != &like[0] {
+		t.Errorf("the same body: kept %q (a copy: %v), want Like itself", b, string(b) == orig)
+	}
+	for _, c := range []struct{ parts []string }{
+		{[]string{"the quick ", "brown cat"}},         // departs in the second write
+		{[]string{"a quick brown fox"}},               // departs at once
+		{[]string{"the quick"}},                       // shorter
+		{[]string{"the quick brown fox", " jumps"}},   // longer
+		{[]string{"the quick brown fox jumps", "!!"}}, // longer in one write
+	} {
+		k := &KeptBody{Limit: 100, Like: like}
+		k.Grow(30)
+		want := strings.Join(c.parts, "")
+		if b := write(k, c.parts...); string(b) != want {
+			t.Errorf("%q: kept %q", c.parts, b)
+		}
+	}
+	k = &KeptBody{Limit: 22, Like: like}
+	k.Write([]byte("the quick brown fox"))
+	k.Write([]byte(" jumps"))
+	if b, ok := k.Kept(); ok {
+		t.Errorf("over Limit after departing from Like: kept %q", b)
+	}
+	if string(like) != orig {
+		t.Errorf("Like was written to: %q", like)
+	}
+	// Kept of a shorter body is a part of Like that cannot grow into it.
+	k = &KeptBody{Limit: 100, Like: like}
+	k.Write([]byte("the"))
+	b, _ := k.Kept()
+	if cap(b) != 3 {
+		t.Errorf("Kept of a prefix has cap %d, want 3", cap(b))
+	}
+}
