@@ -130,7 +130,7 @@ soak: deps
 # fixed in Go 1.27), which failed CI once with nothing found.
 FUZZ_TARGETS = ./gateway/proto:FuzzParseTimeout ./gateway/proto:FuzzCheckRequestID ./gateway/proto:FuzzCheckName \
 	./gateway/proto:FuzzUncleanPath ./gateway/proto:FuzzDigest ./gateway/ticket:FuzzCheck \
-	./gateway:FuzzLocalRequest ./gateway/owner:FuzzOwnerDoor ./gateway/caller:FuzzOwnerAnswer
+	./gateway/localserver:FuzzLocalRequest ./gateway/owner:FuzzOwnerDoor ./gateway/caller:FuzzOwnerAnswer
 FUZZTIME ?= 75000x
 # FuzzPooledAnswers (h1: a connection's first answer, any bytes, then a
 # second request) runs real loopback connections each time, a few hundred

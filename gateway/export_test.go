@@ -1,6 +1,9 @@
 package gateway
 
-import "github.com/delta-roads/delta/gateway/journal"
+import (
+	"github.com/delta-roads/delta/gateway/desk"
+	"github.com/delta-roads/delta/gateway/journal"
+)
 
 // Journal is the gateway's journal, for this package's tests.
 func (g *Gateway) Journal() *journal.DB { return g.db }
@@ -11,7 +14,5 @@ func (g *Gateway) PeerAddr() string { return g.peerLns[0].Addr().String() }
 // CapLists caps what a snapshot lists (unsettled calls, calls settled
 // recently, receipts) for a test, until it ends.
 func CapLists(t interface{ Cleanup(func()) }, unsettled, settled, receipts int) {
-	u, s, r := unsettledShown, recentCalls, receiptsShown
-	unsettledShown, recentCalls, receiptsShown = unsettled, settled, receipts
-	t.Cleanup(func() { unsettledShown, recentCalls, receiptsShown = u, s, r })
+	t.Cleanup(desk.CapLists(unsettled, settled, receipts))
 }

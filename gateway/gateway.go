@@ -13,7 +13,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log"
@@ -29,10 +28,13 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
+	"github.com/delta-roads/delta/gateway/desk"
+	"github.com/delta-roads/delta/gateway/direct"
 	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/forward"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/localserver"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -43,7 +45,6 @@ import (
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/statuspage"
 	"github.com/delta-roads/delta/gateway/transfer"
-	"github.com/delta-roads/delta/gateway/view"
 )
 
 // DefaultListen is the local API's address (DESIGN §3, §8).
@@ -66,12 +67,12 @@ const (
 
 // limits are doorLimits with a cap of perSource connections per source,
 // each refusal counted and summarized in the log.
-func (g *Gateway) limits(perSource int) doors.Limits {
+func limits(perSource int, refusals *doors.RefusalLog, counters *desk.Counters) doors.Limits {
 	l := doorLimits
 	l.PerSource = perSource
 	l.OnRefused = func(remote string) {
-		g.stats.inc("door_connections_refused")
-		g.refusals.Refused(remote, fmt.Errorf("over %d connections at once from one source; answered 503 and closed", perSource))
+		counters.Inc("door_connections_refused")
+		refusals.Refused(remote, fmt.Errorf("over %d connections at once from one source; answered 503 and closed", perSource))
 	}
 	return l
 }
@@ -80,7 +81,7 @@ func (g *Gateway) limits(perSource int) doors.Limits {
 // over the cap is told so as an app is told any refusal before anything
 // left (the peer listeners' say door_busy, nothing carried out).
 func (g *Gateway) localLimits() doors.Limits {
-	l := g.limits(localConnsPerSource)
+	l := limits(localConnsPerSource, g.refusals, g.stats)
 	l.Busy = func(w http.ResponseWriter) {
 		proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable),
 			Detail: proto.NotSent(fmt.Sprintf("this Delta holds %d connections from this computer's apps at once, and this one is over", localConnsPerSource), "")}.With(proto.NothingSent))
@@ -154,16 +155,19 @@ type Config struct {
 }
 
 // TailnetReporter is what the gateway shows of its tailnet (tailnet.Node).
-type TailnetReporter interface {
-	// Status is "tailnet" in /v1/status: login state, why peers are
-	// missing.
-	Status() localapi.TailnetStatus
-	// Summary is what the menu and the status page show of it.
-	Summary() view.TailnetSummary
-}
+type TailnetReporter = desk.TailnetReporter
 
-// Gateway is one running Delta.
+// DirectReads is what a mode offers so that apps can read from a peer
+// while this computer's Delta is down (direct.Reads).
+type DirectReads = direct.Reads
+
+// Gateway is one running Delta: its config, its lifecycle (Start,
+// Close), the events it follows, and the wiring of its rooms. What a
+// person and the local API see of it and do with it is its desk's
+// (Snapshot, Status, Ask, Settle, …: desk.Desk, embedded); the local API
+// is localserver's.
 type Gateway struct {
+	*desk.Desk
 	cfg    Config
 	log    *slog.Logger
 	now    func() time.Time
@@ -172,7 +176,7 @@ type Gateway struct {
 	door   owner.Door
 	ticket peerclient.Tickets
 	cache  *readcache.Cache
-	stats  *stats
+	stats  *desk.Counters
 	token  string
 
 	lock      *os.File
@@ -189,12 +193,12 @@ type Gateway struct {
 	transfers *transfer.Set // under way: reads, calls, sessions
 	forwards  *forward.Set  // loopback doors, one a peer's app
 	page      *statuspage.Page
+	local     *localserver.Handler
+	direct    *direct.Keeper
 	refusals  *doors.RefusalLog // connections over a door's cap
 
 	noticeMu sync.Mutex
 	notices  []string // said in the log, the menu and the status (AddNotice)
-
-	directKick chan struct{} // a road came up: write direct.json (direct.go)
 
 	ctx    context.Context // ends at Close: background work stops
 	cancel context.CancelFunc
@@ -340,13 +344,12 @@ func (g *Gateway) Start() (err error) {
 	}
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.transfers = transfer.New(g.now)
-	g.stats = newStats()
+	g.stats = desk.NewCounters()
 	g.refusals = doors.NewRefusalLog(g.log, time.Now)
-	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.fallback,
-		OnConnect: g.stats.connect})
+	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.Fallback,
+		OnConnect: g.stats.Connect})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	undo = append(undo, g.cancel)
-	g.directKick = make(chan struct{}, 1)
 
 	pls := g.cfg.PeerListeners
 	for _, pl := range pls {
@@ -379,19 +382,27 @@ func (g *Gateway) Start() (err error) {
 	}
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
-	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.localSrv = doors.Server(g.localHandler(), errLog, g.localLimits())
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
-		OnAsk: g.stats.ask, OnSettled: g.stats.settled, OnAlarm: g.stats.alarm})
+		OnAsk: g.stats.Ask, OnSettled: g.stats.Settled, OnAlarm: g.stats.Alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
-		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.call, OnRead: g.stats.read, OnCacheHit: g.stats.cacheHit, OnRevalidated: g.stats.revalidated,
-		OnCut: g.stats.cut, OnResume: func() { g.stats.inc("reads_resumed") }, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
+		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.Call, OnRead: g.stats.Read, OnCacheHit: g.stats.CacheHit, OnRevalidated: g.stats.Revalidated,
+		OnCut: g.stats.Cut, OnResume: func() { g.stats.Inc("reads_resumed") }, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
-		OnDoorRefusal: g.stats.doorRefusal, OnReplay: g.stats.replay, OnFenceRefusal: func() { g.stats.inc("fences_refused") },
+		OnDoorRefusal: g.stats.DoorRefusal, OnReplay: g.stats.Replay, OnFenceRefusal: func() { g.stats.Inc("fences_refused") },
 		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
-	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
-	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.serveForward, CheckAuth: g.checkLocalAuth,
+	var forwards func() []localapi.Forward // set once the forwards are made, before anything serves
+	g.Desk = desk.New(desk.Config{DB: g.db, Router: g.router, Reconciler: g.recon, Transfers: g.transfers, Cache: g.cache, Counters: g.stats,
+		Tailnet: g.cfg.Tailnet, Self: g.Self, Notices: g.Notices, Forwards: func() []localapi.Forward { return forwards() }, Version: g.cfg.Version,
+		Done: g.ctx.Done(), Now: g.now, Log: g.log})
+	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
+	g.local = localserver.New(localserver.Config{Backend: g, DB: g.db, Caller: g.caller, Router: g.router, Counters: g.stats, Page: g.page,
+		Token: g.token, StateDir: dir, OwnDoors: g.ownDoors, Log: g.log, Now: g.now})
+	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.local.ServeForward, CheckAuth: g.local.CheckAuth,
 		PageCookie: statuspage.SessionCookie, Limits: g.localLimits(), ErrLog: errLog, Log: g.log, Now: g.now})
+	forwards = g.forwards.List
+	g.local.SetForwards(g.forwards)
+	g.localSrv = doors.Server(g.local, errLog, g.localLimits())
+	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	if err := g.forwards.Start(); err != nil {
 		g.AddNotice(err.Error())
 	}
@@ -426,7 +437,8 @@ func (g *Gateway) Start() (err error) {
 	}
 	g.goBackground(func() { g.every(g.cfg.SweepEvery, g.sweep) })
 	if src, ok := g.ticket.(DirectReads); ok {
-		g.goBackground(func() { g.keepDirect(src) })
+		g.direct = direct.New(direct.Config{StateDir: dir, Source: src, Router: g.router, Self: g.Self, Now: g.now, Log: g.log})
+		g.goBackground(func() { g.direct.Keep(g.ctx) })
 	}
 	g.goBackground(func() { g.every(time.Second, g.flush) })
 	self := g.Self()
@@ -441,7 +453,7 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 	if door == nil {
 		door = g.door
 	}
-	srv := doors.Server(g.owner.Handler(door, pl.Routes), errLog, g.limits(peerConnsPerSource))
+	srv := doors.Server(g.owner.Handler(door, pl.Routes), errLog, limits(peerConnsPerSource, g.refusals, g.stats))
 	g.peerMu.Lock()
 	g.peerSrvs = append(g.peerSrvs, srv)
 	g.doorAddrs = append(g.doorAddrs, pl.Listener.Addr())
@@ -468,7 +480,9 @@ func (g *Gateway) followRoads(events <-chan roads.Event) {
 			case roads.RoadUp:
 				g.pc.CloseIdle(e.Peer)
 				g.recon.KickPeer(e.Peer)
-				g.kickDirect()
+				if g.direct != nil {
+					g.direct.Kick()
+				}
 			}
 		}
 	}
@@ -573,11 +587,6 @@ func (g *Gateway) Self() localapi.Self {
 // statuspage.LoginLinkLifetime (the menu's "Open status page", `delta open`).
 func (g *Gateway) LoginLink() string { return g.page.LoginLink() }
 
-// History returns call id's events, oldest first (for the status page).
-func (g *Gateway) History(ctx context.Context, id string) ([]record.Event, error) {
-	return g.db.History(ctx, id)
-}
-
 // CallEvents are the journal's call events, for the tray's notifications.
 type CallEvents struct{ db *journal.DB }
 
@@ -599,6 +608,19 @@ func (e CallEvents) Call(ctx context.Context, id string) (*record.Call, error) {
 
 // Changed closes at the next change to the journal.
 func (e CallEvents) Changed() <-chan struct{} { return e.db.Changed() }
+
+// ownDoors are the addresses of this Delta's local API and peer
+// listeners (an app registered on one would loop back).
+func (g *Gateway) ownDoors() []net.Addr {
+	g.peerMu.Lock()
+	defer g.peerMu.Unlock()
+	return append(slices.Clone(g.doorAddrs), g.localLn.Addr())
+}
+
+// Ping asks peer's Delta on each of its roads (peerclient.PingPeer).
+func (g *Gateway) Ping(ctx context.Context, peer string) ([]localapi.PingRoad, error) {
+	return g.pc.PingPeer(ctx, peer)
+}
 
 // dropInterface closes every connection bound to a local interface that
 // went down, lost its address or vanished.
@@ -644,8 +666,4 @@ func (g *Gateway) sweep() {
 	} else if r.AnswersExpired+r.ReceiptsGone+r.CallsGone > 0 {
 		g.log.Info("retention sweep", "answers_expired", r.AnswersExpired, "receipts_removed", r.ReceiptsGone, "calls_removed", r.CallsGone)
 	}
-}
-
-func checkToken(have, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(have), []byte(want)) == 1
 }

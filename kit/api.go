@@ -66,7 +66,7 @@ func (c *Client) api(ctx context.Context, method, path string, in, out any) erro
 // CallRecord returns call id's record, with its attempts and history.
 func (c *Client) CallRecord(ctx context.Context, id string) (*localapi.Call, error) {
 	var r localapi.Call
-	err := c.api(ctx, http.MethodGet, "/v1/calls/"+url.PathEscape(id), nil, &r)
+	err := c.api(ctx, http.MethodGet, localapi.CallPath(id), nil, &r)
 	return &r, err
 }
 
@@ -81,7 +81,7 @@ func (c *Client) Calls(ctx context.Context, state string) ([]localapi.Call, erro
 	if state != "" {
 		q = "?state=" + url.QueryEscape(state)
 	}
-	err := c.api(ctx, http.MethodGet, "/v1/calls"+q, nil, &out)
+	err := c.api(ctx, http.MethodGet, localapi.CallsPath+q, nil, &out)
 	return out.Calls, err
 }
 
@@ -96,7 +96,7 @@ func (c *Client) Settle(ctx context.Context, id string) (*localapi.Call, error) 
 			wait = min(wait, max(time.Until(dl), time.Second))
 		}
 		var r localapi.Call
-		err := c.api(ctx, http.MethodGet, fmt.Sprintf("/v1/calls/%s?wait=%.0f", url.PathEscape(id), wait.Seconds()), nil, &r)
+		err := c.api(ctx, http.MethodGet, fmt.Sprintf("%s?wait=%.0f", localapi.CallPath(id), wait.Seconds()), nil, &r)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -115,7 +115,7 @@ func (c *Client) Settle(ctx context.Context, id string) (*localapi.Call, error) 
 // Ask makes Delta ask the owner about an unsettled call now.
 func (c *Client) Ask(ctx context.Context, id string) (*localapi.Call, error) {
 	var r localapi.Call
-	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/ask", nil, &r)
+	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionAsk), nil, &r)
 	return &r, err
 }
 
@@ -123,7 +123,7 @@ func (c *Client) Ask(ctx context.Context, id string) (*localapi.Call, error) {
 // about.
 func (c *Client) Dismiss(ctx context.Context, id string) (*localapi.Call, error) {
 	var r localapi.Call
-	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/dismiss", nil, &r)
+	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionDismiss), nil, &r)
 	return &r, err
 }
 
@@ -131,7 +131,7 @@ func (c *Client) Dismiss(ctx context.Context, id string) (*localapi.Call, error)
 // journal, for a body that should not be kept; the call's record stays.
 func (c *Client) Forget(ctx context.Context, id string) (*localapi.Call, error) {
 	var r localapi.Call
-	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/forget", nil, &r)
+	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionForget), nil, &r)
 	return &r, err
 }
 
@@ -147,7 +147,7 @@ func (c *Client) ForgetReceived(ctx context.Context, id, caller string) ([]local
 	if caller != "" {
 		in = map[string]string{"caller": caller}
 	}
-	err := c.api(ctx, http.MethodPost, "/v1/receipts/"+url.PathEscape(id)+"/forget", in, &out)
+	err := c.api(ctx, http.MethodPost, localapi.ReceiptActionPath(id, localapi.ActionForget), in, &out)
 	return out.Receipts, err
 }
 
@@ -158,7 +158,7 @@ func (c *Client) ForgetReceived(ctx context.Context, id, caller string) ([]local
 // "conflict".
 func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*localapi.Call, error) {
 	var r localapi.Call
-	err := c.api(ctx, http.MethodPost, "/v1/calls/"+url.PathEscape(id)+"/settle", map[string]string{"state": state, "note": note}, &r)
+	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionSettle), map[string]string{"state": state, "note": note}, &r)
 	return &r, err
 }
 
@@ -173,7 +173,7 @@ func (c *Client) Receipts(ctx context.Context, state string) ([]localapi.Receipt
 	if state != "" {
 		q = "?state=" + url.QueryEscape(state)
 	}
-	err := c.api(ctx, http.MethodGet, "/v1/receipts"+q, nil, &out)
+	err := c.api(ctx, http.MethodGet, localapi.ReceiptsPath+q, nil, &out)
 	return out.Receipts, err
 }
 
@@ -184,7 +184,7 @@ func (c *Client) Receipt(ctx context.Context, id string) ([]localapi.Receipt, er
 	var out struct {
 		Receipts []localapi.Receipt `json:"receipts"`
 	}
-	err := c.api(ctx, http.MethodGet, "/v1/receipts/"+url.PathEscape(id), nil, &out)
+	err := c.api(ctx, http.MethodGet, localapi.ReceiptPath(id), nil, &out)
 	return out.Receipts, err
 }
 
@@ -195,7 +195,7 @@ func (c *Client) Receipt(ctx context.Context, id string) ([]localapi.Receipt, er
 // "conflict".
 func (c *Client) CheckReceipt(ctx context.Context, id, caller, note string) (*localapi.Receipt, error) {
 	var r localapi.Receipt
-	err := c.api(ctx, http.MethodPost, "/v1/receipts/"+url.PathEscape(id)+"/check", map[string]string{"note": note, "caller": caller}, &r)
+	err := c.api(ctx, http.MethodPost, localapi.ReceiptActionPath(id, localapi.ActionCheck), map[string]string{"note": note, "caller": caller}, &r)
 	return &r, err
 }
 
@@ -204,7 +204,7 @@ func (c *Client) CheckReceipt(ctx context.Context, id, caller, note string) (*lo
 // across re-registrations.
 func (c *Client) RegisterApp(ctx context.Context, name, appURL string) (*localapi.App, error) {
 	var a localapi.App
-	err := c.api(ctx, http.MethodPut, "/v1/apps/"+url.PathEscape(name), map[string]string{"url": appURL}, &a)
+	err := c.api(ctx, http.MethodPut, localapi.AppPath(name), map[string]string{"url": appURL}, &a)
 	return &a, err
 }
 
@@ -213,20 +213,20 @@ func (c *Client) Apps(ctx context.Context) ([]localapi.App, error) {
 	var out struct {
 		Apps []localapi.App `json:"apps"`
 	}
-	err := c.api(ctx, http.MethodGet, "/v1/apps", nil, &out)
+	err := c.api(ctx, http.MethodGet, localapi.AppsPath, nil, &out)
 	return out.Apps, err
 }
 
 // RemoveApp unregisters an owner app: calls to it are refused as
 // not_found, nothing carried out.
 func (c *Client) RemoveApp(ctx context.Context, name string) error {
-	return c.api(ctx, http.MethodDelete, "/v1/apps/"+url.PathEscape(name), nil, nil)
+	return c.api(ctx, http.MethodDelete, localapi.AppPath(name), nil, nil)
 }
 
 // Status returns this computer's Delta's status.
 func (c *Client) Status(ctx context.Context) (*localapi.Status, error) {
 	var s localapi.Status
-	err := c.api(ctx, http.MethodGet, "/v1/status", nil, &s)
+	err := c.api(ctx, http.MethodGet, localapi.StatusPath, nil, &s)
 	return &s, err
 }
 
@@ -236,7 +236,7 @@ func (c *Client) Ping(ctx context.Context, peer string) ([]localapi.PingRoad, er
 	var out struct {
 		Roads []localapi.PingRoad `json:"roads"`
 	}
-	err := c.api(ctx, http.MethodPost, "/v1/ping/"+url.PathEscape(peer), nil, &out)
+	err := c.api(ctx, http.MethodPost, localapi.PingPeerPath(peer), nil, &out)
 	return out.Roads, err
 }
 
@@ -245,7 +245,7 @@ func (c *Client) LoginLink(ctx context.Context) (string, error) {
 	var out struct {
 		URL string `json:"url"`
 	}
-	err := c.api(ctx, http.MethodPost, "/v1/login-link", nil, &out)
+	err := c.api(ctx, http.MethodPost, localapi.LoginLinkPath, nil, &out)
 	return out.URL, err
 }
 

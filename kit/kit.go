@@ -48,7 +48,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -410,7 +409,7 @@ func peerPath(peer, app, path string) string {
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	return "/v1/peers/" + url.PathEscape(peer) + "/" + url.PathEscape(app) + path
+	return localapi.PeerPath(peer, app) + path
 }
 
 // streamOrError turns a local API answer into a Response whose body

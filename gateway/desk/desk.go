@@ -1,36 +1,114 @@
-package gateway
+// Package desk is what a person and the local API see of a running Delta
+// and may do with it: what the menu and the status page show (Snapshot,
+// Changed), /v1/status (Status), and the actions on calls and receipts
+// (Ask, Settle, Dismiss, CheckReceipt), each over the journal, the road
+// keeper and the reconciler it is given. It keeps the counters of reads,
+// calls and road events (Counters). The gateway wires one and serves it:
+// the menu, the page and the local API are its three faces.
+package desk
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/transfer"
 	"github.com/delta-roads/delta/gateway/view"
 )
 
+// Config is what a Desk works with. Every field is required.
+type Config struct {
+	DB     *journal.DB
+	Router roads.Router
+	// Reconciler asks owners about calls whose outcome is unknown.
+	Reconciler interface {
+		Ask(ctx context.Context, c *record.Call, manual bool)
+		Wake()
+	}
+	Transfers *transfer.Set
+	Cache     interface{ Len() (n int, bytes int64) }
+	Counters  *Counters
+	// Tailnet, if not nil, is the tailnet this Delta is attached to.
+	Tailnet TailnetReporter
+	// Self names this computer; Notices are what the gateway said a
+	// person should know; Forwards lists the forwards open.
+	Self     func() localapi.Self
+	Notices  func() []string
+	Forwards func() []localapi.Forward
+	Version  string
+	// Done closes when the gateway is closing.
+	Done <-chan struct{}
+	Now  func() time.Time
+	Log  *slog.Logger
+}
+
+// TailnetReporter is what the gateway shows of its tailnet (tailnet.Node).
+type TailnetReporter interface {
+	// Status is "tailnet" in /v1/status: login state, why peers are
+	// missing.
+	Status() localapi.TailnetStatus
+	// Summary is what the menu and the status page show of it.
+	Summary() view.TailnetSummary
+}
+
+// Desk is the running Delta as a person and the local API see it.
+type Desk struct {
+	cfg    Config
+	db     *journal.DB
+	router roads.Router
+	recon  interface {
+		Ask(context.Context, *record.Call, bool)
+		Wake()
+	}
+	transfers *transfer.Set
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+// New returns the desk over cfg.
+func New(cfg Config) *Desk {
+	return &Desk{cfg: cfg, db: cfg.DB, router: cfg.Router, recon: cfg.Reconciler, transfers: cfg.Transfers, now: cfg.Now, log: cfg.Log}
+}
+
+// History returns call id's events, oldest first (for the status page).
+func (g *Desk) History(ctx context.Context, id string) ([]record.Event, error) {
+	return g.db.History(ctx, id)
+}
+
 // recentCalls is how many calls a snapshot lists in Recent and Settled.
-var recentCalls = 20 // a variable for tests
+var recentCalls = 20
 
 // unsettledShown is how many unsettled calls a snapshot lists, newest
 // first.
-var unsettledShown = 500 // a variable for tests
+var unsettledShown = 500
 
 // receiptsShown is how many received calls a snapshot lists, those to
 // check first.
-var receiptsShown = 200 // a variable for tests
+var receiptsShown = 200
+
+// CapLists caps what a snapshot lists (unsettled calls, calls settled
+// recently, receipts), for a test that shows the caps with few calls, and
+// returns how to put them back.
+func CapLists(unsettled, settled, receipts int) (restore func()) {
+	u, s, r := unsettledShown, recentCalls, receiptsShown
+	unsettledShown, recentCalls, receiptsShown = unsettled, settled, receipts
+	return func() { unsettledShown, recentCalls, receiptsShown = u, s, r }
+}
 
 // SettledShown is how long a call settled after an unknown outcome is
 // listed as settled recently.
 const SettledShown = 24 * time.Hour
 
 // Snapshot reads what the menu and the status page show.
-func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
-	s := view.Snapshot{Self: g.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
+func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
+	s := view.Snapshot{Self: g.cfg.Self(), Version: g.cfg.Version, Peers: g.router.Peers()}
 	if nr, ok := g.router.(roads.NearbyReporter); ok {
 		s.Nearby = nr.Nearby()
 	}
@@ -93,9 +171,9 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 			" (" + c.Broken + "): callers asking about calls it received are told a person must check, and calls it sent may be missing from its list " +
 			"(an app that sends one again is answered by the owner, which keeps it; it is not carried out twice)."
 	}
-	s.Notices = g.Notices()
+	s.Notices = g.cfg.Notices()
 	s.Transfers = g.transfers.Long()
-	s.Forwards = g.forwards.List()
+	s.Forwards = g.cfg.Forwards()
 	b := g.db.Behind()
 	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull
 	apps, err := g.db.Apps(ctx)
@@ -109,7 +187,7 @@ func (g *Gateway) Snapshot(ctx context.Context) (view.Snapshot, error) {
 // their kept request, so that the page can name the app by its
 // User-Agent (view.AppName): from loaded where it was read already, else
 // read once per call, whichever lists it is in. The rest are not read.
-func (g *Gateway) withNames(ctx context.Context, loaded []*record.Call, lists ...[]*record.Call) error {
+func (g *Desk) withNames(ctx context.Context, loaded []*record.Call, lists ...[]*record.Call) error {
 	kept := make(map[string]*record.Request, len(loaded))
 	for _, c := range loaded {
 		kept[c.RequestID] = c.Request
@@ -149,7 +227,7 @@ func receivedView(r *journal.Receipt) view.Received {
 // Changed returns a channel that closes at the next change to what Snapshot
 // shows: a call, a road, the tailnet's login state. Take a new one after
 // each wake-up; a burst of changes wakes once.
-func (g *Gateway) Changed() <-chan struct{} {
+func (g *Desk) Changed() <-chan struct{} {
 	var rc <-chan struct{} // never, unless the router tells
 	if w, ok := g.router.(roads.Watchable); ok {
 		rc = w.Changed()
@@ -161,7 +239,7 @@ func (g *Gateway) Changed() <-chan struct{} {
 		case <-dbc:
 		case <-rc:
 		case <-tc:
-		case <-g.ctx.Done():
+		case <-g.cfg.Done:
 		}
 		close(out)
 	}()
@@ -169,7 +247,7 @@ func (g *Gateway) Changed() <-chan struct{} {
 }
 
 // Done closes when the gateway is closing.
-func (g *Gateway) Done() <-chan struct{} { return g.ctx.Done() }
+func (g *Desk) Done() <-chan struct{} { return g.cfg.Done }
 
 // ErrNotUnsettled is returned by Ask for a call that is settled already.
 var ErrNotUnsettled = errors.New("not unknown or needs_person")
@@ -178,7 +256,7 @@ var ErrNotUnsettled = errors.New("not unknown or needs_person")
 // POST /v1/calls/{id}/ask) and returns the call as it stands after. A call
 // that needs a person may be settled by it. Errors wrap journal.ErrNotFound
 // or ErrNotUnsettled.
-func (g *Gateway) Ask(ctx context.Context, id string) (*record.Call, error) {
+func (g *Desk) Ask(ctx context.Context, id string) (*record.Call, error) {
 	c, err := g.db.Call(ctx, id)
 	if err != nil {
 		return nil, err
@@ -193,7 +271,7 @@ func (g *Gateway) Ask(ctx context.Context, id string) (*record.Call, error) {
 // Settle records a person's settlement of an unknown or needs_person call:
 // to is carried_out or not_carried_out. The reconciler no longer asks
 // about it; an owner's later answer that says otherwise is an alarm.
-func (g *Gateway) Settle(ctx context.Context, id string, to record.CallState, note string) (*record.Call, error) {
+func (g *Desk) Settle(ctx context.Context, id string, to record.CallState, note string) (*record.Call, error) {
 	c, err := g.db.SettleByPerson(ctx, id, to, note)
 	if err == nil {
 		g.log.Info("call settled by a person", "request_id", id, "peer", c.Peer, "state", to, "note", note)
@@ -210,15 +288,17 @@ var ErrAmbiguous = errors.New("more than one computer sent a call under this id"
 // (from caller, a computer's name or node ID, when two used the id): by
 // names where ("the status page", "the local API"). Errors wrap
 // journal.ErrNotFound, journal.ErrNotCheckable or ErrAmbiguous.
-func (g *Gateway) CheckReceipt(ctx context.Context, id, caller, by, note string) (view.Received, error) {
-	rc, err := g.checkReceipt(ctx, id, caller, by, note)
+func (g *Desk) CheckReceipt(ctx context.Context, id, caller, by, note string) (view.Received, error) {
+	rc, err := g.CheckReceiptRecord(ctx, id, caller, by, note)
 	if rc == nil {
 		return view.Received{}, err
 	}
 	return receivedView(rc), err
 }
 
-func (g *Gateway) checkReceipt(ctx context.Context, id, caller, by, note string) (*journal.Receipt, error) {
+// CheckReceiptRecord is CheckReceipt, returning the journal's receipt (the
+// local API shows it whole).
+func (g *Desk) CheckReceiptRecord(ctx context.Context, id, caller, by, note string) (*journal.Receipt, error) {
 	recs, err := g.db.FindReceipts(ctx, id)
 	if err != nil {
 		return nil, err
@@ -248,7 +328,7 @@ func (g *Gateway) checkReceipt(ctx context.Context, id, caller, by, note string)
 
 // Dismiss sets a call aside: hidden from the menu, still reconciled. by
 // names who asked ("the status page", "the local API"), as recorded.
-func (g *Gateway) Dismiss(ctx context.Context, id, by string) (*record.Call, error) {
+func (g *Desk) Dismiss(ctx context.Context, id, by string) (*record.Call, error) {
 	moved, err := g.db.Dismiss(ctx, id, by)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,11 @@
-package gateway
+// Package localserver is Delta's local API (DESIGN §3) as a room of its
+// own, as Tailscale's ipn/localapi is tailscaled's: a table of handlers
+// (routes keyed by localapi's path constants, which the kit and the
+// command line use too) over a narrow Backend, behind the guard every
+// request passes (loopback Host, the token, clean paths, methods Delta
+// carries). The requests an app sends to a peer are carried from here
+// (Carry): a call, a session or a read, each by the caller.
+package localserver
 
 import (
 	"context"
@@ -15,6 +22,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/caller"
+	"github.com/delta-roads/delta/gateway/desk"
 	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/forward"
 	"github.com/delta-roads/delta/gateway/journal"
@@ -25,32 +33,39 @@ import (
 	"github.com/delta-roads/delta/gateway/statuspage"
 )
 
-// localHandler is the local API (DESIGN §3).
-func (g *Gateway) localHandler() http.Handler {
+// routes is the local API's table (DESIGN §3), behind its guard.
+func (g *Handler) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/peers/{peer}/{app}", g.handlePeerRequest)
-	mux.HandleFunc("/v1/peers/{peer}/{app}/{path...}", g.handlePeerRequest)
-	mux.HandleFunc("GET /v1/calls", g.handleListCalls)
-	mux.HandleFunc("GET /v1/calls/{id}", g.handleGetCall)
-	mux.HandleFunc("POST /v1/calls/{id}/ask", g.handleAsk)
-	mux.HandleFunc("POST /v1/calls/{id}/dismiss", g.handleDismiss)
-	mux.HandleFunc("POST /v1/calls/{id}/settle", g.handleSettle)
-	mux.HandleFunc("POST /v1/calls/{id}/forget", g.handleForget)
-	mux.HandleFunc("GET /v1/receipts", g.handleReceipts)
-	mux.HandleFunc("GET /v1/receipts/{id}", g.handleGetReceipt)
-	mux.HandleFunc("POST /v1/receipts/{id}/check", g.handleCheckReceipt)
-	mux.HandleFunc("POST /v1/receipts/{id}/forget", g.handleForgetReceived)
-	mux.HandleFunc("GET /v1/apps", g.handleListApps)
-	mux.HandleFunc("PUT /v1/apps/{app}", g.handlePutApp)
-	mux.HandleFunc("GET /v1/apps/{app}", g.handleGetApp)
-	mux.HandleFunc("DELETE /v1/apps/{app}", g.handleDeleteApp)
-	mux.HandleFunc("GET "+localapi.ForwardsPath, g.handleListForwards)
-	mux.HandleFunc("PUT "+localapi.ForwardsPath+"/{peer}/{app}", g.handlePutForward)
-	mux.HandleFunc("DELETE "+localapi.ForwardsPath+"/{peer}/{app}", g.handleDeleteForward)
-	mux.HandleFunc("GET /v1/status", g.handleStatus)
-	mux.HandleFunc("GET /metrics", g.handleMetrics)
-	mux.HandleFunc("POST /v1/login-link", g.handleLoginLink)
-	mux.HandleFunc("POST /v1/ping/{peer}", g.handlePing)
+	for _, rt := range []struct {
+		pattern string
+		h       http.HandlerFunc
+	}{
+		{localapi.PeersPath + "/{peer}/{app}", g.handlePeerRequest},
+		{localapi.PeersPath + "/{peer}/{app}/{path...}", g.handlePeerRequest},
+		{"GET " + localapi.CallsPath, g.handleListCalls},
+		{"GET " + localapi.CallsPath + "/{id}", g.handleGetCall},
+		{"POST " + localapi.CallsPath + "/{id}/" + localapi.ActionAsk, g.handleAsk},
+		{"POST " + localapi.CallsPath + "/{id}/" + localapi.ActionDismiss, g.handleDismiss},
+		{"POST " + localapi.CallsPath + "/{id}/" + localapi.ActionSettle, g.handleSettle},
+		{"POST " + localapi.CallsPath + "/{id}/" + localapi.ActionForget, g.handleForget},
+		{"GET " + localapi.ReceiptsPath, g.handleReceipts},
+		{"GET " + localapi.ReceiptsPath + "/{id}", g.handleGetReceipt},
+		{"POST " + localapi.ReceiptsPath + "/{id}/" + localapi.ActionCheck, g.handleCheckReceipt},
+		{"POST " + localapi.ReceiptsPath + "/{id}/" + localapi.ActionForget, g.handleForgetReceived},
+		{"GET " + localapi.AppsPath, g.handleListApps},
+		{"PUT " + localapi.AppsPath + "/{app}", g.handlePutApp},
+		{"GET " + localapi.AppsPath + "/{app}", g.handleGetApp},
+		{"DELETE " + localapi.AppsPath + "/{app}", g.handleDeleteApp},
+		{"GET " + localapi.ForwardsPath, g.handleListForwards},
+		{"PUT " + localapi.ForwardsPath + "/{peer}/{app}", g.handlePutForward},
+		{"DELETE " + localapi.ForwardsPath + "/{peer}/{app}", g.handleDeleteForward},
+		{"GET " + localapi.StatusPath, g.handleStatus},
+		{"GET " + localapi.MetricsPath, g.handleMetrics},
+		{"POST " + localapi.LoginLinkPath, g.handleLoginLink},
+		{"POST " + localapi.PingPath + "/{peer}", g.handlePing},
+	} {
+		mux.HandleFunc(rt.pattern, rt.h)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
 	})
@@ -101,7 +116,7 @@ func refuseMethod(w http.ResponseWriter, r *http.Request) bool {
 // error sets its own. Requests to peers set theirs as they go.
 func withOutcome(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/v1/peers/") {
+		if !strings.HasPrefix(r.URL.Path, localapi.PeersPath+"/") {
 			w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
 		}
 		next.ServeHTTP(w, r)
@@ -109,13 +124,13 @@ func withOutcome(next http.Handler) http.Handler {
 }
 
 // handleLoginLink mints a one-time link to the status page (`delta open`).
-func (g *Gateway) handleLoginLink(w http.ResponseWriter, r *http.Request) {
-	proto.WriteJSON(w, http.StatusOK, map[string]any{"url": g.LoginLink(), "expires_in_s": statuspage.LoginLinkLifetime.Seconds()})
+func (g *Handler) handleLoginLink(w http.ResponseWriter, r *http.Request) {
+	proto.WriteJSON(w, http.StatusOK, map[string]any{"url": g.cfg.Backend.LoginLink(), "expires_in_s": statuspage.LoginLinkLifetime.Seconds()})
 }
 
 // guardLocal refuses foreign Host headers (DNS rebinding) and requests
 // without the local token.
-func (g *Gateway) guardLocal(next http.Handler) http.Handler {
+func (g *Handler) guardLocal(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host := r.Host
 		if h, _, err := net.SplitHostPort(host); err == nil {
@@ -127,14 +142,14 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 			return
 		}
 		if statuspage.IsPagePath(r.URL.Path) {
-			g.page.ServeHTTP(w, r) // its own login: a cookie, never the token
+			g.cfg.Page.ServeHTTP(w, r) // its own login: a cookie, never the token
 			return
 		}
 		if r.URL.Path == localapi.ProofPath {
 			g.handleProof(w, r) // before the token: it is how a client knows whom to send it to
 			return
 		}
-		if why := g.checkLocalAuth(r.Header.Get("Authorization")); why != "" {
+		if why := g.CheckAuth(r.Header.Get("Authorization")); why != "" {
 			doors.RefuseAndClose(w) // no wait for a body that may never come
 			w.Header().Set("WWW-Authenticate", `Basic realm="Delta"`)
 			localRefusal(w, proto.Unauthorized, why)
@@ -147,18 +162,18 @@ func (g *Gateway) guardLocal(next http.Handler) http.Handler {
 	})
 }
 
-// checkLocalAuth says why an Authorization header does not carry this
+// CheckAuth says why an Authorization header does not carry this
 // Delta's local token, or "": "Bearer <token>", or Basic credentials with
 // the token as the password and any user name (DESIGN §2b: what restic's
 // rest:http://delta:TOKEN@127.0.0.1:7420/… and a browser's prompt send).
-func (g *Gateway) checkLocalAuth(auth string) string {
+func (g *Handler) CheckAuth(auth string) string {
 	if auth == "" {
 		return "the request has no Authorization header (Bearer <token>, or Basic with the token as the password; the token is in " + g.cfg.StateDir + "/local-token)"
 	}
 	scheme, cred, _ := strings.Cut(auth, " ")
 	switch {
 	case strings.EqualFold(scheme, "Bearer"):
-		if !checkToken(strings.TrimSpace(cred), g.token) {
+		if !checkToken(strings.TrimSpace(cred), g.cfg.Token) {
 			return "the bearer token does not match " + g.cfg.StateDir + "/local-token"
 		}
 	case strings.EqualFold(scheme, "Basic"):
@@ -170,7 +185,7 @@ func (g *Gateway) checkLocalAuth(auth string) string {
 		if !ok {
 			return "the Authorization header's Basic credentials are not USER:PASSWORD"
 		}
-		if !checkToken(pass, g.token) {
+		if !checkToken(pass, g.cfg.Token) {
 			return "the Basic password does not match " + g.cfg.StateDir + "/local-token (any user name, the token as the password)"
 		}
 	default:
@@ -190,18 +205,18 @@ func localRefusal(w http.ResponseWriter, o proto.Outcome, cause string) {
 	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: proto.NotSent(cause, "")}.With(proto.NothingSent))
 }
 
-func (g *Gateway) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
 	t, o, detail := parseTarget(r)
 	t.Host = r.Host
-	t.Prefix = "/v1/peers/" + url.PathEscape(t.Peer) + "/" + url.PathEscape(t.App)
+	t.Prefix = localapi.PeerPath(t.Peer, t.App)
 	g.carry(w, r, t, o, detail)
 }
 
-// serveForward carries a request a forward admitted (DESIGN §2b) exactly
+// ServeForward carries a request a forward admitted (DESIGN §2b) exactly
 // as one to /v1/peers/PEER/APP/…: its path and query unchanged, the Host
 // its client used, its cookies (less Delta's page cookie) and, when the
 // forward asks for no token, its own Authorization.
-func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, sp forward.Spec, a forward.Admitted) {
+func (g *Handler) ServeForward(w http.ResponseWriter, r *http.Request, sp forward.Spec, a forward.Admitted) {
 	if refuseUnclean(w, r) || refuseMethod(w, r) {
 		return
 	}
@@ -216,7 +231,7 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, sp forwar
 
 // carry sends the request r for target t (parsed, or refused with o and
 // detail) as a call, a session or a read.
-func (g *Gateway) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o proto.Outcome, detail string) {
+func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o proto.Outcome, detail string) {
 	isCall, upgrade := proto.IsCall(r.Method), proto.OpensSession(r.Method, r.Header, r.ContentLength)
 	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
 		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
@@ -228,28 +243,28 @@ func (g *Gateway) carry(w http.ResponseWriter, r *http.Request, t caller.Target,
 	}
 	if o != "" {
 		if isCall {
-			g.stats.call(o)
+			g.cfg.Counters.Call(o)
 		} else {
-			g.stats.read(o)
+			g.cfg.Counters.Read(o)
 		}
 		doors.RefuseAndClose(w) // no body that may follow is read
 		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}
 	if isCall && !upgrade {
-		g.caller.Call(w, r, t) // the journal first: it checks the peer after
+		g.cfg.Caller.Call(w, r, t) // the journal first: it checks the peer after
 		return
 	}
-	if !g.router.Known(t.Peer) {
-		g.stats.read(proto.NotFound)
-		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(g.router)), ""), Peer: t.Peer}.With(proto.NothingSent))
+	if !g.cfg.Router.Known(t.Peer) {
+		g.cfg.Counters.Read(proto.NotFound)
+		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(g.cfg.Router)), ""), Peer: t.Peer}.With(proto.NothingSent))
 		return
 	}
 	if upgrade {
-		g.caller.Session(w, r, t)
+		g.cfg.Caller.Session(w, r, t)
 		return
 	}
-	g.caller.Read(w, r, t)
+	g.cfg.Caller.Read(w, r, t)
 }
 
 // parseTarget reads /v1/peers/{peer}/{app}/{path...}: the names as they
@@ -257,7 +272,7 @@ func (g *Gateway) carry(w http.ResponseWriter, r *http.Request, t caller.Target,
 // exactly as the app wrote it.
 func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 	var t caller.Target
-	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/v1/peers/")
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), localapi.PeersPath+"/")
 	if !ok {
 		return t, proto.BadRequest, proto.NotSent(fmt.Sprintf("the path %q is not /v1/peers/PEER/APP/PATH", r.URL.EscapedPath()), "")
 	}
@@ -314,7 +329,7 @@ func viewCall(c *record.Call) localapi.Call {
 	return v
 }
 
-func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleListCalls(w http.ResponseWriter, r *http.Request) {
 	f := journal.CallFilter{}
 	switch s := record.CallState(r.URL.Query().Get("state")); {
 	case s == "":
@@ -336,7 +351,7 @@ func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	calls, err := g.db.Calls(r.Context(), f)
+	calls, err := g.cfg.DB.Calls(r.Context(), f)
 	if err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
@@ -348,7 +363,7 @@ func (g *Gateway) handleListCalls(w http.ResponseWriter, r *http.Request) {
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"calls": out})
 }
 
-func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleGetCall(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var wait time.Duration
 	if v := r.URL.Query().Get("wait"); v != "" {
@@ -361,8 +376,8 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), wait)
 	defer cancel()
 	for {
-		changed := g.db.Changed()
-		c, err := g.db.Call(r.Context(), id)
+		changed := g.cfg.DB.Changed()
+		c, err := g.cfg.DB.Call(r.Context(), id)
 		if errors.Is(err, journal.ErrNotFound) {
 			localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
 			return
@@ -373,7 +388,7 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 		}
 		if c.State != record.Sending && c.State != record.Unknown || ctx.Err() != nil {
 			v := viewCall(c)
-			hist, err := g.db.History(r.Context(), id)
+			hist, err := g.cfg.DB.History(r.Context(), id)
 			if err != nil {
 				localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 				return
@@ -392,29 +407,29 @@ func (g *Gateway) handleGetCall(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (g *Gateway) handleAsk(w http.ResponseWriter, r *http.Request) {
-	c, err := g.Ask(r.Context(), r.PathValue("id"))
+func (g *Handler) handleAsk(w http.ResponseWriter, r *http.Request) {
+	c, err := g.cfg.Backend.Ask(r.Context(), r.PathValue("id"))
 	g.writeCallResult(w, r.PathValue("id"), c, err)
 }
 
-func (g *Gateway) handleDismiss(w http.ResponseWriter, r *http.Request) {
-	c, err := g.Dismiss(r.Context(), r.PathValue("id"), "the local API")
+func (g *Handler) handleDismiss(w http.ResponseWriter, r *http.Request) {
+	c, err := g.cfg.Backend.Dismiss(r.Context(), r.PathValue("id"), "the local API")
 	g.writeCallResult(w, r.PathValue("id"), c, err)
 }
 
 // handleForget drops what a call sent from the journal (delta forget).
-func (g *Gateway) handleForget(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleForget(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := g.db.ForgetRequest(r.Context(), id); err != nil {
+	if err := g.cfg.DB.ForgetRequest(r.Context(), id); err != nil {
 		g.writeCallResult(w, id, nil, err)
 		return
 	}
-	g.log.Info("a call's kept request was forgotten at a person's request", "request_id", id)
-	c, err := g.db.Call(r.Context(), id)
+	g.cfg.Log.Info("a call's kept request was forgotten at a person's request", "request_id", id)
+	c, err := g.cfg.DB.Call(r.Context(), id)
 	g.writeCallResult(w, id, c, err)
 }
 
-func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleSettle(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		State string `json:"state"`
 		Note  string `json:"note"`
@@ -431,7 +446,7 @@ func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.BadRequest, "the note is over 1,000 bytes")
 		return
 	}
-	c, err := g.Settle(r.Context(), r.PathValue("id"), record.CallState(body.State), body.Note)
+	c, err := g.cfg.Backend.Settle(r.Context(), r.PathValue("id"), record.CallState(body.State), body.Note)
 	if errors.Is(err, journal.ErrNotSettleable) {
 		localError(w, proto.Conflict, err.Error())
 		return
@@ -441,18 +456,18 @@ func (g *Gateway) handleSettle(w http.ResponseWriter, r *http.Request) {
 
 // handleReceipts lists what this computer's apps received in the last 7
 // days (the owner's receipts), those to check first.
-func (g *Gateway) handleReceipts(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleReceipts(w http.ResponseWriter, r *http.Request) {
 	st := proto.ReceiptState(r.URL.Query().Get("state"))
 	if st != "" && !slices.Contains(proto.StoredReceiptStates, st) {
 		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not a receipt state (%s)", st, list(proto.StoredReceiptStates)))
 		return
 	}
-	recs, err := g.db.RecentReceipts(r.Context(), g.now().Add(-journal.ReceiptShown), st, 5000)
+	recs, err := g.cfg.DB.RecentReceipts(r.Context(), g.cfg.Now().Add(-journal.ReceiptShown), st, 5000)
 	if err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	if err := g.db.WithReceiptRequests(r.Context(), recs); err != nil {
+	if err := g.cfg.DB.WithReceiptRequests(r.Context(), recs); err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
@@ -488,7 +503,7 @@ func receiptJSON(rc *journal.Receipt) localapi.Receipt {
 
 // handleGetReceipt shows the receipts under one request id (one, unless
 // two callers used the same id), with what their calls carried.
-func (g *Gateway) handleGetReceipt(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleGetReceipt(w http.ResponseWriter, r *http.Request) {
 	recs, ok := g.findReceipts(w, r)
 	if !ok {
 		return
@@ -502,9 +517,9 @@ func (g *Gateway) handleGetReceipt(w http.ResponseWriter, r *http.Request) {
 
 // findReceipts looks up the receipts under the path's id, answering 404
 // when there are none.
-func (g *Gateway) findReceipts(w http.ResponseWriter, r *http.Request) ([]*journal.Receipt, bool) {
+func (g *Handler) findReceipts(w http.ResponseWriter, r *http.Request) ([]*journal.Receipt, bool) {
 	id := r.PathValue("id")
-	recs, err := g.db.FindReceipts(r.Context(), id)
+	recs, err := g.cfg.DB.FindReceipts(r.Context(), id)
 	if err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return nil, false
@@ -519,7 +534,7 @@ func (g *Gateway) findReceipts(w http.ResponseWriter, r *http.Request) ([]*journ
 // handleCheckReceipt records that a person here checked a receipt (POST
 // /v1/receipts/{id}/check, {"note": "…", "caller": "…"}): it is no longer
 // one to check. caller names the calling computer when two used the id.
-func (g *Gateway) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Note   string `json:"note"`
 		Caller string `json:"caller"`
@@ -532,11 +547,11 @@ func (g *Gateway) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.BadRequest, `the body is not {"note": "…", "caller": "…"} (both may be left out): `+err.Error())
 		return
 	}
-	rc, err := g.checkReceipt(r.Context(), r.PathValue("id"), body.Caller, "the local API", body.Note)
+	rc, err := g.cfg.Backend.CheckReceiptRecord(r.Context(), r.PathValue("id"), body.Caller, "the local API", body.Note)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		localError(w, proto.NotFound, err.Error())
-	case errors.Is(err, journal.ErrNotCheckable), errors.Is(err, journal.ErrCheckedAlready), errors.Is(err, ErrAmbiguous):
+	case errors.Is(err, journal.ErrNotCheckable), errors.Is(err, journal.ErrCheckedAlready), errors.Is(err, desk.ErrAmbiguous):
 		localError(w, proto.Conflict, err.Error())
 	case err != nil:
 		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
@@ -548,7 +563,7 @@ func (g *Gateway) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 // handleForgetReceived drops what a received call carried (delta
 // forget-receipt; {"caller": "…"} names the calling computer when two used
 // the id): its headers and body; the receipt and the body's size stay.
-func (g *Gateway) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Caller string `json:"caller"`
 	}
@@ -574,7 +589,7 @@ func (g *Gateway) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := g.db.ForgetReceived(r.Context(), node, r.PathValue("id")); err != nil {
+	if err := g.cfg.DB.ForgetReceived(r.Context(), node, r.PathValue("id")); err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
 			localError(w, proto.NotFound, fmt.Sprintf("nothing is kept of what received call %s carried", r.PathValue("id")))
 			return
@@ -582,16 +597,16 @@ func (g *Gateway) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
-	g.log.Info("what a received call carried was forgotten at a person's request", "request_id", r.PathValue("id"))
+	g.cfg.Log.Info("what a received call carried was forgotten at a person's request", "request_id", r.PathValue("id"))
 	g.handleGetReceipt(w, r)
 }
 
 // writeCallResult answers an Ask or a Dismiss.
-func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *record.Call, err error) {
+func (g *Handler) writeCallResult(w http.ResponseWriter, id string, c *record.Call, err error) {
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
-	case errors.Is(err, ErrNotUnsettled):
+	case errors.Is(err, desk.ErrNotUnsettled):
 		localError(w, proto.Conflict, err.Error())
 	case err != nil:
 		localError(w, proto.Unavailable, "could not use the journal: "+err.Error())
@@ -600,8 +615,8 @@ func (g *Gateway) writeCallResult(w http.ResponseWriter, id string, c *record.Ca
 	}
 }
 
-func (g *Gateway) handleListApps(w http.ResponseWriter, r *http.Request) {
-	apps, err := g.db.Apps(r.Context())
+func (g *Handler) handleListApps(w http.ResponseWriter, r *http.Request) {
+	apps, err := g.cfg.DB.Apps(r.Context())
 	if err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
@@ -613,7 +628,7 @@ func (g *Gateway) handleListApps(w http.ResponseWriter, r *http.Request) {
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"apps": out})
 }
 
-func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("app")
 	if err := proto.CheckName("app", name); err != nil {
 		localError(w, proto.BadRequest, err.Error())
@@ -634,7 +649,7 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.BadRequest, err.Error())
 		return
 	}
-	apps, err := g.db.Apps(r.Context())
+	apps, err := g.cfg.DB.Apps(r.Context())
 	if err != nil {
 		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
 		return
@@ -645,12 +660,12 @@ func (g *Gateway) handlePutApp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a, err := g.db.PutApp(r.Context(), name, u)
+	a, err := g.cfg.DB.PutApp(r.Context(), name, u)
 	if err != nil {
 		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
-	g.log.Info("app registered", "app", name, "url", a.URL)
+	g.cfg.Log.Info("app registered", "app", name, "url", a.URL)
 	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
@@ -684,14 +699,11 @@ func checkAppURL(s string) (string, error) {
 // notOwnDoor refuses an app URL that is one of Delta's own doors (its
 // local API or a peer listener, on loopback or every address): a peer's
 // call forwarded there would come back into Delta.
-func (g *Gateway) notOwnDoor(appURL string) error {
+func (g *Handler) notOwnDoor(appURL string) error {
 	u, _ := url.Parse(appURL) // checked by checkAppURL
 	ip := net.ParseIP(u.Hostname())
-	g.peerMu.Lock()
-	addrs := slices.Clone(g.doorAddrs)
-	g.peerMu.Unlock()
-	addrs = append(addrs, g.forwards.Addrs()...)
-	for _, a := range append(addrs, g.localLn.Addr()) {
+	addrs := append(g.cfg.OwnDoors(), g.forwards.Addrs()...)
+	for _, a := range addrs {
 		ta, ok := a.(*net.TCPAddr)
 		if !ok || strconv.Itoa(ta.Port) != u.Port() {
 			continue
@@ -703,8 +715,8 @@ func (g *Gateway) notOwnDoor(appURL string) error {
 	return nil
 }
 
-func (g *Gateway) handleGetApp(w http.ResponseWriter, r *http.Request) {
-	a, err := g.db.App(r.Context(), r.PathValue("app"))
+func (g *Handler) handleGetApp(w http.ResponseWriter, r *http.Request) {
+	a, err := g.cfg.DB.App(r.Context(), r.PathValue("app"))
 	if errors.Is(err, journal.ErrNotFound) {
 		localError(w, proto.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
 		return
@@ -716,8 +728,8 @@ func (g *Gateway) handleGetApp(w http.ResponseWriter, r *http.Request) {
 	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
-func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
-	err := g.db.DeleteApp(r.Context(), r.PathValue("app"))
+func (g *Handler) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
+	err := g.cfg.DB.DeleteApp(r.Context(), r.PathValue("app"))
 	if errors.Is(err, journal.ErrNotFound) {
 		localError(w, proto.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
 		return
@@ -731,13 +743,13 @@ func (g *Gateway) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
 
 // handleListForwards lists this computer's forwards (delta forward
 // --list).
-func (g *Gateway) handleListForwards(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleListForwards(w http.ResponseWriter, r *http.Request) {
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"forwards": g.forwards.List()})
 }
 
 // handlePutForward opens (or changes) the forward to a peer's app:
 // {"listen": "127.0.0.1:0", "token": false}, both optional.
-func (g *Gateway) handlePutForward(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handlePutForward(w http.ResponseWriter, r *http.Request) {
 	peer, app := r.PathValue("peer"), r.PathValue("app")
 	var body localapi.ForwardRequest
 	if r.ContentLength != 0 {
@@ -750,8 +762,8 @@ func (g *Gateway) handlePutForward(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.BadRequest, err.Error())
 		return
 	}
-	if !g.router.Known(peer) {
-		localError(w, proto.NotFound, roads.UnknownPeer(peer, roads.PeerNames(g.router)))
+	if !g.cfg.Router.Known(peer) {
+		localError(w, proto.NotFound, roads.UnknownPeer(peer, roads.PeerNames(g.cfg.Router)))
 		return
 	}
 	f, err := g.forwards.Add(peer, app, body.Listen, body.Token)
@@ -766,7 +778,7 @@ func (g *Gateway) handlePutForward(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDeleteForward closes and forgets a forward.
-func (g *Gateway) handleDeleteForward(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleDeleteForward(w http.ResponseWriter, r *http.Request) {
 	err := g.forwards.Remove(r.PathValue("peer"), r.PathValue("app"))
 	switch {
 	case errors.Is(err, forward.ErrNotFound):
@@ -780,14 +792,14 @@ func (g *Gateway) handleDeleteForward(w http.ResponseWriter, r *http.Request) {
 
 var nonceRe = regexp.MustCompile(`^[0-9a-f]{32,128}$`)
 
-func (g *Gateway) handleProof(w http.ResponseWriter, r *http.Request) {
+func (g *Handler) handleProof(w http.ResponseWriter, r *http.Request) {
 	nonce := r.URL.Query().Get("nonce")
 	if r.Method != http.MethodGet || !nonceRe.MatchString(nonce) {
 		localError(w, proto.BadRequest, "a proof is GET "+localapi.ProofPath+"?nonce=<32 to 128 hex digits>")
 		return
 	}
 	w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
-	proto.WriteJSON(w, http.StatusOK, map[string]string{"proof": localapi.Proof(g.token, nonce)})
+	proto.WriteJSON(w, http.StatusOK, map[string]string{"proof": localapi.Proof(g.cfg.Token, nonce)})
 }
 
 // list joins states for an error: "sending, answered, …".

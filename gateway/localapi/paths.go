@@ -1,0 +1,61 @@
+package localapi
+
+import "net/url"
+
+// The local API's paths (DESIGN §3), one place for the server's routes,
+// the kit and the command line: the constants are what the server routes
+// on, and the functions spell one for a client, names escaped.
+// ProofPath and ForwardsPath are with what they serve.
+const (
+	// PeersPath + "/PEER/APP/PATH" carries a request to app APP on PEER.
+	PeersPath = "/v1/peers"
+	// CallsPath lists calls (?state=, ?limit=); CallPath is one.
+	CallsPath = "/v1/calls"
+	// ReceiptsPath lists what this computer's apps received (?state=).
+	ReceiptsPath = "/v1/receipts"
+	// AppsPath lists the owner apps registered here; AppPath is one.
+	AppsPath = "/v1/apps"
+	// StatusPath is GET /v1/status (Status).
+	StatusPath = "/v1/status"
+	// MetricsPath is the counters in Prometheus' text format.
+	MetricsPath = "/metrics"
+	// LoginLinkPath mints a one-time link to the status page (POST).
+	LoginLinkPath = "/v1/login-link"
+	// PingPath + "/PEER" pings a peer's Delta on each road (POST).
+	PingPath = "/v1/ping"
+)
+
+// The actions on a call (POST CallActionPath) and on a receipt (POST
+// ReceiptActionPath).
+const (
+	ActionAsk     = "ask"
+	ActionDismiss = "dismiss"
+	ActionSettle  = "settle"
+	ActionForget  = "forget"
+	ActionCheck   = "check"
+)
+
+// PeerPath is the local API's path of app on peer, to which an app's
+// path is appended.
+func PeerPath(peer, app string) string {
+	return PeersPath + "/" + url.PathEscape(peer) + "/" + url.PathEscape(app)
+}
+
+// CallPath is the path of the call with request id id.
+func CallPath(id string) string { return CallsPath + "/" + url.PathEscape(id) }
+
+// CallActionPath is the path of an action (ActionAsk, …) on call id.
+func CallActionPath(id, action string) string { return CallPath(id) + "/" + action }
+
+// ReceiptPath is the path of the receipts under request id id.
+func ReceiptPath(id string) string { return ReceiptsPath + "/" + url.PathEscape(id) }
+
+// ReceiptActionPath is the path of an action (ActionCheck, ActionForget)
+// on receipt id.
+func ReceiptActionPath(id, action string) string { return ReceiptPath(id) + "/" + action }
+
+// AppPath is the path of the owner app name.
+func AppPath(name string) string { return AppsPath + "/" + url.PathEscape(name) }
+
+// PingPeerPath is the path that pings peer.
+func PingPeerPath(peer string) string { return PingPath + "/" + url.PathEscape(peer) }

@@ -1,0 +1,98 @@
+package peerclient
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+// pingTimeout bounds the answer to one ping once connected.
+const pingTimeout = 5 * time.Second
+
+// PingPeer (POST /v1/ping/{peer}, `delta ping`) asks peer's Delta on each
+// of its roads, one after another, on a connection of its own (a pooled
+// one would say nothing of the road), and tells the router what it
+// learned (every dial is reported). A road held down is not dialled: its
+// result says until when. Nothing reaches an app.
+func (c *Client) PingPeer(ctx context.Context, peer string) ([]localapi.PingRoad, error) {
+	router := c.cfg.Router
+	if !router.Known(peer) {
+		return nil, fmt.Errorf("%s: %w", roads.UnknownPeer(peer, roads.PeerNames(router)), roads.ErrUnknownPeer)
+	}
+	var out []localapi.PingRoad
+	for _, p := range router.Peers() {
+		if p.Name != peer {
+			continue
+		}
+		for _, r := range p.Roads {
+			out = append(out, c.pingRoad(ctx, peer, roads.Road(r.Road)))
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) pingRoad(ctx context.Context, peer string, road roads.Road) localapi.PingRoad {
+	res := localapi.PingRoad{Road: string(road)}
+	cand, err := c.cfg.Router.Choose(ctx, peer, road)
+	if err != nil {
+		res.Error = err.Error()
+		return res
+	}
+	cand.Next = nil // this road alone
+	res.Address, res.Interface = cand.Address, cand.Interface
+	status, connect, answer, err := c.Ping(ctx, cand)
+	switch {
+	case err != nil:
+		res.Error = err.Error()
+	case status != http.StatusNoContent:
+		res.Error = fmt.Sprintf("%s's Delta answered the ping %d %s", peer, status, http.StatusText(status))
+	default:
+		res.OK = true
+	}
+	res.ConnectMillis, res.AnswerMillis = millis(connect), millis(answer)
+	return res
+}
+
+// Ping connects to cand on a connection of its own and sends GET
+// /delta/v1/ping there, with a ticket when the road needs one; a 401 (a
+// stale ticket) renews it once and pings again, as calls do. It returns
+// the answer's status and how long the connect and the answer took.
+func (c *Client) Ping(ctx context.Context, cand roads.Candidate) (status int, connect, answer time.Duration, err error) {
+	for renew := false; ; renew = true {
+		status, connect, answer, err = c.pingOnce(ctx, cand, renew)
+		if err == nil && status == http.StatusUnauthorized && !renew && cand.NeedsTicket {
+			continue
+		}
+		return status, connect, answer, err
+	}
+}
+
+func (c *Client) pingOnce(ctx context.Context, cand roads.Candidate, renew bool) (status int, connect, answer time.Duration, err error) {
+	tk := ""
+	if cand.NeedsTicket {
+		if tk, err = c.cfg.Tickets.Ticket(ctx, cand.Peer, renew); err != nil {
+			return 0, 0, 0, fmt.Errorf("no ticket for %s: %w", cand.Peer, err)
+		}
+	}
+	start := time.Now()
+	rc, err := c.Dial(ctx, cand)
+	connect = time.Since(start)
+	if err != nil {
+		return 0, connect, 0, fmt.Errorf("connect to %s failed: %w", cand, err)
+	}
+	actx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	start = time.Now()
+	reply, err := Ping(actx, Try{Cand: cand, Ticket: tk}, rc)
+	answer = time.Since(start)
+	if err != nil {
+		return 0, connect, answer, fmt.Errorf("%s connected but did not answer the ping: %w", cand, err)
+	}
+	return reply.Status, connect, answer, nil
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
