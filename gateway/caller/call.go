@@ -314,15 +314,12 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	// rest first, so that the app reads what it is told rather than a
 	// reset of a connection it was writing to.
 	body.drain(w, r)
-	var nr *peerclient.NoRoadError
-	var te *peerclient.TicketError
+	var un *peerclient.Unattempted
 	switch {
-	case errors.As(err, &nr) && nr.FellBack && run.firstFailure != nil:
+	case errors.As(err, &un) && un.FellBack && run.firstFailure != nil:
 		run.end = run.firstFailure // after a fall-back, the failure that led to it is the answer
-	case errors.As(err, &nr):
-		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, detail: noRoadDetail(t.Peer, nr.Err)}
-	case errors.As(err, &te):
-		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+	case errors.As(err, &un):
+		run.end = &callEnd{state: record.Unavailable, o: un.Outcome, road: string(un.Road), detail: un.Detail}
 	}
 	if !run.recorded {
 		// Nothing was sent: recorded at once in its final state.
@@ -380,7 +377,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 				run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
 					detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
 			}
-			return peerclient.Result{Verdict: peerclient.Done}
+			return peerclient.Replied()
 		}
 		run.recorded = true
 		a, err = run.send(try, rc)
@@ -407,13 +404,13 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 			if body.srcErr != nil { // the app's own body broke before anything left
 				o, detail = proto.BadRequest, proto.NotSent(body.srcErr.Error(), t.Peer)
 				run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
-				return peerclient.Result{Verdict: peerclient.Done}
+				return peerclient.Replied()
 			}
 			run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
 			if run.firstFailure == nil {
 				run.firstFailure = run.end
 			}
-			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
+			return peerclient.DialFailed(cand, err)
 		}
 		detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
 		switch {
@@ -423,7 +420,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 			detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", body.srcErr, t.Peer, Asking(t.Peer))
 		}
 		run.end = &callEnd{state: record.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
-		return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: cand.Road}
+		return peerclient.LeftUnanswered(cand)
 	}
 	v := mapOwnerReply(t.Peer, reply)
 	run.end = &callEnd{state: v.state, o: v.o, status: v.status, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
@@ -432,9 +429,9 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	}
 	if reply.Err == proto.PeerUnauthorized && (body.whole || body.off == 0) { // renewed and sent once more, if the loop allows
 		body.off = 0 // nothing of it went: the door refused the head
-		return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: used.Road, NeedsTicket: used.NeedsTicket}
+		return peerclient.RefusedAtDoor(used, errors.New(at.Error))
 	}
-	return peerclient.Result{Verdict: peerclient.Done}
+	return peerclient.Replied()
 }
 
 // send writes the call on rc, once: a small body whole with its digest in

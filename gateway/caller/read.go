@@ -88,13 +88,9 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	rd := &readRun{cr: cr, w: w, r: r, t: t, key: key, isGet: cacheable, body: body, stored: stored, validate: validate}
 	err = cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
 	fail := rd.fail
-	var nr *peerclient.NoRoadError
-	var te *peerclient.TicketError
-	switch {
-	case errors.As(err, &nr) && !nr.FellBack: // after a fall-back, the first failure is the answer
-		fail = readFailure{o: proto.Unavailable, roadFault: true, g: proto.NothingSent, detail: noRoadDetail(t.Peer, nr.Err)}
-	case errors.As(err, &te):
-		fail = readFailure{o: proto.Unavailable, roadFault: true, g: proto.NothingSent, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+	var un *peerclient.Unattempted
+	if errors.As(err, &un) && !un.FellBack { // after a fall-back, the first failure is the answer
+		fail = readFailure{o: un.Outcome, roadFault: true, g: un.Guarantee, road: string(un.Road), detail: un.Detail}
 	}
 	if fail.o == "" {
 		return // answered
@@ -223,9 +219,8 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 	resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, rd.validate, rd.early)
 	if reqErr != nil {
 		rd.fail = readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, reqErr), "")}
-		return peerclient.Result{Verdict: peerclient.Done}
+		return peerclient.Replied()
 	}
-	res := peerclient.Result{Road: used.Road, NeedsTicket: used.NeedsTicket}
 	if err != nil {
 		if dialErr == nil {
 			cr.cfg.Router.Report(used, 0, err) // the connection broke or timed out after connecting
@@ -245,8 +240,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 			rd.fail.o = proto.Timeout
 			rd.fail.detail = fmt.Sprintf("%s did not answer the read within %s", used, used.Road.ConnectTimeout()+t.Timeout+readGrace)
 		}
-		res.Verdict, res.RoadFault, res.Tried, res.Reason = peerclient.Failed, true, peerclient.TriedRoads(used, cand, dialErr), errors.New(rd.fail.detail)
-		return res
+		return peerclient.ExchangeFailed(used, cand, dialErr, errors.New(rd.fail.detail))
 	}
 	cr.cfg.Router.Report(used, cr.cfg.Now().Sub(started), nil)
 	reply := peerclient.Classify(resp)
@@ -261,27 +255,22 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 		cr.cfg.OnRead(proto.Answered)
 		cr.cfg.OnRevalidated()
 		cr.serveCached(rd.w, rd.r, e, "")
-		res.Verdict = peerclient.Done
-		return res
+		return peerclient.Replied()
 	}
 	if reply.Err == proto.PeerAnswered {
 		rd.fail = readFailure{}
 		rd.relay(resp, cancel, used)
-		res.Verdict = peerclient.Done
-		return res
+		return peerclient.Replied()
 	}
 	cancel(nil)
 	rd.fail = mapOwnerReadReply(t.Peer, string(used.Road), reply)
-	res.Tried, res.Reason = []roads.Road{used.Road}, errors.New(rd.fail.detail)
-	switch {
+	switch why := errors.New(rd.fail.detail); {
 	case reply.Err == proto.PeerUnauthorized:
-		res.Verdict = peerclient.DoorRefused
+		return peerclient.RefusedAtDoor(used, why)
 	case rd.fail.roadFault:
-		res.Verdict, res.RoadFault = peerclient.Failed, true
-	default:
-		res.Verdict = peerclient.Done // the owner's answer
+		return peerclient.FailedOn(used, why)
 	}
-	return res
+	return peerclient.Replied() // the owner's answer
 }
 
 // relay streams the owner app's answer to the app, keeping a copy for the
@@ -441,23 +430,23 @@ func (rd *readRun) resume(first *http.Response, validator string, n int64) (*htt
 		resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, extra, nil)
 		if reqErr != nil {
 			last = reqErr
-			return peerclient.Result{Verdict: peerclient.Done}
+			return peerclient.Replied()
 		}
 		if err != nil {
 			last = fmt.Errorf("%s: %w", used, err)
-			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: used.Road, Tried: peerclient.TriedRoads(used, try.Cand, dialErr), Reason: err}
+			return peerclient.ExchangeFailed(used, try.Cand, dialErr, err)
 		}
 		if why := Continues(first, resp, n); why != "" {
 			cancel(nil)
 			resp.Body.Close()
 			last = fmt.Errorf("%s did not continue the answer: %s", rd.t.Peer, why)
-			return peerclient.Result{Verdict: peerclient.Done}
+			return peerclient.Replied()
 		}
 		silence := rd.t.Timeout + readGrace // as in relay
 		resp.Body = relay.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
 		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		out, cand = resp, used
-		return peerclient.Result{Verdict: peerclient.Done}
+		return peerclient.Replied()
 	})
 	if out != nil {
 		return out, cand, nil
@@ -566,15 +555,4 @@ func (cr *Caller) serveCached(w http.ResponseWriter, r *http.Request, e *readcac
 	if r.Method != http.MethodHead {
 		w.Write(e.Body)
 	}
-}
-
-// noRoadDetail says why no road was chosen; a hold-down says so in the
-// words of DESIGN §3, a peer the tailnet says is offline and a peer not
-// found again yet since the start in their own.
-func noRoadDetail(peer string, err error) string {
-	var notYet *roads.NotYetError
-	if errors.Is(err, roads.ErrHeldDown) || errors.Is(err, roads.ErrOffline) || errors.As(err, &notYet) {
-		return proto.NotSent(err.Error(), peer)
-	}
-	return proto.NotSent(fmt.Sprintf("%s cannot be reached (%v)", peer, err), peer)
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/relay"
-	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/session"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
@@ -58,7 +57,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 			if firstErr == nil {
 				firstErr = fail
 			}
-			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: cand.Road, Tried: peerclient.RacedRoads(cand), Reason: err}
+			return peerclient.DialFailed(cand, err)
 		}
 		road = string(rc.Cand.Road)
 		h := t.header(r.Header)
@@ -71,7 +70,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		if err != nil {
 			rc.Close()
 			fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
-			return peerclient.Result{Verdict: peerclient.Done}
+			return peerclient.Replied()
 		}
 		a, err = h1.Once(ctx, rc, req, h1.Options{Wait: t.Timeout + readGrace})
 		var oe *h1.Error
@@ -82,33 +81,30 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 			if firstErr == nil {
 				firstErr = fail
 			}
-			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: true, Road: rc.Cand.Road, Tried: []roads.Road{rc.Cand.Road}, Reason: err}
+			return peerclient.FailedOn(rc.Cand, err)
 		case err != nil:
 			fail = &readFailure{o: proto.Unknown, road: road, detail: fmt.Sprintf(
 				"the session's opening left for %s and no answer came (%v); a session is never opened twice: open a new one", rc.Cand, err)}
-			return peerclient.Result{Verdict: peerclient.Failed, Sent: true, RoadFault: true, Road: rc.Cand.Road}
+			return peerclient.LeftUnanswered(rc.Cand)
 		}
 		reply := peerclient.Classify(a.Response)
 		if reply.Err == proto.PeerAnswered {
 			fail = nil
-			return peerclient.Result{Verdict: peerclient.Done}
+			return peerclient.Replied()
 		}
 		f := mapOwnerReadReply(t.Peer, road, reply)
 		fail, a = &f, nil
 		if reply.Err == proto.PeerUnauthorized {
-			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: rc.Cand.Road, NeedsTicket: rc.Cand.NeedsTicket}
+			return peerclient.RefusedAtDoor(rc.Cand, errors.New(f.detail))
 		}
-		return peerclient.Result{Verdict: peerclient.Done}
+		return peerclient.Replied()
 	})
-	var nr *peerclient.NoRoadError
-	var te *peerclient.TicketError
+	var un *peerclient.Unattempted
 	switch {
-	case errors.As(err, &nr) && nr.FellBack && firstErr != nil:
+	case errors.As(err, &un) && un.FellBack && firstErr != nil:
 		fail = firstErr
-	case errors.As(err, &nr):
-		fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, detail: noRoadDetail(t.Peer, nr.Err)}
-	case errors.As(err, &te):
-		fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(te.Road), detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", t.Peer, te.Err), t.Peer)}
+	case errors.As(err, &un):
+		fail = &readFailure{o: un.Outcome, g: un.Guarantee, road: string(un.Road), detail: un.Detail}
 	}
 	if fail != nil || a == nil {
 		if fail == nil {

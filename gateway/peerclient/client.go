@@ -132,32 +132,11 @@ type Result struct {
 	Reason error
 }
 
-// NoRoadError is why no attempt could be made: the router had no road.
-// FellBack reports whether it came after a fall-back (then the failure
-// that led to it is the caller's answer).
-type NoRoadError struct {
-	Err      error
-	FellBack bool
-}
-
-func (e *NoRoadError) Error() string { return e.Err.Error() }
-func (e *NoRoadError) Unwrap() error { return e.Err }
-
-// TicketError is why no attempt could be made on Road: no ticket.
-type TicketError struct {
-	Road roads.Road
-	Err  error
-}
-
-func (e *TicketError) Error() string { return "no ticket: " + e.Err.Error() }
-func (e *TicketError) Unwrap() error { return e.Err }
-
 // Do runs the attempt loop for one exchange of kind with peer: choose a
 // road (only pin, if set), get its ticket, make the attempt, and then do
 // what Next says: stop, renew the ticket and attempt once more, or drop the
 // roads the attempt tried and choose again. It returns nil once an attempt
-// is the answer, or a *NoRoadError or *TicketError when an attempt could not
-// be made.
+// is the answer, or an *Unattempted when an attempt could not be made.
 func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road, attempt func(Try) Result) error {
 	var exclude []roads.Road
 	var first roads.Candidate // the first choice, for the roads it passed over
@@ -165,7 +144,7 @@ func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road,
 	for tries := 1; ; tries++ {
 		cand, err := c.cfg.Router.Choose(ctx, peer, pin, exclude...)
 		if err != nil {
-			return &NoRoadError{Err: err, FellBack: fellBack}
+			return noRoad(peer, err, fellBack)
 		}
 		if tries == 1 {
 			first = cand
@@ -173,7 +152,7 @@ func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road,
 		tk := ""
 		if cand.NeedsTicket {
 			if tk, err = c.cfg.Tickets.Ticket(ctx, peer, renewed); err != nil {
-				return &TicketError{Road: cand.Road, Err: err}
+				return noTicket(peer, cand.Road, err)
 			}
 		}
 		res := attempt(Try{Cand: cand, Ticket: tk})

@@ -65,7 +65,7 @@ func TestFallBackSkipsPassed(t *testing.T) {
 				}
 				return
 			}
-			var nr *NoRoadError
+			var nr *Unattempted
 			if !errors.As(err, &nr) || !nr.FellBack || len(tried) != 1 {
 				t.Fatalf("attempts %v, %v; want one attempt (lan, tailnet) and no road after the fall-back", tried, err)
 			}

@@ -3,6 +3,7 @@ package peerclient
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -57,13 +58,21 @@ func (c *Client) pingRoad(ctx context.Context, peer string, road roads.Road) loc
 	return res
 }
 
-// Ping connects to cand on a connection of its own and sends GET
-// /delta/v1/ping there, with a ticket when the road needs one; a 401 (a
-// stale ticket) renews it once and pings again, as calls do. It returns
-// the answer's status and how long the connect and the answer took.
+// Ping connects to cand on a connection of its own (Dial: reported to
+// the router) and pings it (PingWith).
 func (c *Client) Ping(ctx context.Context, cand roads.Candidate) (status int, connect, answer time.Duration, err error) {
+	return PingWith(ctx, cand, c.cfg.Tickets, func(ctx context.Context) (net.Conn, error) { return c.Dial(ctx, cand) })
+}
+
+// PingWith is the one ping of every mode and every asker (`delta ping`,
+// the road keepers' probes): it connects with dial and sends GET
+// /delta/v1/ping on that connection, with a ticket from tickets when
+// cand's road needs one; a 401 (a stale ticket) renews it once and pings
+// again, as calls do. It returns the answer's status and how long the
+// connect and the answer took.
+func PingWith(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error)) (status int, connect, answer time.Duration, err error) {
 	for renew := false; ; renew = true {
-		status, connect, answer, err = c.pingOnce(ctx, cand, renew)
+		status, connect, answer, err = pingOnce(ctx, cand, tickets, dial, renew)
 		if err == nil && status == http.StatusUnauthorized && !renew && cand.NeedsTicket {
 			continue
 		}
@@ -71,15 +80,25 @@ func (c *Client) Ping(ctx context.Context, cand roads.Candidate) (status int, co
 	}
 }
 
-func (c *Client) pingOnce(ctx context.Context, cand roads.Candidate, renew bool) (status int, connect, answer time.Duration, err error) {
+// Probe is PingWith for a road keeper's probe: nil when cand's Delta
+// answered 204, else why not.
+func Probe(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error)) error {
+	status, _, _, err := PingWith(ctx, cand, tickets, dial)
+	if err == nil && status != http.StatusNoContent {
+		err = fmt.Errorf("ping answered %d %s", status, http.StatusText(status))
+	}
+	return err
+}
+
+func pingOnce(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error), renew bool) (status int, connect, answer time.Duration, err error) {
 	tk := ""
 	if cand.NeedsTicket {
-		if tk, err = c.cfg.Tickets.Ticket(ctx, cand.Peer, renew); err != nil {
+		if tk, err = tickets.Ticket(ctx, cand.Peer, renew); err != nil {
 			return 0, 0, 0, fmt.Errorf("no ticket for %s: %w", cand.Peer, err)
 		}
 	}
 	start := time.Now()
-	rc, err := c.Dial(ctx, cand)
+	rc, err := dial(ctx)
 	connect = time.Since(start)
 	if err != nil {
 		return 0, connect, 0, fmt.Errorf("connect to %s failed: %w", cand, err)

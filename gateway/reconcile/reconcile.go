@@ -8,14 +8,11 @@ package reconcile
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -257,57 +254,5 @@ func Settle(peer, digest string, age time.Duration, st *proto.CallStateJSON) Ver
 // query asks the owner what it knows of call c, on any road, never from a
 // cache.
 func (rc *Reconciler) query(ctx context.Context, c *record.Call) (*proto.CallStateJSON, error) {
-	var v *proto.CallStateJSON
-	err := rc.exchange(ctx, c.Peer, func(try peerclient.Try) (*http.Request, error) {
-		return peerclient.LookupRequest(ctx, try, c.RequestID, c.Digest, c.CreatedAt)
-	}, func(resp *http.Response) (r peerclient.Reply, err error) {
-		v, r, err = peerclient.ReadLookup(c.Peer, resp)
-		return r, err
-	})
-	return v, err
-}
-
-// exchange puts one question to peer on any road (peerclient.Question):
-// build makes its request for a try, read reads the answer (a 401 renews
-// the ticket). It returns read's error, or why no road answered.
-func (rc *Reconciler) exchange(ctx context.Context, peer string, build func(peerclient.Try) (*http.Request, error), read func(*http.Response) (peerclient.Reply, error)) error {
-	var lastErr, answerErr error
-	answered := false
-	err := rc.cfg.Peers.Do(ctx, peerclient.Question, peer, "", func(try peerclient.Try) peerclient.Result {
-		cand := try.Cand
-		req, err := build(try)
-		if err != nil {
-			answerErr = err
-			return peerclient.Result{Verdict: peerclient.Done}
-		}
-		resp, used, dialErr, err := rc.cfg.Peers.RoundTrip(req, cand)
-		if err != nil {
-			lastErr = fmt.Errorf("%s: %w", used, err)
-			answerErr = lastErr
-			// Past the question's own deadline no other road will do.
-			gaveUp := h1.IsTimeout(err) && ctx.Err() != nil
-			return peerclient.Result{Verdict: peerclient.Failed, RoadFault: !gaveUp, Road: used.Road, Tried: peerclient.TriedRoads(used, cand, dialErr)}
-		}
-		var reply peerclient.Reply
-		reply, answerErr = read(resp)
-		if reply.Status == http.StatusUnauthorized {
-			return peerclient.Result{Verdict: peerclient.DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket}
-		}
-		answered = answerErr == nil
-		return peerclient.Result{Verdict: peerclient.Done}
-	})
-	var nr *peerclient.NoRoadError
-	var te *peerclient.TicketError
-	switch {
-	case errors.As(err, &nr) && lastErr != nil:
-		return lastErr
-	case errors.As(err, &nr):
-		return nr.Err
-	case errors.As(err, &te):
-		return fmt.Errorf("no ticket for %s: %w", peer, te.Err)
-	}
-	if answerErr == nil && !answered {
-		answerErr = errors.New("no road answered")
-	}
-	return answerErr
+	return rc.cfg.Peers.Lookup(ctx, c.Peer, c.RequestID, c.Digest, c.CreatedAt)
 }

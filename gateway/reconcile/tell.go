@@ -3,10 +3,8 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
 )
@@ -55,13 +53,7 @@ func (rc *Reconciler) Tell(ctx context.Context, c *record.Call) error {
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
 	v := proto.SettledJSON{State: string(c.State), By: c.SettledBy, Note: c.SettleNote, At: proto.RFC3339(c.UpdatedAt)}
-	var reply *proto.SettledReplyJSON
-	err := rc.exchange(ctx, c.Peer, func(try peerclient.Try) (*http.Request, error) {
-		return peerclient.SettledRequest(ctx, try, c.RequestID, v)
-	}, func(resp *http.Response) (r peerclient.Reply, err error) {
-		reply, r, err = peerclient.ReadSettled(c.Peer, resp)
-		return r, err
-	})
+	reply, err := rc.cfg.Peers.TellSettled(ctx, c.Peer, c.RequestID, v)
 	if err != nil {
 		return err
 	}

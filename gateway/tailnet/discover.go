@@ -338,32 +338,9 @@ func (n *Node) rebindLocked() {
 }
 
 // ping probes one road with GET /delta/v1/ping (with a ticket on lan and
-// thunderbolt), counted as upkeep: the route book's prober
-// (routes.Router.Probe) reports what it learned. A refused ticket is
-// dropped, so that the next one is fresh.
+// thunderbolt, renewed once when refused: peerclient.Probe, as every mode
+// pings), counted as upkeep: the route book's prober
+// (routes.Router.Probe) reports what it learned.
 func (n *Node) ping(ctx context.Context, c roads.Candidate) error {
-	ctx = metered(ctx, &n.upkeep.probe)
-	try := peerclient.Try{Cand: c}
-	if c.NeedsTicket {
-		tk, err := n.Ticket(ctx, c.Peer, false)
-		if err != nil {
-			return err
-		}
-		try.Ticket = tk
-	}
-	conn, err := c.Dial(ctx)
-	if err != nil {
-		return err
-	}
-	reply, err := peerclient.Ping(ctx, try, conn)
-	if err != nil {
-		return err
-	}
-	if reply.Status == http.StatusUnauthorized {
-		n.dropTicket(c.Peer)
-	}
-	if reply.Status != http.StatusNoContent {
-		return fmt.Errorf("ping answered %d %s", reply.Status, reply.Err)
-	}
-	return nil
+	return peerclient.Probe(metered(ctx, &n.upkeep.probe), c, n, c.Dial)
 }

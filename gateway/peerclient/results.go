@@ -1,0 +1,88 @@
+package peerclient
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/roads"
+)
+
+// The results of attempts, made here so that each kind of ending is said
+// once (caddy's classified iteration: DialError, roundtripSucceededError):
+// an attempt function returns one of these to Do's loop, and keeps what
+// its app is told for itself.
+
+// Replied: the attempt has the answer — the owner's, its refusal, or an
+// ending this side gives without another try (a request that cannot be
+// made, a journal that cannot record it).
+func Replied() Result { return Result{Verdict: Done} }
+
+// DialFailed: connecting for cand failed, so nothing was sent; a
+// fall-back drops every road the dial raced.
+func DialFailed(cand roads.Candidate, err error) Result {
+	return Result{Verdict: Failed, RoadFault: true, Road: cand.Road, Tried: RacedRoads(cand), Reason: err}
+}
+
+// FailedOn: the attempt failed on cand's road alone, its fault and not the
+// owner app's (connected, and the request was not taken; or the owner's
+// Delta answered with a road's failure).
+func FailedOn(cand roads.Candidate, err error) Result {
+	return Result{Verdict: Failed, RoadFault: true, Road: cand.Road, Tried: []roads.Road{cand.Road}, Reason: err}
+}
+
+// LeftUnanswered: the request (some of it) left on cand's road and no
+// answer came. Nothing that sends at most once is tried again after it.
+func LeftUnanswered(cand roads.Candidate) Result {
+	return Result{Verdict: Failed, Sent: true, RoadFault: true, Road: cand.Road}
+}
+
+// RefusedAtDoor: the peer's door answered 401 on cand's road; a new
+// ticket may cure it (Next renews once).
+func RefusedAtDoor(cand roads.Candidate, why error) Result {
+	return Result{Verdict: DoorRefused, Sent: true, Road: cand.Road, NeedsTicket: cand.NeedsTicket, Tried: []roads.Road{cand.Road}, Reason: why}
+}
+
+// ExchangeFailed: a pooled exchange (RoundTrip: a read, a question) got no
+// answer. used is the road it went on, asked the candidate it was made
+// for, and dialErr its dial's own failure (then nothing was sent).
+func ExchangeFailed(used, asked roads.Candidate, dialErr, err error) Result {
+	return Result{Verdict: Failed, RoadFault: true, Road: used.Road, Tried: TriedRoads(used, asked, dialErr), Reason: err}
+}
+
+// GaveUp: the exchange ended because its asker stopped waiting (its own
+// deadline), which says nothing of the road: no fall-back.
+func GaveUp(used roads.Candidate) Result { return Result{Verdict: Failed, Road: used.Road} }
+
+// Unattempted is why Do made no attempt, or no further one: the router
+// had no road (Road is ""), or the chosen road had no ticket. Nothing was
+// sent on its account: its Outcome is unavailable and its Guarantee
+// nothing sent. FellBack reports that no road was left after a fall-back:
+// the failure that led there is then the caller's answer.
+type Unattempted struct {
+	Road     roads.Road
+	FellBack bool
+	// Err is the router's or the ticket source's error; Detail what an
+	// app is told (proto.NotSent wording, naming the peer).
+	Err       error
+	Detail    string
+	Outcome   proto.Outcome
+	Guarantee proto.Guarantee
+}
+
+func (e *Unattempted) Error() string { return e.Detail }
+func (e *Unattempted) Unwrap() error { return e.Err }
+
+func noRoad(peer string, err error, fellBack bool) *Unattempted {
+	detail := proto.NotSent(fmt.Sprintf("%s cannot be reached (%v)", peer, err), peer)
+	var notYet *roads.NotYetError
+	if errors.Is(err, roads.ErrHeldDown) || errors.Is(err, roads.ErrOffline) || errors.As(err, &notYet) {
+		detail = proto.NotSent(err.Error(), peer) // it says why in its own words
+	}
+	return &Unattempted{Err: err, FellBack: fellBack, Detail: detail, Outcome: proto.Unavailable, Guarantee: proto.NothingSent}
+}
+
+func noTicket(peer string, road roads.Road, err error) *Unattempted {
+	return &Unattempted{Road: road, Err: fmt.Errorf("no ticket for %s: %w", peer, err),
+		Detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", peer, err), peer), Outcome: proto.Unavailable, Guarantee: proto.NothingSent}
+}
