@@ -145,7 +145,7 @@ func pairCommand(fc *statedir.Config, p roads.StaticPeer, own identity.ID) strin
 	}
 	var parts []string
 	for _, r := range roads.All {
-		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
+		if a, ok := p.Roads[r]; ok && r.Local() {
 			road := ""
 			if r != roads.LAN {
 				road = string(r) + "@"
@@ -162,7 +162,7 @@ func pairCommand(fc *statedir.Config, p roads.StaticPeer, own identity.ID) strin
 func peerCommand(fc *statedir.Config, p roads.StaticPeer, own identity.ID) string {
 	var listen []string
 	for _, r := range roads.All {
-		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
+		if a, ok := p.Roads[r]; ok && r.Local() {
 			listen = append(listen, a)
 		}
 	}
@@ -188,7 +188,7 @@ func peerCommand(fc *statedir.Config, p roads.StaticPeer, own identity.ID) strin
 		id = own.String() + "@"
 	}
 	for _, r := range roads.All {
-		if a, ok := p.Roads[r]; ok && r != roads.Tailnet {
+		if a, ok := p.Roads[r]; ok && r.Local() {
 			road := ""
 			if r != roads.LAN {
 				road = string(r) + "@"
@@ -275,7 +275,7 @@ func parsePeer(v string) (name, id string, road roads.Road, addr string, err err
 	if r, a, ok := strings.Cut(rest, "@"); ok {
 		parsed, err := roads.Parse(r)
 		if err != nil {
-			return "", "", "", "", fmt.Errorf("peer %s: road %q is not one of thunderbolt, lan, tailnet", name, r)
+			return "", "", "", "", fmt.Errorf("peer %s: %w", name, err)
 		}
 		road, rest = parsed, a
 	}

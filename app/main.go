@@ -36,6 +36,7 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/static"
@@ -559,8 +560,8 @@ func parseRoads(v string) (map[string]roads.Road, error) {
 	for item := range strings.SplitSeq(v, ",") {
 		name, road, ok := strings.Cut(strings.TrimSpace(item), "=")
 		r, err := roads.Parse(road)
-		if !ok || name == "" || err != nil || r == roads.Tailnet {
-			return nil, fmt.Errorf("DELTA_NETWATCH_ROADS: %q is not interface=thunderbolt or interface=lan", item)
+		if !ok || name == "" || err != nil || !r.Local() {
+			return nil, fmt.Errorf("DELTA_NETWATCH_ROADS: %q is not interface=ROAD with a local road (%s)", item, roadfacts.Names(roadfacts.LocalRoads...))
 		}
 		m[name] = r
 	}

@@ -2,9 +2,7 @@ package kit
 
 import (
 	"context"
-	"crypto/sha256"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -15,19 +13,12 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 )
 
 // HeaderDirect is "true" on an answer the kit read from the peer directly
 // because this computer's Delta was down.
 const HeaderDirect = "X-Delta-Direct"
-
-// connectTimeout is a road's connect timeout, as Delta's (DESIGN §8).
-func connectTimeout(road string) time.Duration {
-	if road == "thunderbolt" {
-		return 2 * time.Second
-	}
-	return 3 * time.Second
-}
 
 // readDirect reads path from app on peer without this computer's Delta,
 // which is down (down says why): over the peer's thunderbolt road, then
@@ -112,7 +103,8 @@ func (c *Client) readDirect(ctx context.Context, down *LocalDeltaDown, peer, app
 // readRoad sends one read on road rd, on a connection of its own.
 func (c *Client) readRoad(ctx context.Context, rd localapi.DirectRoad, cert *tls.Certificate, app, path string, h http.Header) (*http.Response, error) {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		d := net.Dialer{Timeout: connectTimeout(rd.Road), Control: bindControl(rd.Interface)}
+		road := roadfacts.Road(rd.Road)
+		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: roadfacts.BindControl(rd.Interface, road)}
 		return d.DialContext(ctx, "tcp", rd.Address)
 	}
 	tr := &http.Transport{DialContext: dial, DisableKeepAlives: true, DisableCompression: true, ForceAttemptHTTP2: false}
@@ -122,21 +114,12 @@ func (c *Client) readRoad(ctx context.Context, rd localapi.DirectRoad, cert *tls
 			return nil, errors.New("the road is pinned TLS and this computer's certificate is not named")
 		}
 		scheme = "https"
-		tr.TLSHandshakeTimeout = connectTimeout(rd.Road)
+		tr.TLSHandshakeTimeout = roadfacts.Road(rd.Road).ConnectTimeout()
 		tr.TLSClientConfig = &tls.Config{
 			MinVersion:         tls.VersionTLS13,
 			Certificates:       []tls.Certificate{*cert},
-			InsecureSkipVerify: true, // the pin below is the check: the certificate is self-signed
-			VerifyConnection: func(cs tls.ConnectionState) error {
-				if len(cs.PeerCertificates) == 0 {
-					return errors.New("the peer presented no certificate")
-				}
-				sum := sha256.Sum256(cs.PeerCertificates[0].Raw)
-				if got := hex.EncodeToString(sum[:]); got != rd.Pin {
-					return fmt.Errorf("the certificate at %s is %s, not the pinned %s", rd.Address, got, rd.Pin)
-				}
-				return nil
-			},
+			InsecureSkipVerify: true, // the pin is the check: the certificate is self-signed
+			VerifyConnection:   roadfacts.VerifyPin(rd.Address, rd.Pin),
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+rd.Address+"/delta/v1/apps/"+app+path, nil)

@@ -5,12 +5,7 @@ package netwatch
 import (
 	"errors"
 	"syscall"
-
-	"github.com/delta-roads/delta/gateway/roads"
 )
-
-// BindControl does not bind connections on this OS.
-func BindControl(string, roads.Road) func(string, string, syscall.RawConn) error { return nil }
 
 // BroadcastControl is not available on this OS: waking a peer fails with
 // the error it returns.

@@ -46,7 +46,7 @@ func Read(roadsOverride map[string]roads.Road) State {
 		if wireless(ifc.Name) {
 			c.Wireless = true
 		}
-		if r, ok := PortsRoad(ifc.Name, ports, members); ok && (c.Road == roads.LAN || c.Road == roads.Thunderbolt) {
+		if r, ok := PortsRoad(ifc.Name, ports, members); ok && c.Road.Local() {
 			c.Road = r
 		}
 		if r, ok := roadsOverride[ifc.Name]; ok && c.Road != "" {

@@ -73,7 +73,7 @@ func New(cfg Config) *Listeners {
 func Specs(st netwatch.State) []string {
 	var specs []string
 	for _, ifc := range st {
-		if (ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt) || !ifc.Running {
+		if !ifc.Road.Local() || !ifc.Running {
 			continue
 		}
 		for _, a := range ifc.Addrs {
@@ -185,12 +185,24 @@ func (ls *Listeners) closeLocked() {
 	ls.lns = nil
 }
 
+// localRoadsOr names the local roads, the default (lan) first: "lan or
+// thunderbolt".
+func localRoadsOr() string {
+	names := []string{string(roads.LAN)}
+	for _, r := range roads.LocalRoads {
+		if r != roads.LAN {
+			names = append(names, string(r))
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
 // ParseSpec reads "road=ip[%zone]" or "ip[%zone]" (the lan road).
 func ParseSpec(spec string) (road roads.Road, addr, iface string, err error) {
 	road, addr = roads.LAN, spec
 	if r, rest, ok := strings.Cut(spec, "="); ok {
-		if road, err = roads.Parse(r); err != nil || road == roads.Tailnet {
-			return "", "", "", fmt.Errorf("lan address %q: the road must be lan or thunderbolt", spec)
+		if road, err = roads.Parse(r); err != nil || !road.Local() {
+			return "", "", "", fmt.Errorf("lan address %q: the road must be %s", spec, localRoadsOr())
 		}
 		addr = rest
 	}

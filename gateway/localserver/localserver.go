@@ -29,6 +29,7 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statuspage"
 )
@@ -300,7 +301,7 @@ func parseOptions(r *http.Request, t *caller.Target) (proto.Outcome, string) {
 	}
 	if v := r.Header.Get(proto.HeaderRoute); v != "" {
 		if t.Pin, err = roads.Parse(v); err != nil {
-			return proto.BadRequest, proto.NotSent(err.Error(), "")
+			return proto.BadRequest, proto.NotSent(fmt.Sprintf("X-Delta-Route %q is not one of %s", v, roadfacts.Names()), "")
 		}
 	}
 	if strings.ContainsRune(t.PathQuery, 0) {

@@ -12,11 +12,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -28,6 +26,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/roadfacts"
 )
 
 // File names in the state folder.
@@ -37,10 +37,7 @@ const (
 )
 
 // Pin is the hex SHA-256 of a certificate's DER.
-func Pin(der []byte) string {
-	sum := sha256.Sum256(der)
-	return hex.EncodeToString(sum[:])
-}
+func Pin(der []byte) string { return roadfacts.Pin(der) }
 
 // LoadOrCreate returns the certificate kept in dir, making one (ECDSA P-256,
 // valid 20 years, named name) on first use, and its pin.
@@ -114,16 +111,8 @@ func ClientPin(cs *tls.ConnectionState) string {
 }
 
 // MismatchError is a handshake refused because the peer's certificate is
-// not the pinned one. Nothing was sent.
-type MismatchError struct {
-	Addr string
-	Want string // the pin learned over the tailnet
-	Got  string // the pin of the certificate presented
-}
-
-func (e *MismatchError) Error() string {
-	return fmt.Sprintf("the certificate at %s has fingerprint %s, not the pinned %s", e.Addr, e.Got, e.Want)
-}
+// not the pinned one (roadfacts.MismatchError). Nothing was sent.
+type MismatchError = roadfacts.MismatchError
 
 // Handshake runs the client side of TLS over raw, accepting only the
 // certificate whose pin is want, and returns the connection once the
@@ -138,14 +127,9 @@ func Handshake(ctx context.Context, raw net.Conn, want string, own *tls.Certific
 		MinVersion:         tls.VersionTLS13,
 		NextProtos:         []string{"http/1.1"},
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("the peer presented no certificate")
-			}
-			if got := Pin(cs.PeerCertificates[0].Raw); got != want {
-				mismatch = &MismatchError{Addr: addr, Want: want, Got: got}
-				return mismatch
-			}
-			return nil
+			err := roadfacts.VerifyPin(addr, want)(cs)
+			errors.As(err, &mismatch)
+			return err
 		},
 	}
 	if own != nil {

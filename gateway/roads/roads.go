@@ -3,9 +3,9 @@
 // gateway asks for one: a Router chooses a Candidate for a peer, and is
 // told when a road failed.
 //
-// The tailnet node (over the route book) and static mode each implement
-// Router; the optional extras a router may offer are named interfaces here
-// too.
+// One road keeper (routes.Router, over the route book) serves both modes:
+// static mode embeds it and the tailnet node delegates to it. The optional
+// extras a router may offer are named interfaces here too.
 package roads
 
 import (
@@ -18,67 +18,30 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 )
 
-// Road is one kind of way to a peer.
-type Road string
+// Road is one kind of way to a peer; its facts (rank, timeouts, hold-down,
+// local or not) are roadfacts' table.
+type Road = roadfacts.Road
 
 // The roads, best first.
 const (
-	Thunderbolt Road = "thunderbolt"
-	LAN         Road = "lan"
-	Tailnet     Road = "tailnet"
+	Thunderbolt = roadfacts.Thunderbolt
+	LAN         = roadfacts.LAN
+	Tailnet     = roadfacts.Tailnet
 )
 
-// All lists the roads in order of preference.
-var All = []Road{Thunderbolt, LAN, Tailnet}
+// All lists the roads in order of preference; LocalRoads the local ones
+// (thunderbolt, lan: bound to an interface, dropped when they fail).
+var (
+	All        = roadfacts.All
+	LocalRoads = roadfacts.LocalRoads
+)
 
-// Parse checks an X-Delta-Route value.
-func Parse(s string) (Road, error) {
-	switch r := Road(s); r {
-	case Thunderbolt, LAN, Tailnet:
-		return r, nil
-	}
-	return "", fmt.Errorf("X-Delta-Route %q is not one of thunderbolt, lan, tailnet", s)
-}
-
-// Rank orders roads: lower is preferred.
-func (r Road) Rank() int {
-	switch r {
-	case Thunderbolt:
-		return 0
-	case LAN:
-		return 1
-	}
-	return 2
-}
-
-// ConnectTimeout is how long a connect on r may take.
-func (r Road) ConnectTimeout() time.Duration {
-	switch r {
-	case Thunderbolt:
-		return 2 * time.Second
-	case LAN:
-		return 3 * time.Second
-	}
-	return 8 * time.Second
-}
-
-// HoldDown is how long an address on r is not dialled again after a connect
-// timeout.
-func (r Road) HoldDown() time.Duration {
-	switch r {
-	case Thunderbolt:
-		return 4 * time.Second
-	case LAN:
-		return 5 * time.Second
-	}
-	return 10 * time.Second
-}
-
-// Local reports whether r is a thunderbolt or lan road: one that is
-// dropped and replaced by a freshly chosen road when it fails.
-func (r Road) Local() bool { return r == Thunderbolt || r == LAN }
+// Parse checks a road's name, as X-Delta-Route, config.json and the
+// command line spell it (roadfacts.Parse).
+func Parse(s string) (Road, error) { return roadfacts.Parse(s) }
 
 // Candidate is one way to reach one peer.
 type Candidate struct {

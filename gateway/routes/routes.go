@@ -22,7 +22,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
@@ -370,7 +370,7 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 func Cause(err error) string {
 	var hd *HeldDownError
 	var lost *roads.InterfaceLostError
-	var pin *pintls.MismatchError
+	var pin *roadfacts.MismatchError
 	switch {
 	case err == nil:
 		return "none"

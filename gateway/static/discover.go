@@ -103,10 +103,15 @@ func Decide(a Announcement, id identity.ID, src netip.Addr, self identity.ID, id
 	}
 	src = src.Unmap()
 	road := roads.Road("")
+	for _, r := range roads.LocalRoads { // the best road the source is on
+		if st.InterfaceFor(r, src) != "" {
+			road = r
+			break
+		}
+	}
 	switch {
-	case st.InterfaceFor(roads.Thunderbolt, src) != "":
-		road = roads.Thunderbolt
-	case st.InterfaceFor(roads.LAN, src) != "", src.IsLoopback():
+	case road != "":
+	case src.IsLoopback():
 		road = roads.LAN
 	default:
 		return Heard{Ignore: fmt.Sprintf("%s is on no lan or thunderbolt network of this computer's", src)}
@@ -231,7 +236,7 @@ func Targets(st netwatch.State, extra []netip.AddrPort) []netip.AddrPort {
 		}
 	}
 	for _, ifc := range st {
-		if (ifc.Road != roads.LAN && ifc.Road != roads.Thunderbolt) || !ifc.Running {
+		if !ifc.Road.Local() || !ifc.Running {
 			continue
 		}
 		for _, n := range ifc.Nets {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"net/http"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/netwatch"
@@ -76,8 +76,8 @@ func CheckPeers(peers []roads.StaticPeer) error {
 			return fmt.Errorf("peer %q has no roads in the config", p.Name)
 		}
 		for road, addr := range p.Roads {
-			if _, err := roads.Parse(string(road)); err != nil {
-				return fmt.Errorf("peer %q: road %q is not one of thunderbolt, lan, tailnet", p.Name, road)
+			if !road.Known() {
+				return fmt.Errorf("peer %q: road %q is not one of %s", p.Name, road, roadfacts.Names())
 			}
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
@@ -195,7 +195,7 @@ func dialer(c roads.Candidate, seal *Seal) func(context.Context) (net.Conn, erro
 func dialRaw(ctx context.Context, road roads.Road, addr, iface string) (net.Conn, error) {
 	d := net.Dialer{Timeout: road.ConnectTimeout()}
 	if iface != "" {
-		d.Control = netwatch.BindControl(iface, road)
+		d.Control = roadfacts.BindControl(iface, road)
 	}
 	began := time.Now()
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -256,26 +256,7 @@ func (s *Router) onNetChange(st netwatch.State, c netwatch.Change) {
 // ping probes one road with GET /delta/v1/ping and a ticket, renewing the
 // ticket once if the peer refused it.
 func (s *Router) ping(ctx context.Context, c roads.Candidate) error {
-	for renew := false; ; renew = true {
-		tk, err := s.tickets.Ticket(ctx, c.Peer, renew)
-		if err != nil {
-			return fmt.Errorf("no ticket for %s: %w", c.Peer, err)
-		}
-		conn, err := c.Dial(ctx)
-		if err != nil {
-			return err
-		}
-		reply, err := peerclient.Ping(ctx, peerclient.Try{Cand: c, Ticket: tk}, conn)
-		switch {
-		case err != nil:
-			return err
-		case reply.Status == http.StatusUnauthorized && !renew:
-			continue
-		case reply.Status != http.StatusNoContent:
-			return fmt.Errorf("ping answered %d %s", reply.Status, reply.Err)
-		}
-		return nil
-	}
+	return peerclient.Probe(ctx, c, s.tickets, c.Dial)
 }
 
 var (

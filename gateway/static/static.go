@@ -238,7 +238,7 @@ func (m *MintedTickets) DirectRoads() ([]localapi.DirectPeer, string, string) {
 	var out []localapi.DirectPeer
 	for _, p := range m.Peers {
 		dp := localapi.DirectPeer{Name: p.Name}
-		for _, r := range []roads.Road{roads.Thunderbolt, roads.LAN} {
+		for _, r := range roads.LocalRoads {
 			if addr, ok := p.Roads[r]; ok {
 				dp.Roads = append(dp.Roads, localapi.DirectRoad{Road: string(r), Address: addr})
 			}

@@ -189,7 +189,7 @@ func (n *Node) DirectRoads() ([]localapi.DirectPeer, string, string) {
 			continue
 		}
 		dp := localapi.DirectPeer{Name: name}
-		for _, want := range []roads.Road{roads.Thunderbolt, roads.LAN} {
+		for _, want := range roads.LocalRoads {
 			for _, hr := range p.hello.Roads {
 				ap, err := netip.ParseAddrPort(hr.Address)
 				if hr.Road != want || err != nil {
@@ -247,12 +247,6 @@ func (n *Node) askTicket(ctx context.Context, peer string, p *peer, scope string
 		return ticketResponse{}, errors.New(peer + "'s ticket answer is not JSON with a ticket")
 	}
 	return tr, nil
-}
-
-func (n *Node) dropTicket(peer string) {
-	n.mu.Lock()
-	delete(n.tickets, peer)
-	n.mu.Unlock()
 }
 
 var _ gateway.DirectReads = (*Node)(nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/netwatch"
 )
@@ -125,7 +126,7 @@ func (n *Node) candidatesLocked(p *peer) []roads.Candidate {
 		return meterConn(ctx, c), err
 	}}}
 	for _, hr := range p.hello.Roads {
-		if hr.Road != roads.LAN && hr.Road != roads.Thunderbolt {
+		if !hr.Road.Local() {
 			continue
 		}
 		ap, err := netip.ParseAddrPort(hr.Address)
@@ -174,7 +175,7 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 			pin = p.hello.Pin
 		}
 		n.mu.Unlock()
-		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: netwatch.BindControl(iface, road)}
+		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: roadfacts.BindControl(iface, road)}
 		began := time.Now()
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		raw = meterConn(ctx, raw)
