@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/delta-roads/delta/gateway/journal/groupcommit"
 )
 
 // TestGroupCommit: writes that wait while a commit runs share the next one;
@@ -22,7 +24,7 @@ func TestGroupCommit(t *testing.T) {
 	})
 	<-holding
 	waitQueued := func(n int) {
-		for len(db.commit.ops) < n {
+		for db.commit.Queued() < n {
 			// the senders are goroutines of this test: yield until they
 			// have queued (a condition, not a duration)
 			runtime.Gosched()
@@ -82,7 +84,7 @@ func TestGroupCommit(t *testing.T) {
 func TestWriteAfterClose(t *testing.T) {
 	db, _, _ := open(t)
 	db.Close()
-	for range maxBatch + 1 { // more than the queue holds
+	for range groupcommit.MaxBatch + 1 { // more than the queue holds
 		if err := db.tx(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 			t.Fatalf("a write after Close: %v, want ErrClosed", err)
 		}

@@ -79,7 +79,7 @@ func (d *DB) countReceipt(ctx context.Context, tx *sql.Tx) error {
 	if err != nil {
 		return fmt.Errorf("journal: count the receipt: %w", err)
 	}
-	d.commit.counted++ // the writer's own field: f runs on the writer
+	d.counted++ // the writer's own field: f runs on the writer
 	return nil
 }
 
@@ -141,7 +141,7 @@ func (d *DB) checkContinuity(fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("journal: record its continuity: %w", err)
 	}
-	d.incarnation, d.commit.records = inc, count
+	d.incarnation, d.records = inc, count
 	return d.saveContinuity(count)
 }
 
@@ -256,7 +256,7 @@ func decodeSlot(s []byte) (continuityFile, error) {
 // record; a failure is kept for Continuity to report (the journal itself
 // is committed either way).
 func (d *DB) continuityAfterCommit() {
-	err := d.saveContinuity(d.commit.records)
+	err := d.saveContinuity(d.records)
 	d.contMu.Lock()
 	d.contErr = err
 	d.contMu.Unlock()

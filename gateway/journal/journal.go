@@ -29,6 +29,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the database/sql driver "sqlite3"
 
+	"github.com/delta-roads/delta/gateway/journal/groupcommit"
 	"github.com/delta-roads/delta/gateway/record"
 )
 
@@ -47,8 +48,12 @@ type DB struct {
 	db  *sql.DB
 	now func() time.Time
 
-	behind behind     // outcomes not yet written (behind.go)
-	commit *committer // the group commit's writer (commit.go)
+	behind behind              // outcomes not yet written (behind.go)
+	commit *groupcommit.Writer // the group commit's writer (commit.go)
+	// counted counts the records the transaction being written counted
+	// for continuity (countReceipt); records is the committed count. Only
+	// the writer touches them (and Open, before it takes writes).
+	counted, records int64
 
 	appCache appCache // the registered apps, read once each (apps.go)
 
