@@ -418,7 +418,7 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 		v.ReceivedAt = proto.RFC3339(rec.ReceivedAt)
 	}
 	if a := rec.Answer; a != nil {
-		v.Answer = &localapi.Answer{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
+		v.Answer = &proto.AnswerJSON{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
 	}
 	w.Header().Set(proto.HeaderOutcome, "call_state")
 	proto.WriteJSON(w, http.StatusOK, v)

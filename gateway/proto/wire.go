@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // ReceiptState is what an owner knows of a call it was sent: the state of
@@ -44,11 +42,22 @@ var StoredReceiptStates = []ReceiptState{ReceiptRunning, ReceiptAnswered, Receip
 // CallStateJSON is the JSON of GET /delta/v1/calls/{id} (DESIGN §4): what
 // the owner knows of a call. The owner writes it, the reconciler reads it.
 type CallStateJSON struct {
-	State         ReceiptState     `json:"state"`
-	Digest        string           `json:"digest"`
-	ReceivedAt    string           `json:"received_at,omitempty"`
-	Answer        *localapi.Answer `json:"answer,omitempty"`
-	AnswerExpired bool             `json:"answer_expired"`
+	State         ReceiptState `json:"state"`
+	Digest        string       `json:"digest"`
+	ReceivedAt    string       `json:"received_at,omitempty"`
+	Answer        *AnswerJSON  `json:"answer,omitempty"`
+	AnswerExpired bool         `json:"answer_expired"`
+}
+
+// AnswerJSON is the owner app's recorded answer in a CallStateJSON, the
+// peer wire's own (its fields are what the local API shows of a call's
+// answer too, localapi.Answer).
+type AnswerJSON struct {
+	Status     int         `json:"status"`
+	Headers    http.Header `json:"headers"`
+	BodyBase64 string      `json:"body_base64"`
+	// Omitted: the body was over 1 MiB and is not kept.
+	Omitted bool `json:"body_omitted,omitempty"`
 }
 
 // SettledJSON is the body of POST /delta/v1/calls/{id}/settled: the
