@@ -20,7 +20,7 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots kits kit-docs
+.PHONY: all build test deps vet vet-darwin unit bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots kits kit-docs arch-numbers
 all: build
 
 build: deps
@@ -212,6 +212,11 @@ run: deps
 # tour; nothing leaves the machine. ARGS=--check runs it without pauses.
 demo: build
 	bin/delta demo $(ARGS)
+
+# arch-numbers prints the house's measures (docs/architecture.md; the
+# limits are held by app/house_test.go).
+arch-numbers:
+	@tools/arch-numbers
 
 clean:
 	rm -rf bin build

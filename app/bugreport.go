@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
@@ -25,12 +26,12 @@ import (
 // the network key and forward secrets are replaced wherever they appear,
 // and no call's body is in a log to begin with (Delta logs ids, paths and
 // outcomes).
-var bugreportCommand = &command{name: "bugreport", args: "[--out FILE]",
-	summary: "bundle the logs, the last crash, status --json and the versions into one file to attach to a report (no tokens, keys or bodies)",
-	flags: func(fs *flag.FlagSet) any {
+var bugreportCommand = &command{Name: "bugreport", Args: "[--out FILE]",
+	Summary: "bundle the logs, the last crash, status --json and the versions into one file to attach to a report (no tokens, keys or bodies)",
+	Flags: func(fs *flag.FlagSet) any {
 		return fs.String("out", "", "the file to write (default delta-bugreport-DATE-TIME.tar.gz here)")
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *env, o any, args []string) error {
 		if len(args) > 0 {
 			return exitf(exitUsage, "bugreport: unexpected argument %q", args[0])
 		}
@@ -42,11 +43,11 @@ var bugreportCommand = &command{name: "bugreport", args: "[--out FILE]",
 		if err := writeBugreport(out, parts, secrets); err != nil {
 			return exitf(exitFailed, "bugreport: %v", err)
 		}
-		fmt.Fprintf(e.stdout, "Wrote %s:\n", out)
+		fmt.Fprintf(e.Stdout, "Wrote %s:\n", out)
 		for _, p := range parts {
-			fmt.Fprintf(e.stdout, "  %-16s %s\n", p.name, p.note)
+			fmt.Fprintf(e.Stdout, "  %-16s %s\n", p.name, p.note)
 		}
-		fmt.Fprintln(e.stdout, "The local token, the network key and forward secrets are replaced by [redacted]; no call's body is in it. Look it over before you send it.")
+		fmt.Fprintln(e.Stdout, "The local token, the network key and forward secrets are replaced by [redacted]; no call's body is in it. Look it over before you send it.")
 		return nil
 	}}
 
@@ -61,17 +62,17 @@ type reportPart struct {
 func bugreportParts(e *env) ([]reportPart, []string) {
 	var parts []reportPart
 	var secrets []string
-	if tok, err := os.ReadFile(filepath.Join(e.stateDir, localapi.TokenFile)); err == nil && len(strings.TrimSpace(string(tok))) > 0 {
+	if tok, err := os.ReadFile(filepath.Join(e.StateDir, localapi.TokenFile)); err == nil && len(strings.TrimSpace(string(tok))) > 0 {
 		secrets = append(secrets, strings.TrimSpace(string(tok)))
 	}
-	v := fmt.Sprintf("delta %s\n%s %s/%s\nstate folder %s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, e.stateDir)
+	v := fmt.Sprintf("delta %s\n%s %s/%s\nstate folder %s\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH, e.StateDir)
 	for _, cmd := range [][]string{{"uname", "-a"}, {"sw_vers"}} {
 		if b, err := exec.Command(cmd[0], cmd[1:]...).Output(); err == nil {
 			v += string(b)
 		}
 	}
 	parts = append(parts, reportPart{"versions.txt", "Delta's, Go's and the system's", []byte(v)})
-	if b, err := os.ReadFile(filepath.Join(e.stateDir, statedir.ConfigFile)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(e.StateDir, statedir.ConfigFile)); err == nil {
 		var m map[string]any
 		if json.Unmarshal(b, &m) == nil {
 			if k, ok := m["network_key"].(string); ok && k != "" {
@@ -81,22 +82,22 @@ func bugreportParts(e *env) ([]reportPart, []string) {
 		parts = append(parts, reportPart{"config.json", "the mode and peers", b})
 	}
 	var st []byte
-	if c, err := e.client(); err != nil {
+	if c, err := e.Client(); err != nil {
 		st = fmt.Appendf(nil, "Delta was not running: %v\n", err)
-	} else if s, err := c.Status(e.ctx); err != nil {
+	} else if s, err := c.Status(e.Ctx); err != nil {
 		st = fmt.Appendf(nil, "Delta did not answer: %v\n", err)
 	} else {
 		st, _ = json.MarshalIndent(s, "", "  ")
 	}
-	if c, err := e.client(); err == nil {
-		if apps, err := c.Apps(e.ctx); err == nil {
+	if c, err := e.Client(); err == nil {
+		if apps, err := c.Apps(e.Ctx); err == nil {
 			for _, a := range apps {
 				secrets = append(secrets, a.Secret)
 			}
 		}
 	}
 	parts = append(parts, reportPart{"status.json", "delta status --json, or why not", st})
-	logDir, err := logFolder(e.stateDir)
+	logDir, err := cli.LogFolder(e.StateDir)
 	if err == nil {
 		for _, f := range []string{"delta.log", "delta.log.1", "tailscale.log", "tailscale.log.1", crashFile} {
 			if b, err := os.ReadFile(filepath.Join(logDir, f)); err == nil && len(b) > 0 {

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/examples/notes"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
@@ -33,18 +34,18 @@ type demoOpts struct {
 
 // demoCommand is `delta demo`: two Deltas on a tailnet of this computer's
 // own, and a guided tour of what Delta promises.
-var demoCommand = &command{name: "demo", args: "[--check] [--dir DIR]", summary: "two Deltas, alpha and beta, on a loopback tailnet, and a guided tour (no network needed)",
-	flags: func(fs *flag.FlagSet) any {
+var demoCommand = &command{Name: "demo", Args: "[--check] [--dir DIR]", Summary: "two Deltas, alpha and beta, on a loopback tailnet, and a guided tour (no network needed)",
+	Flags: func(fs *flag.FlagSet) any {
 		return &demoOpts{check: fs.Bool("check", false, "run the tour once without pauses or the tray; exit 0 only if every step did what it said"),
 			dir:      fs.String("dir", "", "keep the two Deltas' state folders here (default a temporary folder, removed at the end)"),
 			headless: fs.Bool("headless", false, "no tray for alpha")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *env, o any, args []string) error {
 		if len(args) > 0 {
 			return exitf(exitUsage, "demo: unexpected argument %q", args[0])
 		}
 		opts := o.(*demoOpts)
-		d := &demo{out: e.stdout, check: *opts.check, headless: *opts.headless || *opts.check}
+		d := &demo{out: e.Stdout, check: *opts.check, headless: *opts.headless || *opts.check}
 		if !d.headless {
 			// The tour speaks of the menu bar only where there is one.
 			if !ui.TrayAvailable {
@@ -55,7 +56,7 @@ var demoCommand = &command{name: "demo", args: "[--check] [--dir DIR]", summary:
 				d.say("(no desktop here: %v; alpha runs headless, and the tour says what the menu would show)", err)
 			}
 		}
-		return d.run(e.ctx, *opts.dir)
+		return d.run(e.Ctx, *opts.dir)
 	}}
 
 // demo is one run of the tour.
@@ -99,7 +100,7 @@ func (d *demo) pause(what string) {
 	if d.check {
 		return
 	}
-	if isTerminal(os.Stdin) && isTerminal(d.out) { // not /dev/null, a character device too
+	if cli.IsTerminal(os.Stdin) && cli.IsTerminal(d.out) { // not /dev/null, a character device too
 		fmt.Fprintf(d.out, "   … %s — press Enter to go on ", what)
 		if d.stdin == nil {
 			d.stdin = bufio.NewReader(os.Stdin)

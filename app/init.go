@@ -29,9 +29,9 @@ type initOpts struct {
 // person: this computer's identity made, the peers by name, address and
 // (when known) ID, and the command for each other computer printed whole.
 // With --network-key, the older kind of config: a shared key, plain TCP.
-var initCommand = &command{name: "init", args: "--static --peer NAME=[ID@][ROAD@]HOST:PORT … [--name NAME] [--peer-listen HOST:PORT]",
-	summary: "write config.json for static mode: peers by ID and address, no tailnet, every road TLS pinned to the peer's ID (tailnet mode needs no config)",
-	flags: func(fs *flag.FlagSet) any {
+var initCommand = &command{Name: "init", Args: "--static --peer NAME=[ID@][ROAD@]HOST:PORT … [--name NAME] [--peer-listen HOST:PORT]",
+	Summary: "write config.json for static mode: peers by ID and address, no tailnet, every road TLS pinned to the peer's ID (tailnet mode needs no config)",
+	Flags: func(fs *flag.FlagSet) any {
 		o := &initOpts{peers: new([]roads.StaticPeer)}
 		o.static = fs.Bool("static", false, "static mode: the peers are named here with their addresses, and the tailnet is not joined")
 		fs.Func("peer", "a peer, NAME=ID@HOST:PORT (its ID, as `delta id` prints it there, and its lan road), NAME=ID@ROAD@HOST:PORT (ROAD: thunderbolt, lan or tailnet), or without ID@ when it has none yet; repeat it for more roads or peers", func(v string) error {
@@ -42,7 +42,7 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ID@][ROAD@
 		o.networkKey = fs.String("network-key", "", "the older kind of static network: a key shared by every computer (hex, or \"new\" for a fresh one), plain TCP, no IDs; only for computers that still run it")
 		return o
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *env, o any, args []string) error {
 		if len(args) > 0 {
 			return exitf(exitUsage, "init: unexpected argument %q", args[0])
 		}
@@ -64,18 +64,18 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ID@][ROAD@
 		if err != nil {
 			return exitf(exitUsage, "init: %v", err)
 		}
-		path := filepath.Join(e.stateDir, statedir.ConfigFile)
+		path := filepath.Join(e.StateDir, statedir.ConfigFile)
 		if _, err := os.Stat(path); err == nil {
 			return exitf(exitFailed, "init: %s exists already: nothing was written (edit it, or remove it and run init again; delta pair adds a peer's ID)", path)
 		}
-		if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
+		if err := os.MkdirAll(e.StateDir, 0o700); err != nil {
 			return exitf(exitFailed, "init: the state folder: %v", err)
 		}
 		var own identity.ID
 		if fc.NetworkKey == "" {
 			// This computer's identity, made now so that its ID can be
 			// printed for the others; Delta uses the same at start.
-			if own, err = ownID(e.stateDir, fc.Name); err != nil {
+			if own, err = ownID(e.StateDir, fc.Name); err != nil {
 				return exitf(exitFailed, "init: %v", err)
 			}
 			if err := static.CheckSelf(own, fc.Peers); err != nil {
@@ -93,41 +93,41 @@ var initCommand = &command{name: "init", args: "--static --peer NAME=[ID@][ROAD@
 			printNetworkKeyInit(e, fc, path, listen)
 			return nil
 		}
-		fmt.Fprintf(e.stdout, "Wrote %s: static mode, this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
-		fmt.Fprintf(e.stdout, "This computer's ID is %s (delta id prints it again).\n\n", own)
+		fmt.Fprintf(e.Stdout, "Wrote %s: static mode, this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
+		fmt.Fprintf(e.Stdout, "This computer's ID is %s (delta id prints it again).\n\n", own)
 		var later []string
 		for _, p := range fc.Peers {
 			if p.ID == "" {
-				fmt.Fprintf(e.stdout, "On %s, run this as it is (it names %s, where it listens, and this computer with its ID):\n\n  %s\n\n", p.Name, p.Name, peerCommand(fc, p, own))
+				fmt.Fprintf(e.Stdout, "On %s, run this as it is (it names %s, where it listens, and this computer with its ID):\n\n  %s\n\n", p.Name, p.Name, peerCommand(fc, p, own))
 				later = append(later, p.Name)
 			} else {
-				fmt.Fprintf(e.stdout, "On %s, run this as it is (it tells %s this computer's ID and address):\n\n  %s\n\n", p.Name, p.Name, pairCommand(fc, p, own))
+				fmt.Fprintf(e.Stdout, "On %s, run this as it is (it tells %s this computer's ID and address):\n\n  %s\n\n", p.Name, p.Name, pairCommand(fc, p, own))
 			}
 		}
 		if len(later) > 0 {
-			fmt.Fprintf(e.stdout, "Then here, run the delta pair line that %s prints (it names its ID), and start Delta on each.\n", strings.Join(later, " and "))
+			fmt.Fprintf(e.Stdout, "Then here, run the delta pair line that %s prints (it names its ID), and start Delta on each.\n", strings.Join(later, " and "))
 		} else {
-			fmt.Fprintln(e.stdout, "Then start Delta on each (delta, or delta --state-dir …).")
+			fmt.Fprintln(e.Stdout, "Then start Delta on each (delta, or delta --state-dir …).")
 		}
-		fmt.Fprintln(e.stdout, "Every road between them is TLS, pinned to these IDs: an ID is not a secret, and no computer can pose as another.")
+		fmt.Fprintln(e.Stdout, "Every road between them is TLS, pinned to these IDs: an ID is not a secret, and no computer can pose as another.")
 		return nil
 	}}
 
 // printNetworkKeyInit is init's words for the older kind of config.
 func printNetworkKeyInit(e *env, fc *statedir.Config, path, listen string) {
-	fmt.Fprintf(e.stdout, "Wrote %s: static mode with a network key (plain TCP, no IDs), this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
+	fmt.Fprintf(e.Stdout, "Wrote %s: static mode with a network key (plain TCP, no IDs), this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
 	if len(fc.Peers) == 1 {
-		fmt.Fprintln(e.stdout, "On the other computer, run this as it is (it names that computer, where it listens, this network's key and this computer):")
+		fmt.Fprintln(e.Stdout, "On the other computer, run this as it is (it names that computer, where it listens, this network's key and this computer):")
 	} else {
-		fmt.Fprintln(e.stdout, "On each other computer, run its line as it is (each names that computer, where it listens, this network's key and the others):")
+		fmt.Fprintln(e.Stdout, "On each other computer, run its line as it is (each names that computer, where it listens, this network's key and the others):")
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 	for _, p := range fc.Peers {
-		fmt.Fprintf(e.stdout, "  %s\n", peerCommand(fc, p, identity.ID{}))
+		fmt.Fprintf(e.Stdout, "  %s\n", peerCommand(fc, p, identity.ID{}))
 	}
-	fmt.Fprintln(e.stdout)
-	fmt.Fprintln(e.stdout, "Then start Delta on each (delta, or delta --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
-	fmt.Fprintln(e.stdout, "Requests and answers cross the network in plain TCP. To seal them, pair the computers by ID: docs/guide.md, \"From a network key to IDs\".")
+	fmt.Fprintln(e.Stdout)
+	fmt.Fprintln(e.Stdout, "Then start Delta on each (delta, or delta --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
+	fmt.Fprintln(e.Stdout, "Requests and answers cross the network in plain TCP. To seal them, pair the computers by ID: docs/guide.md, \"From a network key to IDs\".")
 }
 
 // ownID is the ID of the certificate in dir, made now if there is none.

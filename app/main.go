@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"sort"
 	"strconv"
@@ -33,6 +32,7 @@ import (
 
 	"tailscale.com/ipn"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -49,11 +49,11 @@ import (
 var version = "dev"
 
 func main() {
-	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(program.Main(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // errUsage marks a bad command line for Delta itself (exit code 2).
-var errUsage = errors.New("bad command line")
+var errUsage = cli.ErrUsage
 
 // settings are DESIGN §7's, from flags and the environment.
 type settings struct {
@@ -176,7 +176,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := quietParse(fs, stderr, usage, func() error { return fs.Parse(args) }); err != nil {
+	if err := cli.QuietParse(fs, stderr, usage, func() error { return fs.Parse(args) }); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return s, err
 		}
@@ -237,7 +237,7 @@ func run(args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return fmt.Errorf("make state folder: %w", err)
 	}
-	logDir, err := logFolder(s.stateDir)
+	logDir, err := cli.LogFolder(s.stateDir)
 	if err != nil {
 		return err
 	}
@@ -483,23 +483,8 @@ func envOr(name, def string) string {
 // before is kept as .1.
 const maxLogBytes = 10 << 20
 
-// logFolder makes and returns the folder for Delta's logs (DESIGN §7:
-// macOS ~/Library/Logs/Delta; elsewhere the state folder).
-func logFolder(stateDir string) (string, error) {
-	dir := stateDir
-	if runtime.GOOS == "darwin" {
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, "Library", "Logs", "Delta")
-		}
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("make log folder: %w", err)
-	}
-	return dir, nil
-}
-
 // crashFile is where a crash's traceback goes, in the log folder.
-const crashFile = "crash.log"
+const crashFile = cli.CrashFile
 
 // setCrashOutput sends the runtime's crash output to path too, appended.
 func setCrashOutput(path string) error {
@@ -509,21 +494,6 @@ func setCrashOutput(path string) error {
 	}
 	defer f.Close() // SetCrashOutput keeps a duplicate of its descriptor
 	return debug.SetCrashOutput(f, debug.CrashOptions{})
-}
-
-// lastCrash says when Delta last crashed with stateDir, from crash.log in
-// its log folder: its time and path, or a zero time when it never did
-// (the file is empty or absent).
-func lastCrash(stateDir string) (time.Time, string) {
-	dir, err := logFolder(stateDir)
-	if err != nil {
-		return time.Time{}, ""
-	}
-	path := filepath.Join(dir, crashFile)
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		return fi.ModTime(), path
-	}
-	return time.Time{}, path
 }
 
 // controlServer names the control server tailnet mode contacts.

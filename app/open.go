@@ -15,23 +15,23 @@ type openOpts struct {
 
 // openCommand is `delta open`: a one-time login link to the running
 // Delta's status page, printed and opened in the browser.
-var openCommand = &command{name: "open", args: "[--print] [--call ID | --receipt ID]", summary: "open the status page in the browser with a one-time login link (60 s)",
-	flags: func(fs *flag.FlagSet) any {
+var openCommand = &command{Name: "open", Args: "[--print] [--call ID | --receipt ID]", Summary: "open the status page in the browser with a one-time login link (60 s)",
+	Flags: func(fs *flag.FlagSet) any {
 		return &openOpts{print: fs.Bool("print", false, "print the link only; do not open a browser"),
 			call:    fs.String("call", "", "open the page at this call (one this computer made)"),
 			receipt: fs.String("receipt", "", "open the page at what this computer received under this request id")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *env, o any, args []string) error {
 		if len(args) > 0 {
 			return exitf(exitUsage, "open: unexpected argument %q (delta open [--print])", args[0])
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		link, err := c.LoginLink(e.ctx)
+		link, err := c.LoginLink(e.Ctx)
 		if err != nil {
-			return e.downErr(fmt.Errorf("open: Delta at %s refused a login link: %w", c.URL(), err))
+			return e.DownErr(fmt.Errorf("open: Delta at %s refused a login link: %w", c.URL(), err))
 		}
 		switch opts := o.(*openOpts); {
 		case *opts.call != "":
@@ -39,22 +39,22 @@ var openCommand = &command{name: "open", args: "[--print] [--call ID | --receipt
 		case *opts.receipt != "":
 			link = view.PageAt(link, "receipt-"+*opts.receipt, "receipt-"+*opts.receipt)
 		}
-		fmt.Fprintln(e.stdout, link)
+		fmt.Fprintln(e.Stdout, link)
 		if *o.(*openOpts).print {
 			return nil
 		}
 		if err := ui.OpenURL(link); err != nil {
-			fmt.Fprintf(e.stderr, "delta open: could not open a browser (%v); open the link above within 60 s\n", err)
+			fmt.Fprintf(e.Stderr, "delta open: could not open a browser (%v); open the link above within 60 s\n", err)
 		}
 		return nil
 	}}
 
 // versionCommand is `delta version`.
-var versionCommand = &command{name: "version", summary: "print Delta's version", reads: true,
-	run: func(e *env, _ any, args []string) error {
-		if e.json {
-			return e.printJSON(map[string]string{"version": version})
+var versionCommand = &command{Name: "version", Summary: "print Delta's version", Reads: true,
+	Run: func(e *env, _ any, args []string) error {
+		if e.JSON {
+			return e.PrintJSON(map[string]string{"version": version})
 		}
-		fmt.Fprintln(e.stdout, "delta", version)
+		fmt.Fprintln(e.Stdout, "delta", version)
 		return nil
 	}}

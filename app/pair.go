@@ -16,12 +16,12 @@ import (
 // idCommand is `delta id`: this computer's ID in static mode, made on
 // first use (as Delta makes it at start), for the other computers to pair
 // with.
-var idCommand = &command{name: "id", summary: "this computer's ID, which the others pair with in static mode (delta pair, delta init --peer NAME=ID@…)",
-	run: func(e *env, _ any, args []string) error {
+var idCommand = &command{Name: "id", Summary: "this computer's ID, which the others pair with in static mode (delta pair, delta init --peer NAME=ID@…)",
+	Run: func(e *env, _ any, args []string) error {
 		if len(args) > 0 {
 			return exitf(exitUsage, "id: unexpected argument %q", args[0])
 		}
-		fc, err := statedir.ReadConfig(e.stateDir)
+		fc, err := statedir.ReadConfig(e.StateDir)
 		if err != nil {
 			return exitf(exitFailed, "id: %v", err)
 		}
@@ -31,14 +31,14 @@ var idCommand = &command{name: "id", summary: "this computer's ID, which the oth
 				name = "delta"
 			}
 		}
-		if err := os.MkdirAll(e.stateDir, 0o700); err != nil {
+		if err := os.MkdirAll(e.StateDir, 0o700); err != nil {
 			return exitf(exitFailed, "id: the state folder: %v", err)
 		}
-		id, err := ownID(e.stateDir, name)
+		id, err := ownID(e.StateDir, name)
 		if err != nil {
 			return exitf(exitFailed, "id: %v", err)
 		}
-		fmt.Fprintln(e.stdout, id)
+		fmt.Fprintln(e.Stdout, id)
 		return nil
 	}}
 
@@ -46,14 +46,14 @@ var idCommand = &command{name: "id", summary: "this computer's ID, which the oth
 // (and road) written into config.json, the peer added when it is new. Once
 // every peer has an ID the network key, if any, is dropped: the roads are
 // TLS pinned to the IDs from the next start on.
-var pairCommandDef = &command{name: "pair", args: "NAME=ID[@[ROAD@]HOST:PORT] …",
-	summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it); Delta uses it from its next start",
-	run: func(e *env, _ any, args []string) error {
+var pairCommandDef = &command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] …",
+	Summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it); Delta uses it from its next start",
+	Run: func(e *env, _ any, args []string) error {
 		if len(args) == 0 {
 			return exitf(exitUsage, "pair: name a peer, NAME=ID or NAME=ID@HOST:PORT (its ID as delta id prints it there)")
 		}
-		path := filepath.Join(e.stateDir, statedir.ConfigFile)
-		fc, err := statedir.ReadConfig(e.stateDir)
+		path := filepath.Join(e.StateDir, statedir.ConfigFile)
+		fc, err := statedir.ReadConfig(e.StateDir)
 		if err != nil {
 			return exitf(exitFailed, "pair: %v", err)
 		}
@@ -65,7 +65,7 @@ var pairCommandDef = &command{name: "pair", args: "NAME=ID[@[ROAD@]HOST:PORT] �
 				return exitf(exitUsage, "pair: %v; nothing was written", err)
 			}
 		}
-		own, err := ownID(e.stateDir, fc.Name)
+		own, err := ownID(e.StateDir, fc.Name)
 		if err != nil {
 			return exitf(exitFailed, "pair: %v", err)
 		}
@@ -95,12 +95,12 @@ var pairCommandDef = &command{name: "pair", args: "NAME=ID[@[ROAD@]HOST:PORT] �
 		if err := statedir.WriteJSON(path, fc); err != nil {
 			return exitf(exitFailed, "pair: write %s: %v", path, err)
 		}
-		fmt.Fprintf(e.stdout, "Paired in %s: %s.%s\n", path, peerWords(fc.Peers), missing)
+		fmt.Fprintf(e.Stdout, "Paired in %s: %s.%s\n", path, peerWords(fc.Peers), missing)
 		again := "Start"
-		if _, err := os.Stat(filepath.Join(e.stateDir, "local.json")); err == nil {
+		if _, err := os.Stat(filepath.Join(e.StateDir, "local.json")); err == nil {
 			again = "Restart" // a Delta runs on this folder
 		}
-		fmt.Fprintf(e.stdout, "This computer's ID is %s. %s Delta here to use it (it reads config.json at start).\n", own, again)
+		fmt.Fprintf(e.Stdout, "This computer's ID is %s. %s Delta here to use it (it reads config.json at start).\n", own, again)
 		return nil
 	}}
 

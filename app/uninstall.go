@@ -36,33 +36,33 @@ func uninstallPlan(goos string, purge bool, stateDir string) (argv []string, wor
 }
 
 // uninstallCommand is `delta uninstall`.
-var uninstallCommand = &command{name: "uninstall", args: "[--purge] [--yes]", summary: "remove Delta from this computer (the state folder only with --purge)",
-	flags: func(fs *flag.FlagSet) any {
+var uninstallCommand = &command{Name: "uninstall", Args: "[--purge] [--yes]", Summary: "remove Delta from this computer (the state folder only with --purge)",
+	Flags: func(fs *flag.FlagSet) any {
 		return &uninstallOpts{purge: fs.Bool("purge", false, "also remove the state folder: the journal, this computer's identity and its logs"),
 			yes: fs.Bool("yes", false, "do not ask")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *env, o any, args []string) error {
 		if len(args) > 0 {
 			return exitf(exitUsage, "uninstall: unexpected argument %q", args[0])
 		}
 		opts := o.(*uninstallOpts)
-		argv, words := uninstallPlan(runtime.GOOS, *opts.purge, e.stateDir)
+		argv, words := uninstallPlan(runtime.GOOS, *opts.purge, e.StateDir)
 		if argv == nil {
-			fmt.Fprintln(e.stdout, words)
+			fmt.Fprintln(e.Stdout, words)
 			return nil
 		}
 		if _, err := os.Stat(macUninstaller); err != nil {
 			return exitf(exitFailed, "uninstall: %s is not there: Delta.app was not installed from the .pkg (%v)", macUninstaller, err)
 		}
 		if !*opts.yes {
-			fmt.Fprintf(e.stdout, "This %s. Go on? [y/N] ", words)
+			fmt.Fprintf(e.Stdout, "This %s. Go on? [y/N] ", words)
 			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
 				return exitf(exitFailed, "uninstall: nothing was removed")
 			}
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.stdout, e.stderr
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.Stdout, e.Stderr
 		if err := cmd.Run(); err != nil {
 			return exitf(exitFailed, "uninstall: %s: %v", strings.Join(argv, " "), err)
 		}

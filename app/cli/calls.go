@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -26,20 +26,20 @@ type callsOpts struct {
 var callStates = []string{"sending", "answered", "unavailable", "unknown", "carried_out", "not_carried_out", "needs_person"}
 
 // callsCommand is `delta calls`.
-var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | --state S]", summary: "the calls this computer made, newest first", reads: true,
-	flags: func(fs *flag.FlagSet) any {
+var callsCommand = &Command{Name: "calls", Args: "[--unsettled | --dismissed | --state S]", Summary: "the calls this computer made, newest first", Reads: true,
+	Flags: func(fs *flag.FlagSet) any {
 		return &callsOpts{unsettled: fs.Bool("unsettled", false, "only calls waiting to be settled (unknown, needs_person), not set aside"),
 			dismissed: fs.Bool("dismissed", false, "only calls a person set aside (Delta still asks about them)"),
 			state:     fs.String("state", "", "only calls in this state (sending, answered, unavailable, unknown, carried_out, not_carried_out, needs_person)")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		opts := o.(*callsOpts)
 		if len(args) > 0 {
-			return exitf(exitUsage, "calls: unexpected argument %q", args[0])
+			return Exitf(ExitUsage, "calls: unexpected argument %q", args[0])
 		}
 		state := *opts.state
 		if state != "" && !slices.Contains(callStates, state) {
-			return exitf(exitUsage, "calls: --state %q is not a call's state (%s)", state, strings.Join(callStates, ", "))
+			return Exitf(ExitUsage, "calls: --state %q is not a call's state (%s)", state, strings.Join(callStates, ", "))
 		}
 		for _, f := range []struct {
 			on   bool
@@ -49,36 +49,36 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | -
 				continue
 			}
 			if state != "" {
-				return exitf(exitUsage, "calls: --%s and %s together: choose one", f.name, map[bool]string{true: "--" + state, false: "--state " + state}[state == "unsettled" || state == "dismissed"])
+				return Exitf(ExitUsage, "calls: --%s and %s together: choose one", f.name, map[bool]string{true: "--" + state, false: "--state " + state}[state == "unsettled" || state == "dismissed"])
 			}
 			state = f.name
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		calls, err := c.Calls(e.ctx, state)
+		calls, err := c.Calls(e.Ctx, state)
 		if err != nil {
-			return e.downErr(err)
+			return e.DownErr(err)
 		}
-		if e.json {
+		if e.JSON {
 			if calls == nil {
 				calls = []localapi.Call{}
 			}
-			return e.printJSON(map[string]any{"calls": calls})
+			return e.PrintJSON(map[string]any{"calls": calls})
 		}
 		if len(calls) == 0 {
 			if state == "unsettled" {
 				// "no calls" must not hide the ones set aside.
-				if aside, err := c.Calls(e.ctx, "dismissed"); err == nil && len(aside) > 0 {
-					fmt.Fprintf(e.stdout, "no calls need you; %d set aside, outcome not known yet, still asked about (delta calls --dismissed)\n", len(aside))
+				if aside, err := c.Calls(e.Ctx, "dismissed"); err == nil && len(aside) > 0 {
+					fmt.Fprintf(e.Stdout, "no calls need you; %d set aside, outcome not known yet, still asked about (delta calls --dismissed)\n", len(aside))
 					return nil
 				}
 			}
-			fmt.Fprintln(e.stdout, "no calls")
+			fmt.Fprintln(e.Stdout, "no calls")
 			return nil
 		}
-		tw := newTable(e.stdout)
+		tw := newTable(e.Stdout)
 		fmt.Fprintln(tw, "REQUEST ID\tMADE\tSTATE\tTO\tREQUEST")
 		for _, r := range calls {
 			state := r.State
@@ -94,29 +94,29 @@ var callsCommand = &command{name: "calls", args: "[--unsettled | --dismissed | -
 func stateExit(state string) int {
 	switch state {
 	case "answered", "carried_out":
-		return exitOK
+		return ExitOK
 	case "unavailable", "not_carried_out":
-		return exitUnavailable
+		return ExitUnavailable
 	case "needs_person":
-		return exitNeedsPerson
+		return ExitNeedsPerson
 	}
-	return exitUnknown // sending, unknown
+	return ExitUnknown // sending, unknown
 }
 
 // showRecord prints a call's record. With withState (show) it returns the
 // exit code of the call's state (docs/protocol.md, "The command line's
 // exit codes"); the bookkeeping commands (ask, dismiss, forget) exit 0
 // once they did what was asked, whatever the call's state.
-func showRecord(e *env, r *localapi.Call, withState bool) error {
-	if e.json {
-		if err := e.printJSON(r); err != nil {
+func showRecord(e *Env, r *localapi.Call, withState bool) error {
+	if e.JSON {
+		if err := e.PrintJSON(r); err != nil {
 			return err
 		}
 	} else {
-		writeRecord(e.stdout, r, time.Now())
+		writeRecord(e.Stdout, r, time.Now())
 	}
-	if code := stateExit(r.State); withState && code != exitOK {
-		return &exitError{code: code, err: fmt.Errorf("call %s: %s", r.RequestID, callWords(r))}
+	if code := stateExit(r.State); withState && code != ExitOK {
+		return &ExitError{Code: code, Err: fmt.Errorf("call %s: %s", r.RequestID, callWords(r))}
 	}
 	return nil
 }
@@ -210,46 +210,46 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 }
 
 // callArg is a command on one call: show, ask, dismiss.
-func callArg(name, summary string, withState bool, do func(e *env, c *kit.Client, id string) (*localapi.Call, error)) *command {
-	return &command{name: name, args: "ID", summary: summary, reads: true,
-		run: func(e *env, _ any, args []string) error {
+func callArg(name, summary string, withState bool, do func(e *Env, c *kit.Client, id string) (*localapi.Call, error)) *Command {
+	return &Command{Name: name, Args: "ID", Summary: summary, Reads: true,
+		Run: func(e *Env, _ any, args []string) error {
 			if len(args) != 1 {
-				return exitf(exitUsage, "%s takes one request id: delta %s ID", name, name)
+				return Exitf(ExitUsage, "%s takes one request id: delta %s ID", name, name)
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
 				return err
 			}
 			r, err := do(e, c, args[0])
 			if err != nil {
 				if ae, ok := err.(*kit.APIError); ok {
-					code := exitFailed
+					code := ExitFailed
 					switch ae.Outcome {
 					case "not_found":
-						code = exitUnavailable
+						code = ExitUnavailable
 					case "conflict": // the call's state does not allow it
-						code = exitNotNow
+						code = ExitNotNow
 					}
-					return &exitError{code: code, err: fmt.Errorf("%s %s: %s", name, args[0], ae.Detail)}
+					return &ExitError{Code: code, Err: fmt.Errorf("%s %s: %s", name, args[0], ae.Detail)}
 				}
-				return e.downErr(err)
+				return e.DownErr(err)
 			}
 			return showRecord(e, r, withState)
 		}}
 }
 
 var (
-	showCommand = callArg("show", "one call's record: its state, attempts and history (its exit code says the state)", true, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
-		return c.CallRecord(e.ctx, id)
+	showCommand = callArg("show", "one call's record: its state, attempts and history (its exit code says the state)", true, func(e *Env, c *kit.Client, id string) (*localapi.Call, error) {
+		return c.CallRecord(e.Ctx, id)
 	})
-	askCommand = callArg("ask", "ask the owner about an unsettled call now", false, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
-		return c.Ask(e.ctx, id)
+	askCommand = callArg("ask", "ask the owner about an unsettled call now", false, func(e *Env, c *kit.Client, id string) (*localapi.Call, error) {
+		return c.Ask(e.Ctx, id)
 	})
-	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", false, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
-		return c.Dismiss(e.ctx, id)
+	dismissCommand = callArg("dismiss", "set an unsettled call aside: hidden from the menu, still asked about", false, func(e *Env, c *kit.Client, id string) (*localapi.Call, error) {
+		return c.Dismiss(e.Ctx, id)
 	})
-	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", false, func(e *env, c *kit.Client, id string) (*localapi.Call, error) {
-		return c.Forget(e.ctx, id)
+	forgetCommand = callArg("forget", "drop what a call sent (its kept headers and body) from the journal; its record stays", false, func(e *Env, c *kit.Client, id string) (*localapi.Call, error) {
+		return c.Forget(e.Ctx, id)
 	})
 )
 
@@ -259,32 +259,32 @@ type settleOpts struct {
 }
 
 // settleCommand is `delta settle ID --carried-out|--not-carried-out`.
-var settleCommand = &command{name: "settle", args: "ID --carried-out|--not-carried-out [--note TEXT]", summary: "say what happened to a call whose owner cannot tell: Delta stops asking", reads: true,
-	flags: func(fs *flag.FlagSet) any {
+var settleCommand = &Command{Name: "settle", Args: "ID --carried-out|--not-carried-out [--note TEXT]", Summary: "say what happened to a call whose owner cannot tell: Delta stops asking", Reads: true,
+	Flags: func(fs *flag.FlagSet) any {
 		return &settleOpts{carried: fs.Bool("carried-out", false, "it happened"), notCarried: fs.Bool("not-carried-out", false, "it did not happen"),
 			note: fs.String("note", "", "what you saw, kept with the call")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		opts := o.(*settleOpts)
 		if len(args) != 1 || *opts.carried == *opts.notCarried {
-			return exitf(exitUsage, "settle takes one request id and one of --carried-out, --not-carried-out")
+			return Exitf(ExitUsage, "settle takes one request id and one of --carried-out, --not-carried-out")
 		}
 		state := "carried_out"
 		if *opts.notCarried {
 			state = "not_carried_out"
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		r, err := c.SettleByPerson(e.ctx, args[0], state, *opts.note)
+		r, err := c.SettleByPerson(e.Ctx, args[0], state, *opts.note)
 		if err != nil {
-			return apiExit("settle "+args[0], e.downErr(err))
+			return apiExit("settle "+args[0], e.DownErr(err))
 		}
-		if e.json {
-			return e.printJSON(r)
+		if e.JSON {
+			return e.PrintJSON(r)
 		}
-		writeRecord(e.stdout, r, time.Now())
+		writeRecord(e.Stdout, r, time.Now())
 		return nil
 	}}
 
@@ -337,33 +337,33 @@ func writeReceipt(w io.Writer, r *localapi.Receipt, now time.Time) {
 type receiptsOpts struct{ state *string }
 
 // receiptsCommand is `delta receipts`: what this computer's apps received.
-var receiptsCommand = &command{name: "receipts", args: "[--state S]", summary: "the calls this computer's apps received in the last 7 days, those to check first at the top", reads: true,
-	flags: func(fs *flag.FlagSet) any {
+var receiptsCommand = &Command{Name: "receipts", Args: "[--state S]", Summary: "the calls this computer's apps received in the last 7 days, those to check first at the top", Reads: true,
+	Flags: func(fs *flag.FlagSet) any {
 		return &receiptsOpts{state: fs.String("state", "", "only this state (running, answered, not_carried_out, app_unknown, interrupted, fenced)")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "receipts: unexpected argument %q", args[0])
+			return Exitf(ExitUsage, "receipts: unexpected argument %q", args[0])
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		recs, err := c.Receipts(e.ctx, *o.(*receiptsOpts).state)
+		recs, err := c.Receipts(e.Ctx, *o.(*receiptsOpts).state)
 		if err != nil {
-			return apiExit("receipts", e.downErr(err))
+			return apiExit("receipts", e.DownErr(err))
 		}
-		if e.json {
+		if e.JSON {
 			if recs == nil {
 				recs = []localapi.Receipt{}
 			}
-			return e.printJSON(map[string]any{"receipts": recs})
+			return e.PrintJSON(map[string]any{"receipts": recs})
 		}
 		if len(recs) == 0 {
-			fmt.Fprintln(e.stdout, "no calls received in the last 7 days")
+			fmt.Fprintln(e.Stdout, "no calls received in the last 7 days")
 			return nil
 		}
-		tw := newTable(e.stdout)
+		tw := newTable(e.Stdout)
 		fmt.Fprintln(tw, "REQUEST ID\tRECEIVED\tSTATE\tFROM → APP\tREQUEST")
 		for _, r := range recs {
 			state := r.State
@@ -382,27 +382,27 @@ var receiptsCommand = &command{name: "receipts", args: "[--state S]", summary: "
 
 // showReceiptCommand is `delta show-receipt ID`: one received call, with
 // what it carried.
-var showReceiptCommand = &command{name: "show-receipt", args: "ID", summary: "one call this computer's apps received: what it carried, what the app did, whether a person checked it", reads: true,
-	run: func(e *env, _ any, args []string) error {
+var showReceiptCommand = &Command{Name: "show-receipt", Args: "ID", Summary: "one call this computer's apps received: what it carried, what the app did, whether a person checked it", Reads: true,
+	Run: func(e *Env, _ any, args []string) error {
 		if len(args) != 1 {
-			return exitf(exitUsage, "show-receipt takes one request id (delta receipts lists them)")
+			return Exitf(ExitUsage, "show-receipt takes one request id (delta receipts lists them)")
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		recs, err := c.Receipt(e.ctx, args[0])
+		recs, err := c.Receipt(e.Ctx, args[0])
 		if err != nil {
-			return apiExit("show-receipt "+args[0], e.downErr(err))
+			return apiExit("show-receipt "+args[0], e.DownErr(err))
 		}
-		if e.json {
-			return e.printJSON(map[string]any{"receipts": recs})
+		if e.JSON {
+			return e.PrintJSON(map[string]any{"receipts": recs})
 		}
 		for i := range recs {
 			if i > 0 {
-				fmt.Fprintln(e.stdout)
+				fmt.Fprintln(e.Stdout)
 			}
-			writeReceipt(e.stdout, &recs[i], time.Now())
+			writeReceipt(e.Stdout, &recs[i], time.Now())
 		}
 		return nil
 	}}
@@ -413,50 +413,50 @@ type checkReceiptOpts struct{ note, caller *string }
 // what the app did.
 // forgetReceiptCommand is `delta forget-receipt ID`: what a received call
 // carried, dropped (issue 34 U2).
-var forgetReceiptCommand = &command{name: "forget-receipt", args: "ID [--caller NAME]", summary: "drop what a call this computer received carried (its kept headers and body); its receipt stays", reads: true,
-	flags: func(fs *flag.FlagSet) any {
+var forgetReceiptCommand = &Command{Name: "forget-receipt", Args: "ID [--caller NAME]", Summary: "drop what a call this computer received carried (its kept headers and body); its receipt stays", Reads: true,
+	Flags: func(fs *flag.FlagSet) any {
 		return fs.String("caller", "", "the calling computer, when two sent a call under this id")
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		if len(args) != 1 {
-			return exitf(exitUsage, "forget-receipt takes one request id (delta receipts lists them)")
+			return Exitf(ExitUsage, "forget-receipt takes one request id (delta receipts lists them)")
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		rs, err := c.ForgetReceived(e.ctx, args[0], *o.(*string))
+		rs, err := c.ForgetReceived(e.Ctx, args[0], *o.(*string))
 		if err != nil {
-			return apiExit("forget-receipt "+args[0], e.downErr(err))
+			return apiExit("forget-receipt "+args[0], e.DownErr(err))
 		}
-		if e.json {
-			return e.printJSON(map[string]any{"receipts": rs})
+		if e.JSON {
+			return e.PrintJSON(map[string]any{"receipts": rs})
 		}
-		fmt.Fprintf(e.stdout, "forgot what received call %s carried; its receipt stays (delta receipts)\n", args[0])
+		fmt.Fprintf(e.Stdout, "forgot what received call %s carried; its receipt stays (delta receipts)\n", args[0])
 		return nil
 	}}
 
-var checkReceiptCommand = &command{name: "check-receipt", args: "ID [--note TEXT] [--caller NAME]", summary: "say you checked what the app did with a call it received: it is no longer listed to check", reads: true,
-	flags: func(fs *flag.FlagSet) any {
+var checkReceiptCommand = &Command{Name: "check-receipt", Args: "ID [--note TEXT] [--caller NAME]", Summary: "say you checked what the app did with a call it received: it is no longer listed to check", Reads: true,
+	Flags: func(fs *flag.FlagSet) any {
 		return &checkReceiptOpts{note: fs.String("note", "", "what you saw, kept with the receipt"),
 			caller: fs.String("caller", "", "the calling computer, when two sent a call under this id")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		opts := o.(*checkReceiptOpts)
 		if len(args) != 1 {
-			return exitf(exitUsage, "check-receipt takes one request id (delta receipts lists them)")
+			return Exitf(ExitUsage, "check-receipt takes one request id (delta receipts lists them)")
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		r, err := c.CheckReceipt(e.ctx, args[0], *opts.caller, *opts.note)
+		r, err := c.CheckReceipt(e.Ctx, args[0], *opts.caller, *opts.note)
 		if err != nil {
-			return apiExit("check-receipt "+args[0], e.downErr(err))
+			return apiExit("check-receipt "+args[0], e.DownErr(err))
 		}
-		if e.json {
-			return e.printJSON(r)
+		if e.JSON {
+			return e.PrintJSON(r)
 		}
-		writeReceipt(e.stdout, r, time.Now())
+		writeReceipt(e.Stdout, r, time.Now())
 		return nil
 	}}

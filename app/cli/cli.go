@@ -1,4 +1,12 @@
-package main
+// Package cli is delta's command line, as Tailscale's cmd/tailscale/cli
+// is tailscale's: the commands that talk to this computer's running Delta
+// through the kit (status, ping, calls and receipts, get and call, apps,
+// forwards), the parsing every command shares (flags before or after the
+// command, --state-dir, --json, "did you mean"), and the exit codes that
+// say an outcome to scripts. The program beside it, Delta itself, and the
+// commands that act on the state folder (init, pair, demo, uninstall, …)
+// are the main package's: it hands them to Program.
+package cli
 
 import (
 	"context"
@@ -21,179 +29,187 @@ import (
 // Exit codes: the outcome, for scripts (docs/protocol.md, "The command
 // line's exit codes", and docs/guide.md).
 const (
-	exitOK          = 0 // done; a read or call answered with a 2xx status
-	exitFailed      = 1 // failed for another reason: the message names it
-	exitUsage       = 2 // the command line is wrong
-	exitDeltaDown   = 3 // this computer's Delta is not running
-	exitUnavailable = 4 // not carried out: nothing was sent, or the owner proved it did not act
-	exitUnknown     = 5 // outcome unknown: the call left and no answer came (Delta reconciles it)
-	exitConflict    = 6 // the request id is in use for another request
-	exitAppError    = 7 // the owner app answered with an HTTP error status (4xx, 5xx)
-	exitNeedsPerson = 8 // the call needs a person: its owner cannot say whether it was carried out
-	exitCut         = 9 // the answer broke off on its way and could not be continued: what was printed is not the whole
-	// exitNotNow: the call is in a state that does not allow it (ask or
+	ExitOK          = 0 // done; a read or call answered with a 2xx status
+	ExitFailed      = 1 // failed for another reason: the message names it
+	ExitUsage       = 2 // the command line is wrong
+	ExitDeltaDown   = 3 // this computer's Delta is not running
+	ExitUnavailable = 4 // not carried out: nothing was sent, or the owner proved it did not act
+	ExitUnknown     = 5 // outcome unknown: the call left and no answer came (Delta reconciles it)
+	ExitConflict    = 6 // the request id is in use for another request
+	ExitAppError    = 7 // the owner app answered with an HTTP error status (4xx, 5xx)
+	ExitNeedsPerson = 8 // the call needs a person: its owner cannot say whether it was carried out
+	ExitCut         = 9 // the answer broke off on its way and could not be continued: what was printed is not the whole
+	// ExitNotNow: the call is in a state that does not allow it (ask or
 	// settle a settled call, set aside one that needs a person).
-	exitNotNow = 10
-	// exitStale: a read answered from this computer's cache because the
+	ExitNotNow = 10
+	// ExitStale: a read answered from this computer's cache because the
 	// peer could not be reached (the answer was printed, labelled stale).
-	exitStale = 11
+	ExitStale = 11
 )
 
-// exitError carries an exit code with its message.
-type exitError struct {
-	code int
-	err  error
+// ErrUsage marks a bad command line for Delta itself (exit code 2).
+var ErrUsage = errors.New("bad command line")
+
+// ExitError carries an exit code with its message.
+type ExitError struct {
+	Code int
+	Err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
 
-func exitf(code int, format string, args ...any) error {
-	return &exitError{code: code, err: fmt.Errorf(format, args...)}
+// Exitf is an error with exit code code and a message.
+func Exitf(code int, format string, args ...any) error {
+	return &ExitError{Code: code, Err: fmt.Errorf(format, args...)}
 }
 
-// command is one subcommand of delta.
-type command struct {
-	name, args, summary string
-	// flags adds the command's own flags to fs (beside --state-dir and,
+// Command is one subcommand of delta.
+type Command struct {
+	Name, Args, Summary string
+	// Flags adds the command's own flags to fs (beside --state-dir and,
 	// for those that read, --json).
-	flags func(fs *flag.FlagSet) any
-	// reads: the command has --json.
-	reads bool
-	run   func(e *env, opts any, args []string) error
+	Flags func(fs *flag.FlagSet) any
+	// Reads: the command has --json.
+	Reads bool
+	Run   func(e *Env, opts any, args []string) error
 }
 
-// env is what a command runs with.
-type env struct {
-	ctx      context.Context
-	stdout   io.Writer
-	stderr   io.Writer
-	stateDir string
-	json     bool
+// Env is what a command runs with.
+type Env struct {
+	Ctx      context.Context
+	Stdout   io.Writer
+	Stderr   io.Writer
+	StateDir string
+	JSON     bool
 }
 
-// client opens the kit's client of the running Delta.
-func (e *env) client() (*kit.Client, error) {
-	c, err := kit.Open(e.stateDir)
+// Client opens the kit's client of the running Delta.
+func (e *Env) Client() (*kit.Client, error) {
+	c, err := kit.Open(e.StateDir)
 	if err != nil {
-		return nil, e.downErr(err)
+		return nil, e.DownErr(err)
 	}
 	c.App = "delta" // the command line names itself, not Go's client; call --app names another
 	return c, nil
 }
 
-// downErr gives a *kit.LocalDeltaDown its exit code and a hint.
-func (e *env) downErr(err error) error {
+// DownErr gives a *kit.LocalDeltaDown its exit code and a hint.
+func (e *Env) DownErr(err error) error {
 	var down *kit.LocalDeltaDown
 	if errors.As(err, &down) {
-		return &exitError{code: exitDeltaDown, err: fmt.Errorf("%w (start it with `delta`, or `make run`; --state-dir names another folder)", err)}
+		return &ExitError{Code: ExitDeltaDown, Err: fmt.Errorf("%w (start it with `delta`, or `make run`; --state-dir names another folder)", err)}
 	}
 	return err
 }
 
-// printJSON writes v as indented JSON.
-func (e *env) printJSON(v any) error {
-	enc := json.NewEncoder(e.stdout)
+// PrintJSON writes v as indented JSON.
+func (e *Env) PrintJSON(v any) error {
+	enc := json.NewEncoder(e.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-var commands []*command
+// The commands of this package, for Program.Commands.
+var (
+	RunCommand = &Command{Name: "run", Summary: "run Delta (the default when no command is given)"}
+	Status     = []*Command{statusCommand, pingCommand, loginCommand}
+	Calls      = []*Command{callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand, forgetReceiptCommand}
+	Requests   = []*Command{getCommand, callCommand, appsCommand, forwardCommand}
+)
 
-func init() {
-	commands = []*command{
-		{name: "run", summary: "run Delta (the default when no command is given)"},
-		statusCommand, pingCommand, loginCommand,
-		callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand, forgetReceiptCommand,
-		getCommand, callCommand, appsCommand, forwardCommand,
-		openCommand, versionCommand, demoCommand, initCommand, idCommand, pairCommandDef, uninstallCommand, bugreportCommand,
-	}
+// Program is delta: Delta itself (Run, with its Flags) when no command is
+// given or "run", else one of Commands, in the order -h lists them.
+type Program struct {
+	Run      func(args []string, stderr io.Writer) error
+	Flags    func(fs *flag.FlagSet)
+	Commands []*Command
 }
 
-func lookup(name string) *command {
-	for _, c := range commands {
-		if c.name == name {
+func (p *Program) lookup(name string) *Command {
+	for _, c := range p.Commands {
+		if c.Name == name {
 			return c
 		}
 	}
 	return nil
 }
 
-// cli runs delta's command line and returns the exit code.
-func cli(args []string, stdout, stderr io.Writer) int {
-	err := dispatch(args, stdout, stderr)
+// Main runs delta's command line and returns the exit code.
+func (p *Program) Main(args []string, stdout, stderr io.Writer) int {
+	err := p.dispatch(args, stdout, stderr)
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
 	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
+		return ExitOK
 	}
 	fmt.Fprintln(stderr, "delta:", err)
-	var ee *exitError
+	var ee *ExitError
 	if errors.As(err, &ee) {
-		return ee.code
+		return ee.Code
 	}
-	return exitFailed
+	return ExitFailed
 }
 
-func dispatch(args []string, stdout, stderr io.Writer) error {
-	name, rest, err := findCommand(withoutPSN(runtime.GOOS, args))
+func (p *Program) dispatch(args []string, stdout, stderr io.Writer) error {
+	name, rest, err := p.FindCommand(WithoutPSN(runtime.GOOS, args))
 	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+		return &ExitError{Code: ExitUsage, Err: err}
 	}
 	if name == "help" {
-		usage(stdout) // asked for: it is the answer, on stdout (delta -h | less)
+		p.Usage(stdout) // asked for: it is the answer, on stdout (delta -h | less)
 		return nil
 	}
 	if name == "" || name == "run" {
-		if err := run(rest, stderr); err != nil {
-			var ee *exitError
+		if err := p.Run(rest, stderr); err != nil {
+			var ee *ExitError
 			if errors.As(err, &ee) || errors.Is(err, flag.ErrHelp) {
 				return err
 			}
-			if errors.Is(err, errUsage) {
-				return &exitError{code: exitUsage, err: err}
+			if errors.Is(err, ErrUsage) {
+				return &ExitError{Code: ExitUsage, Err: err}
 			}
 			return err
 		}
 		return nil
 	}
-	cmd := lookup(name)
+	cmd := p.lookup(name)
 	fs := flag.NewFlagSet("delta "+name, flag.ContinueOnError)
-	e := &env{stdout: stdout, stderr: stderr}
-	fs.StringVar(&e.stateDir, "state-dir", localapi.DefaultStateDir(), "the running Delta's state folder (DELTA_STATE_DIR)")
-	if cmd.reads {
-		fs.BoolVar(&e.json, "json", false, "print JSON")
+	e := &Env{Stdout: stdout, Stderr: stderr}
+	fs.StringVar(&e.StateDir, "state-dir", localapi.DefaultStateDir(), "the running Delta's state folder (DELTA_STATE_DIR)")
+	if cmd.Reads {
+		fs.BoolVar(&e.JSON, "json", false, "print JSON")
 	}
 	var opts any
-	if cmd.flags != nil {
-		opts = cmd.flags(fs)
+	if cmd.Flags != nil {
+		opts = cmd.Flags(fs)
 	}
 	usage := func(w io.Writer) {
-		fmt.Fprintf(w, "%s\n\n%s.\n\nflags:\n", strings.TrimSpace("usage: delta "+cmd.name+" "+cmd.args), cmd.summary)
+		fmt.Fprintf(w, "%s\n\n%s.\n\nflags:\n", strings.TrimSpace("usage: delta "+cmd.Name+" "+cmd.Args), cmd.Summary)
 		fs.PrintDefaults()
 	}
 	var pos []string
-	if err := quietParse(fs, stderr, usage, func() (err error) {
+	if err := QuietParse(fs, stderr, usage, func() (err error) {
 		pos, err = parseInterspersed(fs, rest)
 		return err
 	}); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return &exitError{code: exitUsage, err: fmt.Errorf("%s (see delta %s -h)", err, name)}
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s (see delta %s -h)", err, name)}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	e.ctx = ctx
-	return cmd.run(e, opts, pos)
+	e.Ctx = ctx
+	return cmd.Run(e, opts, pos)
 }
 
-// quietParse runs parse (fs's parsing) with the flag package's own
+// QuietParse runs parse (fs's parsing) with the flag package's own
 // printing off, so that a mistake is told once: -h prints usage; a flag
 // that is not one is the caller's one line, naming the flag meant when
 // one is near ("did you mean --unsettled?").
-func quietParse(fs *flag.FlagSet, stderr io.Writer, usage func(io.Writer), parse func() error) error {
+func QuietParse(fs *flag.FlagSet, stderr io.Writer, usage func(io.Writer), parse func() error) error {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	err := parse()
@@ -231,13 +247,13 @@ func didYouMean(fs *flag.FlagSet, err error) string {
 	return "; did you mean --" + best + "?"
 }
 
-// withoutPSN drops the process serial number argument (-psn_0_12345)
+// WithoutPSN drops the process serial number argument (-psn_0_12345)
 // that macOS's LaunchServices may pass a bundle it launches (after a
 // first launch past Gatekeeper, or from a notification); left in, the
 // flag parse would exit 2, unseen, and Delta would not start (issue 37,
 // N6; bitcoin/bitcoin#17179 drops it the same way). Elsewhere args are
 // left as they are.
-func withoutPSN(goos string, args []string) []string {
+func WithoutPSN(goos string, args []string) []string {
 	if goos != "darwin" {
 		return args
 	}
@@ -250,18 +266,18 @@ func withoutPSN(goos string, args []string) []string {
 	return out
 }
 
-// findCommand finds the subcommand among args, wherever it is: flags may
+// FindCommand finds the subcommand among args, wherever it is: flags may
 // come before or after it. It returns "" when there is none (run Delta),
 // and args without the command's name.
-func findCommand(args []string) (string, []string, error) {
-	takesValue := flagsTakingValues()
+func (p *Program) FindCommand(args []string) (string, []string, error) {
+	takesValue := p.flagsTakingValues()
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			break
 		}
 		if a == "-h" || a == "-help" || a == "--help" {
-			if cmdName := firstCommand(args[i+1:], takesValue); cmdName != "" {
+			if cmdName := p.firstCommand(args[i+1:], takesValue); cmdName != "" {
 				continue // delta -h status: the command's own help
 			}
 			return "help", nil, nil
@@ -276,7 +292,7 @@ func findCommand(args []string) (string, []string, error) {
 		if a == "help" {
 			return "help", nil, nil
 		}
-		if lookup(a) == nil {
+		if p.lookup(a) == nil {
 			return "", nil, fmt.Errorf("%q is not a command of delta (delta -h lists them)", a)
 		}
 		rest := append(append([]string{}, args[:i]...), args[i+1:]...)
@@ -285,7 +301,7 @@ func findCommand(args []string) (string, []string, error) {
 	return "", args, nil
 }
 
-func firstCommand(args []string, takesValue map[string]bool) string {
+func (p *Program) firstCommand(args []string, takesValue map[string]bool) string {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if strings.HasPrefix(a, "-") {
@@ -294,7 +310,7 @@ func firstCommand(args []string, takesValue map[string]bool) string {
 			}
 			continue
 		}
-		if lookup(a) != nil {
+		if p.lookup(a) != nil {
 			return a
 		}
 		return ""
@@ -303,8 +319,8 @@ func firstCommand(args []string, takesValue map[string]bool) string {
 }
 
 // flagsTakingValues names every flag of every command that takes a value,
-// so that findCommand can step over values.
-func flagsTakingValues() map[string]bool {
+// so that FindCommand can step over values.
+func (p *Program) flagsTakingValues() map[string]bool {
 	m := map[string]bool{}
 	add := func(fs *flag.FlagSet) {
 		fs.VisitAll(func(f *flag.Flag) {
@@ -314,13 +330,15 @@ func flagsTakingValues() map[string]bool {
 		})
 	}
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
-	serverFlags(fs, &settings{})
+	if p.Flags != nil {
+		p.Flags(fs)
+	}
 	add(fs)
-	for _, c := range commands {
+	for _, c := range p.Commands {
 		fs := flag.NewFlagSet("", flag.ContinueOnError)
 		fs.String("state-dir", "", "")
-		if c.flags != nil {
-			c.flags(fs)
+		if c.Flags != nil {
+			c.Flags(fs)
 		}
 		add(fs)
 	}
@@ -351,7 +369,8 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	return append(pos, tail...), nil
 }
 
-func usage(w io.Writer) {
+// Usage writes delta -h.
+func (p *Program) Usage(w io.Writer) {
 	fmt.Fprint(w, `Delta carries an app's requests to the person's other computers over the best
 road at the moment, and sends writes at most once.
 
@@ -359,8 +378,8 @@ usage: delta [command] [flags] [arguments]
 
 commands:
 `)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n  %-8s   %s\n", c.name, c.args, "", c.summary)
+	for _, c := range p.Commands {
+		fmt.Fprintf(w, "  %-8s %s\n  %-8s   %s\n", c.Name, c.Args, "", c.Summary)
 	}
 	fmt.Fprint(w, `
 Flags may come before or after the command. Every command takes

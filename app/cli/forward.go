@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"flag"
@@ -17,62 +17,62 @@ type forwardOpts struct {
 
 // forwardCommand is `delta forward PEER/APP [ADDR]`, `--list` and
 // `--remove PEER/APP` (DESIGN §2b).
-var forwardCommand = &command{name: "forward", args: "PEER/APP [ADDR] | --list | --remove PEER/APP",
-	summary: "a URL on this computer for an app on another: every request to it goes to APP on PEER, its path unchanged, no token needed (ADDR: a loopback address, 127.0.0.1:0 takes a free port; kept and opened again at every start)",
-	reads:   true,
-	flags: func(fs *flag.FlagSet) any {
+var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list | --remove PEER/APP",
+	Summary: "a URL on this computer for an app on another: every request to it goes to APP on PEER, its path unchanged, no token needed (ADDR: a loopback address, 127.0.0.1:0 takes a free port; kept and opened again at every start)",
+	Reads:   true,
+	Flags: func(fs *flag.FlagSet) any {
 		return &forwardOpts{
 			list:   fs.Bool("list", false, "list this computer's forwards"),
 			remove: fs.Bool("remove", false, "close and forget the forward to PEER/APP"),
 			token:  fs.Bool("token", false, "ask for the local token on the forward (Basic with any user name, or Bearer): for a computer several people log in to"),
 		}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		opts := o.(*forwardOpts)
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
 		switch {
 		case *opts.list:
 			if len(args) != 0 || *opts.remove {
-				return exitf(exitUsage, "forward --list takes nothing else")
+				return Exitf(ExitUsage, "forward --list takes nothing else")
 			}
-			fws, err := c.Forwards(e.ctx)
+			fws, err := c.Forwards(e.Ctx)
 			if err != nil {
-				return apiExit("forward --list", e.downErr(err))
+				return apiExit("forward --list", e.DownErr(err))
 			}
-			if e.json {
+			if e.JSON {
 				if fws == nil {
 					fws = []localapi.Forward{}
 				}
-				return e.printJSON(map[string]any{"forwards": fws})
+				return e.PrintJSON(map[string]any{"forwards": fws})
 			}
 			if len(fws) == 0 {
-				fmt.Fprintln(e.stdout, "no forwards (delta forward PEER/APP opens one)")
+				fmt.Fprintln(e.Stdout, "no forwards (delta forward PEER/APP opens one)")
 			}
 			for _, f := range fws {
-				fmt.Fprintln(e.stdout, forwardLine(f))
+				fmt.Fprintln(e.Stdout, forwardLine(f))
 			}
 			return nil
 		case *opts.remove:
 			if len(args) != 1 {
-				return exitf(exitUsage, "forward --remove takes PEER/APP, as in: delta forward --remove studio/notes")
+				return Exitf(ExitUsage, "forward --remove takes PEER/APP, as in: delta forward --remove studio/notes")
 			}
 			peer, app, err := splitPeerApp(args[0])
 			if err != nil {
 				return err
 			}
-			if err := c.RemoveForward(e.ctx, peer, app); err != nil {
-				return apiExit("forward --remove", e.downErr(err))
+			if err := c.RemoveForward(e.Ctx, peer, app); err != nil {
+				return apiExit("forward --remove", e.DownErr(err))
 			}
-			if !e.json {
-				fmt.Fprintf(e.stdout, "removed the forward to %s/%s\n", peer, app)
+			if !e.JSON {
+				fmt.Fprintf(e.Stdout, "removed the forward to %s/%s\n", peer, app)
 			}
 			return nil
 		}
 		if len(args) < 1 || len(args) > 2 {
-			return exitf(exitUsage, "forward takes PEER/APP [ADDR], as in: delta forward studio/notes (or 127.0.0.1:8080 for a port of your choice)")
+			return Exitf(ExitUsage, "forward takes PEER/APP [ADDR], as in: delta forward studio/notes (or 127.0.0.1:8080 for a port of your choice)")
 		}
 		peer, app, err := splitPeerApp(args[0])
 		if err != nil {
@@ -82,16 +82,16 @@ var forwardCommand = &command{name: "forward", args: "PEER/APP [ADDR] | --list |
 		if len(args) == 2 {
 			addr = args[1]
 		}
-		f, err := c.Forward(e.ctx, peer, app, addr, *opts.token)
+		f, err := c.Forward(e.Ctx, peer, app, addr, *opts.token)
 		if err != nil {
-			return apiExit("forward", e.downErr(err))
+			return apiExit("forward", e.DownErr(err))
 		}
-		if e.json {
-			return e.printJSON(f)
+		if e.JSON {
+			return e.PrintJSON(f)
 		}
-		fmt.Fprintln(e.stdout, f.URL)
+		fmt.Fprintln(e.Stdout, f.URL)
 		if f.BrowserURL != "" {
-			fmt.Fprintf(e.stderr, "in a browser: %s (its own name: its cookies stay its own)\n", f.BrowserURL)
+			fmt.Fprintf(e.Stderr, "in a browser: %s (its own name: its cookies stay its own)\n", f.BrowserURL)
 		}
 		return nil
 	}}
@@ -100,7 +100,7 @@ var forwardCommand = &command{name: "forward", args: "PEER/APP [ADDR] | --list |
 func splitPeerApp(s string) (string, string, error) {
 	peer, app, ok := strings.Cut(s, "/")
 	if !ok || peer == "" || app == "" || strings.Contains(app, "/") {
-		return "", "", exitf(exitUsage, "forward: %q is not PEER/APP, as in studio/notes", s)
+		return "", "", Exitf(ExitUsage, "forward: %q is not PEER/APP, as in studio/notes", s)
 	}
 	return peer, app, nil
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ type progressBar struct {
 // newProgress returns a bar for a transfer named label, drawn on w when w
 // is a terminal.
 func newProgress(w io.Writer, label string) *progressBar {
-	return &progressBar{w: w, label: label, on: isTerminal(w), start: time.Now()}
+	return &progressBar{w: w, label: label, on: IsTerminal(w), start: time.Now()}
 }
 
 // report is kit's progress callback.

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/base64"
@@ -85,8 +85,8 @@ func requestFlags(fs *flag.FlagSet, call bool) *requestOpts {
 	return o
 }
 
-// answerJSON is --json's form of an answer or a refusal.
-type answerJSON struct {
+// AnswerJSON is --json's form of an answer or a refusal.
+type AnswerJSON struct {
 	Outcome     string      `json:"outcome"`
 	Status      int         `json:"status,omitempty"`
 	RequestID   string      `json:"request_id,omitempty"`
@@ -103,7 +103,7 @@ type answerJSON struct {
 	Settled *localapi.Call `json:"settled,omitempty"`
 }
 
-func bodyJSON(v *answerJSON, b []byte) {
+func bodyJSON(v *AnswerJSON, b []byte) {
 	if utf8.Valid(b) {
 		s := string(b)
 		v.Body = &s
@@ -113,14 +113,14 @@ func bodyJSON(v *answerJSON, b []byte) {
 }
 
 // getCommand is `delta get PEER APP PATH`.
-var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PATH from APP on PEER (GET), and print the answer's body", reads: true,
-	flags: func(fs *flag.FlagSet) any { return requestFlags(fs, false) },
-	run: func(e *env, o any, args []string) error {
+var getCommand = &Command{Name: "get", Args: "PEER APP PATH", Summary: "read PATH from APP on PEER (GET), and print the answer's body", Reads: true,
+	Flags: func(fs *flag.FlagSet) any { return requestFlags(fs, false) },
+	Run: func(e *Env, o any, args []string) error {
 		opts := o.(*requestOpts)
 		if len(args) != 3 {
-			return exitf(exitUsage, "get takes PEER APP PATH, as in: delta get studio notes /notes")
+			return Exitf(ExitUsage, "get takes PEER APP PATH, as in: delta get studio notes /notes")
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
@@ -131,65 +131,65 @@ var getCommand = &command{name: "get", args: "PEER APP PATH", summary: "read PAT
 			}
 			ro.Header.Set("Cache-Control", "no-cache")
 		}
-		if e.json {
+		if e.JSON {
 			// The body goes inside the JSON: held whole.
-			ans, err := c.Get(e.ctx, args[0], args[1], args[2], ro)
+			ans, err := c.Get(e.Ctx, args[0], args[1], args[2], ro)
 			return e.answer(ans, err, "", false)
 		}
-		bar := newProgress(e.stderr, args[0]+" "+args[1]+args[2])
+		bar := newProgress(e.Stderr, args[0]+" "+args[1]+args[2])
 		ro.Progress = bar.report
-		r, err := c.Stream(e.ctx, args[0], args[1], args[2], ro)
+		r, err := c.Stream(e.Ctx, args[0], args[1], args[2], ro)
 		if err != nil {
 			return e.answer(nil, err, "", false)
 		}
 		defer r.Body.Close()
 		if r.Stale {
-			fmt.Fprintf(e.stderr, "delta: a stale answer (%s)\n", r.StaleReason)
+			fmt.Fprintf(e.Stderr, "delta: a stale answer (%s)\n", r.StaleReason)
 		}
 		if r.Direct {
-			fmt.Fprintf(e.stderr, "delta: this computer's Delta is down; the read went directly to %s over %s, with the read ticket Delta left\n", args[0], r.Road)
+			fmt.Fprintf(e.Stderr, "delta: this computer's Delta is down; the read went directly to %s over %s, with the read ticket Delta left\n", args[0], r.Road)
 		}
 		// The body streams to standard output as it arrives: nothing is
 		// held whole.
-		out := &lastByte{w: e.stdout}
+		out := &lastByte{w: e.Stdout}
 		_, err = io.Copy(out, r.Body)
 		bar.finish()
-		finishLine(e.stdout, out)
+		finishLine(e.Stdout, out)
 		var cut *kit.Cut
 		switch {
 		case errors.As(err, &cut):
-			return exitf(exitCut, "%v", cut)
+			return Exitf(ExitCut, "%v", cut)
 		case err != nil:
-			return exitf(exitFailed, "could not write the answer: %v", err)
+			return Exitf(ExitFailed, "could not write the answer: %v", err)
 		case r.Status >= 400:
-			return exitf(exitAppError, "the owner app answered %d %s", r.Status, http.StatusText(r.Status))
+			return Exitf(ExitAppError, "the owner app answered %d %s", r.Status, http.StatusText(r.Status))
 		case r.Stale:
-			return exitf(exitStale, "the answer printed is a stale one from this computer's cache: %s could not be reached (--fresh refuses it)", args[0])
+			return Exitf(ExitStale, "the answer printed is a stale one from this computer's cache: %s could not be reached (--fresh refuses it)", args[0])
 		}
 		return nil
 	}}
 
 // callCommand is `delta call PEER APP PATH`.
-var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [--id ID]", summary: "send a call (a write) to APP on PEER at most once, and print the answer's body", reads: true,
-	flags: func(fs *flag.FlagSet) any { return requestFlags(fs, true) },
-	run: func(e *env, o any, args []string) error {
+var callCommand = &Command{Name: "call", Args: "PEER APP PATH [--data @FILE|-] [--id ID]", Summary: "send a call (a write) to APP on PEER at most once, and print the answer's body", Reads: true,
+	Flags: func(fs *flag.FlagSet) any { return requestFlags(fs, true) },
+	Run: func(e *Env, o any, args []string) error {
 		opts := o.(*requestOpts)
 		if len(args) != 3 {
-			return exitf(exitUsage, "call takes PEER APP PATH, as in: delta call studio notes /notes --data '{\"text\":\"hi\"}'")
+			return Exitf(ExitUsage, "call takes PEER APP PATH, as in: delta call studio notes /notes --data '{\"text\":\"hi\"}'")
 		}
 		method := strings.ToUpper(*opts.method)
 		switch method {
 		case "GET", "HEAD", "OPTIONS", "PROPFIND", "REPORT", "SEARCH", "QUERY":
-			return exitf(exitUsage, "call: -X %s is a read (a safe method); reads go through delta get, or any client through delta forward", *opts.method)
+			return Exitf(ExitUsage, "call: -X %s is a read (a safe method); reads go through delta get, or any client through delta forward", *opts.method)
 		case "CONNECT", "TRACE", "":
-			return exitf(exitUsage, "call: -X %q is not a method Delta carries", *opts.method)
+			return Exitf(ExitUsage, "call: -X %q is not a method Delta carries", *opts.method)
 		}
 		body, size, closeData, err := openData(*opts.data)
 		if err != nil {
-			return exitf(exitUsage, "call: --data: %v", err)
+			return Exitf(ExitUsage, "call: --data: %v", err)
 		}
 		defer closeData()
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
@@ -198,9 +198,9 @@ var callCommand = &command{name: "call", args: "PEER APP PATH [--data @FILE|-] [
 		if id == "" {
 			id = kit.NewRequestID()
 		}
-		bar := newProgress(e.stderr, "to "+args[0]+" "+args[1]+args[2])
+		bar := newProgress(e.Stderr, "to "+args[0]+" "+args[1]+args[2])
 		bar.call = true
-		ans, err := c.CallStream(e.ctx, args[0], args[1], method, args[2], body, size,
+		ans, err := c.CallStream(e.Ctx, args[0], args[1], method, args[2], body, size,
 			&kit.CallOptions{RequestID: id, Route: *opts.route, Timeout: opts.timeout.d, Header: opts.header.h, Progress: bar.report})
 		bar.finish()
 		return e.answer(ans, err, id, *opts.settle)
@@ -236,14 +236,14 @@ func openData(v string) (io.Reader, int64, func(), error) {
 
 // answer prints a read's or a call's result and returns the exit code of
 // its outcome.
-func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
+func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 	var (
 		un   *kit.Unavailable
 		unk  *kit.OutcomeUnknown
 		cf   *kit.Conflict
 		down *kit.LocalDeltaDown
 	)
-	v := answerJSON{RequestID: id}
+	v := AnswerJSON{RequestID: id}
 	var code int
 	var msg string
 	switch {
@@ -259,61 +259,61 @@ func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 		bodyJSON(&v, ans.Body)
 		switch {
 		case ans.Status >= 400:
-			code, msg = exitAppError, fmt.Sprintf("the owner app answered %d %s", ans.Status, http.StatusText(ans.Status))
+			code, msg = ExitAppError, fmt.Sprintf("the owner app answered %d %s", ans.Status, http.StatusText(ans.Status))
 		case ans.Stale:
-			code, msg = exitStale, "a stale answer from this computer's cache (--fresh refuses it)"
+			code, msg = ExitStale, "a stale answer from this computer's cache (--fresh refuses it)"
 		}
 	case errors.As(err, &un):
 		v.Outcome, v.Status, v.Detail = un.Outcome, un.Status, un.Detail
-		code, msg = exitUnavailable, un.Outcome+": "+un.Detail
+		code, msg = ExitUnavailable, un.Outcome+": "+un.Detail
 	case errors.As(err, &unk):
 		v.Outcome, v.Detail = "outcome_unknown", unk.Detail
-		code, msg = exitUnknown, fmt.Sprintf("outcome unknown: %s (Delta never sends it again and asks the owner; delta show %s)", unk.Detail, v.RequestID)
+		code, msg = ExitUnknown, fmt.Sprintf("outcome unknown: %s (Delta never sends it again and asks the owner; delta show %s)", unk.Detail, v.RequestID)
 	case errors.As(err, &cf):
 		v.Outcome, v.Detail = "conflict", cf.Detail
-		code, msg = exitConflict, "conflict: "+cf.Detail
+		code, msg = ExitConflict, "conflict: "+cf.Detail
 	case errors.As(err, &down):
-		return e.downErr(err)
+		return e.DownErr(err)
 	default:
 		return err
 	}
-	if settle && code == exitUnknown {
-		fmt.Fprintf(e.stderr, "delta: request id %s: outcome unknown; waiting until Delta settles it (Ctrl-C stops waiting, not Delta)\n", v.RequestID)
-		c, cerr := e.client()
+	if settle && code == ExitUnknown {
+		fmt.Fprintf(e.Stderr, "delta: request id %s: outcome unknown; waiting until Delta settles it (Ctrl-C stops waiting, not Delta)\n", v.RequestID)
+		c, cerr := e.Client()
 		if cerr != nil {
 			return cerr
 		}
-		rec, serr := c.Settle(e.ctx, v.RequestID)
+		rec, serr := c.Settle(e.Ctx, v.RequestID)
 		if serr != nil {
-			return exitf(exitUnknown, "request id %s: outcome still unknown: %v", v.RequestID, serr)
+			return Exitf(ExitUnknown, "request id %s: outcome still unknown: %v", v.RequestID, serr)
 		}
 		v.Settled = rec
 		code, msg = stateExit(rec.State), fmt.Sprintf("settled %s: %s", rec.State, rec.Detail)
 		if rec.Answer != nil {
 			bodyJSON(&v, rec.Answer.Body())
 			v.Status = rec.Answer.Status
-			if code == exitOK && rec.Answer.Status >= 400 {
-				code = exitAppError
+			if code == ExitOK && rec.Answer.Status >= 400 {
+				code = ExitAppError
 			}
 		}
 	}
-	if e.json {
-		if err := e.printJSON(v); err != nil {
+	if e.JSON {
+		if err := e.PrintJSON(v); err != nil {
 			return err
 		}
 	} else {
-		out := &lastByte{w: e.stdout}
+		out := &lastByte{w: e.Stdout}
 		if v.Body != nil {
 			fmt.Fprint(out, *v.Body)
 		} else if v.BodyBase64 != "" {
 			b, _ := base64.StdEncoding.DecodeString(v.BodyBase64)
 			out.Write(b)
 		}
-		finishLine(e.stdout, out)
+		finishLine(e.Stdout, out)
 		if v.Stale {
-			fmt.Fprintf(e.stderr, "delta: a stale answer (%s)\n", v.StaleReason)
+			fmt.Fprintf(e.Stderr, "delta: a stale answer (%s)\n", v.StaleReason)
 		}
-		if id != "" && code == exitOK {
+		if id != "" && code == ExitOK {
 			how := fmt.Sprintf("answered %d via %s", v.Status, v.Road)
 			if v.Replayed {
 				how += ", replayed from the journal (nothing sent again)"
@@ -321,83 +321,83 @@ func (e *env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 			if v.Settled != nil {
 				how = "settled " + v.Settled.State
 			}
-			fmt.Fprintf(e.stderr, "delta: request id %s: %s\n", v.RequestID, how)
+			fmt.Fprintf(e.Stderr, "delta: request id %s: %s\n", v.RequestID, how)
 		}
 	}
-	if code != exitOK {
+	if code != ExitOK {
 		if id != "" {
 			msg = "request id " + v.RequestID + ": " + msg
 		}
-		return &exitError{code: code, err: errors.New(msg)}
+		return &ExitError{Code: code, Err: errors.New(msg)}
 	}
 	return nil
 }
 
 // appsCommand is `delta apps add|list|remove`.
-var appsCommand = &command{name: "apps", args: "list | add NAME URL | remove NAME", summary: "the owner apps registered on this computer", reads: true,
-	run: func(e *env, _ any, args []string) error {
+var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
+	Run: func(e *Env, _ any, args []string) error {
 		if len(args) == 0 {
 			args = []string{"list"}
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
 		switch {
 		case args[0] == "list" && len(args) == 1:
-			apps, err := c.Apps(e.ctx)
+			apps, err := c.Apps(e.Ctx)
 			if err != nil {
-				return e.downErr(err)
+				return e.DownErr(err)
 			}
-			if e.json {
+			if e.JSON {
 				if apps == nil {
 					apps = []localapi.App{}
 				}
-				return e.printJSON(map[string]any{"apps": apps})
+				return e.PrintJSON(map[string]any{"apps": apps})
 			}
 			if len(apps) == 0 {
-				fmt.Fprintln(e.stdout, "no apps registered (delta apps add NAME http://127.0.0.1:PORT)")
+				fmt.Fprintln(e.Stdout, "no apps registered (delta apps add NAME http://127.0.0.1:PORT)")
 			}
 			for _, a := range apps {
-				fmt.Fprintf(e.stdout, "%s\t%s\n", a.App, a.URL)
+				fmt.Fprintf(e.Stdout, "%s\t%s\n", a.App, a.URL)
 			}
 			return nil
 		case args[0] == "add" && len(args) == 3:
-			a, err := c.RegisterApp(e.ctx, args[1], args[2])
+			a, err := c.RegisterApp(e.Ctx, args[1], args[2])
 			if err != nil {
-				return apiExit("apps add", e.downErr(err))
+				return apiExit("apps add", e.DownErr(err))
 			}
-			if e.json {
-				return e.printJSON(a)
+			if e.JSON {
+				return e.PrintJSON(a)
 			}
-			fmt.Fprintf(e.stdout, "%s\t%s\nforward secret (the app checks X-Delta-Forward-Secret against it): %s\n", a.App, a.URL, a.Secret)
+			fmt.Fprintf(e.Stdout, "%s\t%s\nforward secret (the app checks X-Delta-Forward-Secret against it): %s\n", a.App, a.URL, a.Secret)
 			return nil
 		case args[0] == "remove" && len(args) == 2:
-			if err := c.RemoveApp(e.ctx, args[1]); err != nil {
-				return apiExit("apps remove", e.downErr(err))
+			if err := c.RemoveApp(e.Ctx, args[1]); err != nil {
+				return apiExit("apps remove", e.DownErr(err))
 			}
-			if !e.json {
-				fmt.Fprintf(e.stdout, "removed %s\n", args[1])
+			if !e.JSON {
+				fmt.Fprintf(e.Stdout, "removed %s\n", args[1])
 			}
 			return nil
 		}
-		return exitf(exitUsage, "apps takes: list | add NAME URL | remove NAME")
+		return Exitf(ExitUsage, "apps takes: list | add NAME URL | remove NAME")
 	}}
 
 // apiExit gives a refusal of Delta's API its exit code.
 func apiExit(what string, err error) error {
 	var ae *kit.APIError
 	if errors.As(err, &ae) {
-		code := exitFailed
+		code := ExitFailed
 		switch ae.Outcome {
 		case "not_found":
-			code = exitUnavailable
+			code = ExitUnavailable
 		case "bad_request":
-			code = exitUsage
+			code = ExitUsage
 		case "conflict": // the local API's conflicts are a call's state
-			code = exitNotNow
+			code = ExitNotNow
 		}
-		return &exitError{code: code, err: fmt.Errorf("%s: %s", what, ae.Detail)}
+		return &ExitError{Code: code, Err: fmt.Errorf("%s: %s", what, ae.Detail)}
 	}
 	return err
 }
@@ -422,18 +422,18 @@ func (l *lastByte) Write(p []byte) (int, error) {
 // has none (the shell's prompt would follow on its last line); into a pipe
 // or a file the bytes are the answer's, exactly.
 func finishLine(stdout io.Writer, l *lastByte) {
-	if needsNewline(isTerminal(stdout), l.n, l.last) {
+	if NeedsNewline(IsTerminal(stdout), l.n, l.last) {
 		io.WriteString(stdout, "\n")
 	}
 }
 
-// needsNewline is finishLine's rule.
-func needsNewline(terminal bool, written int64, last byte) bool {
+// NeedsNewline is finishLine's rule.
+func NeedsNewline(terminal bool, written int64, last byte) bool {
 	return terminal && written > 0 && last != '\n'
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// IsTerminal reports whether w is a terminal.
+func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -29,30 +29,30 @@ func unsettledWords(unsettled, needsYou int) string {
 }
 
 // statusCommand is `delta status`, like `tailscale status`.
-var statusCommand = &command{name: "status", summary: "this computer, the tailnet, every peer with its roads, and the unsettled writes", reads: true,
-	run: func(e *env, _ any, args []string) error {
+var statusCommand = &Command{Name: "status", Summary: "this computer, the tailnet, every peer with its roads, and the unsettled writes", Reads: true,
+	Run: func(e *Env, _ any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "status: unexpected argument %q", args[0])
+			return Exitf(ExitUsage, "status: unexpected argument %q", args[0])
 		}
 		crashed := ""
-		if at, path := lastCrash(e.stateDir); !at.IsZero() {
+		if at, path := LastCrash(e.StateDir); !at.IsZero() {
 			crashed = fmt.Sprintf("last crash: %s (%s ago), its traceback in %s (delta bugreport bundles it)\n",
 				at.Local().Format("Mon 2 Jan 15:04:05"), view.Ago(time.Since(at)), path)
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err == nil {
 			var st *localapi.Status
-			if st, err = c.Status(e.ctx); err == nil {
-				if e.json {
-					return e.printJSON(st)
+			if st, err = c.Status(e.Ctx); err == nil {
+				if e.JSON {
+					return e.PrintJSON(st)
 				}
-				writeStatus(e.stdout, st, time.Now())
-				fmt.Fprint(e.stdout, crashed)
+				writeStatus(e.Stdout, st, time.Now())
+				fmt.Fprint(e.Stdout, crashed)
 				return nil
 			}
-			err = e.downErr(err)
+			err = e.DownErr(err)
 		}
-		fmt.Fprint(e.stderr, crashed) // most wanted when Delta is down
+		fmt.Fprint(e.Stderr, crashed) // most wanted when Delta is down
 		return err
 	}}
 
@@ -160,28 +160,28 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 }
 
 // pingCommand is `delta ping PEER`, like `tailscale ping`.
-var pingCommand = &command{name: "ping", args: "PEER", summary: "each road's round trip to PEER's Delta, or why not", reads: true,
-	run: func(e *env, _ any, args []string) error {
+var pingCommand = &Command{Name: "ping", Args: "PEER", Summary: "each road's round trip to PEER's Delta, or why not", Reads: true,
+	Run: func(e *Env, _ any, args []string) error {
 		if len(args) != 1 {
-			return exitf(exitUsage, "ping takes one peer: delta ping PEER")
+			return Exitf(ExitUsage, "ping takes one peer: delta ping PEER")
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
-		res, err := c.Ping(e.ctx, args[0])
+		res, err := c.Ping(e.Ctx, args[0])
 		if err != nil {
 			if ae, ok := err.(*kit.APIError); ok && ae.Outcome == "not_found" {
-				return exitf(exitUnavailable, "ping: %s", ae.Detail)
+				return Exitf(ExitUnavailable, "ping: %s", ae.Detail)
 			}
-			return e.downErr(err)
+			return e.DownErr(err)
 		}
 		ok := false
 		for _, r := range res {
 			ok = ok || r.OK
 		}
-		if e.json {
-			if err := e.printJSON(map[string]any{"peer": args[0], "roads": res}); err != nil {
+		if e.JSON {
+			if err := e.PrintJSON(map[string]any{"peer": args[0], "roads": res}); err != nil {
 				return err
 			}
 		} else {
@@ -191,15 +191,15 @@ var pingCommand = &command{name: "ping", args: "PEER", summary: "each road's rou
 					where += " on " + r.Interface
 				}
 				if r.OK {
-					fmt.Fprintf(e.stdout, "%s via %s (%s): connect %s, answer %s\n", args[0], r.Road, where,
+					fmt.Fprintf(e.Stdout, "%s via %s (%s): connect %s, answer %s\n", args[0], r.Road, where,
 						view.FormatMillis(r.ConnectMillis), view.FormatMillis(r.AnswerMillis))
 				} else {
-					fmt.Fprintf(e.stdout, "%s via %s (%s): %s\n", args[0], r.Road, where, r.Error)
+					fmt.Fprintf(e.Stdout, "%s via %s (%s): %s\n", args[0], r.Road, where, r.Error)
 				}
 			}
 		}
 		if !ok {
-			return exitf(exitUnavailable, "ping: no road to %s answered", args[0])
+			return Exitf(ExitUnavailable, "ping: no road to %s answered", args[0])
 		}
 		return nil
 	}}
@@ -211,15 +211,15 @@ type loginOpts struct{ timeout *time.Duration }
 const noURLAfter = 10 * time.Second
 
 // loginCommand is `delta login`, like `tailscale up`.
-var loginCommand = &command{name: "login", summary: "print the tailnet's login URL and wait until logged in",
-	flags: func(fs *flag.FlagSet) any {
+var loginCommand = &Command{Name: "login", Summary: "print the tailnet's login URL and wait until logged in",
+	Flags: func(fs *flag.FlagSet) any {
 		return &loginOpts{timeout: fs.Duration("timeout", 10*time.Minute, "how long to wait for the login")}
 	},
-	run: func(e *env, o any, args []string) error {
+	Run: func(e *Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "login: unexpected argument %q", args[0])
+			return Exitf(ExitUsage, "login: unexpected argument %q", args[0])
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
 			return err
 		}
@@ -229,24 +229,24 @@ var loginCommand = &command{name: "login", summary: "print the tailnet's login U
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			st, err := c.Status(e.ctx)
+			st, err := c.Status(e.Ctx)
 			if err != nil {
-				return e.downErr(err)
+				return e.DownErr(err)
 			}
 			t := st.Tailnet
 			switch {
 			case t == nil:
-				fmt.Fprintln(e.stdout, "static mode: peers come from config.json, and there is no tailnet to log in to")
+				fmt.Fprintln(e.Stdout, "static mode: peers come from config.json, and there is no tailnet to log in to")
 				return nil
 			case t.State == "Running":
-				fmt.Fprintf(e.stdout, "logged in: %s is on the tailnet\n", st.Self.Name)
+				fmt.Fprintf(e.Stdout, "logged in: %s is on the tailnet\n", st.Self.Name)
 				return nil
 			case t.LoginURL != "" && t.LoginURL != shownURL:
 				shownURL = t.LoginURL
-				fmt.Fprintf(e.stdout, "To log in, open:\n\n\t%s\n\nwaiting…\n", t.LoginURL)
+				fmt.Fprintf(e.Stdout, "To log in, open:\n\n\t%s\n\nwaiting…\n", t.LoginURL)
 			case shownURL == "" && !saidWhy && time.Since(start) > noURLAfter:
 				saidWhy = true
-				fmt.Fprintf(e.stderr, "delta login: no login URL after %s from the control server %s: %s\n",
+				fmt.Fprintf(e.Stderr, "delta login: no login URL after %s from the control server %s: %s\n",
 					noURLAfter, t.ControlURL, t.Message)
 			}
 			if time.Now().After(deadline) {
@@ -254,11 +254,11 @@ var loginCommand = &command{name: "login", summary: "print the tailnet's login U
 				if why == "" {
 					why = "state " + t.State
 				}
-				return exitf(exitFailed, "login: not logged in after %s (%s)", *o.(*loginOpts).timeout, why)
+				return Exitf(ExitFailed, "login: not logged in after %s (%s)", *o.(*loginOpts).timeout, why)
 			}
 			select {
-			case <-e.ctx.Done():
-				return e.ctx.Err()
+			case <-e.Ctx.Done():
+				return e.Ctx.Err()
 			case <-tick.C:
 			}
 		}
