@@ -100,11 +100,20 @@ func (c *Client) readDirect(ctx context.Context, down *LocalDeltaDown, peer, app
 	return nil, because(fmt.Sprintf("%s did not answer on %s", peer, strings.Join(tried, "; ")))
 }
 
+// connectTimeout is rd's connect timeout as direct.json gives it (Delta's
+// own), else as this kit's roadfacts has it.
+func connectTimeout(rd localapi.DirectRoad) time.Duration {
+	if rd.ConnectTimeoutMS > 0 {
+		return time.Duration(rd.ConnectTimeoutMS) * time.Millisecond
+	}
+	return roadfacts.Road(rd.Road).ConnectTimeout()
+}
+
 // readRoad sends one read on road rd, on a connection of its own.
 func (c *Client) readRoad(ctx context.Context, rd localapi.DirectRoad, cert *tls.Certificate, app, path string, h http.Header) (*http.Response, error) {
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		road := roadfacts.Road(rd.Road)
-		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: roadfacts.BindControl(rd.Interface, road)}
+		d := net.Dialer{Timeout: connectTimeout(rd), Control: roadfacts.BindControl(rd.Interface, road)}
 		return d.DialContext(ctx, "tcp", rd.Address)
 	}
 	tr := &http.Transport{DialContext: dial, DisableKeepAlives: true, DisableCompression: true, ForceAttemptHTTP2: false}
@@ -114,7 +123,7 @@ func (c *Client) readRoad(ctx context.Context, rd localapi.DirectRoad, cert *tls
 			return nil, errors.New("the road is pinned TLS and this computer's certificate is not named")
 		}
 		scheme = "https"
-		tr.TLSHandshakeTimeout = roadfacts.Road(rd.Road).ConnectTimeout()
+		tr.TLSHandshakeTimeout = connectTimeout(rd)
 		tr.TLSClientConfig = &tls.Config{
 			MinVersion:         tls.VersionTLS13,
 			Certificates:       []tls.Certificate{*cert},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
@@ -89,6 +90,9 @@ func (k *Keeper) Keep(ctx context.Context) {
 				held[p.Name] = h
 			}
 			p.Ticket, p.Expires = h.Ticket, h.Expires
+			for i := range p.Roads { // the kits connect as Delta does
+				p.Roads[i].ConnectTimeoutMS = roadfacts.Road(p.Roads[i].Road).ConnectTimeout().Milliseconds()
+			}
 			d.Peers = append(d.Peers, p)
 		}
 		if last != nil && reflect.DeepEqual(last, d.Peers) {

@@ -129,6 +129,10 @@ type DirectRoad struct {
 	// Pin is the SHA-256 (hex, of the DER) of the peer's TLS certificate;
 	// empty for a plain TCP road (static mode).
 	Pin string `json:"pin,omitempty"`
+	// ConnectTimeoutMS is the road's connect timeout, as Delta's own
+	// (roadfacts): a kit in any language takes it from here rather than
+	// keep a copy. 0 (a direct.json of an older Delta): 3 s.
+	ConnectTimeoutMS int64 `json:"connect_timeout_ms,omitempty"`
 }
 
 // ReadDirect reads <state>/direct.json.

@@ -20,6 +20,7 @@ import (
 	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/gateway/ticket"
 	"github.com/delta-roads/delta/kit"
@@ -103,6 +104,9 @@ func TestSealedDirectRead(t *testing.T) {
 	d, _ := localapi.ReadDirect(laptop.Dir)
 	if pin := d.Peers[0].Roads[0].Pin; pin != idOf(t, studio.Dir).Pin() {
 		t.Fatalf("direct.json pins studio's road to %q, not its ID's pin", pin)
+	}
+	if rd := d.Peers[0].Roads[0]; rd.ConnectTimeoutMS != roads.Road(rd.Road).ConnectTimeout().Milliseconds() {
+		t.Errorf("direct.json gives the %s road a connect timeout of %d ms, not Delta's own", rd.Road, rd.ConnectTimeoutMS)
 	}
 	laptop.G.Close()
 	c, err := kit.Open(laptop.Dir)

@@ -25,9 +25,10 @@ import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import { DeltaDown } from "./errors.js";
 import * as wire from "./wire.js";
 
-/** A road's connect timeout, as Delta's (DESIGN §8), ms. */
-export function connectTimeout(road: string): number {
-  return road === "thunderbolt" ? 2000 : 3000;
+/** A road's connect timeout in ms, as Delta gives it in direct.json
+ * (connect_timeout_ms); 3 s from an older Delta's. */
+export function connectTimeout(rd: DirectRoad): number {
+  return rd.connect_timeout_ms !== undefined && rd.connect_timeout_ms > 0 ? rd.connect_timeout_ms : 3000;
 }
 
 /** One lan or thunderbolt road to a peer, as direct.json has it. */
@@ -36,6 +37,7 @@ export interface DirectRoad {
   address: string;
   interface?: string;
   pin?: string;
+  connect_timeout_ms?: number;
 }
 
 interface DirectPeer {
@@ -73,7 +75,7 @@ export function splitHostPort(addr: string): [string, number] {
  * anything is sent), plain TCP otherwise. */
 function dialRoad(rd: DirectRoad, cert: { cert: Buffer; key: Buffer } | undefined): Promise<Socket> {
   const [host, port] = splitHostPort(rd.address);
-  const timeout = connectTimeout(rd.road);
+  const timeout = connectTimeout(rd);
   return new Promise<Socket>((resolve, reject) => {
     const localAddress = localAddressFor(rd.interface, host);
     if (rd.interface && !localAddress) {

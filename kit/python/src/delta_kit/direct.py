@@ -22,8 +22,9 @@ from .errors import DeltaDown
 if TYPE_CHECKING:
     from .client import Client
 
-# A road's connect timeout, as Delta's (DESIGN §8).
-CONNECT_TIMEOUT = {"thunderbolt": 2.0, "lan": 3.0}
+# A road's connect timeout when direct.json does not say it (an older
+# Delta's): Delta writes each road's own (connect_timeout_ms).
+DEFAULT_CONNECT_TIMEOUT = 3.0
 
 # IP_BOUND_IF on macOS (netinet/in.h); SO_BINDTODEVICE on Linux.
 _IP_BOUND_IF = 25
@@ -56,6 +57,12 @@ def bind(sock: socket.socket, iface: str) -> None:
         sock.setsockopt(socket.IPPROTO_IP, _IP_BOUND_IF, socket.if_nametoindex(iface))
 
 
+def connect_timeout(road: dict[str, Any]) -> float:
+    """The road's connect timeout, in seconds, as Delta gave it."""
+    ms = road.get("connect_timeout_ms", 0)
+    return ms / 1000 if isinstance(ms, (int, float)) and ms > 0 else DEFAULT_CONNECT_TIMEOUT
+
+
 class _RoadConn(http.client.HTTPConnection):
     """One read on one road: bound to its interface, TLS pinned to the
     peer's certificate when the road has a pin (checked before anything is
@@ -63,7 +70,7 @@ class _RoadConn(http.client.HTTPConnection):
 
     def __init__(self, road: dict[str, Any], cert: Optional[tuple[str, str]]) -> None:
         host, _, port = road["address"].rpartition(":")
-        super().__init__(host.strip("[]"), int(port), timeout=CONNECT_TIMEOUT.get(road.get("road", ""), 3.0))
+        super().__init__(host.strip("[]"), int(port), timeout=connect_timeout(road))
         self.road = road
         self.cert = cert
 
