@@ -31,8 +31,9 @@ import (
 // Head writes an answer's head to w: status, and header without its
 // hop-by-hop fields and Delta's own (an Upgrade is kept on a 426, the
 // only answer it belongs to); length as Content-Length when it is known
-// and the answer is not a HEAD's, and there are no trailers to follow
-// (they need a chunked body); the names trailer announces (its keys, as
+// and the answer is not a HEAD's (a HEAD's keeps the one its header says:
+// the length of what a GET would get), and there are no trailers to
+// follow (they need a chunked body); the names trailer announces (its keys, as
 // http.Response.Trailer holds them once the head is read), so that they
 // can follow the body (Trailers); and set, this hop's own fields (name,
 // value pairs; an empty value is not set).
@@ -42,8 +43,8 @@ func Head(w http.ResponseWriter, status int, header http.Header, length int64, t
 		h[k] = vs
 	}
 	proto.StripHopAnswer(h, status)
-	h.Del("Content-Length")
 	if len(trailer) > 0 {
+		h.Del("Content-Length") // the body goes chunked, with its trailers
 		// Announced: the names that may pass (not Delta's, not
 		// hop-by-hop), and not a header's too (net/http would send the
 		// header's value again as the trailer's).

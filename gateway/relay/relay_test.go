@@ -1,6 +1,9 @@
 package relay
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -57,5 +60,36 @@ func TestKeptBodyLike(t *testing.T) {
 	b, _ := k.Kept()
 	if cap(b) != 3 {
 		t.Errorf("Kept of a prefix has cap %d, want 3", cap(b))
+	}
+}
+
+// TestHead: the head an answer is passed on with. A HEAD's answer keeps
+// the length its header says (what a GET would get: restic reads a file's
+// size so); a GET's is the length read; an answer with trailers goes
+// chunked, its trailers announced (never Delta's own names, nor a name
+// that is a header's too); hop-by-hop fields and X-Delta-* never pass; a
+// hop's own fields are set.
+func TestHead(t *testing.T) {
+	for _, tc := range []struct {
+		name, method string
+		header       http.Header
+		length       int64
+		trailer      http.Header
+		want         http.Header
+	}{
+		{"HEAD", http.MethodHead, http.Header{"Content-Length": {"1000"}}, 1000, nil,
+			http.Header{"Content-Length": {"1000"}, "X-Hop": {"1"}}},
+		{"GET", http.MethodGet, http.Header{"Content-Length": {"5"}, "Connection": {"close"}, "X-Delta-Outcome": {"forged"}}, 5, nil,
+			http.Header{"Content-Length": {"5"}, "X-Hop": {"1"}}},
+		{"unknown length", http.MethodGet, http.Header{"Content-Type": {"text/plain"}}, -1, nil,
+			http.Header{"Content-Type": {"text/plain"}, "X-Hop": {"1"}}},
+		{"trailers", http.MethodGet, http.Header{"Content-Length": {"5"}, "Etag": {"x"}}, 5, http.Header{"X-Sum": nil, "Etag": nil, "X-Delta-Outcome": nil},
+			http.Header{"Etag": {"x"}, "Trailer": {"X-Sum"}, "X-Hop": {"1"}}},
+	} {
+		w := httptest.NewRecorder()
+		Head(w, 200, tc.header, tc.length, tc.trailer, tc.method, "X-Hop", "1", "X-Empty", "")
+		if got := w.Result().Header; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
