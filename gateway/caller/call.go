@@ -329,57 +329,21 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	cr.finishCall(w, r, c, run.attempts, run.end)
 }
 
-// attempt is one try at sending the call (peerclient.Do's attempt).
+// attempt is one try at sending the call (peerclient.Do's attempt):
+// connect, record the attempt before anything is written
+// (beforeWrite), write the call once (send), and say what came of it.
 func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
-	cr, t, c, body := run.cr, run.t, run.c, run.body
-	cand := try.Cand
-	started := cr.cfg.Now()
-	used := cand // the road the call went on (a race may pick another)
+	started := run.cr.cfg.Now()
+	used := try.Cand // the road the call went on (a race may pick another)
 	var a *h1.Answer
-	rc, err := cr.cfg.Peers.Dial(run.base, cand)
+	rc, err := run.cr.cfg.Peers.Dial(run.base, try.Cand)
 	if err != nil {
 		err = h1.ConnectError(err)
 	} else {
 		used = rc.Cand
-		// The better roads the race tried first, which failed before
-		// anything was written: each an attempt of its own.
-		lost := len(run.attempts)
-		for _, f := range rc.Lost {
-			run.attempts = append(run.attempts, record.Attempt{N: len(run.attempts) + 1, Road: string(f.Cand.Road), Address: f.Cand.Address, StartedAt: started,
-				Error: h1.ConnectError(f.Err).Error()})
+		if res, stop := run.beforeWrite(rc, started); stop {
+			return res
 		}
-		at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
-		var existing *record.Call
-		var jerr error
-		if !run.recorded {
-			c.Attempts = append(slices.Clone(run.attempts), at)
-			existing, jerr = cr.cfg.DB.BeginCall(run.base, c)
-		} else {
-			for _, l := range run.attempts[lost:] {
-				if jerr == nil {
-					jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, l)
-				}
-			}
-			if jerr == nil {
-				jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, at)
-			}
-		}
-		if jerr != nil || existing != nil {
-			rc.Close()           // nothing was written to it
-			if existing != nil { // the same id, sent by another request meanwhile
-				if body.whole {
-					cr.answerExisting(run.w, run.r, c, existing, t.Timeout)
-				} else {
-					cr.refuseCall(run.w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s was taken meanwhile by another request, which Delta cannot tell apart from this one (its body streams)", c.RequestID), ""), c.RequestID, t.Peer)
-				}
-				run.handled = true
-			} else {
-				run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
-					detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
-			}
-			return peerclient.Replied()
-		}
-		run.recorded = true
 		a, err = run.send(try, rc)
 	}
 	var oe *h1.Error
@@ -389,49 +353,112 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	if err != nil {
 		at.Error = err.Error()
 	} else if reply = peerclient.Classify(a.Response); reply.Err != proto.PeerAnswered {
-		at.Error = fmt.Sprintf("%s replied %d %s: %s", t.Peer, reply.Status, reply.Err, reply.Said.Detail)
+		at.Error = fmt.Sprintf("%s replied %d %s: %s", run.t.Peer, reply.Status, reply.Err, reply.Said.Detail)
 		at.Reply = string(reply.Err)
 	}
 	run.attempts = append(run.attempts, at)
-	if err != nil {
-		if !sent {
-			o, detail := proto.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
-			var mm *pintls.MismatchError
-			if errors.As(err, &mm) {
-				o, detail = proto.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
-				cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
-			}
-			if body.srcErr != nil { // the app's own body broke before anything left
-				o, detail = proto.BadRequest, proto.NotSent(body.srcErr.Error(), t.Peer)
-				run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
-				return peerclient.Replied()
-			}
-			run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
-			if run.firstFailure == nil {
-				run.firstFailure = run.end
-			}
-			return peerclient.DialFailed(cand, err)
-		}
-		detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
-		switch {
-		case cr.cfg.Ctx.Err() != nil:
-			detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
-		case body.srcErr != nil:
-			detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", body.srcErr, t.Peer, Asking(t.Peer))
-		}
-		run.end = &callEnd{state: record.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
-		return peerclient.LeftUnanswered(cand)
+	switch {
+	case err != nil && !sent:
+		return run.notSent(try.Cand, err, oe)
+	case err != nil:
+		return run.leftUnanswered(try.Cand, used, oe)
 	}
-	v := mapOwnerReply(t.Peer, reply)
+	v := mapOwnerReply(run.t.Peer, reply)
 	run.end = &callEnd{state: v.state, o: v.o, status: v.status, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
 	if v.o == proto.Answered {
 		run.end.live = a // its body is read (or streamed) once the loop is done
 	}
-	if reply.Err == proto.PeerUnauthorized && (body.whole || body.off == 0) { // renewed and sent once more, if the loop allows
+	if body := run.body; reply.Err == proto.PeerUnauthorized && (body.whole || body.off == 0) { // renewed and sent once more, if the loop allows
 		body.off = 0 // nothing of it went: the door refused the head
 		return peerclient.RefusedAtDoor(used, errors.New(at.Error))
 	}
 	return peerclient.Replied()
+}
+
+// beforeWrite records the attempt on rc (and the roads a race tried first,
+// which failed before anything was written: each an attempt of its own)
+// before the first byte: the call's "sending" with it, or the attempts
+// added to a call recorded already. stop says the attempt ends here,
+// nothing written: the id was taken meanwhile, or the journal could not
+// record it.
+func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res peerclient.Result, stop bool) {
+	cr, c, used := run.cr, run.c, rc.Cand
+	lost := len(run.attempts)
+	for _, f := range rc.Lost {
+		run.attempts = append(run.attempts, record.Attempt{N: len(run.attempts) + 1, Road: string(f.Cand.Road), Address: f.Cand.Address, StartedAt: started,
+			Error: h1.ConnectError(f.Err).Error()})
+	}
+	at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: true}
+	var existing *record.Call
+	var jerr error
+	if !run.recorded {
+		c.Attempts = append(slices.Clone(run.attempts), at)
+		existing, jerr = cr.cfg.DB.BeginCall(run.base, c)
+	} else {
+		for _, l := range run.attempts[lost:] {
+			if jerr == nil {
+				jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, l)
+			}
+		}
+		if jerr == nil {
+			jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, at)
+		}
+	}
+	if jerr == nil && existing == nil {
+		run.recorded = true
+		return peerclient.Result{}, false
+	}
+	rc.Close()           // nothing was written to it
+	if existing != nil { // the same id, sent by another request meanwhile
+		if run.body.whole {
+			cr.answerExisting(run.w, run.r, c, existing, run.t.Timeout)
+		} else {
+			cr.refuseCall(run.w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s was taken meanwhile by another request, which Delta cannot tell apart from this one (its body streams)", c.RequestID), ""), c.RequestID, run.t.Peer)
+		}
+		run.handled = true
+	} else {
+		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
+			detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
+	}
+	return peerclient.Replied(), true
+}
+
+// notSent ends an attempt on cand that failed before anything was written
+// (the connect, a pin, the app's own body): nothing was sent, and a lan or
+// thunderbolt road may be fallen back from.
+func (run *callRun) notSent(cand roads.Candidate, err error, oe *h1.Error) peerclient.Result {
+	cr, t, body := run.cr, run.t, run.body
+	o, detail := proto.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
+	var mm *pintls.MismatchError
+	if errors.As(err, &mm) {
+		o, detail = proto.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
+		cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
+	}
+	if body.srcErr != nil { // the app's own body broke before anything left
+		run.end = &callEnd{state: record.Unavailable, o: proto.BadRequest, detail: proto.NotSent(body.srcErr.Error(), t.Peer), road: string(cand.Road)}
+		return peerclient.Replied()
+	}
+	run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
+	if run.firstFailure == nil {
+		run.firstFailure = run.end
+	}
+	return peerclient.DialFailed(cand, err)
+}
+
+// leftUnanswered ends an attempt whose call left (some of it) on used and
+// got no complete answer: its outcome is unknown, and it is never sent
+// again.
+func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error) peerclient.Result {
+	t := run.t
+	detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
+	switch {
+	case run.cr.cfg.Ctx.Err() != nil:
+		detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
+	case run.body.srcErr != nil:
+		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", run.body.srcErr, t.Peer, Asking(t.Peer))
+	}
+	run.end = &callEnd{state: record.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
+	return peerclient.LeftUnanswered(cand)
 }
 
 // send writes the call on rc, once: a small body whole with its digest in

@@ -42,63 +42,9 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
-	var (
-		a        *h1.Answer
-		fail     *readFailure
-		road     string
-		firstErr *readFailure
-	)
-	err := cr.cfg.Peers.Do(ctx, peerclient.Call, t.Peer, t.Pin, func(try peerclient.Try) peerclient.Result {
-		cand := try.Cand
-		rc, err := cr.cfg.Peers.Dial(ctx, cand)
-		if err != nil {
-			fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(cand.Road),
-				detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", h1.IsTimeout(err)), err), t.Peer)}
-			if firstErr == nil {
-				firstErr = fail
-			}
-			return peerclient.DialFailed(cand, err)
-		}
-		road = string(rc.Cand.Road)
-		h := t.header(r.Header)
-		session.Request(h, upgrade)
-		h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
-		if app := r.Header.Get(proto.HeaderApp); app != "" {
-			h.Set(proto.HeaderApp, app)
-		}
-		req, err := peerclient.AppRequest(ctx, try, r.Method, t.App, t.PathQuery, h, http.NoBody)
-		if err != nil {
-			rc.Close()
-			fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
-			return peerclient.Replied()
-		}
-		a, err = h1.Once(ctx, rc, req, h1.Options{Wait: t.Timeout + readGrace})
-		var oe *h1.Error
-		switch {
-		case err != nil && errors.As(err, &oe) && !oe.Sent:
-			fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: road,
-				detail: proto.NotSent(fmt.Sprintf("%s did not take the session's opening (%v)", t.Peer, err), t.Peer)}
-			if firstErr == nil {
-				firstErr = fail
-			}
-			return peerclient.FailedOn(rc.Cand, err)
-		case err != nil:
-			fail = &readFailure{o: proto.Unknown, road: road, detail: fmt.Sprintf(
-				"the session's opening left for %s and no answer came (%v); a session is never opened twice: open a new one", rc.Cand, err)}
-			return peerclient.LeftUnanswered(rc.Cand)
-		}
-		reply := peerclient.Classify(a.Response)
-		if reply.Err == proto.PeerAnswered {
-			fail = nil
-			return peerclient.Replied()
-		}
-		f := mapOwnerReadReply(t.Peer, road, reply)
-		fail, a = &f, nil
-		if reply.Err == proto.PeerUnauthorized {
-			return peerclient.RefusedAtDoor(rc.Cand, errors.New(f.detail))
-		}
-		return peerclient.Replied()
-	})
+	o := &openRun{cr: cr, r: r, t: t, ctx: ctx, upgrade: upgrade}
+	err := cr.cfg.Peers.Do(ctx, peerclient.Call, t.Peer, t.Pin, o.attempt)
+	a, fail, road, firstErr := o.a, o.fail, o.road, o.firstErr
 	var un *peerclient.Unattempted
 	switch {
 	case errors.As(err, &un) && un.FellBack && firstErr != nil:
@@ -150,4 +96,74 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	defer stop()
 	err = session.Relay(near, nearR, far, farR, x)
 	cr.cfg.Log.Info("session closed", "peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", road, "err", err)
+}
+
+// openRun is a session's opening as peerclient.Do attempts it: on a
+// connection of its own, written once; fail is what the app is told when
+// no 101 came (firstErr: the first failure before anything was written),
+// a the owner's answer, road the road it went on.
+type openRun struct {
+	cr       *Caller
+	r        *http.Request
+	t        Target
+	ctx      context.Context
+	upgrade  string
+	a        *h1.Answer
+	fail     *readFailure
+	firstErr *readFailure
+	road     string
+}
+
+// attempt is one try at opening the session (peerclient.Do's attempt).
+func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
+	cr, r, t := o.cr, o.r, o.t
+	cand := try.Cand
+	rc, err := cr.cfg.Peers.Dial(o.ctx, cand)
+	if err != nil {
+		o.fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(cand.Road),
+			detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", h1.IsTimeout(err)), err), t.Peer)}
+		if o.firstErr == nil {
+			o.firstErr = o.fail
+		}
+		return peerclient.DialFailed(cand, err)
+	}
+	o.road = string(rc.Cand.Road)
+	h := t.header(r.Header)
+	session.Request(h, o.upgrade)
+	h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	if app := r.Header.Get(proto.HeaderApp); app != "" {
+		h.Set(proto.HeaderApp, app)
+	}
+	req, err := peerclient.AppRequest(o.ctx, try, r.Method, t.App, t.PathQuery, h, http.NoBody)
+	if err != nil {
+		rc.Close()
+		o.fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
+		return peerclient.Replied()
+	}
+	o.a, err = h1.Once(o.ctx, rc, req, h1.Options{Wait: t.Timeout + readGrace})
+	var oe *h1.Error
+	switch {
+	case err != nil && errors.As(err, &oe) && !oe.Sent:
+		o.fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: o.road,
+			detail: proto.NotSent(fmt.Sprintf("%s did not take the session's opening (%v)", t.Peer, err), t.Peer)}
+		if o.firstErr == nil {
+			o.firstErr = o.fail
+		}
+		return peerclient.FailedOn(rc.Cand, err)
+	case err != nil:
+		o.fail = &readFailure{o: proto.Unknown, road: o.road, detail: fmt.Sprintf(
+			"the session's opening left for %s and no answer came (%v); a session is never opened twice: open a new one", rc.Cand, err)}
+		return peerclient.LeftUnanswered(rc.Cand)
+	}
+	reply := peerclient.Classify(o.a.Response)
+	if reply.Err == proto.PeerAnswered {
+		o.fail = nil
+		return peerclient.Replied()
+	}
+	f := mapOwnerReadReply(t.Peer, o.road, reply)
+	o.fail, o.a = &f, nil
+	if reply.Err == proto.PeerUnauthorized {
+		return peerclient.RefusedAtDoor(rc.Cand, errors.New(f.detail))
+	}
+	return peerclient.Replied()
 }
