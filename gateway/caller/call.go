@@ -406,7 +406,7 @@ func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res
 	}
 	if jerr == nil && existing == nil {
 		run.recorded = true
-		return peerclient.Result{}, false
+		return peerclient.Replied(), false // not used: the attempt goes on
 	}
 	rc.Close()           // nothing was written to it
 	if existing != nil { // the same id, sent by another request meanwhile
