@@ -390,17 +390,15 @@ func (g *Gateway) Start() (err error) {
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
 		OnDoorRefusal: g.stats.DoorRefusal, OnReplay: g.stats.Replay, OnFenceRefusal: func() { g.stats.Inc("fences_refused") },
 		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
-	var forwards func() []localapi.Forward // set once the forwards are made, before anything serves
 	g.Desk = desk.New(desk.Config{DB: g.db, Router: g.router, Reconciler: g.recon, Transfers: g.transfers, Cache: g.cache, Counters: g.stats,
-		Tailnet: g.cfg.Tailnet, Self: g.Self, Notices: g.Notices, Forwards: func() []localapi.Forward { return forwards() }, Version: g.cfg.Version,
+		Tailnet: g.cfg.Tailnet, Self: g.Self, Notices: g.Notices, Forwards: func() []localapi.Forward { return g.forwards.List() }, Version: g.cfg.Version,
 		Done: g.ctx.Done(), Now: g.now, Log: g.log})
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
 	g.local = localserver.New(localserver.Config{Backend: g, DB: g.db, Caller: g.caller, Router: g.router, Counters: g.stats, Page: g.page,
 		Token: g.token, StateDir: dir, OwnDoors: g.ownDoors, Log: g.log, Now: g.now})
 	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.local.ServeForward, CheckAuth: g.local.CheckAuth,
 		PageCookie: statuspage.SessionCookie, Limits: g.localLimits(), ErrLog: errLog, Log: g.log, Now: g.now})
-	forwards = g.forwards.List
-	g.local.SetForwards(g.forwards)
+	g.local.SetForwards(g.forwards) // made with the local API's ServeForward; made before anything serves
 	g.localSrv = doors.Server(g.local, errLog, g.localLimits())
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	if err := g.forwards.Start(); err != nil {
