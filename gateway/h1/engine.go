@@ -32,6 +32,22 @@ const IdleTimeout = 45 * time.Second
 // aLongTimeAgo is a deadline that unblocks every read and write at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// tcpOf is the TCP connection beneath c (through TLS and wrappers that
+// name theirs, NetConn), or nil.
+func tcpOf(c net.Conn) *net.TCPConn {
+	for range 4 {
+		switch x := c.(type) {
+		case *net.TCPConn:
+			return x
+		case interface{ NetConn() net.Conn }:
+			c = x.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 // readHead reads the final answer's head, telling got1xx (if not nil) each
 // interim answer (1xx other than 101) in order; with until100, a 100
 // Continue is returned too (the go-ahead for a body held back). A 101 is

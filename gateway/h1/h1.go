@@ -353,6 +353,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		}
 		return nil, err
 	}
+	quickAck(c.nc) // an answer in two sends is not held 40 ms
 	// The head, interim answers included, is bounded (proto.MaxHeadBytes,
 	// max1xx); the body is read as it comes.
 	c.hl.Limit(proto.MaxHeadBytes)

@@ -269,6 +269,7 @@ func Once(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*A
 	if opt.Written != nil {
 		opt.Written()
 	}
+	quickAck(raw) // an answer in two sends is not held 40 ms
 	c.setRead(opt.Wait, true)
 	resp, err := readHead(br, req, opt.got1xx(), false)
 	if err != nil {
