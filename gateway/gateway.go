@@ -345,7 +345,7 @@ func (g *Gateway) Start() (err error) {
 	g.cache = readcache.New(g.cfg.CacheBytes, g.now)
 	g.transfers = transfer.New(g.now)
 	g.stats = desk.NewCounters()
-	g.refusals = doors.NewRefusalLog(g.log, time.Now)
+	g.refusals = doors.NewRefusalLog(g.log, g.now)
 	g.pc = peerclient.New(peerclient.Config{Router: g.router, Tickets: g.ticket, Log: g.log, OnFallBack: g.stats.Fallback,
 		OnConnect: g.stats.Connect})
 	g.ctx, g.cancel = context.WithCancel(context.Background())
@@ -387,7 +387,7 @@ func (g *Gateway) Start() (err error) {
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
 		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.Call, OnRead: g.stats.Read, OnCacheHit: g.stats.CacheHit, OnRevalidated: g.stats.Revalidated,
 		OnCut: g.stats.Cut, OnResume: func() { g.stats.Inc("reads_resumed") }, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
-	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Ctx: g.ctx, Go: g.goBackground,
+	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Now: g.now, Ctx: g.ctx, Go: g.goBackground,
 		OnDoorRefusal: g.stats.DoorRefusal, OnReplay: g.stats.Replay, OnFenceRefusal: func() { g.stats.Inc("fences_refused") },
 		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.Desk = desk.New(desk.Config{DB: g.db, Router: g.router, Reconciler: g.recon, Transfers: g.transfers, Cache: g.cache, Counters: g.stats,

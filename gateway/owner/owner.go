@@ -78,6 +78,8 @@ type Config struct {
 	Self func() localapi.Self
 	// Log receives refusals and failures. Required.
 	Log *slog.Logger
+	// Now is the clock of the refusals' summary. If nil, time.Now.
+	Now func() time.Time
 	// Ctx ends when Delta stops: a call waiting for its app is left
 	// running (it becomes interrupted at the next start). Required.
 	Ctx context.Context
@@ -127,7 +129,10 @@ func New(cfg Config) *Owner {
 	if cfg.FreeBytes == nil {
 		cfg.FreeBytes = freeBytes
 	}
-	return &Owner{cfg: cfg, refusals: doors.NewRefusalLog(cfg.Log, time.Now), fences: &fenceCap{},
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Owner{cfg: cfg, refusals: doors.NewRefusalLog(cfg.Log, cfg.Now), fences: &fenceCap{},
 		sessions: &sessions{open: map[net.Conn]string{}}}
 }
 
