@@ -7,8 +7,10 @@
 // and shuts everything down on Quit, SIGINT or SIGTERM.
 //
 // With a command (`delta status`, `delta call …`, `delta demo`; `delta -h`
-// lists them) it is the command line of a running Delta instead, built on
-// the kit (cli.go).
+// lists them) it is the command line instead: app/cli's commands, which
+// talk to a running Delta through the kit, and this package's, which act
+// on the state folder and the install (commands.go hands both to
+// cli.Program).
 package main
 
 import (
