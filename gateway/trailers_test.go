@@ -108,4 +108,10 @@ func TestTrailers(t *testing.T) {
 	check("a call's answer, unannounced", resp, body, "hello", "X-Late", "late")
 	resp, body = do("POST", "/stream", "X-Delta-Request-Id", "trailer-call-3")
 	check("a call's streamed answer", resp, body, strings.Repeat("s", 3<<20), "X-Sum", "stream")
+	// Replayed: over 1 MiB, its body is not kept (said so), its trailers are.
+	resp, body = do("POST", "/stream", "X-Delta-Request-Id", "trailer-call-3")
+	if resp.Header.Get("X-Delta-Replayed") != "true" || resp.Header.Get("X-Delta-Answer-Omitted") == "" {
+		t.Errorf("the same streamed call again: replayed %q, omitted %q", resp.Header.Get("X-Delta-Replayed"), resp.Header.Get("X-Delta-Answer-Omitted"))
+	}
+	check("a call's streamed answer replayed", resp, body, "", "X-Sum", "stream")
 }

@@ -642,6 +642,9 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 	if kept, ok := keep.Kept(); ok && err == nil {
 		body.Body, body.Omitted = kept, false
 	}
+	if err == nil && len(a.Trailer) > 0 {
+		body.Headers = relay.Kept(a.Header, a.Trailer) // a replay ends with them too
+	}
 	if jerr := cr.cfg.DB.SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
 		cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)
 	}

@@ -29,11 +29,17 @@ func (d *DB) SetCallBody(ctx context.Context, id, digest string, size int64) err
 
 // SetAnswerBody records the body of call id's answer, whose head was
 // recorded as it arrived (with Omitted set until now): a.Body and
-// a.Omitted (a call's record keeps no digest of its answer).
+// a.Omitted (a call's record keeps no digest of its answer), and, when
+// a.Headers is not nil, the answer's header again with its trailers
+// (relay.Kept), which came after the body.
 func (d *DB) SetAnswerBody(ctx context.Context, id string, a *record.Answer) error {
 	err := d.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE calls SET answer_body = ?, answer_omitted = ? WHERE request_id = ? AND answer_status IS NOT NULL`,
-			a.Body, boolInt(a.Omitted), id)
+		q, args := `UPDATE calls SET answer_body = ?, answer_omitted = ? WHERE request_id = ? AND answer_status IS NOT NULL`, []any{a.Body, boolInt(a.Omitted), id}
+		if a.Headers != nil { // the head with what came after the body (its trailers)
+			q, args = `UPDATE calls SET answer_body = ?, answer_omitted = ?, answer_headers = ? WHERE request_id = ? AND answer_status IS NOT NULL`,
+				[]any{a.Body, boolInt(a.Omitted), encodeHeaders(a.Headers), id}
+		}
+		_, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("journal: record the answer body of call %s: %w", id, err)
 		}
@@ -59,11 +65,17 @@ func (d *DB) SetReceiptDigest(ctx context.Context, caller, id, digest string) er
 }
 
 // SetReceiptAnswerBody records the body of an answered receipt whose
-// answer's head was recorded as it arrived.
+// answer's head was recorded as it arrived, and its header again with its
+// trailers when a.Headers is not nil (as SetAnswerBody).
 func (d *DB) SetReceiptAnswerBody(ctx context.Context, caller, id string, a *record.Answer) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE receipts SET answer_body = ?, answer_digest = ?, answer_omitted = ? WHERE caller = ? AND request_id = ? AND state = 'answered' AND answer_expired = 0`,
-			a.Body, a.BodyDigest, boolInt(a.Omitted), caller, id)
+		q := `UPDATE receipts SET answer_body = ?, answer_digest = ?, answer_omitted = ? WHERE caller = ? AND request_id = ? AND state = 'answered' AND answer_expired = 0`
+		args := []any{a.Body, a.BodyDigest, boolInt(a.Omitted), caller, id}
+		if a.Headers != nil { // the head with what came after the body (its trailers)
+			q = `UPDATE receipts SET answer_body = ?, answer_digest = ?, answer_omitted = ?, answer_headers = ? WHERE caller = ? AND request_id = ? AND state = 'answered' AND answer_expired = 0`
+			args = []any{a.Body, a.BodyDigest, boolInt(a.Omitted), encodeHeaders(a.Headers), caller, id}
+		}
+		_, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return fmt.Errorf("journal: record the answer body of receipt %s from %s: %w", id, caller, err)
 		}

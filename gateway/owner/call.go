@@ -536,6 +536,9 @@ func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, w http.R
 	if kept, ok := keep.Kept(); ok && broke == nil {
 		ans.Body, ans.Omitted = kept, false
 	}
+	if broke == nil && len(a.Trailer) > 0 {
+		ans.Headers = relay.Kept(a.Header, a.Trailer) // a replay ends with them too
+	}
 	if jerr := o.cfg.DB.SetReceiptAnswerBody(context.Background(), t.visitor.Node, rid, ans); jerr != nil {
 		o.cfg.Log.Error("could not record the body of a receipt's answer", "request_id", rid, "caller", t.visitor.Name, "err", jerr)
 	}
