@@ -24,7 +24,6 @@ import (
 
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // Tickets supplies the ticket to present to a peer.
@@ -249,7 +248,7 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 	}
 	first := cand
 	first.Next = nil
-	rc, took, lost, err := Race(ctx, routes.Choice{First: first, Next: cand.Next}, routes.Stagger,
+	rc, took, lost, err := Race(ctx, roads.Choice{First: first, Next: cand.Next}, roads.Stagger,
 		func(f Failure, _ net.Conn) {
 			if f.Err == nil { // a loser that connected late: the road is up
 				router.Report(f.Cand, f.Took, nil)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/routes"
 )
 
 // RoadConn is a connection that knows the candidate it was dialled for.
@@ -61,7 +60,7 @@ type Failure struct {
 // dials therefore must bound themselves (roads.Candidate.Dial does). Race
 // returns the winner, how long it took, and the candidates that failed
 // before it won.
-func Race(ctx context.Context, ch routes.Choice, stagger time.Duration, late func(Failure, net.Conn)) (*RoadConn, time.Duration, []Failure, error) {
+func Race(ctx context.Context, ch roads.Choice, stagger time.Duration, late func(Failure, net.Conn)) (*RoadConn, time.Duration, []Failure, error) {
 	cands := append([]roads.Candidate{ch.First}, ch.Next...)
 	dialCtx := context.WithoutCancel(ctx)
 	type result struct {

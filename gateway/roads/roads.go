@@ -43,6 +43,22 @@ var (
 // command line spell it (roadfacts.Parse).
 func Parse(s string) (Road, error) { return roadfacts.Parse(s) }
 
+// Stagger is how long the best road may take to connect before the next
+// one is started as well, in a race across roads (RFC 8305's connection
+// attempt delay).
+const Stagger = 150 * time.Millisecond
+
+// Choice is the road to try first and, unpinned, the roads to race after
+// the stagger, best first: what a route book chose for one exchange.
+type Choice struct {
+	First Candidate
+	Next  []Candidate
+	// Passed are the roads skipped as held down, offline or believed down
+	// (unpinned choices); At is when the choice was made.
+	Passed []Road
+	At     time.Time
+}
+
 // Candidate is one way to reach one peer.
 type Candidate struct {
 	Peer      string

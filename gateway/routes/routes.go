@@ -32,8 +32,8 @@ const (
 	BurstEvery     = 100 * time.Millisecond // probes after an interface comes up …
 	BurstFor       = 3 * time.Second        // … for this long
 	// Stagger is how long the best road may take to connect before the
-	// next one is started as well.
-	Stagger = 150 * time.Millisecond
+	// next one is started as well (roads.Stagger).
+	Stagger = roads.Stagger
 )
 
 // HeldDownError refuses a road during its hold-down, naming the connect
@@ -239,15 +239,8 @@ func (b *Book) AnyUp(peer string) bool {
 }
 
 // Choice is the road to try first and, unpinned, the roads to race after
-// the stagger, best first.
-type Choice struct {
-	First roads.Candidate
-	Next  []roads.Candidate
-	// Passed are the roads skipped as held down, offline or believed down
-	// (unpinned choices); At is when the choice was made.
-	Passed []roads.Road
-	At     time.Time
-}
+// the stagger, best first (roads.Choice).
+type Choice = roads.Choice
 
 // Choose picks roads for peer: a pinned road as it is (unless held down);
 // otherwise the usable roads in order of preference, skipping excluded
