@@ -196,13 +196,14 @@ bench-peers: deps
 	DELTA_BENCH_PEERS=$(PEERS) DELTA_BENCH_PEERS_WINDOW=$(PEERS_WINDOW) $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 90m ./gateway/tailnet/ | grep --line-buffered -v 'level='; \
 	  exit $${PIPESTATUS[0]}
 
-# bench-deps installs nginx, Caddy and wrk (Debian's) when root; make test
+# bench-deps installs nginx, Caddy, HAProxy and wrk (Debian's) when root; make test
 # does not need them.
 bench-deps:
 	@missing=""; \
 	command -v wrk >/dev/null 2>&1 || missing="$$missing wrk"; \
 	command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing="$$missing nginx"; \
 	command -v caddy >/dev/null 2>&1 || missing="$$missing caddy"; \
+	command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing="$$missing haproxy"; \
 	tools/apt-install $$missing
 
 run: deps

@@ -38,6 +38,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -298,9 +299,23 @@ func run() error {
 	// Big transfers: one read and one call of bigSize through each
 	// target, the Deltas' memory sampled throughout.
 	var bigs []bigFigure
+	bigTargets, haproxyVersion := targets, ""
 	if !*quick && want("big") {
+		// HAProxy beside the others for the big transfers (it splices).
+		if hp, hpTLS, version, stopHAProxy, err := startHAProxy(root, appAddr); err != nil {
+			fmt.Println("big transfers without HAProxy:", err)
+		} else {
+			defer stopHAProxy()
+			haproxyVersion = version
+			fmt.Println("HAProxy", version)
+			for _, t := range []target{hp, hpTLS} {
+				if only == nil || only.MatchString(t.name) {
+					bigTargets = append(slices.Clone(bigTargets), t)
+				}
+			}
+		}
 		for _, call := range []bool{false, true} {
-			for _, tg := range targets {
+			for _, tg := range bigTargets {
 				watch := map[string]*deltaProc{}
 				if pair, ok := watches[tg.name]; ok {
 					watch = map[string]*deltaProc{"laptop": pair[0], "studio": pair[1]}
@@ -324,7 +339,7 @@ func run() error {
 			revals = append(revals, f)
 		}
 	}
-	section := report(targets, caddyVersion, sizes, conns, reads, calls, idle, startup, bigs, revals)
+	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, idle, startup, bigs, revals)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -912,7 +927,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets []target, caddyVersion string, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
+func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1043,6 +1058,9 @@ func report(targets []target, caddyVersion string, sizes []string, conns []int, 
 	}
 	if len(bigs) > 0 {
 		fmt.Fprintf(&b, "\n### One big transfer (%s, one connection; MiB/s, and the peak resident memory of each Delta during it)\n\n", humanSize(bigs[0].size))
+		if haproxyVersion != "" {
+			fmt.Fprintf(&b, "HAProxy %s (Debian's) is a baseline here only: two hops with keep-alive, bodies streamed, `option splice-auto` (it moves a body between its connections in the kernel where it can).\n\n", haproxyVersion)
+		}
 		b.WriteString("| through | read | call | Deltas' peak RSS (read; call) |\n|---|---|---|---|\n")
 		byKey := map[string]bigFigure{}
 		for _, f := range bigs {
@@ -1054,7 +1072,7 @@ func report(targets []target, caddyVersion string, sizes []string, conns []int, 
 			}
 			return fmt.Sprintf("%.0f", x.rate())
 		}
-		for _, t := range targets {
+		for _, t := range bigTargets {
 			rd, cl := byKey[t.name+"|false"], byKey[t.name+"|true"]
 			peaks := "—"
 			if len(rd.peak) > 0 {
