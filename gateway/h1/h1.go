@@ -53,6 +53,11 @@ type Transport struct {
 	// IdleTimeout closes a connection idle for that long; 0 means
 	// h1.IdleTimeout (below the door's keep-alive).
 	IdleTimeout time.Duration
+	// QuickAck acknowledges each answer's first segment at once
+	// (quickAck): for a hop to an app, which may answer in two sends with
+	// Nagle's algorithm on. Delta's own doors never do (Go's sockets have
+	// it off), so the hop between Deltas leaves it off.
+	QuickAck bool
 
 	mu   sync.Mutex
 	idle map[string][]*conn // most recently used last
@@ -353,7 +358,9 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		}
 		return nil, err
 	}
-	quickAck(c.nc) // an answer in two sends is not held 40 ms
+	if c.t.QuickAck {
+		quickAck(c.nc) // an app's answer in two sends is not held 40 ms
+	}
 	// The head, interim answers included, is bounded (proto.MaxHeadBytes,
 	// max1xx); the body is read as it comes.
 	c.hl.Limit(proto.MaxHeadBytes)

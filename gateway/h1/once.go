@@ -77,6 +77,9 @@ type Options struct {
 	// Written, if not nil, is called once the whole request is written,
 	// before its answer is read.
 	Written func()
+	// QuickAck acknowledges the answer's first segment at once
+	// (quickAck), for a hop to an app (Transport.QuickAck).
+	QuickAck bool
 	// Continue sends the request's head with Expect: 100-continue and its
 	// body only after the peer's 100 Continue (within Idle): a peer that
 	// refuses at once does so before any of the body is sent. Delta's own
@@ -269,7 +272,9 @@ func Once(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*A
 	if opt.Written != nil {
 		opt.Written()
 	}
-	quickAck(raw) // an answer in two sends is not held 40 ms
+	if opt.QuickAck {
+		quickAck(raw) // an app's answer in two sends is not held 40 ms
+	}
 	c.setRead(opt.Wait, true)
 	resp, err := readHead(br, req, opt.got1xx(), false)
 	if err != nil {

@@ -13,7 +13,8 @@ import (
 // connection Linux delays that acknowledgement (it expects to carry it
 // with the next request), and each answer paid 40 ms (issue 40: 44 ms
 // against 20 µs here with it). The flag is not permanent, so it is set
-// for each request; a connection that is not TCP beneath (a test's pipe)
+// for each request, on the hops to an app only (Transport.QuickAck,
+// Options.QuickAck); a connection that is not TCP beneath (a test's pipe)
 // is left as it is.
 func quickAck(c net.Conn) {
 	tc := tcpOf(c)

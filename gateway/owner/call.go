@@ -431,7 +431,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 			return nil, h1.ConnectError(err)
 		}
 		// Interim answers (102, 103) are never the answer: the final one is.
-		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: time.Until(deadline) + ExtraWait})
+		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: time.Until(deadline) + ExtraWait, QuickAck: true})
 	}()
 	b.close() // written whole (or refused): the spool is no longer needed
 	var oe *h1.Error

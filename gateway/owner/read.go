@@ -146,6 +146,7 @@ func (o *Owner) appTransport() *h1.Transport {
 				return c, nil
 			},
 			MaxIdlePerHost: 64,
+			QuickAck:       true, // an app may answer in two sends, Nagle on
 		}
 	})
 	return o.transport

@@ -49,7 +49,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	req.Header = proto.ForwardHeaders(r.Header)
 	session.Request(req.Header, upgrade)
 	o.appHeaders(req, t, t.timeout)
-	a, err := h1.Once(ctx, conn, req, h1.Options{Wait: t.timeout})
+	a, err := h1.Once(ctx, conn, req, h1.Options{Wait: t.timeout, QuickAck: true})
 	if err != nil {
 		var oe *h1.Error
 		if errors.As(err, &oe) && !oe.Sent {
