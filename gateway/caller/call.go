@@ -319,7 +319,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	case errors.As(err, &un) && un.FellBack && run.firstFailure != nil:
 		run.end = run.firstFailure // after a fall-back, the failure that led to it is the answer
 	case errors.As(err, &un):
-		run.end = &callEnd{state: record.Unavailable, o: un.Outcome, road: string(un.Road), detail: un.Detail}
+		run.end = &callEnd{state: record.Unavailable, o: un.Outcome(), road: string(un.Road), detail: un.Detail}
 	}
 	if !run.recorded {
 		// Nothing was sent: recorded at once in its final state.

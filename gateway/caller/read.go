@@ -90,7 +90,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	fail := rd.fail
 	var un *peerclient.Unattempted
 	if errors.As(err, &un) && !un.FellBack { // after a fall-back, the first failure is the answer
-		fail = readFailure{o: un.Outcome, roadFault: true, g: un.Guarantee, road: string(un.Road), detail: un.Detail}
+		fail = readFailure{o: un.Outcome(), roadFault: true, g: un.Guarantee(), road: string(un.Road), detail: un.Detail}
 	}
 	if fail.o == "" {
 		return // answered

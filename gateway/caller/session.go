@@ -50,7 +50,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	case errors.As(err, &un) && un.FellBack && firstErr != nil:
 		fail = firstErr
 	case errors.As(err, &un):
-		fail = &readFailure{o: un.Outcome, g: un.Guarantee, road: string(un.Road), detail: un.Detail}
+		fail = &readFailure{o: un.Outcome(), g: un.Guarantee(), road: string(un.Road), detail: un.Detail}
 	}
 	if fail != nil || a == nil {
 		if fail == nil {

@@ -28,13 +28,10 @@ type Config struct {
 	DB     *journal.DB
 	Router roads.Router
 	// Reconciler asks owners about calls whose outcome is unknown.
-	Reconciler interface {
-		Ask(ctx context.Context, c *record.Call, manual bool)
-		Wake()
-	}
-	Transfers *transfer.Set
-	Cache     interface{ Len() (n int, bytes int64) }
-	Counters  *Counters
+	Reconciler Reconciler
+	Transfers  *transfer.Set
+	Cache      interface{ Len() (n int, bytes int64) }
+	Counters   *Counters
 	// Tailnet, if not nil, is the tailnet this Delta is attached to.
 	Tailnet TailnetReporter
 	// Self names this computer; Notices are what the gateway said a
@@ -47,6 +44,13 @@ type Config struct {
 	Done <-chan struct{}
 	Now  func() time.Time
 	Log  *slog.Logger
+}
+
+// Reconciler is what the desk asks of the reconciler
+// (reconcile.Reconciler): to ask an owner about a call now, and to wake.
+type Reconciler interface {
+	Ask(ctx context.Context, c *record.Call, manual bool)
+	Wake()
 }
 
 // TailnetReporter is what the gateway shows of its tailnet (tailnet.Node).

@@ -56,22 +56,27 @@ func GaveUp(used roads.Candidate) Result { return Result{Verdict: Failed, Road: 
 
 // Unattempted is why Do made no attempt, or no further one: the router
 // had no road (Road is ""), or the chosen road had no ticket. Nothing was
-// sent on its account: its Outcome is unavailable and its Guarantee
-// nothing sent. FellBack reports that no road was left after a fall-back:
-// the failure that led there is then the caller's answer.
+// sent on its account (Outcome, Guarantee). FellBack reports that no road
+// was left after a fall-back: the failure that led there is then the
+// caller's answer.
 type Unattempted struct {
 	Road     roads.Road
 	FellBack bool
 	// Err is the router's or the ticket source's error; Detail what an
 	// app is told (proto.NotSent wording, naming the peer).
-	Err       error
-	Detail    string
-	Outcome   proto.Outcome
-	Guarantee proto.Guarantee
+	Err    error
+	Detail string
 }
 
 func (e *Unattempted) Error() string { return e.Detail }
 func (e *Unattempted) Unwrap() error { return e.Err }
+
+// Outcome is what an app is told of an exchange never attempted:
+// unavailable.
+func (e *Unattempted) Outcome() proto.Outcome { return proto.Unavailable }
+
+// Guarantee is what is known of it: nothing was sent.
+func (e *Unattempted) Guarantee() proto.Guarantee { return proto.NothingSent }
 
 func noRoad(peer string, err error, fellBack bool) *Unattempted {
 	detail := proto.NotSent(fmt.Sprintf("%s cannot be reached (%v)", peer, err), peer)
@@ -79,10 +84,10 @@ func noRoad(peer string, err error, fellBack bool) *Unattempted {
 	if errors.Is(err, roads.ErrHeldDown) || errors.Is(err, roads.ErrOffline) || errors.As(err, &notYet) {
 		detail = proto.NotSent(err.Error(), peer) // it says why in its own words
 	}
-	return &Unattempted{Err: err, FellBack: fellBack, Detail: detail, Outcome: proto.Unavailable, Guarantee: proto.NothingSent}
+	return &Unattempted{Err: err, FellBack: fellBack, Detail: detail}
 }
 
 func noTicket(peer string, road roads.Road, err error) *Unattempted {
 	return &Unattempted{Road: road, Err: fmt.Errorf("no ticket for %s: %w", peer, err),
-		Detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", peer, err), peer), Outcome: proto.Unavailable, Guarantee: proto.NothingSent}
+		Detail: proto.NotSent(fmt.Sprintf("no ticket for %s (%v)", peer, err), peer)}
 }
