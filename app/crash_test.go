@@ -98,16 +98,7 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 	// Paired by ID, as delta init and delta pair pair them: each folder's
 	// identity made first, each config naming the other's ID; every road
 	// is TLS 1.3 pinned to the IDs.
-	ids := map[*proc]string{}
-	for _, p := range []*proc{laptop, studio} {
-		os.MkdirAll(p.dir, 0o700)
-		id, err := ownID(p.dir, p.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[p] = id.String()
-		p.id = id.String()
-	}
+	ids := makeIDs(t, laptop, studio)
 	for _, p := range [][2]*proc{{laptop, studio}, {studio, laptop}} {
 		self, other := p[0], p[1]
 		cfg := map[string]any{"name": self.name, "peer_listen": self.peerAddr,
@@ -455,4 +446,22 @@ func loseJournal(dir, how string) {
 	for _, f := range files {
 		os.Remove(f)
 	}
+}
+
+// makeIDs makes each proc's state folder and identity, as delta init does,
+// and returns their IDs (each proc's id set too).
+func makeIDs(t *testing.T, ps ...*proc) map[*proc]string {
+	t.Helper()
+	ids := map[*proc]string{}
+	for _, p := range ps {
+		if err := os.MkdirAll(p.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		id, err := ownID(p.dir, p.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[p], p.id = id.String(), id.String()
+	}
+	return ids
 }

@@ -88,15 +88,7 @@ func TestLabStaticFound(t *testing.T) {
 	root := t.TempDir()
 	laptop := &proc{name: "laptop", dir: filepath.Join(root, "laptop")}
 	studio := &proc{name: "studio", dir: filepath.Join(root, "studio")}
-	ids := map[*proc]string{}
-	for _, p := range []*proc{laptop, studio} {
-		os.MkdirAll(p.dir, 0o700)
-		id, err := ownID(p.dir, p.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[p] = id.String()
-	}
+	ids := makeIDs(t, laptop, studio)
 	write := func(p, other *proc, tb, lan string) {
 		cfg := map[string]any{"mode": "static", "name": p.name, "peer_listen": "0.0.0.0:7421",
 			"peers": []any{map[string]any{"name": other.name, "id": ids[other], "roads": map[string]string{"thunderbolt": tb, "lan": lan}}}}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,17 @@ func TestTrailers(t *testing.T) {
 	check("the same read again (not from the cache)", resp, body, "hello", "X-Sum", "42")
 	if reads != 2 {
 		t.Errorf("the app was read %d times, want 2: an answer with trailers is not cached", reads)
+	}
+	// As curl reads it (its dump of the head ends with the trailers, after
+	// the body): the same trailer, through two Deltas.
+	if curl, err := exec.LookPath("curl"); err == nil {
+		out, err := exec.Command(curl, "-sS", "-D", "-", "-o", "/dev/null", "-H", "Authorization: Bearer "+laptop.c.Token,
+			laptop.c.URL+"/v1/peers/studio/trail/announced").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "\r\n\r\nX-Sum: 42\r\n") {
+			t.Errorf("curl: %v, the head and trailers it dumped: %q", err, out)
+		}
+	} else {
+		t.Log("no curl on this machine: the trailers are checked with Go's client only")
 	}
 	resp, body = do("GET", "/unannounced")
 	check("a read, unannounced", resp, body, "hello", "X-Late", "late")

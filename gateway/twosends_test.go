@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +59,7 @@ func startTwoSendsApp(t testing.TB) *twoSendsApp {
 					if req.URL.Path == "/r" { // the benchmarks' 1 KiB
 						body = strings.Repeat("r", 1024)
 					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "+itoa(len(body))+"\r\n\r\n")
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n")
 					io.WriteString(c, body)
 				}
 			})
@@ -76,18 +77,6 @@ func startTwoSendsApp(t testing.TB) *twoSendsApp {
 	return a
 }
 
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		if n /= 10; n == 0 {
-			return string(b[i:])
-		}
-	}
-}
-
 // TestTwoSendsApp: reads of an app that writes its head and its body in
 // two sends, on a connection kept alive between the owner Delta and the
 // app, arrive whole through two Deltas, each the answer to its own
@@ -100,7 +89,7 @@ func TestTwoSendsApp(t *testing.T) {
 	app := startTwoSendsApp(t)
 	studio.register(t, "py", app.URL)
 	for i := range 10 {
-		path := "/item/" + itoa(i)
+		path := "/item/" + strconv.Itoa(i)
 		r := laptop.c.Must(t, "GET", "/v1/peers/studio/py"+path, nil, "Cache-Control", "no-store")
 		if r.Status != 200 || string(r.Body) != "answer to "+path || r.Outcome() != "answered" {
 			t.Fatalf("read %d: %d %q %q", i, r.Status, r.Outcome(), r.Body)
