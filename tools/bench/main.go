@@ -63,7 +63,7 @@ var (
 	sizesFlag   = flag.String("sizes", "1k,64k,1m", "the read sizes (of 1k, 64k, 1m)")
 	connsFlag   = flag.String("conns", "1,16,64", "the numbers of connections")
 	hold        = flag.Bool("hold", false, "start everything, print the targets and the Deltas' pids, and wait for an interrupt (for profiling by hand)")
-	parts       = flag.String("parts", "", "a comma-separated subset of reads,calls,big (empty: all)")
+	parts       = flag.String("parts", "", "a comma-separated subset of reads,calls,sends,big,revalidate (empty: all)")
 )
 
 func main() {
@@ -157,6 +157,11 @@ func run() error {
 		return err
 	}
 	defer stopApp()
+	sendsAddr, stopSends, err := sendsApp()
+	if err != nil {
+		return err
+	}
+	defer stopSends()
 	direct := target{name: "direct", role: roleDirect, readURL: "http://" + appAddr, callURL: "http://" + appAddr + "/c"}
 
 	nginxPlain, nginxTLS, stopNginx, err := startNginx(root, appAddr)
@@ -174,6 +179,9 @@ func run() error {
 	defer func() {
 		for _, p := range procs {
 			p.stop()
+		}
+		for _, stop := range busStops {
+			stop()
 		}
 	}()
 	staticPair, err := startStatic(ctx, root, bin, "static", &procs)
@@ -227,6 +235,9 @@ func run() error {
 	for _, pair := range pairs {
 		if _, err := pair[1].kit.RegisterApp(ctx, "bench", "http://"+appAddr); err != nil {
 			return fmt.Errorf("register the owner app on %s: %w", pair[1].name, err)
+		}
+		if _, err := pair[1].kit.RegisterApp(ctx, "sends", "http://"+sendsAddr); err != nil {
+			return fmt.Errorf("register the sends app on %s: %w", pair[1].name, err)
 		}
 	}
 	if *hold {
@@ -296,6 +307,14 @@ func run() error {
 			}
 		}
 	}
+	// An owner app that answers in several sends, through each Delta
+	// and directly.
+	var sends []sendsFigure
+	if !*quick && want("sends") {
+		if sends, err = measureSends(ctx, root, sendsTargets(targets, sendsAddr)); err != nil {
+			return err
+		}
+	}
 	// Big transfers: one read and one call of bigSize through each
 	// target, the Deltas' memory sampled throughout.
 	var bigs []bigFigure
@@ -339,7 +358,7 @@ func run() error {
 			revals = append(revals, f)
 		}
 	}
-	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, idle, startup, bigs, revals)
+	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, sends, idle, startup, bigs, revals)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -627,7 +646,7 @@ func startTailnet(ctx context.Context, root, bin, prefix string, tray bool, tn *
 	if tray {
 		var stopBus func()
 		busEnv, stopBus = privateBus(root)
-		_ = stopBus // ends with the process group: the harness's exit
+		busStops = append(busStops, stopBus) // after the Deltas that use it
 	}
 	for i, name := range []string{prefix + "laptop", prefix + "studio"} {
 		port, err := freePort()
@@ -677,6 +696,10 @@ func startTailnet(ctx context.Context, root, bin, prefix string, tray bool, tn *
 	})
 	return pair, startup, err
 }
+
+// busStops end the private buses, once their trays have gone (run's
+// deferred stops run them last).
+var busStops []func()
 
 // privateBus starts a dbus-daemon for the tray, or returns "" without one.
 func privateBus(root string) (string, func()) {
@@ -927,7 +950,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, idle idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
+func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, sends []sendsFigure, idle idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1055,6 +1078,10 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 			fmt.Sscanf(row, "c=%d", &c)
 			return calls[fmt.Sprintf("%d|%s", c, byRole[r].name)]
 		})
+	}
+	if len(sends) > 0 {
+		b.WriteString("\n")
+		sendsReport(&b, sends)
 	}
 	if len(bigs) > 0 {
 		fmt.Fprintf(&b, "\n### One big transfer (%s, one connection; MiB/s, and the peak resident memory of each Delta during it)\n\n", humanSize(bigs[0].size))

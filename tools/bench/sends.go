@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The write patterns of real owner apps. Go's net/http answers a small
+// read in one send; Python's http.server at HTTP/1.1 (and many small
+// servers) writes the head, then the body, with Nagle's algorithm on; some
+// write the body in pieces too. On a kept-alive connection the second send
+// waits for the first one's acknowledgement, which a receiver with delayed
+// acknowledgements holds back for up to 40 ms (Linux) or 100 ms (macOS).
+var sendPatterns = []int{1, 2, 3}
+
+const sendsBody = 1 << 10
+
+// sendsApp serves GET /s/{1,2,3} on loopback: a 1 KiB answer written in
+// that many sends (the head alone, then the body in one or two pieces),
+// Nagle's algorithm on, connections kept alive unless the request says
+// close. It is its own raw server so that the sends are exactly these.
+func sendsApp() (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conns := map[net.Conn]bool{}
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.(*net.TCPConn).SetNoDelay(false) // Nagle on, as Python's sockets are
+			mu.Lock()
+			conns[c] = true
+			mu.Unlock()
+			wg.Go(func() {
+				defer func() {
+					c.Close()
+					mu.Lock()
+					delete(conns, c)
+					mu.Unlock()
+				}()
+				serveSends(c)
+			})
+		}
+	})
+	stop := func() {
+		ln.Close()
+		mu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	}
+	return ln.Addr().String(), stop, nil
+}
+
+func serveSends(c net.Conn) {
+	br := bufio.NewReader(c)
+	body := strings.Repeat("s", sendsBody)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		io.Copy(io.Discard, req.Body)
+		sends := map[string]int{"/s/1": 1, "/s/2": 2, "/s/3": 3}[req.URL.Path]
+		if sends == 0 {
+			io.WriteString(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+			continue
+		}
+		conn := ""
+		if req.Close {
+			conn = "Connection: close\r\n"
+		}
+		head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n%s\r\n", sendsBody, conn)
+		var err2 error
+		switch sends {
+		case 1:
+			_, err2 = io.WriteString(c, head+body)
+		case 2:
+			if _, err2 = io.WriteString(c, head); err2 == nil {
+				_, err2 = io.WriteString(c, body)
+			}
+		case 3:
+			if _, err2 = io.WriteString(c, head); err2 == nil {
+				if _, err2 = io.WriteString(c, body[:sendsBody/2]); err2 == nil {
+					_, err2 = io.WriteString(c, body[sendsBody/2:])
+				}
+			}
+		}
+		if err2 != nil || req.Close {
+			return
+		}
+	}
+}
+
+// sendsFigure is one target's reads of one write pattern.
+type sendsFigure struct {
+	target string
+	sends  int
+	c      cell
+}
+
+// sendsTargets are the ways to the sends app: direct on a fresh
+// connection a read (the goal's baseline), direct kept alive (what a
+// client pays when it reuses its connection, as Delta does), and each
+// Delta target, whose owner Delta keeps its connections to the app.
+func sendsTargets(targets []target, appAddr string) []target {
+	fresh := target{name: "direct, a new connection a read", role: roleDirect, readURL: "http://" + appAddr, headers: []string{"Connection: close"}}
+	kept := target{name: "direct, kept alive", role: roleDirect, readURL: "http://" + appAddr}
+	out := []target{fresh, kept}
+	for _, t := range targets {
+		if t.role.delta() {
+			t.readURL = strings.TrimSuffix(t.readURL, "/bench") + "/sends"
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// measureSends reads /s/N through each target with one connection.
+func measureSends(ctx context.Context, root string, targets []target) ([]sendsFigure, error) {
+	var out []sendsFigure
+	for _, n := range sendPatterns {
+		for _, tg := range targets {
+			r, err := wrk(ctx, root, fmt.Sprintf("%s/s/%d", tg.readURL, n), tg.headers, 1, false)
+			if err != nil {
+				return nil, fmt.Errorf("sends %d through %s: %w", n, tg.name, err)
+			}
+			fmt.Printf("sends %d %-36s %9.0f/s  p50 %-9s p99 %-9s errors %d\n", n, tg.name, r.rate, r.p50, r.p99, r.errors)
+			out = append(out, sendsFigure{target: tg.name, sends: n, c: r})
+		}
+	}
+	return out, nil
+}
+
+// sendsReport is the section's table: p50 and reads a second per pattern,
+// and each target's p50 over the fresh direct connection's.
+func sendsReport(b *strings.Builder, figs []sendsFigure) {
+	if len(figs) == 0 {
+		return
+	}
+	var names []string
+	seen := map[string]bool{}
+	base := map[int]time.Duration{}
+	for _, f := range figs {
+		if !seen[f.target] {
+			seen[f.target] = true
+			names = append(names, f.target)
+		}
+		if strings.HasPrefix(f.target, "direct, a new") {
+			base[f.sends] = f.c.p50
+		}
+	}
+	fmt.Fprintf(b, "### An owner app that answers in several sends (1 KiB, Nagle on, one connection; p50, and reads a second)\n\n")
+	fmt.Fprintf(b, "The app writes its head, then its body (in one or two pieces), as Python's `http.server` at HTTP/1.1 does. The goal: through two Deltas within 5 ms of a fresh direct connection, whatever the pattern; the last column is each p50 minus that connection's.\n\n")
+	fmt.Fprintf(b, "| through | 1 send | 2 sends | 3 sends | p50 over a new direct connection (1 / 2 / 3 sends) |\n|---|---|---|---|---|\n")
+	for _, name := range names {
+		row := "| " + name
+		var over []string
+		for _, n := range sendPatterns {
+			for _, f := range figs {
+				if f.target == name && f.sends == n {
+					row += fmt.Sprintf(" | %s (%s/s)", dur(f.c.p50), rate(f.c.rate))
+					over = append(over, signed(f.c.p50-base[n]))
+				}
+			}
+		}
+		fmt.Fprintf(b, "%s | %s |\n", row, strings.Join(over, " / "))
+	}
+	b.WriteString("\n")
+}
+
+// signed is d rounded as dur rounds, with its sign.
+func signed(d time.Duration) string {
+	if d < 0 {
+		return "−" + dur(-d)
+	}
+	return "+" + dur(d)
+}
