@@ -1081,7 +1081,7 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 	}
 	if len(sends) > 0 {
 		b.WriteString("\n")
-		sendsReport(&b, sends)
+		sendsReport(&b, sends) // ends with its table's last line
 	}
 	if len(bigs) > 0 {
 		fmt.Fprintf(&b, "\n### One big transfer (%s, one connection; MiB/s, and the peak resident memory of each Delta during it)\n\n", humanSize(bigs[0].size))

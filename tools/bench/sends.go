@@ -179,9 +179,11 @@ func sendsReport(b *strings.Builder, figs []sendsFigure) {
 				}
 			}
 		}
+		if strings.HasPrefix(name, "direct, a new") {
+			over = []string{"— (the baseline)"}
+		}
 		fmt.Fprintf(b, "%s | %s |\n", row, strings.Join(over, " / "))
 	}
-	b.WriteString("\n")
 }
 
 // signed is d rounded as dur rounds, with its sign.
