@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -19,11 +20,11 @@ import (
 func TestTrailers(t *testing.T) {
 	checkNoLeaks(t)
 	laptop, studio := pair(t, nil)
-	var reads int
+	var reads atomic.Int32 // the app's handler counts; the test reads
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		if r.Method == http.MethodGet {
-			reads++
+			reads.Add(1)
 		}
 		w.Header().Set("Cache-Control", "max-age=60")
 		switch r.URL.Path {
@@ -90,8 +91,8 @@ func TestTrailers(t *testing.T) {
 	check("a read, announced", resp, body, "hello", "X-Sum", "42")
 	resp, body = do("GET", "/announced")
 	check("the same read again (not from the cache)", resp, body, "hello", "X-Sum", "42")
-	if reads != 2 {
-		t.Errorf("the app was read %d times, want 2: an answer with trailers is not cached", reads)
+	if n := reads.Load(); n != 2 {
+		t.Errorf("the app was read %d times, want 2: an answer with trailers is not cached", n)
 	}
 	// As curl reads it (its dump of the head ends with the trailers, after
 	// the body): the same trailer, through two Deltas.
