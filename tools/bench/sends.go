@@ -34,6 +34,7 @@ func sendsApp() (string, func(), error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	conns := map[net.Conn]bool{}
+	closed := false // set by stop: a connection accepted after it is closed at once
 	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
@@ -43,6 +44,9 @@ func sendsApp() (string, func(), error) {
 			c.(*net.TCPConn).SetNoDelay(false) // Nagle on, as Python's sockets are
 			mu.Lock()
 			conns[c] = true
+			if closed {
+				c.Close()
+			}
 			mu.Unlock()
 			wg.Go(func() {
 				defer func() {
@@ -58,6 +62,7 @@ func sendsApp() (string, func(), error) {
 	stop := func() {
 		ln.Close()
 		mu.Lock()
+		closed = true
 		for c := range conns {
 			c.Close()
 		}
@@ -67,6 +72,8 @@ func sendsApp() (string, func(), error) {
 	return ln.Addr().String(), stop, nil
 }
 
+// serveSends answers the requests on one connection, each in the sends
+// its path names, until the connection ends or a request says close.
 func serveSends(c net.Conn) {
 	br := bufio.NewReader(c)
 	body := strings.Repeat("s", sendsBody)
