@@ -1,81 +1,12 @@
 package gateway_test
 
 import (
-	"bufio"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
+
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
-
-// twoSendsApp is an owner app as Python's http.server answers at HTTP/1.1
-// (and many small servers): on a kept-alive connection, Nagle's algorithm
-// on, each answer's head in one send and its body in another. It counts
-// the requests it answered on a connection it had answered before.
-type twoSendsApp struct {
-	URL    string
-	mu     sync.Mutex
-	reused int
-}
-
-func startTwoSendsApp(t testing.TB) *twoSendsApp {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &twoSendsApp{URL: "http://" + ln.Addr().String()}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			c.(*net.TCPConn).SetNoDelay(false) // Nagle on, as Python's sockets are
-			wg.Go(func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for n := 0; ; n++ {
-					req, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, req.Body)
-					if n > 0 {
-						a.mu.Lock()
-						a.reused++
-						a.mu.Unlock()
-					}
-					body := "answer to " + req.URL.Path
-					if req.URL.Path == "/r" { // the benchmarks' 1 KiB
-						body = strings.Repeat("r", 1024)
-					}
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n")
-					io.WriteString(c, body)
-				}
-			})
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return a
-}
 
 // TestTwoSendsApp: reads of an app that writes its head and its body in
 // two sends, on a connection kept alive between the owner Delta and the
@@ -86,7 +17,7 @@ func startTwoSendsApp(t testing.TB) *twoSendsApp {
 func TestTwoSendsApp(t *testing.T) {
 	checkNoLeaks(t)
 	laptop, studio := pair(t, nil)
-	app := startTwoSendsApp(t)
+	app := gatewaytest.StartSendsApp(t) // head and body in two sends
 	studio.register(t, "py", app.URL)
 	for i := range 10 {
 		path := "/item/" + strconv.Itoa(i)
@@ -95,9 +26,7 @@ func TestTwoSendsApp(t *testing.T) {
 			t.Fatalf("read %d: %d %q %q", i, r.Status, r.Outcome(), r.Body)
 		}
 	}
-	app.mu.Lock()
-	defer app.mu.Unlock()
-	if app.reused == 0 {
+	if app.Reused() == 0 {
 		t.Errorf("the owner Delta never reused its connection to the app: the case this test is for did not arise")
 	}
 }
@@ -110,7 +39,7 @@ func TestTwoSendsApp(t *testing.T) {
 // TCP_QUICKACK, so its figures say what a Mac's owner Delta pays.
 func BenchmarkTwoSends(b *testing.B) {
 	laptop, studio := pair(b, func(n *node) { n.cfg.Logger = nil })
-	app := startTwoSendsApp(b)
+	app := gatewaytest.StartSendsApp(b)
 	studio.register(b, "py", app.URL)
 	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	pooled := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}

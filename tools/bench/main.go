@@ -45,6 +45,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
@@ -157,11 +158,12 @@ func run() error {
 		return err
 	}
 	defer stopApp()
-	sendsAddr, stopSends, err := sendsApp()
+	sendsApp, err := gatewaytest.NewSendsApp()
 	if err != nil {
 		return err
 	}
-	defer stopSends()
+	defer sendsApp.Close()
+	sendsAddr := strings.TrimPrefix(sendsApp.URL, "http://")
 	direct := target{name: "direct", role: roleDirect, readURL: "http://" + appAddr, callURL: "http://" + appAddr + "/c"}
 
 	nginxPlain, nginxTLS, stopNginx, err := startNginx(root, appAddr)

@@ -1,118 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"strings"
-	"sync"
 	"time"
 )
 
-// The write patterns of real owner apps. Go's net/http answers a small
-// read in one send; Python's http.server at HTTP/1.1 (and many small
-// servers) writes the head, then the body, with Nagle's algorithm on; some
-// write the body in pieces too. On a kept-alive connection the second send
-// waits for the first one's acknowledgement, which a receiver with delayed
-// acknowledgements holds back for up to 40 ms (Linux) or 100 ms (macOS).
+// The write patterns of real owner apps (gatewaytest.SendsApp's /s/N).
+// Go's net/http answers a small read in one send; Python's http.server at
+// HTTP/1.1 (and many small servers) writes the head, then the body, with
+// Nagle's algorithm on; some write the body in pieces too. On a kept-alive
+// connection the second send waits for the first one's acknowledgement,
+// which a receiver with delayed acknowledgements holds back for up to
+// 40 ms (Linux).
 var sendPatterns = []int{1, 2, 3}
-
-const sendsBody = 1 << 10
-
-// sendsApp serves GET /s/{1,2,3} on loopback: a 1 KiB answer written in
-// that many sends (the head alone, then the body in one or two pieces),
-// Nagle's algorithm on, connections kept alive unless the request says
-// close. It is its own raw server so that the sends are exactly these.
-func sendsApp() (string, func(), error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	conns := map[net.Conn]bool{}
-	closed := false // set by stop: a connection accepted after it is closed at once
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.(*net.TCPConn).SetNoDelay(false) // Nagle on, as Python's sockets are
-			mu.Lock()
-			conns[c] = true
-			if closed {
-				c.Close()
-			}
-			mu.Unlock()
-			wg.Go(func() {
-				defer func() {
-					c.Close()
-					mu.Lock()
-					delete(conns, c)
-					mu.Unlock()
-				}()
-				serveSends(c)
-			})
-		}
-	})
-	stop := func() {
-		ln.Close()
-		mu.Lock()
-		closed = true
-		for c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	}
-	return ln.Addr().String(), stop, nil
-}
-
-// serveSends answers the requests on one connection, each in the sends
-// its path names, until the connection ends or a request says close.
-func serveSends(c net.Conn) {
-	br := bufio.NewReader(c)
-	body := strings.Repeat("s", sendsBody)
-	for {
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		io.Copy(io.Discard, req.Body)
-		sends := map[string]int{"/s/1": 1, "/s/2": 2, "/s/3": 3}[req.URL.Path]
-		if sends == 0 {
-			io.WriteString(c, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
-			continue
-		}
-		conn := ""
-		if req.Close {
-			conn = "Connection: close\r\n"
-		}
-		head := fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n%s\r\n", sendsBody, conn)
-		var err2 error
-		switch sends {
-		case 1:
-			_, err2 = io.WriteString(c, head+body)
-		case 2:
-			if _, err2 = io.WriteString(c, head); err2 == nil {
-				_, err2 = io.WriteString(c, body)
-			}
-		case 3:
-			if _, err2 = io.WriteString(c, head); err2 == nil {
-				if _, err2 = io.WriteString(c, body[:sendsBody/2]); err2 == nil {
-					_, err2 = io.WriteString(c, body[sendsBody/2:])
-				}
-			}
-		}
-		if err2 != nil || req.Close {
-			return
-		}
-	}
-}
 
 // sendsFigure is one target's reads of one write pattern.
 type sendsFigure struct {
