@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
@@ -90,7 +91,7 @@ func forwardURL(t *testing.T, laptop *proc, app string) string {
 	t.Helper()
 	out, errOut, code := delta(t, "--state-dir", laptop.dir, "forward", "studio/"+app)
 	u := strings.TrimSpace(out)
-	if code != exitOK || !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/") {
+	if code != cli.ExitOK || !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/") {
 		t.Fatalf("delta forward studio/%s: exit %d, %q %s", app, code, out, errOut)
 	}
 	return u
@@ -351,7 +352,7 @@ func TestForwardCommand(t *testing.T) {
 	S := []string{"--state-dir", laptop.dir}
 	u := forwardURL(t, laptop, "notes")
 	out, errOut, code := delta(t, append(S, "forward", "--list")...)
-	if code != exitOK || !strings.Contains(out, "studio/notes\t"+u+"\thttp://notes.studio.localhost:") {
+	if code != cli.ExitOK || !strings.Contains(out, "studio/notes\t"+u+"\thttp://notes.studio.localhost:") {
 		t.Errorf("--list: exit %d %q %s", code, out, errOut)
 	}
 	for _, tc := range []struct {
@@ -359,17 +360,17 @@ func TestForwardCommand(t *testing.T) {
 		code int
 		says string
 	}{
-		{[]string{"forward", "studio"}, exitUsage, "is not PEER/APP"},
-		{[]string{"forward", "studio/notes", "0.0.0.0:0"}, exitUsage, "not on a loopback address"},
-		{[]string{"forward", "nowhere/notes"}, exitUnavailable, `"nowhere" is not one of this computer's peers`},
-		{[]string{"forward", "--remove", "studio/other"}, exitUnavailable, "no such forward to studio/other"},
+		{[]string{"forward", "studio"}, cli.ExitUsage, "is not PEER/APP"},
+		{[]string{"forward", "studio/notes", "0.0.0.0:0"}, cli.ExitUsage, "not on a loopback address"},
+		{[]string{"forward", "nowhere/notes"}, cli.ExitUnavailable, `"nowhere" is not one of this computer's peers`},
+		{[]string{"forward", "--remove", "studio/other"}, cli.ExitUnavailable, "no such forward to studio/other"},
 	} {
 		out, errOut, code := delta(t, append(S, tc.args...)...)
 		if code != tc.code || !strings.Contains(errOut, tc.says) {
 			t.Errorf("delta %s: exit %d, %q %q; want exit %d saying %q", strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.says)
 		}
 	}
-	if out, errOut, code := delta(t, append(S, "forward", "--remove", "studio/notes")...); code != exitOK || !strings.Contains(out, "removed the forward to studio/notes") {
+	if out, errOut, code := delta(t, append(S, "forward", "--remove", "studio/notes")...); code != cli.ExitOK || !strings.Contains(out, "removed the forward to studio/notes") {
 		t.Errorf("--remove: exit %d %q %s", code, out, errOut)
 	}
 	if out, _, _ := delta(t, append(S, "forward", "--list")...); !strings.Contains(out, "no forwards") {

@@ -26,14 +26,14 @@ import (
 // the network key and forward secrets are replaced wherever they appear,
 // and no call's body is in a log to begin with (Delta logs ids, paths and
 // outcomes).
-var bugreportCommand = &command{Name: "bugreport", Args: "[--out FILE]",
+var bugreportCommand = &cli.Command{Name: "bugreport", Args: "[--out FILE]",
 	Summary: "bundle the logs, the last crash, status --json and the versions into one file to attach to a report (no tokens, keys or bodies)",
 	Flags: func(fs *flag.FlagSet) any {
 		return fs.String("out", "", "the file to write (default delta-bugreport-DATE-TIME.tar.gz here)")
 	},
-	Run: func(e *env, o any, args []string) error {
+	Run: func(e *cli.Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "bugreport: unexpected argument %q", args[0])
+			return cli.Exitf(cli.ExitUsage, "bugreport: unexpected argument %q", args[0])
 		}
 		out := *o.(*string)
 		if out == "" {
@@ -41,7 +41,7 @@ var bugreportCommand = &command{Name: "bugreport", Args: "[--out FILE]",
 		}
 		parts, secrets := bugreportParts(e)
 		if err := writeBugreport(out, parts, secrets); err != nil {
-			return exitf(exitFailed, "bugreport: %v", err)
+			return cli.Exitf(cli.ExitFailed, "bugreport: %v", err)
 		}
 		fmt.Fprintf(e.Stdout, "Wrote %s:\n", out)
 		for _, p := range parts {
@@ -59,7 +59,7 @@ type reportPart struct {
 
 // bugreportParts gathers the report's files, and the secrets to replace
 // in every one of them.
-func bugreportParts(e *env) ([]reportPart, []string) {
+func bugreportParts(e *cli.Env) ([]reportPart, []string) {
 	var parts []reportPart
 	var secrets []string
 	if tok, err := os.ReadFile(filepath.Join(e.StateDir, localapi.TokenFile)); err == nil && len(strings.TrimSpace(string(tok))) > 0 {

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
@@ -33,7 +34,7 @@ func TestCrashLeavesATrace(t *testing.T) {
 		t.Fatalf("crash.log after SIGQUIT (%v):\n%.500s", err, b)
 	}
 	_, errOut, code := delta(t, "status", "--state-dir", laptop.dir)
-	if code != exitDeltaDown || !strings.Contains(errOut, "last crash: ") || !strings.Contains(errOut, crashFile) {
+	if code != cli.ExitDeltaDown || !strings.Contains(errOut, "last crash: ") || !strings.Contains(errOut, crashFile) {
 		t.Errorf("status after a crash: %d\n%s", code, errOut)
 	}
 }
@@ -52,7 +53,7 @@ func TestBugreport(t *testing.T) {
 	key, _ := os.ReadFile(filepath.Join(laptop.dir, pintls.KeyFile))
 	out := filepath.Join(t.TempDir(), "report.tar.gz")
 	stdout, errOut, code := delta(t, "bugreport", "--state-dir", laptop.dir, "--out", out)
-	wantCode(t, "bugreport", code, exitOK, stdout, errOut)
+	wantCode(t, "bugreport", code, cli.ExitOK, stdout, errOut)
 	fc, err := statedir.ReadConfig(laptop.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +91,7 @@ func TestBugreport(t *testing.T) {
 		}
 	}
 	_, errOut, code = delta(t, "bugreport", "--state-dir", laptop.dir, "--out", out)
-	if code != exitFailed || !strings.Contains(errOut, "exists already") {
+	if code != cli.ExitFailed || !strings.Contains(errOut, "exists already") {
 		t.Errorf("a second report over the first: %d %s", code, errOut)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
 )
@@ -50,7 +51,7 @@ func TestCommandLine(t *testing.T) {
 
 	// Help lists every command.
 	out, errOut, code := delta(t, "-h")
-	wantCode(t, "-h", code, exitOK, out, errOut)
+	wantCode(t, "-h", code, cli.ExitOK, out, errOut)
 	for _, c := range commands {
 		if !strings.Contains(out, "  "+c.name+" ") {
 			t.Errorf("delta -h does not list %s on stdout:\n%s", c.name, out)
@@ -62,7 +63,7 @@ func TestCommandLine(t *testing.T) {
 
 	// status, flags after the command.
 	out, errOut, code = delta(t, "status", "--state-dir", laptop.dir)
-	wantCode(t, "status", code, exitOK, out, errOut)
+	wantCode(t, "status", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "laptop") || !strings.Contains(out, "studio") || !strings.Contains(out, "static mode") || !strings.Contains(out, "unsettled writes: none") {
 		t.Fatalf("status:\n%s", out)
 	}
@@ -71,7 +72,7 @@ func TestCommandLine(t *testing.T) {
 	}
 	// --json, flags before the command.
 	out, errOut, code = delta(t, "--state-dir", laptop.dir, "--json", "status")
-	wantCode(t, "status --json", code, exitOK, out, errOut)
+	wantCode(t, "status --json", code, cli.ExitOK, out, errOut)
 	var st struct {
 		Self  struct{ Name string }
 		Peers []struct{ Name string }
@@ -82,28 +83,28 @@ func TestCommandLine(t *testing.T) {
 
 	// ping
 	out, errOut, code = delta(t, append(L, "ping", "studio")...)
-	wantCode(t, "ping", code, exitOK, out, errOut)
+	wantCode(t, "ping", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "studio via lan") || !strings.Contains(out, "connect ") || !strings.Contains(out, "answer ") {
 		t.Fatalf("ping:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "ping", "nowhere")...)
-	wantCode(t, "ping an unknown peer", code, exitUnavailable, out, errOut)
+	wantCode(t, "ping an unknown peer", code, cli.ExitUnavailable, out, errOut)
 
 	// get and call
 	out, errOut, code = delta(t, append(L, "get", "studio", "notes", "/hello")...)
-	wantCode(t, "get", code, exitOK, out, errOut)
+	wantCode(t, "get", code, cli.ExitOK, out, errOut)
 	if out != "GET /hello" {
 		t.Fatalf("get: %q", out)
 	}
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/answer/1", "--data", "hi", "--id", "cli-1", "--json")...)
-	wantCode(t, "call", code, exitOK, out, errOut)
+	wantCode(t, "call", code, cli.ExitOK, out, errOut)
 	var ans answerJSON
 	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Outcome != "answered" || ans.Status != 201 || ans.RequestID != "cli-1" || ans.Body == nil || *ans.Body != "hi" {
 		t.Fatalf("call --json: %v %s", err, out)
 	}
 	// The command line names itself to the owner and in the records.
 	out, errOut, code = delta(t, append(L, "show", "cli-1", "--json")...)
-	wantCode(t, "show cli-1", code, exitOK, out, errOut)
+	wantCode(t, "show cli-1", code, cli.ExitOK, out, errOut)
 	var shown struct {
 		CallerApp string `json:"caller_app"`
 	}
@@ -114,33 +115,33 @@ func TestCommandLine(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "body")
 	os.WriteFile(f, []byte("from a file"), 0o600)
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/answer/2", "--data", "@"+f)...)
-	wantCode(t, "call --data @file", code, exitOK, out, errOut)
+	wantCode(t, "call --data @file", code, cli.ExitOK, out, errOut)
 	if out != "from a file" || !strings.Contains(errOut, "request id ") || !strings.Contains(errOut, "answered 201 via lan") {
 		t.Fatalf("call --data @file: %q %q", out, errOut)
 	}
 	// The same id with another body: conflict.
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/answer/1", "--data", "other", "--id", "cli-1")...)
-	wantCode(t, "call with a used id", code, exitConflict, out, errOut)
+	wantCode(t, "call with a used id", code, cli.ExitConflict, out, errOut)
 	// An app the owner does not have: not carried out.
 	out, errOut, code = delta(t, append(L, "call", "studio", "nobody", "/x", "--json")...)
-	wantCode(t, "call to an unknown app", code, exitUnavailable, out, errOut)
+	wantCode(t, "call to an unknown app", code, cli.ExitUnavailable, out, errOut)
 	if err := json.Unmarshal([]byte(out), &ans); err != nil || ans.Outcome != "not_found" {
 		t.Fatalf("call to an unknown app --json: %v %s", err, out)
 	}
 	// The owner app too slow: outcome unknown, then settled by --settle
 	// in another call's show.
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/apply-then-sleep/s", "--id", "cli-slow", "--timeout", "0.3")...)
-	wantCode(t, "a call whose answer is late", code, exitUnknown, out, errOut)
+	wantCode(t, "a call whose answer is late", code, cli.ExitUnknown, out, errOut)
 	if !strings.Contains(errOut, "outcome unknown") || !strings.Contains(errOut, "cli-slow") {
 		t.Fatalf("unknown's message: %s", errOut)
 	}
 	out, errOut, code = delta(t, append(L, "show", "cli-slow")...)
-	wantCode(t, "show an unknown call", code, exitUnknown, out, errOut)
+	wantCode(t, "show an unknown call", code, cli.ExitUnknown, out, errOut)
 	if !strings.Contains(out, "attempt 1: lan") || !strings.Contains(out, "first byte written: true") || !strings.Contains(out, "history:") {
 		t.Fatalf("show:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "calls", "--unsettled", "--json")...)
-	wantCode(t, "calls --unsettled", code, exitOK, out, errOut)
+	wantCode(t, "calls --unsettled", code, cli.ExitOK, out, errOut)
 	var list struct {
 		Calls []struct {
 			RequestID string `json:"request_id"`
@@ -152,44 +153,44 @@ func TestCommandLine(t *testing.T) {
 	}
 	app.Release("/apply-then-sleep/s")
 	out, errOut, code = delta(t, append(L, "ask", "cli-slow")...)
-	wantCode(t, "ask (done as asked, whatever the call's state)", code, exitOK, out, errOut)
-	for code = exitUnknown; code == exitUnknown; { // studio may not have its app's answer yet
+	wantCode(t, "ask (done as asked, whatever the call's state)", code, cli.ExitOK, out, errOut)
+	for code = cli.ExitUnknown; code == cli.ExitUnknown; { // studio may not have its app's answer yet
 		out, errOut, code = delta(t, append(L, "show", "cli-slow")...)
 	}
-	wantCode(t, "the late call, settled", code, exitOK, out, errOut)
+	wantCode(t, "the late call, settled", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "carried_out") {
 		t.Fatalf("settled:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "calls")...)
-	wantCode(t, "calls", code, exitOK, out, errOut)
+	wantCode(t, "calls", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "cli-slow") || !strings.Contains(out, "carried_out") {
 		t.Fatalf("calls:\n%s", out)
 	}
 	// A call its owner cannot account for needs a person; --settle waits.
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/reset-after-read/r", "--id", "cli-reset", "--settle")...)
-	wantCode(t, "call --settle on a reset", code, exitNeedsPerson, out, errOut)
+	wantCode(t, "call --settle on a reset", code, cli.ExitNeedsPerson, out, errOut)
 	// It cannot be set aside: setting aside means "keep asking".
 	out, errOut, code = delta(t, append(L, "dismiss", "cli-reset")...)
-	wantCode(t, "dismiss a call that needs a person", code, exitNotNow, out, errOut)
+	wantCode(t, "dismiss a call that needs a person", code, cli.ExitNotNow, out, errOut)
 	if !strings.Contains(errOut, "needs a person, so it cannot be set aside") {
 		t.Fatalf("dismiss:\n%s", errOut)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--carried-out", "--note", "found it in the app")...)
-	wantCode(t, "settle", code, exitOK, out, errOut)
+	wantCode(t, "settle", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "carried_out") || !strings.Contains(out, `settled by a person: "found it in the app"`) || !strings.Contains(out, "carried:  no body") {
 		t.Fatalf("settle:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "calls", "--state", "carried_out")...)
-	wantCode(t, "calls", code, exitOK, out, errOut)
+	wantCode(t, "calls", code, cli.ExitOK, out, errOut)
 	if !regexp.MustCompile(`cli-reset\s+[A-Z][a-z]{2} \d+ [\d:]{8}\s+carried_out \(by a person\)`).MatchString(out) {
 		t.Errorf("calls does not say the call was settled by a person:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--not-carried-out")...)
-	wantCode(t, "settle a settled call", code, exitNotNow, out, errOut)
+	wantCode(t, "settle a settled call", code, cli.ExitNotNow, out, errOut)
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset")...)
-	wantCode(t, "settle without a verdict", code, exitUsage, out, errOut)
+	wantCode(t, "settle without a verdict", code, cli.ExitUsage, out, errOut)
 	out, errOut, code = delta(t, "receipts", "--state-dir", studio.dir, "--state", "app_unknown")
-	wantCode(t, "receipts", code, exitOK, out, errOut)
+	wantCode(t, "receipts", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "cli-reset") || !strings.Contains(out, "laptop → notes") {
 		t.Fatalf("receipts:\n%s", out)
 	}
@@ -204,7 +205,7 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("show-receipt of a call laptop's person settled:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "call", "studio", "notes", "/reset-after-read/r2", "--id", "cli-reset2", "--data", "water the plants")...)
-	wantCode(t, "a second call the app resets", code, exitUnknown, out, errOut)
+	wantCode(t, "a second call the app resets", code, cli.ExitUnknown, out, errOut)
 	gatewaytest.WaitFor(t, 20*time.Second, "studio's app to finish with cli-reset2", func() bool {
 		out, _, _ = delta(t, append(S, "show-receipt", "cli-reset2")...)
 		return strings.Contains(out, "app_unknown")
@@ -215,11 +216,11 @@ func TestCommandLine(t *testing.T) {
 		}
 	}
 	out, errOut, code = delta(t, append(S, "status")...)
-	if code != exitOK || !strings.Contains(out, "received calls to check: 1") {
+	if code != cli.ExitOK || !strings.Contains(out, "received calls to check: 1") {
 		t.Errorf("studio's status with a call to check: %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = delta(t, append(S, "receipts", "--json")...)
-	wantCode(t, "receipts --json", code, exitOK, out, errOut)
+	wantCode(t, "receipts --json", code, cli.ExitOK, out, errOut)
 	var recs struct {
 		Receipts []localapi.Receipt
 	}
@@ -228,26 +229,26 @@ func TestCommandLine(t *testing.T) {
 		t.Fatalf("receipts --json: %v\n%s", err, out)
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "cli-reset2", "--note", "the plants are watered")...)
-	wantCode(t, "check-receipt", code, exitOK, out, errOut)
+	wantCode(t, "check-receipt", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, `checked by a person here (the local API): "the plants are watered"`) || strings.Contains(out, "to check:") ||
 		!strings.Contains(out, "carried:  water the plants") {
 		t.Errorf("check-receipt (its words from the record, the body it kept):\n%s", out)
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "cli-reset2", "--note", "a second look")...)
-	wantCode(t, "a second check-receipt", code, exitNotNow, out, errOut)
+	wantCode(t, "a second check-receipt", code, cli.ExitNotNow, out, errOut)
 	if !strings.Contains(errOut, `checked already`) || !strings.Contains(errOut, `noting "the plants are watered"`) {
 		t.Errorf("a second check-receipt is not refused with the first's words:\n%s", errOut)
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "no-such-id")...)
-	wantCode(t, "check-receipt of an id never received", code, exitUnavailable, out, errOut)
+	wantCode(t, "check-receipt of an id never received", code, cli.ExitUnavailable, out, errOut)
 	out, errOut, code = delta(t, append(S, "show-receipt")...)
-	wantCode(t, "show-receipt without an id", code, exitUsage, out, errOut)
+	wantCode(t, "show-receipt without an id", code, cli.ExitUsage, out, errOut)
 	out, errOut, code = delta(t, append(L, "show", "no-such-id")...)
-	wantCode(t, "show an unknown id", code, exitUnavailable, out, errOut)
+	wantCode(t, "show an unknown id", code, cli.ExitUnavailable, out, errOut)
 
 	// apps on studio
 	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:9")...)
-	wantCode(t, "apps add", code, exitOK, out, errOut)
+	wantCode(t, "apps add", code, cli.ExitOK, out, errOut)
 	if !strings.Contains(out, "forward secret") {
 		t.Fatalf("apps add: %s", out)
 	}
@@ -256,15 +257,15 @@ func TestCommandLine(t *testing.T) {
 		t.Fatalf("apps list: %d %s %s", code, out, errOut)
 	}
 	out, errOut, code = delta(t, append(S, "apps", "add", "bad", "http://example.com")...)
-	wantCode(t, "apps add with a non-loopback URL", code, exitUsage, out, errOut)
+	wantCode(t, "apps add with a non-loopback URL", code, cli.ExitUsage, out, errOut)
 	out, errOut, code = delta(t, append(S, "apps", "remove", "photos")...)
-	wantCode(t, "apps remove", code, exitOK, out, errOut)
+	wantCode(t, "apps remove", code, cli.ExitOK, out, errOut)
 	out, errOut, code = delta(t, append(S, "apps", "remove", "photos")...)
-	wantCode(t, "apps remove again", code, exitUnavailable, out, errOut)
+	wantCode(t, "apps remove again", code, cli.ExitUnavailable, out, errOut)
 
 	// version, open --print
 	out, errOut, code = delta(t, "version")
-	wantCode(t, "version", code, exitOK, out, errOut)
+	wantCode(t, "version", code, cli.ExitOK, out, errOut)
 	out, errOut, code = delta(t, append(L, "open", "--print")...)
 	if code != 0 || !strings.Contains(out, "/login?code=") {
 		t.Fatalf("open --print: %d %s %s", code, out, errOut)
@@ -273,7 +274,7 @@ func TestCommandLine(t *testing.T) {
 	// Usage errors.
 	for _, args := range [][]string{{"bogus"}, {"get", "studio"}, {"call", "studio", "notes", "/x", "-X", "GET"}, {"status", "--nope"}, {"calls", "--unsettled", "--state", "unknown"}} {
 		out, errOut, code = delta(t, append(L, args...)...)
-		wantCode(t, strings.Join(args, " "), code, exitUsage, out, errOut)
+		wantCode(t, strings.Join(args, " "), code, cli.ExitUsage, out, errOut)
 	}
 }
 
@@ -283,7 +284,7 @@ func TestCommandLineDeltaDown(t *testing.T) {
 	dir := t.TempDir()
 	for _, args := range [][]string{{"status"}, {"calls"}, {"get", "a", "b", "/c"}, {"call", "a", "b", "/c"}, {"open", "--print"}, {"ping", "a"}} {
 		out, errOut, code := delta(t, append([]string{"--state-dir", dir}, args...)...)
-		wantCode(t, strings.Join(args, " "), code, exitDeltaDown, out, errOut)
+		wantCode(t, strings.Join(args, " "), code, cli.ExitDeltaDown, out, errOut)
 		if !strings.Contains(errOut, "Delta is not running") || !strings.Contains(errOut, dir) {
 			t.Errorf("%v: %s", args, errOut)
 		}
@@ -335,34 +336,34 @@ func TestForget(t *testing.T) {
 	laptop, _, _ := startPair(t)
 	L := []string{"--state-dir", laptop.dir}
 	out, errOut, code := delta(t, append(L, "call", "studio", "notes", "/plain/forget", "--data", "my secret note", "--id", "forget-1")...)
-	wantCode(t, "call", code, exitOK, out, errOut)
+	wantCode(t, "call", code, cli.ExitOK, out, errOut)
 	if r := laptop.c.Must(t, "GET", "/v1/calls/forget-1", nil); !strings.Contains(string(r.Body), "bXkgc2VjcmV0IG5vdGU=") { // "my secret note"
 		t.Fatalf("the call's request is not kept:\n%s", r.Body)
 	}
 	out, errOut, code = delta(t, append(L, "forget", "forget-1")...)
-	wantCode(t, "forget", code, exitOK, out, errOut)
+	wantCode(t, "forget", code, cli.ExitOK, out, errOut)
 	r := laptop.c.Must(t, "GET", "/v1/calls/forget-1", nil)
 	if strings.Contains(string(r.Body), "bXkgc2VjcmV0IG5vdGU=") || !strings.Contains(string(r.Body), `"forgotten": true`) || !strings.Contains(string(r.Body), `"state": "answered"`) {
 		t.Errorf("after forget the record says:\n%s", r.Body)
 	}
 	out, errOut, code = delta(t, append(L, "forget", "no-such-call")...)
-	wantCode(t, "forget an unknown call", code, exitUnavailable, out, errOut)
+	wantCode(t, "forget an unknown call", code, cli.ExitUnavailable, out, errOut)
 
 	// A bookkeeping command exits 0 once it did what was asked, whatever
 	// the call's own state (issue 36: forget of a call not carried out
 	// exited 4); show keeps the state's exit code.
 	out, errOut, code = delta(t, append(L, "call", "studio", "nobody", "/x", "--data", "x", "--id", "forget-2")...)
-	wantCode(t, "a call to an app studio lacks", code, exitUnavailable, out, errOut)
+	wantCode(t, "a call to an app studio lacks", code, cli.ExitUnavailable, out, errOut)
 	out, errOut, code = delta(t, append(L, "forget", "forget-2")...)
-	wantCode(t, "forget a call that was not carried out", code, exitOK, out, errOut)
+	wantCode(t, "forget a call that was not carried out", code, cli.ExitOK, out, errOut)
 	out, errOut, code = delta(t, append(L, "show", "forget-2")...)
-	wantCode(t, "show a call that was not carried out", code, exitUnavailable, out, errOut)
+	wantCode(t, "show a call that was not carried out", code, cli.ExitUnavailable, out, errOut)
 	if !strings.Contains(out, "sent; not carried out: no such app there") {
 		t.Errorf("show of a call studio refused after it arrived:\n%s", out)
 	}
 	// A bad command line exits 2.
 	out, errOut, code = delta(t, append(L, "calls", "--state", "bogus")...)
-	wantCode(t, "calls --state bogus", code, exitUsage, out, errOut)
+	wantCode(t, "calls --state bogus", code, cli.ExitUsage, out, errOut)
 }
 
 // TestFlagTypos: a flag that is not one is told once, in one line, naming
@@ -379,7 +380,7 @@ func TestFlagTypos(t *testing.T) {
 		{[]string{"status", "--zzzzzz"}, "flag provided but not defined: -zzzzzz"},
 	} {
 		out, errOut, code := delta(t, tc.args...)
-		wantCode(t, strings.Join(tc.args, " "), code, exitUsage, out, errOut)
+		wantCode(t, strings.Join(tc.args, " "), code, cli.ExitUsage, out, errOut)
 		if !strings.Contains(errOut, tc.says) || strings.Count(errOut, "\n") != 1 || strings.Contains(errOut, "usage:") {
 			t.Errorf("delta %v said:\n%s\nwant one line saying %q", tc.args, errOut, tc.says)
 		}

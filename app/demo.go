@@ -34,15 +34,15 @@ type demoOpts struct {
 
 // demoCommand is `delta demo`: two Deltas on a tailnet of this computer's
 // own, and a guided tour of what Delta promises.
-var demoCommand = &command{Name: "demo", Args: "[--check] [--dir DIR]", Summary: "two Deltas, alpha and beta, on a loopback tailnet, and a guided tour (no network needed)",
+var demoCommand = &cli.Command{Name: "demo", Args: "[--check] [--dir DIR]", Summary: "two Deltas, alpha and beta, on a loopback tailnet, and a guided tour (no network needed)",
 	Flags: func(fs *flag.FlagSet) any {
 		return &demoOpts{check: fs.Bool("check", false, "run the tour once without pauses or the tray; exit 0 only if every step did what it said"),
 			dir:      fs.String("dir", "", "keep the two Deltas' state folders here (default a temporary folder, removed at the end)"),
 			headless: fs.Bool("headless", false, "no tray for alpha")}
 	},
-	Run: func(e *env, o any, args []string) error {
+	Run: func(e *cli.Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "demo: unexpected argument %q", args[0])
+			return cli.Exitf(cli.ExitUsage, "demo: unexpected argument %q", args[0])
 		}
 		opts := o.(*demoOpts)
 		d := &demo{out: e.Stdout, check: *opts.check, headless: *opts.headless || *opts.check}
@@ -222,7 +222,7 @@ func (d *demo) run(ctx context.Context, keep string) (err error) {
 		for _, f := range d.failed {
 			d.say("  - %s", f)
 		}
-		return exitf(exitFailed, "demo: %d step(s) did not do what they said (the Deltas' logs: %s)", len(d.failed), root)
+		return cli.Exitf(cli.ExitFailed, "demo: %d step(s) did not do what they said (the Deltas' logs: %s)", len(d.failed), root)
 	}
 	d.say("\nEvery step did what it said.")
 	if d.check {

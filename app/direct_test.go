@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
@@ -66,7 +67,7 @@ func TestReadsAroundADownDelta(t *testing.T) {
 		t.Fatalf("a read with the local Delta down: %+v %v", ans, err)
 	}
 	out, errOut, code := delta(t, "--state-dir", laptop.dir, "get", "studio", "notes", "/cli")
-	if code != exitOK || out != "GET /cli" || !strings.Contains(errOut, "Delta is down; the read went directly to studio over lan") {
+	if code != cli.ExitOK || out != "GET /cli" || !strings.Contains(errOut, "Delta is down; the read went directly to studio over lan") {
 		t.Errorf("delta get with the local Delta down: exit %d %q %s", code, out, errOut)
 	}
 
@@ -78,7 +79,7 @@ func TestReadsAroundADownDelta(t *testing.T) {
 		t.Errorf("a call with the local Delta down: %v (the owner app saw it %d times)", err, app.RequestsFor(id))
 	}
 	_, _, code = delta(t, "--state-dir", laptop.dir, "call", "studio", "notes", "/answer/cli", "--data", "x")
-	if code != exitDeltaDown {
+	if code != cli.ExitDeltaDown {
 		t.Errorf("delta call with the local Delta down: exit %d", code)
 	}
 

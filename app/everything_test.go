@@ -28,6 +28,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/tools/procmem"
@@ -341,7 +342,7 @@ func TestReadTimeoutBoundsSilence(t *testing.T) {
 		t.Errorf("curl of a flowing stream: exit %d, %d bytes of %d: %s", code, len(out), want, errOut)
 	}
 	out, errOut, code = delta(t, "--state-dir", laptop.dir, "get", "studio", "notes", flowing, "--timeout", "1")
-	if code != exitOK || len(out) != want {
+	if code != cli.ExitOK || len(out) != want {
 		t.Errorf("delta get of a flowing stream: exit %d, %d bytes: %s", code, len(out), errOut)
 	}
 	kc, err := kit.Open(laptop.dir)
@@ -360,7 +361,7 @@ func TestReadTimeoutBoundsSilence(t *testing.T) {
 		t.Errorf("curl took a stalled answer for whole: %s", errOut)
 	}
 	_, errOut, code = delta(t, "--state-dir", laptop.dir, "get", "studio", "notes", "/stall", "--timeout", "1")
-	if code != exitCut || !strings.Contains(errOut, "broke off after 4000 bytes") {
+	if code != cli.ExitCut || !strings.Contains(errOut, "broke off after 4000 bytes") {
 		t.Errorf("delta get of a stalled answer: exit %d, %s", code, errOut)
 	}
 	_, err = kc.Get(context.Background(), "studio", "notes", "/stall", &kit.ReadOptions{Timeout: time.Second})
@@ -584,7 +585,7 @@ func TestBigCallAndRead(t *testing.T) {
 	start := time.Now()
 	out, errOut, code := delta(t, "--state-dir", laptop.dir, "call", "studio", "notes", "/backup", "--data", "@"+file, "--id", "big-call", "--timeout", "60")
 	os.Remove(file)
-	if code != exitOK || out != want {
+	if code != cli.ExitOK || out != want {
 		t.Fatalf("delta call of 1 GiB: exit %d, %q (want %q)\n%s", code, out, want, errOut)
 	}
 	t.Logf("a 1 GiB call through two Deltas: %v", time.Since(start))

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
 	"github.com/delta-roads/delta/kit"
@@ -111,7 +112,7 @@ func TestNoLoginURL(t *testing.T) {
 	})
 	gatewaytest.WaitFor(t, 10*time.Second, "the log to say it", func() bool { return p.log.Contains(want) })
 	out, errOut, code := delta(t, "login", "--state-dir", p.dir, "--timeout", "1s")
-	if code != exitFailed || !strings.Contains(errOut, dead) {
+	if code != cli.ExitFailed || !strings.Contains(errOut, dead) {
 		t.Fatalf("delta login: %d\n%s\n%s", code, out, errOut)
 	}
 	if strings.Contains(p.log.String(), "tailscale: ") {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -29,7 +30,7 @@ type initOpts struct {
 // person: this computer's identity made, the peers by name, address and
 // (when known) ID, and the command for each other computer printed whole.
 // With --network-key, the older kind of config: a shared key, plain TCP.
-var initCommand = &command{Name: "init", Args: "--static --peer NAME=[ID@][ROAD@]HOST:PORT … [--name NAME] [--peer-listen HOST:PORT]",
+var initCommand = &cli.Command{Name: "init", Args: "--static --peer NAME=[ID@][ROAD@]HOST:PORT … [--name NAME] [--peer-listen HOST:PORT]",
 	Summary: "write config.json for static mode: peers by ID and address, no tailnet, every road TLS pinned to the peer's ID (tailnet mode needs no config)",
 	Flags: func(fs *flag.FlagSet) any {
 		o := &initOpts{peers: new([]roads.StaticPeer)}
@@ -42,13 +43,13 @@ var initCommand = &command{Name: "init", Args: "--static --peer NAME=[ID@][ROAD@
 		o.networkKey = fs.String("network-key", "", "the older kind of static network: a key shared by every computer (hex, or \"new\" for a fresh one), plain TCP, no IDs; only for computers that still run it")
 		return o
 	},
-	Run: func(e *env, o any, args []string) error {
+	Run: func(e *cli.Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "init: unexpected argument %q", args[0])
+			return cli.Exitf(cli.ExitUsage, "init: unexpected argument %q", args[0])
 		}
 		opts := o.(*initOpts)
 		if !*opts.static {
-			return exitf(exitUsage, "init: only static mode has a config to write (--static); tailnet mode needs none: run delta and log in")
+			return cli.Exitf(cli.ExitUsage, "init: only static mode has a config to write (--static); tailnet mode needs none: run delta and log in")
 		}
 		name := *opts.name
 		if name == "" {
@@ -56,34 +57,34 @@ var initCommand = &command{Name: "init", Args: "--static --peer NAME=[ID@][ROAD@
 			// one this computer keeps, whatever its host name becomes.
 			n, err := netwatch.ComputerName()
 			if err != nil {
-				return exitf(exitUsage, "init: this computer has no name to give its peers (%v): name it with --name", err)
+				return cli.Exitf(cli.ExitUsage, "init: this computer has no name to give its peers (%v): name it with --name", err)
 			}
 			name = n
 		}
 		fc, err := staticConfig(*opts.peers, name, *opts.peerListen, *opts.networkKey)
 		if err != nil {
-			return exitf(exitUsage, "init: %v", err)
+			return cli.Exitf(cli.ExitUsage, "init: %v", err)
 		}
 		path := filepath.Join(e.StateDir, statedir.ConfigFile)
 		if _, err := os.Stat(path); err == nil {
-			return exitf(exitFailed, "init: %s exists already: nothing was written (edit it, or remove it and run init again; delta pair adds a peer's ID)", path)
+			return cli.Exitf(cli.ExitFailed, "init: %s exists already: nothing was written (edit it, or remove it and run init again; delta pair adds a peer's ID)", path)
 		}
 		if err := os.MkdirAll(e.StateDir, 0o700); err != nil {
-			return exitf(exitFailed, "init: the state folder: %v", err)
+			return cli.Exitf(cli.ExitFailed, "init: the state folder: %v", err)
 		}
 		var own identity.ID
 		if fc.NetworkKey == "" {
 			// This computer's identity, made now so that its ID can be
 			// printed for the others; Delta uses the same at start.
 			if own, err = ownID(e.StateDir, fc.Name); err != nil {
-				return exitf(exitFailed, "init: %v", err)
+				return cli.Exitf(cli.ExitFailed, "init: %v", err)
 			}
 			if err := static.CheckSelf(own, fc.Peers); err != nil {
-				return exitf(exitUsage, "init: %v", err)
+				return cli.Exitf(cli.ExitUsage, "init: %v", err)
 			}
 		}
 		if err := statedir.WriteJSON(path, fc); err != nil {
-			return exitf(exitFailed, "init: write %s: %v", path, err)
+			return cli.Exitf(cli.ExitFailed, "init: write %s: %v", path, err)
 		}
 		listen := fc.PeerListen
 		if listen == "" {
@@ -114,7 +115,7 @@ var initCommand = &command{Name: "init", Args: "--static --peer NAME=[ID@][ROAD@
 	}}
 
 // printNetworkKeyInit is init's words for the older kind of config.
-func printNetworkKeyInit(e *env, fc *statedir.Config, path, listen string) {
+func printNetworkKeyInit(e *cli.Env, fc *statedir.Config, path, listen string) {
 	fmt.Fprintf(e.Stdout, "Wrote %s: static mode with a network key (plain TCP, no IDs), this computer is %s, %s, its peer API on %s.\n", path, fc.Name, peerWords(fc.Peers), listen)
 	if len(fc.Peers) == 1 {
 		fmt.Fprintln(e.Stdout, "On the other computer, run this as it is (it names that computer, where it listens, this network's key and this computer):")

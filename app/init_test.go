@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -23,7 +24,7 @@ func TestInitStatic(t *testing.T) {
 	studio := &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
 
 	out, errOut, code := delta(t, "init", "--static", "--state-dir", laptop.dir, "--name", "laptop", "--peer-listen", laptop.peerAddr, "--peer", "studio="+studio.peerAddr)
-	wantCode(t, "init laptop", code, exitOK, out, errOut)
+	wantCode(t, "init laptop", code, cli.ExitOK, out, errOut)
 	fc, err := statedir.ReadConfig(laptop.dir)
 	if err != nil || fc.NetworkKey != "" || len(fc.Peers) != 1 || fc.Peers[0].Roads["lan"] != studio.peerAddr || fc.Peers[0].ID != "" {
 		t.Fatalf("laptop's config: %+v %v", fc, err)
@@ -32,7 +33,7 @@ func TestInitStatic(t *testing.T) {
 		t.Errorf("init wrote mode %q, want static", fc.Mode)
 	}
 	idOut, errOut, code := delta(t, "id", "--state-dir", laptop.dir)
-	wantCode(t, "id laptop", code, exitOK, idOut, errOut)
+	wantCode(t, "id laptop", code, cli.ExitOK, idOut, errOut)
 	laptopID := strings.TrimSpace(idOut)
 	if !strings.Contains(out, "This computer's ID is "+laptopID) {
 		t.Fatalf("init does not print laptop's ID %s:\n%s", laptopID, out)
@@ -53,10 +54,10 @@ func TestInitStatic(t *testing.T) {
 		t.Fatalf("init's line for studio is\n  %s\nwant\n  %s", got, want)
 	}
 	out, errOut, code = delta(t, append(line(out, "delta init")[1:], "--state-dir", studio.dir)...)
-	wantCode(t, "init studio, as laptop's init said", code, exitOK, out, errOut)
+	wantCode(t, "init studio, as laptop's init said", code, cli.ExitOK, out, errOut)
 	pair := line(out, "delta pair")
 	out, errOut, code = delta(t, append(pair[1:], "--state-dir", laptop.dir)...)
-	wantCode(t, "pair on laptop, as studio's init said", code, exitOK, out, errOut)
+	wantCode(t, "pair on laptop, as studio's init said", code, cli.ExitOK, out, errOut)
 	if fc, _ = statedir.ReadConfig(laptop.dir); fc.Peers[0].ID == "" {
 		t.Fatalf("laptop's config after pair: %+v", fc)
 	}
@@ -67,17 +68,17 @@ func TestInitStatic(t *testing.T) {
 		code int
 		says string
 	}{
-		{[]string{"--static", "--state-dir", laptop.dir, "--peer", "studio=127.0.0.1:1"}, exitFailed, "exists already"},
-		{[]string{"--static", "--state-dir", t.TempDir()}, exitUsage, "at least one --peer"},
-		{[]string{"--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1"}, exitUsage, "--static"},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=nowhere"}, exitUsage, "not HOST:PORT"},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, exitUsage, `road "wifi"`},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--network-key", "abc"}, exitUsage, "at least 16 bytes"},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--name", "studio"}, exitUsage, "not its own peer"},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=NOTANID@127.0.0.1:1"}, exitUsage, "not a Delta ID"},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=" + laptopID + "@127.0.0.1:1", "--network-key", "new"}, exitUsage, "needs no key"},
+		{[]string{"--static", "--state-dir", laptop.dir, "--peer", "studio=127.0.0.1:1"}, cli.ExitFailed, "exists already"},
+		{[]string{"--static", "--state-dir", t.TempDir()}, cli.ExitUsage, "at least one --peer"},
+		{[]string{"--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1"}, cli.ExitUsage, "--static"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=nowhere"}, cli.ExitUsage, "not HOST:PORT"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, cli.ExitUsage, `road "wifi"`},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--network-key", "abc"}, cli.ExitUsage, "at least 16 bytes"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--name", "studio"}, cli.ExitUsage, "not its own peer"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=NOTANID@127.0.0.1:1"}, cli.ExitUsage, "not a Delta ID"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=" + laptopID + "@127.0.0.1:1", "--network-key", "new"}, cli.ExitUsage, "needs no key"},
 		// A peer off this computer cannot reach a peer API on loopback.
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=192.0.2.7:7421", "--peer-listen", "127.0.0.1:7421"}, exitUsage, "is on loopback, where studio (lan 192.0.2.7:7421) cannot reach it"},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=192.0.2.7:7421", "--peer-listen", "127.0.0.1:7421"}, cli.ExitUsage, "is on loopback, where studio (lan 192.0.2.7:7421) cannot reach it"},
 	} {
 		out, errOut, code := delta(t, append([]string{"init"}, bad.args...)...)
 		wantCode(t, strings.Join(bad.args, " "), code, bad.code, out, errOut)
@@ -92,7 +93,7 @@ func TestInitStatic(t *testing.T) {
 	// other computer carries it.
 	old := t.TempDir()
 	out, errOut, code = delta(t, "init", "--static", "--state-dir", old, "--name", "laptop", "--peer", "studio=127.0.0.1:1", "--network-key", "new")
-	wantCode(t, "init with a network key", code, exitOK, out, errOut)
+	wantCode(t, "init with a network key", code, cli.ExitOK, out, errOut)
 	if ofc, _ := statedir.ReadConfig(old); ofc.NetworkKey == "" || !strings.Contains(out, "--network-key "+ofc.NetworkKey) || !strings.Contains(out, "plain TCP") {
 		t.Fatalf("init --network-key new: %+v\n%s", ofc, out)
 	}
@@ -101,7 +102,7 @@ func TestInitStatic(t *testing.T) {
 	lost := t.TempDir()
 	os.WriteFile(filepath.Join(lost, statedir.ConfigFile), []byte(`{"name": "laptop", "network_key": "`+strings.Repeat("ab", 16)+`"}`), 0o600)
 	out, errOut, code = delta(t, "--headless", "--state-dir", lost)
-	if code == exitOK || !strings.Contains(errOut, `has a "network_key" but no "peers"`) {
+	if code == cli.ExitOK || !strings.Contains(errOut, `has a "network_key" but no "peers"`) {
 		t.Errorf("delta with a network key and no peers: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(lost, statedir.TailnetDir)); !os.IsNotExist(err) || strings.Contains(errOut, "tailnet mode") {
@@ -149,9 +150,9 @@ func TestModeFlags(t *testing.T) {
 	// As a person meets it: a static config, and --lan-port.
 	dir := filepath.Join(t.TempDir(), "laptop")
 	out, errOut, code := delta(t, "init", "--static", "--state-dir", dir, "--name", "laptop", "--peer", "studio=127.0.0.1:9")
-	wantCode(t, "init", code, exitOK, out, errOut)
+	wantCode(t, "init", code, cli.ExitOK, out, errOut)
 	out, errOut, code = delta(t, "run", "--state-dir", dir, "--headless", "--listen", "127.0.0.1:0", "--lan-port", "7999")
-	wantCode(t, "run --lan-port in static mode", code, exitUsage, out, errOut)
+	wantCode(t, "run --lan-port in static mode", code, cli.ExitUsage, out, errOut)
 	if !strings.Contains(errOut, "--lan-port (or DELTA_LAN_PORT) is for tailnet mode") {
 		t.Errorf("the refusal does not name the flag: %s", errOut)
 	}
@@ -164,15 +165,15 @@ func TestStaleExit(t *testing.T) {
 	L := []string{"--state-dir", laptop.dir}
 	const path = "/cache/s?cc=max-age%3D0"
 	out, errOut, code := delta(t, append([]string{"get", "studio", "notes", path}, L...)...)
-	wantCode(t, "get", code, exitOK, out, errOut)
+	wantCode(t, "get", code, cli.ExitOK, out, errOut)
 	studio.kill(t) // the peer cannot be reached now
 	stale, errOut, code := delta(t, append([]string{"get", "studio", "notes", path}, L...)...)
-	wantCode(t, "get with the peer down", code, exitStale, stale, errOut)
+	wantCode(t, "get with the peer down", code, cli.ExitStale, stale, errOut)
 	if stale != out || !strings.Contains(errOut, "stale") {
 		t.Errorf("the stale answer: %q (was %q), stderr %q", stale, out, errOut)
 	}
 	fresh, errOut, code := delta(t, append([]string{"get", "--fresh", "studio", "notes", path}, L...)...)
-	wantCode(t, "get --fresh with the peer down", code, exitUnavailable, fresh, errOut)
+	wantCode(t, "get --fresh with the peer down", code, cli.ExitUnavailable, fresh, errOut)
 	if fresh != "" {
 		t.Errorf("--fresh printed %q", fresh)
 	}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/view"
 	"github.com/delta-roads/delta/ui"
 )
@@ -15,15 +16,15 @@ type openOpts struct {
 
 // openCommand is `delta open`: a one-time login link to the running
 // Delta's status page, printed and opened in the browser.
-var openCommand = &command{Name: "open", Args: "[--print] [--call ID | --receipt ID]", Summary: "open the status page in the browser with a one-time login link (60 s)",
+var openCommand = &cli.Command{Name: "open", Args: "[--print] [--call ID | --receipt ID]", Summary: "open the status page in the browser with a one-time login link (60 s)",
 	Flags: func(fs *flag.FlagSet) any {
 		return &openOpts{print: fs.Bool("print", false, "print the link only; do not open a browser"),
 			call:    fs.String("call", "", "open the page at this call (one this computer made)"),
 			receipt: fs.String("receipt", "", "open the page at what this computer received under this request id")}
 	},
-	Run: func(e *env, o any, args []string) error {
+	Run: func(e *cli.Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "open: unexpected argument %q (delta open [--print])", args[0])
+			return cli.Exitf(cli.ExitUsage, "open: unexpected argument %q (delta open [--print])", args[0])
 		}
 		c, err := e.Client()
 		if err != nil {
@@ -50,8 +51,8 @@ var openCommand = &command{Name: "open", Args: "[--print] [--call ID | --receipt
 	}}
 
 // versionCommand is `delta version`.
-var versionCommand = &command{Name: "version", Summary: "print Delta's version", Reads: true,
-	Run: func(e *env, _ any, args []string) error {
+var versionCommand = &cli.Command{Name: "version", Summary: "print Delta's version", Reads: true,
+	Run: func(e *cli.Env, _ any, args []string) error {
 		if e.JSON {
 			return e.PrintJSON(map[string]string{"version": version})
 		}

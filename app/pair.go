@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/identity"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -16,14 +17,14 @@ import (
 // idCommand is `delta id`: this computer's ID in static mode, made on
 // first use (as Delta makes it at start), for the other computers to pair
 // with.
-var idCommand = &command{Name: "id", Summary: "this computer's ID, which the others pair with in static mode (delta pair, delta init --peer NAME=ID@…)",
-	Run: func(e *env, _ any, args []string) error {
+var idCommand = &cli.Command{Name: "id", Summary: "this computer's ID, which the others pair with in static mode (delta pair, delta init --peer NAME=ID@…)",
+	Run: func(e *cli.Env, _ any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "id: unexpected argument %q", args[0])
+			return cli.Exitf(cli.ExitUsage, "id: unexpected argument %q", args[0])
 		}
 		fc, err := statedir.ReadConfig(e.StateDir)
 		if err != nil {
-			return exitf(exitFailed, "id: %v", err)
+			return cli.Exitf(cli.ExitFailed, "id: %v", err)
 		}
 		name := fc.Name
 		if name == "" {
@@ -32,11 +33,11 @@ var idCommand = &command{Name: "id", Summary: "this computer's ID, which the oth
 			}
 		}
 		if err := os.MkdirAll(e.StateDir, 0o700); err != nil {
-			return exitf(exitFailed, "id: the state folder: %v", err)
+			return cli.Exitf(cli.ExitFailed, "id: the state folder: %v", err)
 		}
 		id, err := ownID(e.StateDir, name)
 		if err != nil {
-			return exitf(exitFailed, "id: %v", err)
+			return cli.Exitf(cli.ExitFailed, "id: %v", err)
 		}
 		fmt.Fprintln(e.Stdout, id)
 		return nil
@@ -46,34 +47,34 @@ var idCommand = &command{Name: "id", Summary: "this computer's ID, which the oth
 // (and road) written into config.json, the peer added when it is new. Once
 // every peer has an ID the network key, if any, is dropped: the roads are
 // TLS pinned to the IDs from the next start on.
-var pairCommandDef = &command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] …",
+var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] …",
 	Summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it); Delta uses it from its next start",
-	Run: func(e *env, _ any, args []string) error {
+	Run: func(e *cli.Env, _ any, args []string) error {
 		if len(args) == 0 {
-			return exitf(exitUsage, "pair: name a peer, NAME=ID or NAME=ID@HOST:PORT (its ID as delta id prints it there)")
+			return cli.Exitf(cli.ExitUsage, "pair: name a peer, NAME=ID or NAME=ID@HOST:PORT (its ID as delta id prints it there)")
 		}
 		path := filepath.Join(e.StateDir, statedir.ConfigFile)
 		fc, err := statedir.ReadConfig(e.StateDir)
 		if err != nil {
-			return exitf(exitFailed, "pair: %v", err)
+			return cli.Exitf(cli.ExitFailed, "pair: %v", err)
 		}
 		if !fc.PeersGiven {
-			return exitf(exitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one)", path)
+			return cli.Exitf(cli.ExitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one)", path)
 		}
 		for _, a := range args {
 			if err := pairPeer(fc, a); err != nil {
-				return exitf(exitUsage, "pair: %v; nothing was written", err)
+				return cli.Exitf(cli.ExitUsage, "pair: %v; nothing was written", err)
 			}
 		}
 		own, err := ownID(e.StateDir, fc.Name)
 		if err != nil {
-			return exitf(exitFailed, "pair: %v", err)
+			return cli.Exitf(cli.ExitFailed, "pair: %v", err)
 		}
 		if err := static.CheckSelf(own, fc.Peers); err != nil {
-			return exitf(exitUsage, "pair: %v; nothing was written", err)
+			return cli.Exitf(cli.ExitUsage, "pair: %v; nothing was written", err)
 		}
 		if err := static.CheckPeers(fc.Peers); err != nil {
-			return exitf(exitUsage, "pair: %v; nothing was written", err)
+			return cli.Exitf(cli.ExitUsage, "pair: %v; nothing was written", err)
 		}
 		ids, err := static.PeerIDs(fc.Peers)
 		var missing string
@@ -85,7 +86,7 @@ var pairCommandDef = &command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] �
 				}
 			}
 			if len(names) == 0 {
-				return exitf(exitUsage, "pair: %v; nothing was written", err)
+				return cli.Exitf(cli.ExitUsage, "pair: %v; nothing was written", err)
 			}
 			missing = fmt.Sprintf(" %s still has no ID: pair it too (delta pair %s=ID), or Delta will not start.", names[0], names[0])
 		}
@@ -93,7 +94,7 @@ var pairCommandDef = &command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] �
 			fc.NetworkKey = "" // every peer is paired by ID: the key signs nothing any more
 		}
 		if err := statedir.WriteJSON(path, fc); err != nil {
-			return exitf(exitFailed, "pair: write %s: %v", path, err)
+			return cli.Exitf(cli.ExitFailed, "pair: write %s: %v", path, err)
 		}
 		fmt.Fprintf(e.Stdout, "Paired in %s: %s.%s\n", path, peerWords(fc.Peers), missing)
 		again := "Start"

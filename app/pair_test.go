@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestPair(t *testing.T) {
 	dir := t.TempDir()
 	idOut, errOut, code := delta(t, "id", "--state-dir", t.TempDir())
-	wantCode(t, "id", code, exitOK, idOut, errOut)
+	wantCode(t, "id", code, cli.ExitOK, idOut, errOut)
 	studioID := strings.TrimSpace(idOut)
 	idOut, _, _ = delta(t, "id", "--state-dir", t.TempDir())
 	kitchenID := strings.TrimSpace(idOut)
@@ -38,7 +39,7 @@ func TestPair(t *testing.T) {
 		{[]string{"studio=" + own}, "this computer's own id"},
 	} {
 		out, errOut, code := delta(t, append(append([]string{"pair"}, bad.args...), "--state-dir", dir)...)
-		if code == exitOK || !strings.Contains(errOut, bad.says) {
+		if code == cli.ExitOK || !strings.Contains(errOut, bad.says) {
 			t.Errorf("pair %v: exit %d, %q%q; want it to say %q", bad.args, code, out, errOut, bad.says)
 		}
 	}
@@ -46,7 +47,7 @@ func TestPair(t *testing.T) {
 		t.Fatal("a refused pair changed the config")
 	}
 	out, errOut, code := delta(t, "pair", "studio="+studioID+"@thunderbolt@127.0.0.1:7503", "kitchen="+kitchenID+"@127.0.0.1:7504", "--state-dir", dir)
-	wantCode(t, "pair studio and kitchen", code, exitOK, out, errOut)
+	wantCode(t, "pair studio and kitchen", code, cli.ExitOK, out, errOut)
 	fc, err := statedir.ReadConfig(dir)
 	if err != nil {
 		t.Fatal(err)

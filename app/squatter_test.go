@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
@@ -107,7 +108,7 @@ func TestSquatterGetsNothing(t *testing.T) {
 			{"settle", "some-id", "--carried-out"},
 		} {
 			_, errOut, code := delta(t, append([]string{"--state-dir", laptop.dir}, args...)...)
-			if code != exitDeltaDown {
+			if code != cli.ExitDeltaDown {
 				t.Errorf("delta %s through a squatter (stale %v): exit %d, %s", args[0], stale, code, errOut)
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+
+	"github.com/delta-roads/delta/app/cli"
 )
 
 // macUninstaller is the uninstall script inside the installed bundle.
@@ -36,14 +38,14 @@ func uninstallPlan(goos string, purge bool, stateDir string) (argv []string, wor
 }
 
 // uninstallCommand is `delta uninstall`.
-var uninstallCommand = &command{Name: "uninstall", Args: "[--purge] [--yes]", Summary: "remove Delta from this computer (the state folder only with --purge)",
+var uninstallCommand = &cli.Command{Name: "uninstall", Args: "[--purge] [--yes]", Summary: "remove Delta from this computer (the state folder only with --purge)",
 	Flags: func(fs *flag.FlagSet) any {
 		return &uninstallOpts{purge: fs.Bool("purge", false, "also remove the state folder: the journal, this computer's identity and its logs"),
 			yes: fs.Bool("yes", false, "do not ask")}
 	},
-	Run: func(e *env, o any, args []string) error {
+	Run: func(e *cli.Env, o any, args []string) error {
 		if len(args) > 0 {
-			return exitf(exitUsage, "uninstall: unexpected argument %q", args[0])
+			return cli.Exitf(cli.ExitUsage, "uninstall: unexpected argument %q", args[0])
 		}
 		opts := o.(*uninstallOpts)
 		argv, words := uninstallPlan(runtime.GOOS, *opts.purge, e.StateDir)
@@ -52,19 +54,19 @@ var uninstallCommand = &command{Name: "uninstall", Args: "[--purge] [--yes]", Su
 			return nil
 		}
 		if _, err := os.Stat(macUninstaller); err != nil {
-			return exitf(exitFailed, "uninstall: %s is not there: Delta.app was not installed from the .pkg (%v)", macUninstaller, err)
+			return cli.Exitf(cli.ExitFailed, "uninstall: %s is not there: Delta.app was not installed from the .pkg (%v)", macUninstaller, err)
 		}
 		if !*opts.yes {
 			fmt.Fprintf(e.Stdout, "This %s. Go on? [y/N] ", words)
 			line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 			if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-				return exitf(exitFailed, "uninstall: nothing was removed")
+				return cli.Exitf(cli.ExitFailed, "uninstall: nothing was removed")
 			}
 		}
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, e.Stdout, e.Stderr
 		if err := cmd.Run(); err != nil {
-			return exitf(exitFailed, "uninstall: %s: %v", strings.Join(argv, " "), err)
+			return cli.Exitf(cli.ExitFailed, "uninstall: %s: %v", strings.Join(argv, " "), err)
 		}
 		return nil
 	}}
