@@ -4,11 +4,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/journal/groupcommit"
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // TestGroupCommit: writes that wait while a commit runs share the next one;
@@ -88,5 +90,72 @@ func TestWriteAfterClose(t *testing.T) {
 		if err := db.tx(ctx, func(*sql.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 			t.Fatalf("a write after Close: %v, want ErrClosed", err)
 		}
+	}
+}
+
+// TestReceiveSmall: a small call's receipt is a lazy write: readable at
+// once, committed without a flush of its own, and made durable by the
+// flush of HandReceipt, before the app has the call; the continuity file
+// never counts a receipt that no flush has covered.
+func TestReceiveSmall(t *testing.T) {
+	db, _, path := open(t)
+	counted := func() int64 {
+		t.Helper()
+		b, err := os.ReadFile(ContinuityFile(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := decodeContinuity(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Receipts
+	}
+	f0, n0 := db.Flushes(), counted()
+	rec := &Receipt{Caller: "n1", RequestID: "small1", Digest: "d", App: "a", Method: "POST", Path: "/"}
+	if dec, _, err := db.ReceiveSmall(ctx, rec); err != nil || dec != Forward {
+		t.Fatalf("ReceiveSmall: %v %v", dec, err)
+	}
+	if f := db.Flushes() - f0; f != 0 {
+		t.Errorf("the small call's receipt made %d flushes, want none of its own", f)
+	}
+	if r, err := db.Receipt(ctx, "n1", "small1"); err != nil || r.State != proto.ReceiptRunning {
+		t.Fatalf("the receipt, read at once: %+v %v", r, err)
+	}
+	if n := counted(); n != n0 {
+		t.Errorf("the continuity file counts %d receipts before any flush covered the new one, want %d", n, n0)
+	}
+	// The same id again, as a caller that sends it twice: the lazy
+	// receipt decides it.
+	if dec, _, err := db.ReceiveSmall(ctx, rec); err != nil || dec != Busy {
+		t.Errorf("the same call again: %v %v, want Busy (running)", dec, err)
+	}
+	if err := db.HandReceipt(ctx, "n1", "small1"); err != nil {
+		t.Fatal(err)
+	}
+	if f := db.Flushes() - f0; f != 1 {
+		t.Errorf("receipt and handing made %d flushes, want 1 (the handing's)", f)
+	}
+	if n := counted(); n != n0+1 {
+		t.Errorf("the continuity file counts %d receipts after the flush, want %d", n, n0+1)
+	}
+	// A call whose receipt stays lazy when the Delta stops: Close's
+	// last commits leave it in the database for the next start, which
+	// finds it never handed (not carried out).
+	if _, _, err := db.ReceiveSmall(ctx, &Receipt{Caller: "n1", RequestID: "small2", Digest: "d", App: "a", Method: "POST", Path: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	if c, err := db2.Continuity(ctx); err != nil || c.Broken != "" {
+		t.Errorf("continuity after a restart with a lazy receipt: %+v %v, want unbroken", c, err)
+	}
+	interrupted, notHanded, err := db2.RecoverReceipts(ctx)
+	if err != nil || interrupted != 1 || notHanded != 1 {
+		t.Errorf("RecoverReceipts: %d interrupted, %d not handed (%v); want 1 and 1", interrupted, notHanded, err)
 	}
 }

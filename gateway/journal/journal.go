@@ -43,6 +43,10 @@ var ErrNotFound = record.ErrNotFound
 // mayFence did not allow; nothing was written.
 var ErrTooManyFences = errors.New("journal: too many fences for this caller; none written")
 
+// readConns is how many connections the journal's readers may have open
+// at once, beside the writer's.
+const readConns = 4
+
 // DB is an open journal. It is safe for concurrent use.
 type DB struct {
 	db  *sql.DB
@@ -51,9 +55,10 @@ type DB struct {
 	behind behind              // outcomes not yet written (behind.go)
 	commit *groupcommit.Writer // the group commit's writer (commit.go)
 	// counted counts the records the transaction being written counted
-	// for continuity (countReceipt); records is the committed count. Only
+	// for continuity (countReceipt); unflushed those lazy commits made
+	// and no flush has covered yet; records is the durable count. Only
 	// the writer touches them (and Open, before it takes writes).
-	counted, records int64
+	counted, unflushed, records int64
 
 	appCache appCache // the registered apps, read once each (apps.go)
 
@@ -107,12 +112,14 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	db.SetMaxOpenConns(4)
+	// The group commit's writer keeps one connection for itself (its
+	// synchronous setting is its own: groupcommit); four are the readers'.
+	db.SetMaxOpenConns(1 + readConns)
 	// As many kept idle as may be open: database/sql keeps 2 by default,
 	// and a third reader at once closed its connection after use and the
 	// next opened one again (its pragmas run, its statements prepared
 	// again): about 2 % of a call's CPU at 16 at once.
-	db.SetMaxIdleConns(4)
+	db.SetMaxIdleConns(1 + readConns)
 	d := &DB{db: db, now: opts.Now, changed: make(chan struct{}), contPath: ContinuityFile(path)}
 	if d.now == nil {
 		d.now = time.Now

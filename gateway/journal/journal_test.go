@@ -417,22 +417,32 @@ func TestFullFsyncPragmas(t *testing.T) {
 	onConnect = darwin
 	defer func() { onConnect = saved }()
 	db, _, _ := open(t)
+	type querier interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}
+	check := func(name string, q querier) {
+		for _, p := range []string{"fullfsync", "checkpoint_fullfsync"} {
+			var v int
+			if err := q.QueryRowContext(ctx, "PRAGMA "+p).Scan(&v); err != nil || v != 1 {
+				t.Errorf("%s: PRAGMA %s = %d (%v), want 1", name, p, v, err)
+			}
+		}
+	}
 	var conns []*sql.Conn
-	for range 4 { // the pool's every connection
+	for range readConns { // the readers' every connection
 		c, err := db.db.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		conns = append(conns, c)
-		for _, p := range []string{"fullfsync", "checkpoint_fullfsync"} {
-			var v int
-			if err := c.QueryRowContext(ctx, "PRAGMA "+p).Scan(&v); err != nil || v != 1 {
-				t.Errorf("connection %d: PRAGMA %s = %d (%v), want 1", len(conns), p, v, err)
-			}
-		}
+		check(fmt.Sprintf("reader's connection %d", len(conns)), c)
 	}
 	for _, c := range conns {
 		c.Close()
+	}
+	// The writer's own, from inside a transaction of its own.
+	if err := db.tx(ctx, func(tx *sql.Tx) error { check("the writer's connection", tx); return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
 

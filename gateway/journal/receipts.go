@@ -132,7 +132,25 @@ func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 // records it once the body has arrived). For the other decisions, old is
 // the stored receipt.
 func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
-	err = d.tx(ctx, func(tx *sql.Tx) error {
+	return d.receive(ctx, r, d.tx)
+}
+
+// ReceiveSmall is Receive for a call whose body is small enough to be
+// taken in memory, and so is read, checked and handed to its app at
+// once: a new receipt is committed without a flush of its own (a lazy
+// write), and made durable by the flush of the next write about it,
+// HandReceipt before the app has a byte, or FinishReceipt when the call
+// is not forwarded. Until then nothing outside depends on it: a receipt
+// that a power cut took back is of a call its app never had, and a
+// caller that asks is told that it never arrived (a fence), which is
+// then the truth. (A big body's receipt keeps its own flush: it may be
+// minutes before the body is whole, and the flush is nothing beside it.)
+func (d *DB) ReceiveSmall(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
+	return d.receive(ctx, r, d.txLazy)
+}
+
+func (d *DB) receive(ctx context.Context, r *Receipt, write func(context.Context, func(*sql.Tx) error) error) (dec Decision, old *Receipt, err error) {
+	err = write(ctx, func(tx *sql.Tx) error {
 		old, err = scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, r.Caller, r.RequestID))
 		switch {
 		case err == nil:

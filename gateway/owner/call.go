@@ -85,7 +85,11 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 	rec := &journal.Receipt{Caller: t.visitor.Node, RequestID: rid, Digest: digest, CallerName: t.visitor.Name,
 		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
-	dec, old, err := o.cfg.DB.Receive(r.Context(), rec)
+	receive := o.cfg.DB.Receive
+	if inMemory {
+		receive = o.cfg.DB.ReceiveSmall // durable with HandReceipt's flush, before the app has it
+	}
+	dec, old, err := receive(r.Context(), rec)
 	if err != nil {
 		doors.RefuseAndClose(w)
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err))

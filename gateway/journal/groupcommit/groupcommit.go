@@ -7,6 +7,16 @@
 // writer that finds nobody waiting commits a lone transaction at once: a
 // single call pays nothing for the batching.
 //
+// A lazy write (TxLazy, TxQueued) is one that nothing outside the process
+// depends on until a later flushed write does: a batch of only such writes
+// commits without a flush of its own (synchronous=NORMAL on the writer's
+// connection), and the next flushed commit makes it durable, because in
+// WAL mode that commit's fsync of the WAL covers every frame before its
+// own. The rows are in the database, for every reader, as soon as the
+// lazy commit returns; only a power loss before the next flush can take
+// them back (never a crash of the process: its writes are the kernel's by
+// then), and then together with everything after them.
+//
 // An operation that fails is rolled back with its whole batch (SQLite may
 // roll a transaction back by itself after an error such as SQLITE_FULL, so
 // a savepoint cannot be trusted to keep the rest), and the others are run
@@ -17,6 +27,7 @@ package groupcommit
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync"
@@ -30,9 +41,11 @@ var ErrClosed = errors.New("journal: closed")
 
 // Hooks are told of each transaction, on the writer: Begin before its
 // operations run, Committed after it committed and before any of its
-// callers is answered. Either may be nil.
+// callers is answered, with flushed false for a lazy batch (durable only
+// with the next flushed commit). Either may be nil.
 type Hooks struct {
-	Begin, Committed func()
+	Begin     func()
+	Committed func(flushed bool)
 }
 
 type writeOp struct {
@@ -42,6 +55,8 @@ type writeOp struct {
 	// then, if set, is told the result instead of done, by the writer
 	// itself (TxQueued: nobody waits, and no goroutine is spent on it).
 	then func(error)
+	// lazy: the op needs no flush of its own (TxLazy, TxQueued).
+	lazy bool
 }
 
 // Writer is the one writer of a database.
@@ -53,8 +68,15 @@ type Writer struct {
 	closed chan struct{}
 	once   sync.Once
 
+	// conn is the writer's own connection, taken at its first commit
+	// and kept, so that its synchronous setting (sync: "" unknown) is
+	// the one each batch needs.
+	conn *sql.Conn
+	sync string
+
 	mu      sync.Mutex
 	batches int64 // commits made
+	flushed int64 // of them, with a flush of their own
 	writes  int64 // operations committed
 }
 
@@ -78,16 +100,35 @@ func (w *Writer) Stats() (commits, writes int64) {
 	return w.batches, w.writes
 }
 
+// Flushes is how many of the commits made had a flush of their own.
+func (w *Writer) Flushes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushed
+}
+
 // Queued is how many operations wait for the writer.
 func (w *Writer) Queued() int { return len(w.ops) }
 
 // Tx runs f in the next group commit, and returns once it is durable (or
 // failed, rolled back).
 func (w *Writer) Tx(ctx context.Context, f func(*sql.Tx) error) error {
+	return w.tx(ctx, f, false)
+}
+
+// TxLazy runs f in the next group commit, and returns once it is
+// committed (or failed, rolled back): its rows are read by everyone at
+// once, and durable with the next flushed commit (Tx), which must come
+// before anything outside the process depends on them.
+func (w *Writer) TxLazy(ctx context.Context, f func(*sql.Tx) error) error {
+	return w.tx(ctx, f, true)
+}
+
+func (w *Writer) tx(ctx context.Context, f func(*sql.Tx) error, lazy bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op := &writeOp{ctx: ctx, f: f, done: make(chan error, 1)}
+	op := &writeOp{ctx: ctx, f: f, done: make(chan error, 1), lazy: lazy}
 	select {
 	case w.ops <- op:
 	case <-w.stop:
@@ -100,10 +141,10 @@ func (w *Writer) Tx(ctx context.Context, f func(*sql.Tx) error) error {
 
 // TxQueued queues f for the next group commit and returns at once; then
 // gets its result (nil: committed) from the writer itself, so it must be
-// quick. Operations commit in the order they were queued, so one queued
-// before a Tx is durable no later than it.
+// quick. It is lazy (TxLazy). Operations commit in the order they were
+// queued, so one queued before a Tx is durable no later than it.
 func (w *Writer) TxQueued(ctx context.Context, f func(*sql.Tx) error, then func(error)) {
-	op := &writeOp{ctx: ctx, f: f, then: then}
+	op := &writeOp{ctx: ctx, f: f, then: then, lazy: true}
 	select {
 	case w.ops <- op:
 	case <-w.stop:
@@ -142,6 +183,7 @@ func (w *Writer) wait(op *writeOp) error {
 
 func (w *Writer) run() {
 	defer close(w.closed)
+	defer w.releaseConn()
 	for {
 		var first *writeOp
 		select {
@@ -177,11 +219,15 @@ func (w *Writer) run() {
 // failed.
 func (w *Writer) runBatch(batch []*writeOp) {
 	for len(batch) > 0 {
-		failed, err := w.commitOnce(batch)
+		flush := !allLazy(batch)
+		failed, err := w.commitOnce(batch, flush)
 		if failed < 0 {
 			if err == nil { // counted before anyone is answered
 				w.mu.Lock()
 				w.batches++
+				if flush {
+					w.flushed++
+				}
 				w.writes += int64(len(batch))
 				w.mu.Unlock()
 			}
@@ -195,11 +241,80 @@ func (w *Writer) runBatch(batch []*writeOp) {
 	}
 }
 
-// commitOnce runs batch in one transaction. It returns the index of the
-// operation that failed (the transaction rolled back), or -1 with the
-// commit's result.
-func (w *Writer) commitOnce(batch []*writeOp) (int, error) {
-	tx, err := w.db.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE (_txlock)
+// allLazy reports whether no operation of batch needs a flush.
+func allLazy(batch []*writeOp) bool {
+	for _, op := range batch {
+		if !op.lazy {
+			return false
+		}
+	}
+	return true
+}
+
+// Synchronous settings of the writer's connection: FULL flushes the WAL at
+// each commit, NORMAL leaves it to the next FULL commit (or checkpoint).
+const (
+	syncFull   = "FULL"
+	syncNormal = "NORMAL"
+)
+
+// connWith returns the writer's connection set to sync.
+func (w *Writer) connWith(sync string) (*sql.Conn, error) {
+	ctx := context.Background()
+	if w.conn == nil {
+		c, err := w.db.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("journal: open the writer's connection: %w", err)
+		}
+		w.conn, w.sync = c, ""
+	}
+	if w.sync != sync {
+		if _, err := w.conn.ExecContext(ctx, "PRAGMA synchronous = "+sync); err != nil {
+			w.dropConn()
+			return nil, fmt.Errorf("journal: set synchronous=%s on the writer's connection: %w", sync, err)
+		}
+		w.sync = sync
+	}
+	return w.conn, nil
+}
+
+// dropConn closes the writer's connection for good (not back to the
+// pool: its setting is not known).
+func (w *Writer) dropConn() {
+	w.conn.Raw(func(any) error { return driver.ErrBadConn })
+	w.conn.Close()
+	w.conn, w.sync = nil, ""
+}
+
+// releaseConn gives the writer's connection back to the pool, set as the
+// pool's others are (FULL), or drops it.
+func (w *Writer) releaseConn() {
+	if w.conn == nil {
+		return
+	}
+	if w.sync != syncFull {
+		if _, err := w.conn.ExecContext(context.Background(), "PRAGMA synchronous = "+syncFull); err != nil {
+			w.dropConn()
+			return
+		}
+	}
+	w.conn.Close()
+	w.conn = nil
+}
+
+// commitOnce runs batch in one transaction, with a flush of its own or
+// without. It returns the index of the operation that failed (the
+// transaction rolled back), or -1 with the commit's result.
+func (w *Writer) commitOnce(batch []*writeOp, flush bool) (int, error) {
+	sync := syncFull
+	if !flush {
+		sync = syncNormal
+	}
+	conn, err := w.connWith(sync)
+	if err != nil {
+		return -1, err
+	}
+	tx, err := conn.BeginTx(context.Background(), nil) // BEGIN IMMEDIATE (_txlock)
 	if err != nil {
 		return -1, fmt.Errorf("journal: begin: %w", err)
 	}
@@ -220,7 +335,7 @@ func (w *Writer) commitOnce(batch []*writeOp) (int, error) {
 		return -1, fmt.Errorf("journal: commit: %w", err)
 	}
 	if w.hooks.Committed != nil {
-		w.hooks.Committed()
+		w.hooks.Committed(flush)
 	}
 	return -1, nil
 }
