@@ -477,6 +477,53 @@ func BenchmarkDurableCall(b *testing.B) {
 	}
 }
 
+// BenchmarkOwnerCall is the owner's writes for a small call (its
+// receipt, "handed", its answer) with the receipt flushed on its own
+// (Receive) and lazy (ReceiveSmall, what the owner does for a body of up
+// to 1 MiB), with fsync and with fullfsync, in one run: what the lazy
+// receipt saves on this disk (on macOS, one F_FULLFSYNC of three). The
+// macOS release workflow runs it.
+func BenchmarkOwnerCall(b *testing.B) {
+	saved := onConnect
+	defer func() { onConnect = saved }()
+	for _, mode := range []struct {
+		name    string
+		pragmas []string
+	}{{"fsync", nil}, {"fullfsync", connPragmas("darwin")}} {
+		for _, receipt := range []struct {
+			name    string
+			receive func(*DB) func(context.Context, *Receipt) (Decision, *Receipt, error)
+		}{{"receipt-flushed", func(d *DB) func(context.Context, *Receipt) (Decision, *Receipt, error) { return d.Receive }},
+			{"receipt-lazy", func(d *DB) func(context.Context, *Receipt) (Decision, *Receipt, error) { return d.ReceiveSmall }}} {
+			b.Run(mode.name+"/"+receipt.name, func(b *testing.B) {
+				onConnect = mode.pragmas
+				db, err := Open(filepath.Join(b.TempDir(), "delta.db"), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer db.Close()
+				receive := receipt.receive(db)
+				f0 := db.Flushes()
+				n := 0
+				for i := 0; b.Loop(); i++ {
+					id := fmt.Sprintf("bench-%d", i)
+					if dec, _, err := receive(ctx, &Receipt{Caller: "n1", RequestID: id, Digest: "d", App: "a", Method: "POST", Path: "/"}); err != nil || dec != Forward {
+						b.Fatal(dec, err)
+					}
+					if err := db.HandReceipt(ctx, "n1", id); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := db.FinishReceipt(ctx, "n1", id, proto.ReceiptAnswered, &record.Answer{Status: 201}); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				b.ReportMetric(float64(db.Flushes()-f0)/float64(n), "flushes/call")
+			})
+		}
+	}
+}
+
 // TestDecide: the owner's decision for a call arriving under an id it
 // holds, with its digest known or not yet (a streamed body).
 func TestDecide(t *testing.T) {
