@@ -446,6 +446,14 @@ func TestFullFsyncPragmas(t *testing.T) {
 	}
 }
 
+// syncModes are the journal's connections with fsync alone and with
+// fullfsync on (on macOS, F_FULLFSYNC; elsewhere the pragma is a no-op),
+// for the benchmarks that compare them in one run.
+var syncModes = []struct {
+	name    string
+	pragmas []string
+}{{"fsync", nil}, {"fullfsync", connPragmas("darwin")}}
+
 // BenchmarkDurableCall is a call's two durable writes (sending, then its
 // outcome) with synchronous=FULL alone and with fullfsync on, in one run:
 // the cost of fullfsync on this disk (on macOS, F_FULLFSYNC; elsewhere
@@ -453,10 +461,7 @@ func TestFullFsyncPragmas(t *testing.T) {
 func BenchmarkDurableCall(b *testing.B) {
 	saved := onConnect
 	defer func() { onConnect = saved }()
-	for _, mode := range []struct {
-		name    string
-		pragmas []string
-	}{{"fsync", nil}, {"fullfsync", connPragmas("darwin")}} {
+	for _, mode := range syncModes {
 		b.Run(mode.name, func(b *testing.B) {
 			onConnect = mode.pragmas
 			db, err := Open(filepath.Join(b.TempDir(), "delta.db"), Options{})
@@ -486,10 +491,7 @@ func BenchmarkDurableCall(b *testing.B) {
 func BenchmarkOwnerCall(b *testing.B) {
 	saved := onConnect
 	defer func() { onConnect = saved }()
-	for _, mode := range []struct {
-		name    string
-		pragmas []string
-	}{{"fsync", nil}, {"fullfsync", connPragmas("darwin")}} {
+	for _, mode := range syncModes {
 		for _, receipt := range []struct {
 			name    string
 			receive func(*DB) func(context.Context, *Receipt) (Decision, *Receipt, error)
