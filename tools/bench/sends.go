@@ -23,12 +23,16 @@ type sendsFigure struct {
 	c      cell
 }
 
+// freshDirect names the baseline: straight to the app, a new connection
+// a read.
+const freshDirect = "direct, a new connection a read"
+
 // sendsTargets are the ways to the sends app: direct on a fresh
 // connection a read (the goal's baseline), direct kept alive (what a
 // client pays when it reuses its connection, as Delta does), and each
 // Delta target, whose owner Delta keeps its connections to the app.
 func sendsTargets(targets []target, appAddr string) []target {
-	fresh := target{name: "direct, a new connection a read", role: roleDirect, readURL: "http://" + appAddr, headers: []string{"Connection: close"}}
+	fresh := target{name: freshDirect, role: roleDirect, readURL: "http://" + appAddr, headers: []string{"Connection: close"}}
 	kept := target{name: "direct, kept alive", role: roleDirect, readURL: "http://" + appAddr}
 	out := []target{fresh, kept}
 	for _, t := range targets {
@@ -70,7 +74,7 @@ func sendsReport(b *strings.Builder, figs []sendsFigure) {
 			seen[f.target] = true
 			names = append(names, f.target)
 		}
-		if strings.HasPrefix(f.target, "direct, a new") {
+		if f.target == freshDirect {
 			base[f.sends] = f.c.p50
 		}
 	}
@@ -88,7 +92,7 @@ func sendsReport(b *strings.Builder, figs []sendsFigure) {
 				}
 			}
 		}
-		if strings.HasPrefix(name, "direct, a new") {
+		if name == freshDirect {
 			over = []string{"— (the baseline)"}
 		}
 		fmt.Fprintf(b, "%s | %s |\n", row, strings.Join(over, " / "))
