@@ -58,6 +58,7 @@ var (
 	doc         = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
 	quick       = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
 	idleOnly    = flag.Bool("idle", false, "only the idle Delta's figures (nothing written)")
+	idleFor     = flag.Duration("idle-for", 2*time.Minute+45*time.Second, "how long the tailnet Delta idles for its idle figures (its CPU counted after the first 30 s, its memory read in the last 30 s)")
 	bigSize     = flag.Int64("big", 1<<30, "the size of the big read and the big call, in bytes")
 	before      = flag.String("before", "", "a delta binary built from other code, run as two more pairs beside this code's, cell by cell")
 	onlyTargets = flag.String("targets", "", "only the targets whose names match this regular expression")
@@ -201,11 +202,19 @@ func run() error {
 	}
 	// Idle first, before any load has grown its heap: the tray process
 	// with the tailnet up, as a person's Mac runs it most of the day.
-	idle, err := idleCost(tlsPair[0], 30*time.Second)
-	if err != nil {
-		return err
+	// Not for -hold (profiling by hand starts at once); a smoke run
+	// (-quick) idles one minute unless told.
+	var idle idleFigures
+	if !*hold {
+		d := *idleFor
+		if *quick && !flagSet("idle-for") {
+			d = idleStartup + idleSample
+		}
+		if idle, err = idleCost(tlsPair[0], d); err != nil {
+			return err
+		}
+		fmt.Printf("idle (%s): %s; start to local API %s\n", tlsPair[0].name, idle, startup.Round(time.Millisecond))
 	}
-	fmt.Printf("idle (%s): %s; start to local API %s\n", tlsPair[0].name, idle, startup.Round(time.Millisecond))
 	if *idleOnly {
 		return nil
 	}
@@ -803,46 +812,79 @@ func parseWrk(out string) (cell, error) {
 	return c, nil
 }
 
-// idle measures a Delta's RSS and CPU over d while nothing uses it.
+// idleFigures are a Delta's memory and CPU while nothing uses it.
 type idleFigures struct {
-	rssMB   float64
-	anonMB  float64 // its own memory (RssAnon)
-	fileMB  float64 // mapped files' pages, its program's (RssFile)
-	cpuPct  float64
-	window  time.Duration
-	hasTray bool
+	rssMB    float64
+	maxRSSMB float64 // the most RSS seen while memory was sampled
+	anonMB   float64 // its own memory (RssAnon)
+	fileMB   float64 // mapped files' pages, its program's (RssFile)
+	pmdMB    float64 // of fileMB, the pages mapped in 2 MB pieces (FilePmdMapped)
+	cpuPct   float64
+	after    time.Duration // how long it had idled when memory was read
+	window   time.Duration // the CPU's window
+	hasTray  bool
 }
 
 func (f idleFigures) String() string {
-	return fmt.Sprintf("RSS %.1f MB (its own memory %.1f MB; pages of its program and other files %.1f MB, shared with every process that maps them), CPU %.2f %% over %s (tray: %v)",
-		f.rssMB, f.anonMB, f.fileMB, f.cpuPct, f.window, f.hasTray)
+	return fmt.Sprintf("after %s: RSS %.1f MB (at most %.1f MB in its last %s; its own memory %.1f MB; pages of its program and other files %.1f MB, %.1f MB of them mapped in 2 MB pieces, shared with every process that maps them), CPU %.2f %% over %s (tray: %v)",
+		f.after.Round(time.Second), f.rssMB, f.maxRSSMB, idleSample, f.anonMB, f.fileMB, f.pmdMB, f.cpuPct, f.window.Round(time.Second), f.hasTray)
 }
 
-func idleCost(p *deltaProc, d time.Duration) (idleFigures, error) {
-	f := idleFigures{window: d}
+// The idle Delta's timeline (idleCost): start-up work (login, discovery,
+// first probes) is left out of its CPU for idleStartup; its memory is
+// read over the last idleSample of -idle-for, which is past the Go
+// runtime's first forced collection (2 minutes), when its heap has
+// settled: measured 35 s after its start, its own memory was 5–8 MB
+// below what it holds from then on.
+const (
+	idleStartup = 30 * time.Second
+	idleSample  = 30 * time.Second
+)
+
+func idleCost(p *deltaProc, total time.Duration) (idleFigures, error) {
+	if total < idleStartup+idleSample {
+		return idleFigures{}, fmt.Errorf("-idle-for %s is shorter than the start-up left out (%s) and the sampling (%s)", total, idleStartup, idleSample)
+	}
+	pid := p.cmd.Process.Pid
+	f := idleFigures{after: total}
 	out, _ := os.ReadFile(p.dir + ".out")
 	f.hasTray = bytes.Contains(out, []byte("tray is up"))
-	time.Sleep(5 * time.Second) // let start-up work (login, discovery, first probes) settle: the idle state is the point
-	t0, err := cpuTicks(p.cmd.Process.Pid)
+	time.Sleep(idleStartup)
+	t0, err := cpuTicks(pid)
 	if err != nil {
 		return f, err
 	}
 	start := time.Now()
-	time.Sleep(d) // the measurement window itself
-	t1, err := cpuTicks(p.cmd.Process.Pid)
+	time.Sleep(total - idleStartup - idleSample) // the idle state is the point
+	for end := time.Now().Add(idleSample); ; time.Sleep(time.Second) {
+		rss := procmem.RSS(pid)
+		if rss == 0 {
+			return f, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+		}
+		f.rssMB = float64(rss) / (1 << 20)
+		f.maxRSSMB = max(f.maxRSSMB, f.rssMB)
+		if !time.Now().Before(end) {
+			break
+		}
+	}
+	t1, err := cpuTicks(pid)
 	if err != nil {
 		return f, err
 	}
+	f.window = time.Since(start)
 	const hz = 100 // USER_HZ on Linux
-	f.cpuPct = float64(t1-t0) / hz / time.Since(start).Seconds() * 100
-	rss := procmem.RSS(p.cmd.Process.Pid)
-	if rss == 0 {
-		return f, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
-	}
-	f.rssMB = float64(rss) / (1 << 20)
-	f.anonMB = float64(procmem.Field(p.cmd.Process.Pid, "RssAnon")) / (1 << 20)
-	f.fileMB = float64(procmem.Field(p.cmd.Process.Pid, "RssFile")) / (1 << 20)
+	f.cpuPct = float64(t1-t0) / hz / f.window.Seconds() * 100
+	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
+	f.anonMB, f.fileMB = mb(procmem.Field(pid, "RssAnon")), mb(procmem.Field(pid, "RssFile"))
+	f.pmdMB = mb(procmem.Rollup(pid, "FilePmdMapped"))
 	return f, nil
+}
+
+// flagSet reports whether the command line set the flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // cpuTicks is a process's utime+stime in clock ticks (/proc/PID/stat).

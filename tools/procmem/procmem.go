@@ -18,8 +18,17 @@ func RSS(pid int) int64 { return Field(pid, "VmRSS") }
 // (VmRSS; RssAnon, its own memory; RssFile, the pages of files it maps,
 // its program's among them, shared with every process that maps them);
 // 0 when unknown.
-func Field(pid int, name string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func Field(pid int, name string) int64 { return field(fmt.Sprintf("/proc/%d/status", pid), name) }
+
+// Rollup is one of pid's fields in /proc/PID/smaps_rollup (its mappings
+// summed), in bytes, such as FilePmdMapped (the pages of files it maps in
+// 2 MB pieces); 0 when unknown.
+func Rollup(pid int, name string) int64 {
+	return field(fmt.Sprintf("/proc/%d/smaps_rollup", pid), name)
+}
+
+func field(path, name string) int64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0
 	}
