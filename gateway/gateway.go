@@ -438,7 +438,7 @@ func (g *Gateway) Start() (err error) {
 		g.direct = direct.New(direct.Config{StateDir: dir, Source: src, Router: g.router, Self: g.Self, Now: g.now, Log: g.log})
 		g.goBackground(func() { g.direct.Keep(g.ctx) })
 	}
-	g.goBackground(func() { g.every(time.Second, g.flush) })
+	g.goBackground(g.flushHeld)
 	self := g.Self()
 	g.log.Info("delta started", "name", self.Name, "node", self.Node, "local", g.LocalURL(), "peer_api", strings.Join(peerAddrs, " "))
 	return nil
@@ -645,16 +645,43 @@ func (g *Gateway) every(d time.Duration, f func()) {
 	}
 }
 
-// flush writes the outcomes the journal holds in memory (a full disk), if
-// any: once a second (every) until it can.
-func (g *Gateway) flush() {
+// flushHeld writes the outcomes the journal holds in memory (a full
+// disk): once a second from the moment it holds one until it has written
+// them all. Meanwhile it waits (Holding), so that an idle Delta has no
+// timer of its own for this.
+func (g *Gateway) flushHeld() {
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.db.Holding():
+		}
+		t := time.NewTicker(time.Second)
+		for held := true; held; {
+			select {
+			case <-g.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+				held = g.flush()
+			}
+		}
+		t.Stop()
+	}
+}
+
+// flush writes the outcomes the journal holds in memory, if it can; it
+// reports whether some are still held.
+func (g *Gateway) flush() bool {
 	b := g.db.Behind()
 	if b.Held == 0 {
-		return
+		return false
 	}
-	if left, err := g.db.Flush(g.ctx); err == nil && left == 0 {
+	left, err := g.db.Flush(g.ctx)
+	if err == nil && left == 0 {
 		g.log.Info("the journal takes writes again: every outcome held in memory is written", "written", b.Held, "held_since", b.Since)
 	}
+	return left > 0 || err != nil
 }
 
 // sweep runs the retention sweep (hourly: every).

@@ -24,7 +24,8 @@ type behind struct {
 	calls    map[string]heldMove
 	receipts map[[2]string]heldReceipt // caller node, request id
 	lastErr  error
-	since    time.Time // when the oldest held outcome was held
+	since    time.Time     // when the oldest held outcome was held
+	waiting  chan struct{} // Holding's, closed when an outcome is held
 }
 
 type heldMove struct {
@@ -61,6 +62,33 @@ func (d *DB) Behind() Behind {
 	return Behind{Held: n, Since: b.since, Err: b.lastErr, DiskFull: IsDiskFull(b.lastErr)}
 }
 
+// Holding returns a channel that is closed once the journal holds an
+// outcome in memory (at once if it holds one now), so that whoever writes
+// them (Flush) can wait for it rather than look every second. Take a new
+// one after each wake-up.
+func (d *DB) Holding() <-chan struct{} {
+	b := &d.behind
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.calls)+len(b.receipts) > 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if b.waiting == nil {
+		b.waiting = make(chan struct{})
+	}
+	return b.waiting
+}
+
+// heldLocked wakes Holding's waiters: an outcome is held now.
+func (b *behind) heldLocked() {
+	if b.waiting != nil {
+		close(b.waiting)
+		b.waiting = nil
+	}
+}
+
 // holdable reports whether a failed write is held rather than reported:
 // not when the caller gave up (ctx) or the record is missing.
 func holdable(ctx context.Context, err error) bool {
@@ -89,6 +117,7 @@ func (d *DB) MoveOrHold(ctx context.Context, id string, t Transition) (moved, he
 		b.calls = map[string]heldMove{}
 	}
 	b.calls[id] = heldMove{t: t, at: d.now()}
+	b.heldLocked()
 	b.mu.Unlock()
 	d.notify()
 	return true, true, nil
@@ -109,6 +138,7 @@ func (d *DB) FinishReceiptOrHold(ctx context.Context, caller, id string, state p
 		b.receipts = map[[2]string]heldReceipt{}
 	}
 	b.receipts[[2]string{caller, id}] = heldReceipt{state: state, ans: ans, at: d.now()}
+	b.heldLocked()
 	b.mu.Unlock()
 	d.notify()
 	return true, true, nil

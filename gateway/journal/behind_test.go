@@ -34,6 +34,12 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("receive: %v %v", dec, err)
 	}
 
+	holding := db.Holding()
+	select {
+	case <-holding:
+		t.Fatal("Holding is closed while the journal holds nothing")
+	default:
+	}
 	disk.Fill()
 	if _, err := db.BeginCall(ctx, &record.Call{RequestID: "c2", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err == nil {
 		t.Fatal("a call was recorded as sending on a full disk: it could be sent without a record")
@@ -45,6 +51,16 @@ func TestDiskFull(t *testing.T) {
 	moved, held, err := db.MoveOrHold(ctx, "c1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans})
 	if err != nil || !moved || !held {
 		t.Fatalf("an outcome on a full disk: moved %v held %v err %v, want held in memory", moved, held, err)
+	}
+	select {
+	case <-holding:
+	default:
+		t.Fatal("Holding's channel, taken before, is not closed once an outcome is held")
+	}
+	select {
+	case <-db.Holding():
+	default:
+		t.Fatal("Holding, asked while an outcome is held, is not closed")
 	}
 	if _, held, err := db.FinishReceiptOrHold(ctx, "n1", "r1", proto.ReceiptAnswered, ans); err != nil || !held {
 		t.Fatalf("a receipt's outcome on a full disk: held %v err %v", held, err)
@@ -76,6 +92,11 @@ func TestDiskFull(t *testing.T) {
 	}
 	if b := db.Behind(); b.Held != 0 {
 		t.Fatalf("after the flush: %+v", b)
+	}
+	select {
+	case <-db.Holding():
+		t.Fatal("Holding is closed after the flush wrote everything")
+	default:
 	}
 	db.Close()
 	if db, err = Open(path, Options{Now: clk.now}); err != nil {
