@@ -146,13 +146,21 @@ const probeSlack = 2 * time.Second
 // its burst; when that changes the road a peer's requests take, the
 // gateway is told (roads.RoadUp), so that reads leave the road they were
 // on. It returns once its probes have.
+//
+// It looks again when the book says the next road falls due
+// (Book.Schedule), when kicked, and when the book changes (a use or a
+// probe reported, roads came or went), at most once a second for those:
+// an idle Delta wakes for it a few times a minute, not every second.
 func (r *Router) Probe(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var mu sync.Mutex
 	inflight := map[string]bool{}
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
 	for {
-		due, bursting := r.book.Due()
+		due, bursting, quiet := r.book.Schedule(BeliefLifetime)
+		looked := time.Now()
 		for _, c := range due {
 			k := fmt.Sprint(c.Road, "|", c.Peer, "|", c.Address, "|", c.Interface)
 			mu.Lock()
@@ -171,19 +179,31 @@ func (r *Router) Probe(ctx context.Context) {
 				mu.Unlock()
 			}()
 		}
-		wait := time.Second
+		wait := quiet
 		if bursting {
 			wait = BurstEvery
 		}
-		t := time.NewTimer(wait)
+		changed := r.book.Changed()
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
 		case <-r.kick:
 		case <-t.C:
+		case <-changed:
+			// A change may bring a probe forward (a road that failed is
+			// due after its hold-down): looked at, but no more than once
+			// a second, as a busy Delta's uses report all the time.
+			if d := time.Second - time.Since(looked); d > 0 {
+				t.Reset(min(d, wait))
+				select {
+				case <-ctx.Done():
+					return
+				case <-r.kick:
+				case <-t.C:
+				}
+			}
 		}
-		t.Stop()
 	}
 }
 

@@ -450,9 +450,26 @@ func (b *Book) InterfaceGained(iface string) {
 // or in a burst. bursting reports whether a burst is under way (probe again
 // in 100 ms).
 func (b *Book) Due() (due []roads.Candidate, bursting bool) {
+	due, bursting, _ = b.Schedule(BeliefLifetime)
+	return due, bursting
+}
+
+// Schedule is Due, and how long from now Due stays as it is unless the
+// book changes (Changed) or a burst starts (InterfaceGained): until the
+// first instant at which a road's belief or failure expires, its
+// hold-down or burst ends, or its last check grows old enough to be due;
+// at most limit. Both are read at one instant, so that no such instant
+// falls between them.
+func (b *Book) Schedule(limit time.Duration) (due []roads.Candidate, bursting bool, quiet time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
+	quiet = limit
+	at := func(t time.Time) {
+		if d := t.Sub(now); d > 0 && d < quiet {
+			quiet = d
+		}
+	}
 	for _, es := range b.peers {
 		for _, e := range es {
 			if e.offline {
@@ -467,9 +484,21 @@ func (b *Book) Due() (due []roads.Candidate, bursting bool) {
 				!e.believedUp(now) && !e.believedDown(now) && !e.held(now) && now.Sub(e.checkedAt) >= e.cand.Road.HoldDown():
 				due = append(due, e.cand)
 			}
+			// Every instant at which one of the terms above turns.
+			hd := e.cand.Road.HoldDown()
+			at(e.burstUntil)
+			at(e.checkedAt.Add(BeliefLifetime))
+			at(e.checkedAt.Add(hd))
+			at(e.heldUntil)
+			if !e.upAt.IsZero() {
+				at(e.upAt.Add(BeliefLifetime))
+			}
+			if !e.downAt.IsZero() {
+				at(e.downAt.Add(hd))
+			}
 		}
 	}
-	return due, bursting
+	return due, bursting, quiet
 }
 
 // EndBurst ends the burst of c's road once it answered.

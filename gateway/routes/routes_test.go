@@ -3,7 +3,9 @@ package routes
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -201,5 +203,101 @@ func TestInvalidateAfterAMove(t *testing.T) {
 	b.Invalidate("studio", roads.LAN, errors.New("a read broke off"))
 	if s := state(roads.LAN); s != localapi.RoadDown {
 		t.Fatalf("after the connect timeout, invalidated: %s", s)
+	}
+}
+
+// TestScheduleQuiet: Schedule says how long Due stays as it is: until the
+// next belief expires, or a failed road's hold-down has passed.
+func TestScheduleQuiet(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	if _, _, quiet := b.Schedule(time.Minute); quiet != time.Minute {
+		t.Errorf("an empty book: quiet %s, want the limit", quiet)
+	}
+	b.Set("studio", cands())
+	if due, _, quiet := b.Schedule(BeliefLifetime); len(due) != 3 || quiet != BeliefLifetime {
+		t.Errorf("never checked: due %v, quiet %s", due, quiet)
+	}
+	for _, c := range cands() {
+		b.Report(c, time.Millisecond, nil)
+	}
+	clk.add(10 * time.Second)
+	if due, _, quiet := b.Schedule(time.Minute); len(due) != 0 || quiet != BeliefLifetime-10*time.Second {
+		t.Errorf("believed up 10 s ago: due %v, quiet %s, want %s", due, quiet, BeliefLifetime-10*time.Second)
+	}
+	b.Report(cands()[1], 0, syscall.ECONNREFUSED)
+	if due, _, quiet := b.Schedule(time.Minute); len(due) != 0 || quiet != roads.LAN.HoldDown() {
+		t.Errorf("the lan road refused just now: due %v, quiet %s, want its hold-down %s", due, quiet, roads.LAN.HoldDown())
+	}
+	clk.add(roads.LAN.HoldDown())
+	if due, _, _ := b.Schedule(time.Minute); len(due) != 1 || due[0].Road != roads.LAN {
+		t.Errorf("the lan road's hold-down passed: due %v", due)
+	}
+}
+
+// TestScheduleHolds: in many books of roads in every state, Due gives the
+// same roads at every instant of the quiet span Schedule named (so the
+// prober misses nothing by sleeping through it), and many spans end with
+// a change of what is due (so they are not shorter than they need be).
+func TestScheduleHolds(t *testing.T) {
+	key := func(cs []roads.Candidate) string {
+		var ks []string
+		for _, c := range cs {
+			ks = append(ks, c.Peer+"/"+string(c.Road))
+		}
+		slices.Sort(ks)
+		return strings.Join(ks, " ")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	steps := []time.Duration{0, time.Millisecond, time.Second, 3 * time.Second, 5 * time.Second, 17 * time.Second, BeliefLifetime}
+	turned := 0
+	for book := range 300 {
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		b := New(clk.now, nil)
+		peers := []string{"studio", "mini"}
+		for _, p := range peers {
+			var cs []roads.Candidate
+			for _, c := range cands() {
+				c.Peer = p
+				cs = append(cs, c)
+			}
+			b.Set(p, cs)
+		}
+		for range 12 {
+			clk.add(steps[rng.IntN(len(steps))])
+			c := cands()[rng.IntN(3)]
+			c.Peer = peers[rng.IntN(2)]
+			switch rng.IntN(6) {
+			case 0, 1:
+				b.Report(c, time.Millisecond, nil)
+			case 2:
+				b.Report(c, 0, syscall.ECONNREFUSED)
+			case 3:
+				b.Report(c, 0, errTimeout)
+			case 4:
+				b.Invalidate(c.Peer, c.Road, errors.New("a use failed"))
+			case 5:
+				b.InterfaceGained(c.Interface)
+			}
+		}
+		t0 := clk.now()
+		due, bursting, quiet := b.Schedule(BeliefLifetime)
+		if bursting {
+			continue // probed every BurstEvery meanwhile
+		}
+		want := key(due)
+		for _, off := range []time.Duration{0, time.Nanosecond, quiet / 3, quiet / 2, quiet - time.Nanosecond} {
+			clk.t = t0.Add(off)
+			if got, _ := b.Due(); key(got) != want {
+				t.Fatalf("book %d: %s into a quiet span of %s, due %q; at its start %q", book, off, quiet, key(got), want)
+			}
+		}
+		clk.t = t0.Add(quiet)
+		if got, _ := b.Due(); key(got) != want {
+			turned++
+		}
+	}
+	if turned < 50 {
+		t.Errorf("%d quiet spans of 300 ended with a change of what is due: the spans are shorter than they need be", turned)
 	}
 }
