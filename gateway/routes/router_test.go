@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -70,5 +71,36 @@ func TestRouterProbesAndTells(t *testing.T) {
 	}
 	if got := r.RouteCounters().Invalidations["InterfaceDown"]; got != 1 {
 		t.Errorf("invalidations by InterfaceDown: %d, want 1", got)
+	}
+}
+
+// TestProberWakesForAChange: the prober sleeps until the book says a road
+// falls due, but a change to the book brings it back within about a
+// second. Here the peer's one road was just found up (due again in 30 s);
+// then the book learns a second road, which is due at once, with no kick.
+func TestProberWakesForAChange(t *testing.T) {
+	lan := roads.Candidate{Peer: "studio", Road: roads.LAN, Address: "192.168.1.20:7422", Interface: "en0", NeedsTicket: true}
+	tb := roads.Candidate{Peer: "studio", Road: roads.Thunderbolt, Address: "169.254.3.2:7422", Interface: "bridge0", NeedsTicket: true}
+	pinged := make(chan roads.Road, 16)
+	r := NewRouter(New(nil, nil), func(_ context.Context, c roads.Candidate) error { pinged <- c.Road; return nil }, nil)
+	r.Book().Set("studio", []roads.Candidate{lan})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Probe(ctx) }()
+	defer func() { cancel(); <-done }()
+	if road := <-pinged; road != roads.LAN {
+		t.Fatalf("first probe on %s", road)
+	}
+	for r.Peers()[0].Roads[0].State != localapi.RoadUp {
+		<-r.Changed()
+	}
+	r.Book().Set("studio", []roads.Candidate{lan, tb})
+	select {
+	case road := <-pinged:
+		if road != roads.Thunderbolt {
+			t.Errorf("probed %s, want the new thunderbolt road", road)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the road the book learned was not probed within 10 s: the prober slept through the change")
 	}
 }
