@@ -62,31 +62,21 @@ func (d *DB) Behind() Behind {
 	return Behind{Held: n, Since: b.since, Err: b.lastErr, DiskFull: IsDiskFull(b.lastErr)}
 }
 
-// Holding returns a channel that is closed once the journal holds an
-// outcome in memory (at once if it holds one now), so that whoever writes
-// them (Flush) can wait for it rather than look every second. Take a new
-// one after each wake-up.
+// Holding returns a channel closed once the journal holds an outcome in
+// memory (at once if it does), for Flush's caller to wait on.
 func (d *DB) Holding() <-chan struct{} {
 	b := &d.behind
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.calls)+len(b.receipts) > 0 {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
 	if b.waiting == nil {
 		b.waiting = make(chan struct{})
 	}
-	return b.waiting
-}
-
-// heldLocked wakes Holding's waiters: an outcome is held now.
-func (b *behind) heldLocked() {
-	if b.waiting != nil {
-		close(b.waiting)
+	c := b.waiting
+	if len(b.calls)+len(b.receipts) > 0 {
+		close(c)
 		b.waiting = nil
 	}
+	return c
 }
 
 // holdable reports whether a failed write is held rather than reported:
@@ -96,6 +86,10 @@ func holdable(ctx context.Context, err error) bool {
 }
 
 func (b *behind) noteLocked(err error, now time.Time) {
+	if b.waiting != nil { // an outcome is held now (noteLocked's caller holds it under this lock)
+		close(b.waiting)
+		b.waiting = nil
+	}
 	if len(b.calls)+len(b.receipts) == 0 {
 		b.since = now
 	}
@@ -117,7 +111,6 @@ func (d *DB) MoveOrHold(ctx context.Context, id string, t Transition) (moved, he
 		b.calls = map[string]heldMove{}
 	}
 	b.calls[id] = heldMove{t: t, at: d.now()}
-	b.heldLocked()
 	b.mu.Unlock()
 	d.notify()
 	return true, true, nil
@@ -138,7 +131,6 @@ func (d *DB) FinishReceiptOrHold(ctx context.Context, caller, id string, state p
 		b.receipts = map[[2]string]heldReceipt{}
 	}
 	b.receipts[[2]string{caller, id}] = heldReceipt{state: state, ans: ans, at: d.now()}
-	b.heldLocked()
 	b.mu.Unlock()
 	d.notify()
 	return true, true, nil

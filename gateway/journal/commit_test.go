@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/delta-roads/delta/gateway/journal/contslot"
 	"github.com/delta-roads/delta/gateway/journal/groupcommit"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -105,7 +106,7 @@ func TestReceiveSmall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := decodeContinuity(b)
+		f, err := contslot.Decode(b)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,19 +1,16 @@
 package journal
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/journal/contslot"
 	"github.com/delta-roads/delta/gateway/localapi"
 )
 
@@ -49,11 +46,6 @@ import (
 // ContinuityFile is the file beside the journal.
 func ContinuityFile(journalPath string) string { return journalPath + ".continuity" }
 
-type continuityFile struct {
-	Incarnation string `json:"incarnation"`
-	Receipts    int64  `json:"receipts"`
-}
-
 func (d *DB) meta(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, key string) (string, bool, error) {
@@ -88,9 +80,9 @@ func (d *DB) countReceipt(ctx context.Context, tx *sql.Tx) error {
 func (d *DB) checkContinuity(fresh bool) error {
 	ctx := context.Background()
 	now := d.now()
-	var file *continuityFile
+	var file *contslot.Record
 	if b, err := os.ReadFile(d.contPath); err == nil {
-		f, err := decodeContinuity(b)
+		f, err := contslot.Decode(b)
 		if err != nil {
 			return fmt.Errorf("journal: %s is not Delta's continuity file (%v); Delta does not guess what the journal can vouch for: move it aside only if you know the journal beside it is the one it belongs to", d.contPath, err)
 		}
@@ -155,12 +147,12 @@ func (d *DB) checkContinuity(fresh bool) error {
 func (d *DB) saveContinuity(count int64) error {
 	d.contMu.Lock()
 	defer d.contMu.Unlock()
-	slot, err := encodeSlot(continuityFile{Incarnation: d.incarnation, Receipts: count})
+	slot, err := contslot.Encode(contslot.Record{Incarnation: d.incarnation, Receipts: count})
 	if err != nil {
 		return fmt.Errorf("journal: write %s: %w", d.contPath, err)
 	}
 	if d.contF != nil {
-		_, err := d.contF.WriteAt(slot, d.contNext*contSlot)
+		_, err := d.contF.WriteAt(slot, d.contNext*contslot.Size)
 		if err == nil {
 			d.contNext ^= 1
 			return nil
@@ -184,72 +176,6 @@ func (d *DB) saveContinuity(count int64) error {
 	}
 	d.contF, d.contNext = f, 0
 	return nil
-}
-
-// contSlot is the size of one slot of the continuity file.
-const contSlot = 128
-
-// encodeSlot is f as one slot: its JSON, a space, the JSON's CRC-32 (IEEE)
-// in hex, spaces to fill, and a newline.
-func encodeSlot(f continuityFile) ([]byte, error) {
-	j, _ := json.Marshal(f)
-	line := fmt.Sprintf("%s %08x", j, crc32.ChecksumIEEE(j))
-	if len(line) >= contSlot { // an incarnation is 26 characters: the line is under 90
-		return nil, fmt.Errorf("the continuity record is %d bytes, more than a slot holds", len(line))
-	}
-	b := bytes.Repeat([]byte{' '}, contSlot)
-	copy(b, line)
-	b[contSlot-1] = '\n'
-	return b, nil
-}
-
-// decodeContinuity reads the continuity file: two slots, the one with the
-// higher count of those whose checksum holds, or (from earlier versions)
-// one JSON object.
-func decodeContinuity(b []byte) (continuityFile, error) {
-	if len(b) != 2*contSlot {
-		var f continuityFile
-		if err := json.Unmarshal(b, &f); err != nil || f.Incarnation == "" {
-			return f, fmt.Errorf("neither two %d-byte slots nor a JSON object with an incarnation", contSlot)
-		}
-		return f, nil
-	}
-	var best *continuityFile
-	var why []string
-	for i := range 2 {
-		f, err := decodeSlot(b[i*contSlot : (i+1)*contSlot])
-		if err != nil {
-			why = append(why, fmt.Sprintf("slot %d: %v", i+1, err))
-			continue
-		}
-		if best != nil && best.Incarnation != f.Incarnation {
-			return f, fmt.Errorf("its two slots name different journals")
-		}
-		if best == nil || f.Receipts > best.Receipts {
-			best = &f
-		}
-	}
-	if best == nil {
-		return continuityFile{}, errors.New(strings.Join(why, "; "))
-	}
-	return *best, nil
-}
-
-func decodeSlot(s []byte) (continuityFile, error) {
-	var f continuityFile
-	line := strings.TrimRight(string(s), " \n")
-	j, sum, ok := strings.Cut(line, " ")
-	if !ok || len(sum) != 8 {
-		return f, errors.New("no checksum")
-	}
-	want, err := strconv.ParseUint(sum, 16, 32)
-	if err != nil || uint32(want) != crc32.ChecksumIEEE([]byte(j)) {
-		return f, errors.New("its checksum does not match (a torn write?)")
-	}
-	if err := json.Unmarshal([]byte(j), &f); err != nil || f.Incarnation == "" {
-		return f, errors.New("not a continuity record")
-	}
-	return f, nil
 }
 
 // continuityAfterCommit writes the file after a commit that counted a

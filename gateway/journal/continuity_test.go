@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/journal/contslot"
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
@@ -137,15 +138,15 @@ func TestContinuitySlots(t *testing.T) {
 	}
 	db.Close()
 	b, err := os.ReadFile(ContinuityFile(path))
-	if err != nil || len(b) != 2*contSlot {
+	if err != nil || len(b) != 2*contslot.Size {
 		t.Fatalf("the continuity file: %d bytes, %v", len(b), err)
 	}
-	f, err := decodeContinuity(b)
+	f, err := contslot.Decode(b)
 	if err != nil || f.Receipts != 3 {
 		t.Fatalf("decoded %+v, %v; want 3 receipts", f, err)
 	}
-	s0, err0 := decodeSlot(b[:contSlot])
-	s1, err1 := decodeSlot(b[contSlot:])
+	s0, err0 := contslot.DecodeSlot(b[:contslot.Size])
+	s1, err1 := contslot.DecodeSlot(b[contslot.Size:])
 	if err0 != nil || err1 != nil || s0.Receipts+s1.Receipts != 5 { // 3 then 2: written in turn
 		t.Fatalf("slots %+v %v, %+v %v: not written in turn", s0, err0, s1, err1)
 	}
@@ -154,15 +155,15 @@ func TestContinuitySlots(t *testing.T) {
 	torn := bytes.Clone(b)
 	newer := 0
 	if s1.Receipts > s0.Receipts {
-		newer = contSlot
+		newer = contslot.Size
 	}
 	copy(torn[newer+20:], "\x00\x00\x00\x00")
-	if f, err := decodeContinuity(torn); err != nil || f.Receipts != 2 {
+	if f, err := contslot.Decode(torn); err != nil || f.Receipts != 2 {
 		t.Fatalf("one slot torn: %+v, %v; want the other's 2", f, err)
 	}
 	// Both torn: no count to trust, refused by name.
-	copy(torn[contSlot-newer+20:], "\x00\x00\x00\x00")
-	if _, err := decodeContinuity(torn); err == nil || !strings.Contains(err.Error(), "checksum") {
+	copy(torn[contslot.Size-newer+20:], "\x00\x00\x00\x00")
+	if _, err := contslot.Decode(torn); err == nil || !strings.Contains(err.Error(), "checksum") {
 		t.Fatalf("both slots torn: %v", err)
 	}
 	os.WriteFile(ContinuityFile(path), torn, 0o600)
@@ -180,7 +181,7 @@ func TestContinuitySlots(t *testing.T) {
 		t.Fatalf("opened with an earlier version's file: %+v", c)
 	}
 	db.Close()
-	if b, _ := os.ReadFile(ContinuityFile(path)); len(b) != 2*contSlot {
+	if b, _ := os.ReadFile(ContinuityFile(path)); len(b) != 2*contslot.Size {
 		t.Fatalf("not rewritten as slots: %q", b)
 	}
 }
