@@ -86,7 +86,7 @@ func holdable(ctx context.Context, err error) bool {
 }
 
 func (b *behind) noteLocked(err error, now time.Time) {
-	if b.waiting != nil { // an outcome is held now (noteLocked's caller holds it under this lock)
+	if b.waiting != nil { // the caller holds an outcome under this lock: Holding's waiters see it
 		close(b.waiting)
 		b.waiting = nil
 	}

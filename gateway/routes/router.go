@@ -149,8 +149,10 @@ const probeSlack = 2 * time.Second
 //
 // It looks again when the book says the next road falls due
 // (Book.Schedule), when kicked, and when the book changes (a use or a
-// probe reported, roads came or went), at most once a second for those:
-// an idle Delta wakes for it a few times a minute, not every second.
+// probe reported, roads came or went), at most once a second for those.
+// An idle Delta's prober wakes about three times a road each belief
+// lifetime (the road due, its probe's report, the look a second later),
+// not every second.
 func (r *Router) Probe(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
