@@ -8,8 +8,10 @@
 // test control server and DERP in this process) with the lan road's pinned
 // TLS and tickets. wrk (Debian's) loads each: reads of 1 KiB, 64 KiB and
 // 1 MiB at 1, 16 and 64 connections, and calls (each on a new connection,
-// with its own request id) at 1, 16 and 64. Then the idle cost of a Delta
-// with the tailnet up and the time from its start to serving its local API.
+// with its own request id) at 1, 16 and 64. Beside them, two floors: the
+// least a Go forwarder can do as the same two hops (floor.go), and, idle,
+// a bare tsnet node (tsnetfloor.go). Then the idle cost of a Delta with
+// the tailnet up and the time from its start to serving its local API.
 // It writes the figures, as ratios to direct and to nginx, into
 // docs/benchmarks.md between its markers.
 package main
@@ -69,6 +71,15 @@ var (
 )
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == floorArg || os.Args[1] == tsnetFloorArg) {
+		// A floor's process (floor.go, tsnetfloor.go).
+		floor := map[string]func([]string) error{floorArg: floorMain, tsnetFloorArg: tsnetFloorMain}[os.Args[1]]
+		if err := floor(os.Args[2:]); err != nil {
+			fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
+			os.Exit(1)
+		}
+		return
+	}
 	flag.Parse()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -89,6 +100,8 @@ const (
 	roleDeltaTLS  role = "Delta TLS"
 	roleBefore    role = "before"
 	roleBeforeTLS role = "before TLS"
+	roleFloor     role = "Go floor"
+	roleFloorTLS  role = "Go floor TLS"
 )
 
 // tls reports whether the target's middle hop is TLS.
@@ -177,6 +190,11 @@ func run() error {
 		return err
 	}
 	defer stopCaddy()
+	floorPlain, floorTLS, stopFloor, err := startFloor(root, appAddr)
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
 
 	var procs []*deltaProc
 	defer func() {
@@ -204,16 +222,34 @@ func run() error {
 	// with the tailnet up, as a person's Mac runs it most of the day.
 	// Not for -hold (profiling by hand starts at once); a smoke run
 	// (-quick) idles one minute unless told.
-	var idle idleFigures
+	// A bare tsnet node (tsnetfloor.go) idles in the same window.
+	var idle, idleFloor idleFigures
 	if !*hold {
 		d := *idleFor
 		if *quick && !flagSet("idle-for") {
 			d = idleStartup + idleSample
 		}
-		if idle, err = idleCost(tlsPair[0], d); err != nil {
+		node, stopNet, err := startTSNetFloor(root, &procs)
+		if err != nil {
 			return err
 		}
+		defer stopNet()
+		floorDone := make(chan error, 1)
+		go func() {
+			var err error
+			idleFloor, err = idleCost(node, d)
+			floorDone <- err
+		}()
+		idle, err = idleCost(tlsPair[0], d)
+		if ferr := <-floorDone; err == nil && ferr != nil {
+			err = fmt.Errorf("a bare tsnet node: %w", ferr)
+		}
+		if err != nil {
+			return err
+		}
+		stopNet() // not to load the machine while the rest is measured
 		fmt.Printf("idle (%s): %s; start to local API %s\n", tlsPair[0].name, idle, startup.Round(time.Millisecond))
+		fmt.Printf("idle (a bare tsnet node): %s\n", idleFloor)
 	}
 	if *idleOnly {
 		return nil
@@ -222,7 +258,7 @@ func run() error {
 	deltaStatic := staticPair[0].target("Delta (static, plain TCP)", roleDelta, "studio")
 	deltaTLS := tlsPair[0].target("Delta (lan road, pinned TLS)", roleDeltaTLS, "studio")
 	deltaTLS.headers = append(deltaTLS.headers, "X-Delta-Route: lan")
-	targets := []target{direct, nginxPlain, nginxTLS, caddyPlain, caddyTLS, deltaStatic, deltaTLS}
+	targets := []target{direct, nginxPlain, nginxTLS, caddyPlain, caddyTLS, floorPlain, floorTLS, deltaStatic, deltaTLS}
 	watches := map[string][2]*deltaProc{deltaStatic.name: staticPair, deltaTLS.name: tlsPair}
 	if *before != "" {
 		// The same cells through Deltas built from other code, in the
@@ -369,7 +405,7 @@ func run() error {
 			revals = append(revals, f)
 		}
 	}
-	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, sends, idle, startup, bigs, revals)
+	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, sends, idle, idleFloor, startup, bigs, revals)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -994,7 +1030,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, sends []sendsFigure, idle idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
+func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, sends []sendsFigure, idle, idleFloor idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1003,7 +1039,7 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 			cpu = strings.TrimSpace(string(m[1]))
 		}
 	}
-	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops.\n\n",
+	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops; and the Go floor (tools/bench/floor.go), the least a forwarder in Go can do, as the same two hops: a head passed on byte for byte, bodies by Content-Length, one goroutine a connection, nothing allocated a request. Delta cannot pass the floor; the floor over nginx is what of a goal against nginx is in reach of Go on this machine.\n\n",
 		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), strings.Join(os.Args[1:], " "), *duration, nginxVersion(), caddyVersion)
 	byRole := map[role]target{}
 	for _, t := range targets {
@@ -1031,6 +1067,14 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 	}
 	var cols []ratioCol
 	for _, t := range targets {
+		if t.role == roleFloor || t.role == roleFloorTLS {
+			// The floor over nginx: what of a goal against nginx
+			// is in reach of Go here.
+			if base := t.role.baselines()[1]; byRole[base].name != "" {
+				cols = append(cols, ratioCol{name: fmt.Sprintf("%s ÷ %s", t.role, base), of: t.role, per: base})
+			}
+			continue
+		}
 		if !t.role.delta() {
 			continue
 		}
@@ -1045,8 +1089,8 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 			}
 		}
 	}
-	for _, r := range []role{roleDelta, roleDeltaTLS} {
-		base := map[role]role{roleDelta: roleNginx, roleDeltaTLS: roleNginxTLS}[r]
+	for _, r := range []role{roleDelta, roleDeltaTLS, roleFloor, roleFloorTLS} {
+		base := r.baselines()[1] // nginx's, plain or TLS
 		_, ok1 := byRole[r]
 		_, ok2 := byRole[base]
 		if ok1 && ok2 {
@@ -1173,6 +1217,9 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 		}
 	}
 	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
+	if idleFloor.after > 0 {
+		fmt.Fprintf(&b, "\nThe tailnet's floor, in the same window: a bare tsnet node with one peer in a loopback tailnet of its own (tools/bench/tsnetfloor.go: no roads, journal, local API or tray), %s.\n", idleFloor)
+	}
 	return b.String()
 }
 
