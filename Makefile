@@ -174,17 +174,19 @@ deb: deps
 app pkg:
 	VERSION=$(VERSION) sh packaging/macos/build.sh $@
 
-# bench runs the side-by-side harness (tools/bench: direct, nginx and
-# Caddy as two hops, two pairs of Deltas under wrk; a 1 GiB read and call
-# through each; a 10 MiB answer revalidated over the tailnet road; the idle
-# Delta; it rewrites its section of docs/benchmarks.md) and the in-process
-# benchmarks. BENCH_TIME is wrk's time per cell; BENCH_ARGS more flags
+# bench runs the side-by-side harness (tools/bench: direct, nginx, Caddy
+# and the Go floor as two hops, two pairs of Deltas under wrk; a 1 GiB
+# read and call through each; a 10 MiB answer revalidated over the tailnet
+# road; the idle Delta beside a bare tsnet node; it rewrites its section
+# of docs/benchmarks.md) and the in-process benchmarks, among them two
+# floors: both journals' writes for a call (BenchmarkCallWrites) and the
+# digest's speed (BenchmarkDigest). BENCH_TIME is wrk's time per cell; BENCH_ARGS more flags
 # (-before BIN runs Deltas built from other code beside, cell by cell).
 BENCH_TIME ?= 5s
 BENCH_ARGS ?=
 bench: deps bench-deps
 	$(GO) run ./tools/bench -d $(BENCH_TIME) $(BENCH_ARGS)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/ ./gateway/pintls/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/ ./gateway/pintls/ ./gateway/proto/
 
 # bench-peers: one person's computers on a loopback tailnet, home and 1, 10
 # and 50 peers; what home sends to keep its roads known, each node's CPU,
