@@ -23,8 +23,11 @@ import (
 // nothing is allocated a request. It is what any Go forwarder that keeps
 // connections alive costs on this machine's kernel and Go runtime, with
 // nothing of what Delta does (tokens, routes, journals, the cache, 1xx,
-// chunked bodies, upgrades), so Delta's figures cannot pass it; set beside
-// nginx's it shows what of a goal is in reach of Go here.
+// chunked bodies, upgrades): for small reads and calls, a ceiling over
+// Delta's figures; set beside nginx's, it shows what of a goal is in reach
+// of Go here. A call's "Connection: close" goes on to each hop, so every
+// hop of a call is a new connection, as Delta's are (its contract), while
+// nginx's and Caddy's keep theirs to the next hop.
 
 // floorArg, as the first argument, makes this program the floor's
 // process: bench floor APP CERT KEY.

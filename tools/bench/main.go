@@ -222,34 +222,41 @@ func run() error {
 	// with the tailnet up, as a person's Mac runs it most of the day.
 	// Not for -hold (profiling by hand starts at once); a smoke run
 	// (-quick) idles one minute unless told.
-	// A bare tsnet node (tsnetfloor.go) idles in the same window.
-	var idle, idleFloor idleFigures
+	// Bare tsnet nodes (tsnetfloor.go) idle in the same window: one
+	// pair quiet, one connecting to its peer every 30 s.
+	var idle idleFigures
+	var idleFloor [2]idleFigures
 	if !*hold {
 		d := *idleFor
 		if *quick && !flagSet("idle-for") {
 			d = idleStartup + idleSample
 		}
-		node, stopNet, err := startTSNetFloor(root, &procs)
-		if err != nil {
-			return err
+		floorDone := make(chan error, len(idleFloor))
+		for i, every := range []time.Duration{0, floorProbeEvery} {
+			node, stopNet, err := startTSNetFloor(root, []string{"floor-", "floor-probed-"}[i], every, &procs)
+			if err != nil {
+				return err
+			}
+			defer stopNet()
+			go func() {
+				var err error
+				idleFloor[i], err = idleCost(node, d)
+				stopNet() // not to load the machine while the rest is measured
+				floorDone <- err
+			}()
 		}
-		defer stopNet()
-		floorDone := make(chan error, 1)
-		go func() {
-			var err error
-			idleFloor, err = idleCost(node, d)
-			floorDone <- err
-		}()
 		idle, err = idleCost(tlsPair[0], d)
-		if ferr := <-floorDone; err == nil && ferr != nil {
-			err = fmt.Errorf("a bare tsnet node: %w", ferr)
+		for range idleFloor {
+			if ferr := <-floorDone; err == nil && ferr != nil {
+				err = fmt.Errorf("a bare tsnet node: %w", ferr)
+			}
 		}
 		if err != nil {
 			return err
 		}
-		stopNet() // not to load the machine while the rest is measured
 		fmt.Printf("idle (%s): %s; start to local API %s\n", tlsPair[0].name, idle, startup.Round(time.Millisecond))
-		fmt.Printf("idle (a bare tsnet node): %s\n", idleFloor)
+		fmt.Printf("idle (a bare tsnet node): %s\n", idleFloor[0])
+		fmt.Printf("idle (a bare tsnet node, connecting to its peer every %s): %s\n", floorProbeEvery, idleFloor[1])
 	}
 	if *idleOnly {
 		return nil
@@ -1030,7 +1037,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, sends []sendsFigure, idle, idleFloor idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
+func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, sends []sendsFigure, idle idleFigures, idleFloor [2]idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1039,7 +1046,7 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 			cpu = strings.TrimSpace(string(m[1]))
 		}
 	}
-	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops; and the Go floor (tools/bench/floor.go), the least a forwarder in Go can do, as the same two hops: a head passed on byte for byte, bodies by Content-Length, one goroutine a connection, nothing allocated a request. Delta cannot pass the floor; the floor over nginx is what of a goal against nginx is in reach of Go on this machine.\n\n",
+	fmt.Fprintf(&b, "Measured %s on %s (%d cores, %s, %s), by `make bench` (`go run ./tools/bench %s`): wrk -t1 for %s per cell, everything on loopback, the Deltas' journals on this machine's disk. Baselines: %s, Caddy %s (Debian's, `reverse_proxy`), both as two hops with keep-alive upstreams, plain and with TLS 1.3 between the hops; and the Go floor (tools/bench/floor.go), the least a forwarder in Go can do, as the same two hops: a head passed on byte for byte, bodies by Content-Length, one goroutine a connection, nothing allocated a request. A call's `Connection: close` goes on to each hop, so every hop of a call is a new connection, as Delta's are. For small reads and calls the floor is a ceiling for Delta, which does more a request; the floor over nginx is what of a goal against nginx is in reach of Go on this machine.\n\n",
 		time.Now().UTC().Format("2006-01-02"), host, runtime.NumCPU(), cpu, runtime.Version(), strings.Join(os.Args[1:], " "), *duration, nginxVersion(), caddyVersion)
 	byRole := map[role]target{}
 	for _, t := range targets {
@@ -1217,8 +1224,9 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 		}
 	}
 	fmt.Fprintf(&b, "\n### A Delta with the tailnet up, idle\n\n%s; from its start to serving its local API: %s.\n", idle, startup.Round(time.Millisecond))
-	if idleFloor.after > 0 {
-		fmt.Fprintf(&b, "\nThe tailnet's floor, in the same window: a bare tsnet node with one peer in a loopback tailnet of its own (tools/bench/tsnetfloor.go: no roads, journal, local API or tray), %s.\n", idleFloor)
+	if idleFloor[0].after > 0 {
+		fmt.Fprintf(&b, "\nThe tailnet's floor, in the same window: a bare tsnet node with one peer in a loopback tailnet of its own (tools/bench/tsnetfloor.go: no roads, journal, local API or tray), %s.\n", idleFloor[0])
+		fmt.Fprintf(&b, "\nThe same, its pair connecting to each other over the tailnet every %s (as often as Delta checks a road it believes up), %s.\n", floorProbeEvery, idleFloor[1])
 	}
 	return b.String()
 }

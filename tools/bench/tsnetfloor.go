@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -26,16 +27,31 @@ import (
 // roads, no journal, no local API, no tray. An idle Delta with the
 // tailnet up cannot cost less than the node it carries; measured in the
 // same window as the Delta, it shows what of the idle goal is in reach.
+// A second pair does the same and also opens a connection to its peer
+// over the tailnet every 30 s, as often as Delta checks a road it
+// believes up (DESIGN §5): what that traffic alone costs an idle node.
 
 // tsnetFloorArg, as the first argument, makes this program a bare tsnet
-// node: bench tsnet-floor CONTROL-URL DIR HOSTNAME.
+// node: bench tsnet-floor CONTROL-URL DIR HOSTNAME [EVERY], EVERY how
+// often it connects to its peer (none if absent).
 const tsnetFloorArg = "tsnet-floor"
+
+// floorProbeEvery is how often the probed pair connects to its peer: the
+// route belief's lifetime, after which Delta checks a road again.
+const floorProbeEvery = 30 * time.Second
 
 // tsnetFloorMain is a bare tsnet node's process: it says "up" once the
 // node is running and serves until it is told to stop.
 func tsnetFloorMain(args []string) error {
-	if len(args) != 3 {
-		return errors.New("usage: bench tsnet-floor CONTROL-URL DIR HOSTNAME")
+	if len(args) != 3 && len(args) != 4 {
+		return errors.New("usage: bench tsnet-floor CONTROL-URL DIR HOSTNAME [EVERY]")
+	}
+	var every time.Duration
+	if len(args) == 4 {
+		var err error
+		if every, err = time.ParseDuration(args[3]); err != nil || every <= 0 {
+			return fmt.Errorf("EVERY %q is not a duration", args[3])
+		}
 	}
 	envknob.SetNoLogsNoSupport()
 	srv := &tsnet.Server{Dir: args[1], ControlURL: args[0], Hostname: args[2], Logf: logger.Discard, UserLogf: logger.Discard}
@@ -61,15 +77,43 @@ func tsnetFloorMain(args []string) error {
 		}
 	}()
 	fmt.Println("up")
+	if every > 0 {
+		lc, err := srv.LocalClient()
+		if err != nil {
+			return err
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				ln.Close()
+				return nil
+			case <-t.C:
+			}
+			st, err := lc.Status(ctx)
+			if err != nil {
+				continue
+			}
+			for _, ps := range st.Peer {
+				if len(ps.TailscaleIPs) > 0 {
+					if c, err := srv.Dial(ctx, "tcp", net.JoinHostPort(ps.TailscaleIPs[0].String(), "80")); err == nil {
+						c.Close()
+					}
+				}
+			}
+		}
+	}
 	<-ctx.Done()
 	ln.Close()
 	return nil
 }
 
 // startTSNetFloor starts two bare tsnet nodes in a loopback tailnet of
-// their own and returns the first, to be measured like a Delta, and how
-// to stop both and their tailnet (once, whenever called again).
-func startTSNetFloor(root string, procs *[]*deltaProc) (*deltaProc, func(), error) {
+// their own (each connecting to the other every "every", if not 0) and
+// returns the first, to be measured like a Delta, and how to stop both
+// and their tailnet (once, whenever called again).
+func startTSNetFloor(root, prefix string, every time.Duration, procs *[]*deltaProc) (*deltaProc, func(), error) {
 	tn, err := loopnet.Start(loopnet.Options{})
 	if err != nil {
 		return nil, nil, err
@@ -80,7 +124,7 @@ func startTSNetFloor(root string, procs *[]*deltaProc) (*deltaProc, func(), erro
 		return nil, nil, err
 	}
 	var nodes []*deltaProc
-	for _, name := range []string{"floor-laptop", "floor-studio"} {
+	for _, name := range []string{prefix + "laptop", prefix + "studio"} {
 		dir := filepath.Join(root, name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			tn.Close()
@@ -91,7 +135,11 @@ func startTSNetFloor(root string, procs *[]*deltaProc) (*deltaProc, func(), erro
 			tn.Close()
 			return nil, nil, err
 		}
-		cmd := exec.Command(exe, tsnetFloorArg, tn.URL, dir, name)
+		args := []string{tsnetFloorArg, tn.URL, dir, name}
+		if every > 0 {
+			args = append(args, every.String())
+		}
+		cmd := exec.Command(exe, args...)
 		cmd.Env = append(os.Environ(), "TS_NO_LOGS_NO_SUPPORT=true")
 		cmd.Stdout, cmd.Stderr = out, out
 		p := &deltaProc{name: name, dir: dir, cmd: cmd, done: make(chan struct{}), started: time.Now()}
