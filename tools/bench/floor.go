@@ -124,7 +124,11 @@ func serveFloor(l net.Listener, dial func() (net.Conn, error)) {
 				return
 			}
 			defer up.Close()
-			if err := floorConn(c, up); err != nil && !errors.Is(err, io.EOF) {
+			// Every connection ends with an error: a peer that goes
+			// away (the end of a load, a closed connection) is how it
+			// ends; anything else is said.
+			err = floorConn(c, up)
+			if !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) && !errors.Is(err, net.ErrClosed) {
 				fmt.Fprintln(os.Stderr, "floor:", err)
 			}
 		}()
@@ -132,7 +136,7 @@ func serveFloor(l net.Listener, dial func() (net.Conn, error)) {
 }
 
 // floorConn forwards each request on c to up and its answer back, in
-// turn, until c closes.
+// turn, until either fails; it returns why (io.EOF when c closes).
 func floorConn(c, up net.Conn) error {
 	cr, cw := bufio.NewReaderSize(c, 64<<10), bufio.NewWriterSize(c, 64<<10)
 	ur, uw := bufio.NewReaderSize(up, 64<<10), bufio.NewWriterSize(up, 64<<10)
