@@ -10,8 +10,9 @@
 // 1 MiB at 1, 16 and 64 connections, and calls (each on a new connection,
 // with its own request id) at 1, 16 and 64. Beside them, two floors: the
 // least a Go forwarder can do as the same two hops (floor.go), and, idle,
-// a bare tsnet node (tsnetfloor.go). Then the idle cost of a Delta with
-// the tailnet up and the time from its start to serving its local API.
+// bare tsnet nodes, a pair quiet and a pair that connect to each other
+// every 30 s (tsnetfloor.go). Then the idle cost of a Delta with the
+// tailnet up and the time from its start to serving its local API.
 // It writes the figures, as ratios to direct and to nginx, into
 // docs/benchmarks.md between its markers.
 package main
