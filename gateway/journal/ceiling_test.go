@@ -48,6 +48,9 @@ func BenchmarkCallWrites(b *testing.B) {
 				if dec, _, err := owner.ReceiveSmall(ctx, &Receipt{Caller: "n1", RequestID: id, Digest: "d", App: "bench", Method: "POST", Path: "/c"}); err != nil || dec != Forward {
 					return fmt.Errorf("receipt: %v, %v", dec, err)
 				}
+				// The writer tells kept before it answers HandReceipt
+				// (queued first, it commits no later), so kept is set
+				// by the time HandReceipt returns.
 				var kept error
 				owner.KeepReceived(ctx, "n1", id, KeepRequest(sent, body), func(err error) { kept = err })
 				if err := owner.HandReceipt(ctx, "n1", id); err != nil {
@@ -60,14 +63,14 @@ func BenchmarkCallWrites(b *testing.B) {
 				if _, err := owner.FinishReceipt(ctx, "n1", id, proto.ReceiptAnswered, ans); err != nil {
 					return fmt.Errorf("answer: %w", err)
 				}
-				if moved, _, err := caller.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans}); err != nil || !moved {
+				if moved, _, err := caller.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: string(proto.Answered), Answer: ans}); err != nil || !moved {
 					return fmt.Errorf("outcome: %v, %w", moved, err)
 				}
 				return nil
 			}
 			var next atomic.Int64
 			var failed atomic.Pointer[error]
-			cpu0 := cpuTime()
+			cpu0 := cpuTime(b)
 			b.ResetTimer()
 			start := time.Now()
 			var wg sync.WaitGroup
@@ -92,16 +95,16 @@ func BenchmarkCallWrites(b *testing.B) {
 				b.Fatal(*err)
 			}
 			b.ReportMetric(float64(b.N)/took.Seconds(), "calls/s")
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/call")
 		})
 	}
 }
 
 // cpuTime is the CPU this process has used, user and system.
-func cpuTime() time.Duration {
+func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		b.Fatalf("getrusage, for the CPU a call: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
