@@ -113,13 +113,22 @@ func (r role) delta() bool {
 	return strings.HasPrefix(string(r), "Delta") || strings.HasPrefix(string(r), "before")
 }
 
+// nginx is the nginx target a target of role r is set beside: with TLS
+// between the hops for a TLS road.
+func (r role) nginx() role {
+	if r.tls() {
+		return roleNginxTLS
+	}
+	return roleNginx
+}
+
 // baselines are what a Delta target is compared with: Caddy's and
 // nginx's two hops (with TLS between for a TLS road), and direct.
 func (r role) baselines() []role {
 	if r.tls() {
-		return []role{roleCaddyTLS, roleNginxTLS, roleDirect}
+		return []role{roleCaddyTLS, r.nginx(), roleDirect}
 	}
-	return []role{roleCaddy, roleNginx, roleDirect}
+	return []role{roleCaddy, r.nginx(), roleDirect}
 }
 
 // target is one way to reach the owner app.
@@ -603,12 +612,15 @@ func startDelta(ctx context.Context, root, bin, name string, args []string, env 
 	return startIn(ctx, bin, name, dir, args, env, procs)
 }
 
-func startIn(ctx context.Context, bin, name, dir string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
+// spawn starts argv as the process name, its output in dir.out, with
+// TS_NO_LOGS_NO_SUPPORT and env in its environment, and adds it to procs
+// (run stops them all).
+func spawn(name, dir string, argv, env []string, procs *[]*deltaProc) (*deltaProc, error) {
 	out, err := os.Create(dir + ".out")
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, append([]string{"run", "--state-dir", dir, "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "TS_NO_LOGS_NO_SUPPORT=true"), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	p := &deltaProc{name: name, dir: dir, cmd: cmd, done: make(chan struct{}), started: time.Now()}
@@ -618,6 +630,14 @@ func startIn(ctx context.Context, bin, name, dir string, args []string, env []st
 	}
 	*procs = append(*procs, p)
 	go func() { cmd.Wait(); out.Close(); close(p.done) }()
+	return p, nil
+}
+
+func startIn(ctx context.Context, bin, name, dir string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
+	p, err := spawn(name, dir, append([]string{bin, "run", "--state-dir", dir, "--listen", "127.0.0.1:0"}, args...), env, procs)
+	if err != nil {
+		return nil, err
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
@@ -625,7 +645,7 @@ func startIn(ctx context.Context, bin, name, dir string, args []string, env []st
 			return nil, fmt.Errorf("%s stopped at once (its output: %s.out)", name, dir)
 		default:
 		}
-		if lf, err := localapi.ReadLocal(dir); err == nil && lf.PID == cmd.Process.Pid {
+		if lf, err := localapi.ReadLocal(dir); err == nil && lf.PID == p.cmd.Process.Pid {
 			if p.kit, err = kit.Open(dir); err == nil {
 				if _, err := p.kit.Status(ctx); err == nil {
 					break
@@ -1078,7 +1098,7 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 		if t.role == roleFloor || t.role == roleFloorTLS {
 			// The floor over nginx: what of a goal against nginx
 			// is in reach of Go here.
-			if base := t.role.baselines()[1]; byRole[base].name != "" {
+			if base := t.role.nginx(); byRole[base].name != "" {
 				cols = append(cols, ratioCol{name: fmt.Sprintf("%s ÷ %s", t.role, base), of: t.role, per: base})
 			}
 			continue
@@ -1098,7 +1118,7 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 		}
 	}
 	for _, r := range []role{roleDelta, roleDeltaTLS, roleFloor, roleFloorTLS} {
-		base := r.baselines()[1] // nginx's, plain or TLS
+		base := r.nginx()
 		_, ok1 := byRole[r]
 		_, ok2 := byRole[base]
 		if ok1 && ok2 {

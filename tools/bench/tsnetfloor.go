@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sync"
@@ -130,33 +129,33 @@ func startTSNetFloor(root, prefix string, every time.Duration, procs *[]*deltaPr
 			tn.Close()
 			return nil, nil, err
 		}
-		out, err := os.Create(dir + ".out")
+		argv := []string{exe, tsnetFloorArg, tn.URL, dir, name}
+		if every > 0 {
+			argv = append(argv, every.String())
+		}
+		p, err := spawn(name, dir, argv, nil, procs)
 		if err != nil {
 			tn.Close()
 			return nil, nil, err
 		}
-		args := []string{tsnetFloorArg, tn.URL, dir, name}
-		if every > 0 {
-			args = append(args, every.String())
-		}
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(), "TS_NO_LOGS_NO_SUPPORT=true")
-		cmd.Stdout, cmd.Stderr = out, out
-		p := &deltaProc{name: name, dir: dir, cmd: cmd, done: make(chan struct{}), started: time.Now()}
-		if err := cmd.Start(); err != nil {
-			out.Close()
-			tn.Close()
-			return nil, nil, err
-		}
-		*procs = append(*procs, p)
-		go func() { cmd.Wait(); out.Close(); close(p.done) }()
 		nodes = append(nodes, p)
 	}
 	for _, p := range nodes {
-		if err := waitCond(60*time.Second, p.name+" up", func() bool {
+		stopped := false
+		err := waitCond(60*time.Second, p.name+" up", func() bool {
+			select {
+			case <-p.done:
+				stopped = true
+				return true
+			default:
+			}
 			b, _ := os.ReadFile(p.dir + ".out")
 			return bytes.HasPrefix(b, []byte("up\n")) || bytes.Contains(b, []byte("\nup\n"))
-		}); err != nil {
+		})
+		if err == nil && stopped {
+			err = errors.New("it stopped before it was up")
+		}
+		if err != nil {
 			tn.Close()
 			return nil, nil, fmt.Errorf("a bare tsnet node: %w (its output: %s.out)", err, p.dir)
 		}
