@@ -118,7 +118,8 @@ soak: deps
 	  DELTA_SOAK=$(SOAK) TS_NO_LOGS_NO_SUPPORT=true $(GO) test -run '^TestFaultSoak(Lab)?$$' -v -timeout 90m ./app; \
 	fi
 
-# Fuzz targets: header and request-id validation, names, paths, the
+# Fuzz targets: header and request-id validation, names, paths (and
+# the routing of the busiest ones without ServeMux, held to its choice), the
 # digest, tickets, and the hops: the local API's parsing of a request and
 # its target, the owner's door past a valid ticket (a real journal and
 # app), the caller's reading of an owner's answer. make test runs each for FUZZTIME executions (75,000:
@@ -129,7 +130,7 @@ soak: deps
 # bare "context deadline exceeded" as the time runs out (golang/go#75804,
 # fixed in Go 1.27), which failed CI once with nothing found.
 FUZZ_TARGETS = ./gateway/proto:FuzzParseTimeout ./gateway/proto:FuzzCheckRequestID ./gateway/proto:FuzzCheckName \
-	./gateway/proto:FuzzUncleanPath ./gateway/proto:FuzzDigest ./gateway/ticket:FuzzCheck \
+	./gateway/proto:FuzzUncleanPath ./gateway/proto:FuzzNamedTarget ./gateway/proto:FuzzDigest ./gateway/ticket:FuzzCheck \
 	./gateway/localserver:FuzzLocalRequest ./gateway/owner:FuzzOwnerDoor ./gateway/caller:FuzzOwnerAnswer
 FUZZTIME ?= 75000x
 # FuzzPooledAnswers (h1: a connection's first answer, any bytes, then a

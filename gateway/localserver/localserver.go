@@ -70,7 +70,20 @@ func (g *Handler) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
 	})
-	return cleanPaths(g.guardLocal(withOutcome(mux)))
+	return cleanPaths(g.guardLocal(withOutcome(peersFirst(mux, g.handlePeerRequest))))
+}
+
+// peersFirst routes a request to /v1/peers/PEER/APP[/…] to peers without
+// the mux, as the mux would (proto.NamedTarget): its match allocates the
+// wildcards' values, which peers does not read.
+func peersFirst(mux *http.ServeMux, peers http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect && proto.NamedTarget(r.URL.EscapedPath(), localapi.PeersPath+"/", 2) {
+			peers(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // cleanPaths refuses a path with empty, "." or ".." segments before

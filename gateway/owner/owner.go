@@ -194,7 +194,14 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, why+", which Delta does not carry to an app")
 			return
 		}
-		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visitorKey{}, c)))
+		r = r.WithContext(context.WithValue(r.Context(), visitorKey{}, c))
+		// An app's request is routed as the mux would route it
+		// (proto.NamedTarget), without the mux's allocations.
+		if r.Method != http.MethodConnect && proto.NamedTarget(r.URL.EscapedPath(), proto.PathApps, 1) {
+			o.handleOwnerRequest(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
 	})
 }
 
