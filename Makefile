@@ -181,13 +181,15 @@ app pkg:
 # road; the idle Delta beside a bare tsnet node; it rewrites its section
 # of docs/benchmarks.md) and the in-process benchmarks, among them two
 # floors: both journals' writes for a call (BenchmarkCallWrites) and the
-# digest's speed (BenchmarkDigest). BENCH_TIME is wrk's time per cell; BENCH_ARGS more flags
-# (-before BIN runs Deltas built from other code beside, cell by cell).
+# digest's speed (BenchmarkDigest); and a spooled call body written to an
+# app, copied against sent by the kernel (BenchmarkFileBody). BENCH_TIME
+# is wrk's time per cell; BENCH_ARGS more flags (-before BIN runs Deltas
+# built from other code beside, cell by cell).
 BENCH_TIME ?= 5s
 BENCH_ARGS ?=
 bench: deps bench-deps
 	$(GO) run ./tools/bench -d $(BENCH_TIME) $(BENCH_ARGS)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/journal/ ./gateway/pintls/ ./gateway/proto/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/h1/ ./gateway/journal/ ./gateway/pintls/ ./gateway/proto/
 
 # bench-peers: one person's computers on a loopback tailnet, home and 1, 10
 # and 50 peers; what home sends to keep its roads known, each node's CPU,
