@@ -32,6 +32,7 @@ import (
 	"github.com/delta-roads/delta/gateway/direct"
 	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/forward"
+	"github.com/delta-roads/delta/gateway/h1server"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/localserver"
@@ -181,9 +182,9 @@ type Gateway struct {
 
 	lock      *os.File
 	localLn   net.Listener
-	localSrv  *http.Server
+	localSrv  *h1server.Server
 	peerMu    sync.Mutex
-	peerSrvs  []*http.Server
+	peerSrvs  []*h1server.Server
 	peerLns   []net.Listener
 	doorAddrs []net.Addr // every peer listener's, for notOwnDoor
 	pc        *peerclient.Client

@@ -1,5 +1,6 @@
 // Package doors is the plumbing of Delta's doors, the local API and every
-// peer listener: the http.Server each one is (Server), its limits (a
+// peer listener: the server each one is (Server: an h1server.Server over
+// the http.Server it configures), its limits (a
 // request's head, a whole request, an idle keep-alive, connections per
 // source), a refused connection's last answer (RefuseAndClose), and the
 // summarized log of refusals (RefusalLog).
@@ -14,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1server"
 	"github.com/delta-roads/delta/gateway/proto"
 )
 
@@ -42,9 +44,11 @@ type Limits struct {
 // its request's head, to be told it was refused.
 const BusyWithin = 2 * time.Second
 
-// Server is the http.Server of each of Delta's doors (the local API,
-// every peer listener), with its limits.
-func Server(h http.Handler, errLog *log.Logger, l Limits) *http.Server {
+// Server is the server of each of Delta's doors (the local API, every
+// peer listener, every forward), with its limits: h1server's, which
+// serves a request without a body on its connection's goroutine and hands
+// the rest to net/http, configured as this http.Server.
+func Server(h http.Handler, errLog *log.Logger, l Limits) *h1server.Server {
 	// OPTIONS * reaches the handler, which refuses it after its guard
 	// (DESIGN §2a), instead of Go's general answer of 200.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog,
@@ -70,7 +74,7 @@ func Server(h http.Handler, errLog *log.Logger, l Limits) *http.Server {
 			h.ServeHTTP(w, r)
 		})
 	}
-	return srv
+	return h1server.New(srv)
 }
 
 type capKey struct{}

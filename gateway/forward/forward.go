@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/doors"
+	"github.com/delta-roads/delta/gateway/h1server"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -104,7 +105,7 @@ type fw struct {
 	spec Spec
 	door door
 	ln   net.Listener
-	srv  *http.Server
+	srv  *h1server.Server
 	err  error
 }
 
@@ -385,10 +386,10 @@ func (s *Set) Addrs() []net.Addr {
 
 // Servers are the open forwards' servers, for a graceful shutdown
 // beside the local API's (the gateway's Close); Close closes them after.
-func (s *Set) Servers() []*http.Server {
+func (s *Set) Servers() []*h1server.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []*http.Server
+	var out []*h1server.Server
 	for _, f := range s.fws {
 		if f.srv != nil && f.ln != nil {
 			out = append(out, f.srv)

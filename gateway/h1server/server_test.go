@@ -1,0 +1,252 @@
+package h1server
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// serve runs s on ln until the test ends, and checks that Serve returned
+// http.ErrServerClosed and that no goroutine is left.
+func serve(t *testing.T, s *Server, ln net.Listener) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+		}
+		leftGoroutines(t)
+	})
+}
+
+// TestHangUpEndsContext: a handler still running when its client hangs
+// up has its request's context ended, on a request served here (the
+// watch starts after WatchAfter) and on one handed to net/http.
+func TestHangUpEndsContext(t *testing.T) {
+	started := make(chan string, 2)
+	ended := make(chan string, 2)
+	s := New(&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // net/http watches once the body is read
+		started <- r.Method
+		<-r.Context().Done()
+		ended <- r.Method
+	})})
+	ln := listen(t)
+	serve(t, s, ln)
+	for _, raw := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, raw)
+		m := <-started
+		c.Close()
+		select {
+		case got := <-ended:
+			if got != m {
+				t.Fatalf("ended %s, want %s", got, m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the handler's context did not end in 10 s after its client hung up", m)
+		}
+	}
+}
+
+// TestPipelined: a request sent while the one before is served (its
+// handler outlasting WatchAfter, so the watch reads the next request's
+// first byte) is answered after it, and the first one's context is not
+// ended by it.
+func TestPipelined(t *testing.T) {
+	release := make(chan struct{})
+	s := New(&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			<-release
+			if err := r.Context().Err(); err != nil {
+				http.Error(w, "context ended: "+err.Error(), 500)
+				return
+			}
+		}
+		io.WriteString(w, r.URL.Path)
+	})})
+	ln := listen(t)
+	serve(t, s, ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+	// The watch has begun once the handler has run for WatchAfter; it
+	// is given many times that (no event tells when its read began).
+	time.Sleep(20 * WatchAfter)
+	close(release)
+	br := bufio.NewReader(c)
+	for _, want := range []string{"/slow", "/next"} {
+		resp, body := readAnswer(t, br, "GET")
+		if resp.StatusCode != 200 || body != want {
+			t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, want)
+		}
+	}
+}
+
+// TestHooksAndTLS: over TLS, each connection is counted new once and
+// closed once by ConnState, with the connection accepted (never a
+// wrapper), whether its requests were served here or handed over; and
+// each request sees its ConnContext and its TLS state.
+func TestHooksAndTLS(t *testing.T) {
+	type key struct{}
+	var mu sync.Mutex
+	states := map[net.Conn][]http.ConnState{}
+	closed := make(chan struct{}, 8)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || !r.TLS.HandshakeComplete {
+			http.Error(w, "no TLS state", 500)
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		fmt.Fprintf(w, "%v", r.Context().Value(key{}))
+	})
+	s := New(&http.Server{Handler: h,
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if _, ok := c.(*tls.Conn); !ok {
+				t.Errorf("ConnState got a %T", c)
+			}
+			mu.Lock()
+			states[c] = append(states[c], st)
+			mu.Unlock()
+			if st == http.StateClosed {
+				closed <- struct{}{}
+			}
+		},
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if _, ok := c.(*tls.Conn); !ok {
+				t.Errorf("ConnContext got a %T", c)
+			}
+			return context.WithValue(ctx, key{}, "conn-value")
+		}})
+	cert := httptest.NewTLSServer(http.NotFoundHandler())
+	cfg := cert.TLS.Clone()
+	cert.Close()
+	ln := tls.NewListener(listen(t), cfg)
+	serve(t, s, ln)
+	for _, raws := range [][]string{
+		{"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "GET /b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"},
+		{"GET /a HTTP/1.1\r\nHost: x\r\n\r\n", "POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi"},
+	} {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		for _, raw := range raws {
+			io.WriteString(c, raw)
+			resp, body := readAnswer(t, br, strings.Fields(raw)[0])
+			if resp.StatusCode != 200 || body != "conn-value" {
+				t.Errorf("%q: %d %q", raw, resp.StatusCode, body)
+			}
+		}
+		c.Close()
+		<-closed
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for c, sts := range states {
+		if sts[0] != http.StateNew || sts[len(sts)-1] != http.StateClosed || count(sts, http.StateNew) != 1 || count(sts, http.StateClosed) != 1 {
+			t.Errorf("%v: states %v", c.RemoteAddr(), sts)
+		}
+	}
+	if len(states) != 2 {
+		t.Errorf("%d connections seen, want 2", len(states))
+	}
+}
+
+func count(sts []http.ConnState, st http.ConnState) int {
+	n := 0
+	for _, s := range sts {
+		if s == st {
+			n++
+		}
+	}
+	return n
+}
+
+// TestShutdown: Shutdown closes idle connections (served here and
+// handed), lets a request in flight finish with Connection: close, and
+// Serve returns.
+func TestShutdown(t *testing.T) {
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	s := New(&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if r.URL.Path == "/slow" {
+			close(inside)
+			<-release
+		}
+		io.WriteString(w, "ok")
+	})})
+	ln := listen(t)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ln) }()
+	dial := func(raw string) (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, raw)
+		return c, bufio.NewReader(c)
+	}
+	idle, idleR := dial("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	readAnswer(t, idleR, "GET")
+	handed, handedR := dial("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")
+	readAnswer(t, handedR, "POST")
+	busy, busyR := dial("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+	<-inside
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	for _, br := range []*bufio.Reader{idleR, handedR} {
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("an idle connection read %v, want EOF", err)
+		}
+	}
+	close(release)
+	resp, body := readAnswer(t, busyR, "GET")
+	if body != "ok" || !resp.Close {
+		t.Errorf("in flight at Shutdown: %q, close %v", body, resp.Close)
+	}
+	if err := <-shut; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("Serve: %v", err)
+	}
+	idle.Close()
+	handed.Close()
+	busy.Close()
+	leftGoroutines(t)
+}
