@@ -134,13 +134,15 @@ FUZZ_TARGETS = ./gateway/proto:FuzzParseTimeout ./gateway/proto:FuzzCheckRequest
 	./gateway/localserver:FuzzLocalRequest ./gateway/owner:FuzzOwnerDoor ./gateway/caller:FuzzOwnerAnswer
 FUZZTIME ?= 75000x
 # FuzzPooledAnswers (h1: a connection's first answer, any bytes, then a
-# second request) runs real loopback connections each time, a few hundred
-# a second here (3,000 in about 8 s): its own, smaller count.
+# second request) and FuzzServedAsNetHTTP (h1server: any bytes sent to it
+# and to net/http, the same answers) run real loopback connections each
+# time, a few hundred to a few thousand a second here: their own, smaller
+# count.
 FUZZTIME_POOLED ?= 3000x
 fuzz-short:
-	@for t in $(FUZZ_TARGETS) ./gateway/h1:FuzzPooledAnswers; do \
+	@for t in $(FUZZ_TARGETS) ./gateway/h1:FuzzPooledAnswers ./gateway/h1server:FuzzServedAsNetHTTP; do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; n=$(FUZZTIME); \
-	  [ "$$fn" = FuzzPooledAnswers ] && n=$(FUZZTIME_POOLED); \
+	  case $$fn in FuzzPooledAnswers|FuzzServedAsNetHTTP) n=$(FUZZTIME_POOLED);; esac; \
 	  echo "$(GO) test -run '^$$' -fuzz '^$$fn\$$' -fuzztime $$n $$pkg"; \
 	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $$n $$pkg >/tmp/delta-fuzz.log 2>&1 || { cat /tmp/delta-fuzz.log; exit 1; }; \
 	done

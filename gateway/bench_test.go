@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,11 +26,13 @@ func BenchmarkRead1KiB(b *testing.B) {
 	laptop, studio, owner := benchPair(b)
 	pooled := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	b.Run("direct", func(b *testing.B) {
+		defer goroutinesPerOp(b)()
 		for b.Loop() {
 			get(b, pooled, owner.URL+"/r", "")
 		}
 	})
 	b.Run("two-deltas", func(b *testing.B) {
+		defer goroutinesPerOp(b)()
 		for b.Loop() {
 			get(b, pooled, laptop.c.URL+"/v1/peers/studio/bench/r", laptop.c.Token)
 		}
@@ -92,6 +95,19 @@ func benchPair(b *testing.B) (laptop, studio *node, owner *httptest.Server) {
 	laptop, studio = pair(b, func(n *node) { n.cfg.Logger = nil })
 	studio.register(b, "bench", owner.URL)
 	return laptop, studio, owner
+}
+
+// goroutinesPerOp reports the goroutines started in the process (client,
+// both Deltas, the owner app) a request, as goroutines/op: call it before
+// the loop and the function it returns after.
+func goroutinesPerOp(b *testing.B) func() {
+	created := func() uint64 {
+		s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	start := created()
+	return func() { b.ReportMetric(float64(created()-start)/float64(b.N), "goroutines/op") }
 }
 
 func get(b *testing.B, c *http.Client, url, token string) {

@@ -173,8 +173,8 @@ func (c *conn) serve() {
 			if d := c.idleTimeout(); d > 0 {
 				c.rwc.SetReadDeadline(time.Now().Add(d))
 			}
-			if _, err := c.br.Peek(1); err != nil {
-				return
+			if _, err := c.br.Peek(4); err != nil {
+				return // as net/http: fewer than 4 bytes before an end get no answer
 			}
 			s.setIdle(c, false)
 		}
@@ -185,7 +185,11 @@ func (c *conn) serve() {
 		c.rwc.SetReadDeadline(hdr)
 		n, err := c.findHead()
 		if err != nil {
-			return // gone, or too slow: no answer, as net/http
+			var ne net.Error
+			if c.br.Buffered() == 0 || errors.As(err, &ne) && ne.Timeout() {
+				return // gone, or too slow: no answer, as net/http
+			}
+			n = 0 // a head cut short: net/http answers it (400)
 		}
 		var req *http.Request
 		if n > 0 {

@@ -171,7 +171,7 @@ func exchange(t *testing.T, addr, raw string, quiet time.Duration) string {
 
 // servePair serves h with net/http and with this server, each on its own
 // loopback listener, and returns their addresses.
-func servePair(t *testing.T, h http.Handler) (std, lean string, leanSrv *Server) {
+func servePair(t testing.TB, h http.Handler) (std, lean string, leanSrv *Server) {
 	t.Helper()
 	quietLog := log.New(io.Discard, "", 0)
 	stdSrv := &http.Server{Handler: h, ErrorLog: quietLog, ReadHeaderTimeout: 10 * time.Second}

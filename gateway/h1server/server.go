@@ -90,13 +90,16 @@ func (s *Server) Serve(ln net.Listener) error {
 			s.handed.Serve(s.hl)
 		}()
 	})
+	orig := ln
+	ln = &onceCloseListener{Listener: ln}
+	defer ln.Close() // as net/http's: a listener served is closed when Serve returns
 	if !s.track(&ln, true) {
 		return http.ErrServerClosed
 	}
 	defer s.track(&ln, false)
 	base := context.Background()
 	if s.srv.BaseContext != nil {
-		base = s.srv.BaseContext(ln)
+		base = s.srv.BaseContext(orig)
 	}
 	base = context.WithValue(base, http.ServerContextKey, s.srv)
 	var delay time.Duration // after a temporary failure to accept, as net/http
@@ -233,6 +236,18 @@ func (s *Server) logf(format string, args ...any) {
 	} else {
 		log.Printf(format, args...)
 	}
+}
+
+// onceCloseListener closes its listener once, however many close it.
+type onceCloseListener struct {
+	net.Listener
+	once sync.Once
+	err  error
+}
+
+func (l *onceCloseListener) Close() error {
+	l.once.Do(func() { l.err = l.Listener.Close() })
+	return l.err
 }
 
 // handoffListener gives the handed server its connections.
