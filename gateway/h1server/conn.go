@@ -273,10 +273,15 @@ func (c *conn) idleTimeout() time.Duration {
 }
 
 // findHead reads until the buffer holds a whole head, and returns its
-// length: 0 if it does not fit the buffer, or with the read's error.
+// length: 0 if it does not fit the buffer or is not a read's (its method
+// is neither GET nor HEAD: a call, handed over before its head is even
+// whole), or with the read's error.
 func (c *conn) findHead() (int, error) {
 	for {
 		buf, _ := c.br.Peek(c.br.Buffered())
+		if len(buf) >= 5 && !bytes.HasPrefix(buf, []byte("GET ")) && !bytes.HasPrefix(buf, []byte("HEAD ")) {
+			return 0, nil
+		}
 		if i := headEnd(buf); i > 0 {
 			return i, nil
 		}
@@ -325,7 +330,7 @@ func (c *conn) parse(n int) *http.Request {
 // servedHere reports whether req (read from head) is one this server
 // answers: see the package's doc.
 func servedHere(req *http.Request, head []byte) bool {
-	if req.ProtoMajor != 1 || req.ProtoMinor != 1 || req.Method == "CONNECT" || req.Method == "PRI" ||
+	if req.ProtoMajor != 1 || req.ProtoMinor != 1 || req.Method != "GET" && req.Method != "HEAD" ||
 		!strings.HasPrefix(req.RequestURI, "/") || req.ContentLength != 0 || len(req.TransferEncoding) != 0 || req.Body != http.NoBody {
 		return false
 	}

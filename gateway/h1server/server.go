@@ -12,13 +12,14 @@
 // one (a long-poll, a read waiting for its owner) is still cancelled when
 // its client goes away.
 //
-// What is served here: an HTTP/1.1 request in origin form, with one valid
-// Host header, valid header names and values, no body (no
+// What is served here: an HTTP/1.1 GET or HEAD in origin form, with one
+// valid Host header, valid header names and values, no body (no
 // Content-Length but 0, no Transfer-Encoding), no Expect and no Upgrade,
 // whose head fits in the connection's 4 KiB buffer. Its answer is framed
-// exactly as net/http frames it (response.go). Anything else (a body, a
-// 100-continue, an upgrade, HTTP/1.0, a malformed head) is served by
-// net/http from then on, for the rest of its connection, so net/http's
+// exactly as net/http frames it (response.go). Anything else (another
+// method, so every call, handed over as soon as its method is read; a
+// body, a 100-continue, an upgrade, HTTP/1.0, a malformed head) is served
+// by net/http from then on, for the rest of its connection, so net/http's
 // own checks and errors apply unchanged. A handed connection keeps its
 // ConnState and ConnContext (the hooks see the connection accepted, not
 // the wrapper net/http gets) and its TLS state (Request.TLS).
