@@ -56,6 +56,40 @@ const (
 	watchDone            // its read returned
 )
 
+// The connections' buffers, kept between connections (as net/http keeps
+// its own): a call's connection, handed over at its first bytes, would
+// otherwise leave 14 KiB behind on every hop.
+var (
+	readers   = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+	writers   = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4<<10) }}
+	writers2k = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, bufferBeforeChunking) }}
+)
+
+// putBuffers gives the connection's buffers back once it is closed or
+// handed over.
+func (c *conn) putBuffers() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		readers.Put(c.br)
+		c.br = nil
+	}
+	if c.hr != nil {
+		c.hr.Reset(nil)
+		readers.Put(c.hr)
+		c.hr = nil
+	}
+	if c.bw != nil {
+		c.bw.Reset(nil)
+		writers.Put(c.bw)
+		c.bw = nil
+	}
+	if c.bw2k != nil {
+		c.bw2k.Reset(nil)
+		writers2k.Put(c.bw2k)
+		c.bw2k = nil
+	}
+}
+
 // connReader reads the connection, first the byte a watch read, and
 // then, once a watch has seen it fail, its failure.
 type connReader struct {
@@ -135,8 +169,12 @@ func (c *conn) serve() {
 			buf = buf[:runtime.Stack(buf, false)]
 			s.logf("http: panic serving %v: %v\n%s", c.remote, err, buf)
 		}
-		if c.handedOff || c.hijacked {
+		if c.handedOff {
+			c.putBuffers()
 			return
+		}
+		if c.hijacked {
+			return // its reader and writer are the hijacker's now
 		}
 		if c.armed {
 			c.rwc.Close() // ends a watch's read
@@ -149,6 +187,7 @@ func (c *conn) serve() {
 			c.bw.Flush()
 		}
 		c.rwc.Close()
+		c.putBuffers()
 		s.forget(c)
 		s.setState(c.rwc, http.StateClosed)
 	}()
@@ -158,10 +197,8 @@ func (c *conn) serve() {
 			return
 		}
 	}
-	c.br = bufio.NewReaderSize(&c.cr, 4<<10)
-	c.bw = bufio.NewWriterSize(errWriter{c}, 4<<10)
-	c.bw2k = bufio.NewWriterSize(nil, bufferBeforeChunking)
-	c.hr = bufio.NewReaderSize(nil, 4<<10)
+	c.br = readers.Get().(*bufio.Reader)
+	c.br.Reset(&c.cr)
 
 	if c.tlsState != nil && c.tlsState.NegotiatedProtocol != "" && c.tlsState.NegotiatedProtocol != "http/1.1" {
 		c.handOff()
@@ -193,6 +230,12 @@ func (c *conn) serve() {
 		}
 		var req *http.Request
 		if n > 0 {
+			if c.bw == nil { // the first request served here: its buffers
+				c.bw = writers.Get().(*bufio.Writer)
+				c.bw.Reset(errWriter{c})
+				c.bw2k = writers2k.Get().(*bufio.Writer)
+				c.hr = readers.Get().(*bufio.Reader)
+			}
 			req = c.parse(n)
 		}
 		if req == nil {
@@ -381,7 +424,9 @@ func (c *conn) handOff() {
 	}
 	c.handedOff = true
 	c.s.forget(c)
-	if !c.s.hl.give(hand(c.rwc, pre)) {
+	l := &oneConn{c: hand(c.rwc, pre)}
+	c.s.handed.Serve(l)
+	if !l.taken { // the server is shut down
 		c.rwc.Close()
 		c.s.setState(c.rwc, http.StateClosed)
 	}

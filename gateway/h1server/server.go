@@ -28,6 +28,7 @@ package h1server
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"log"
 	"net"
 	"net/http"
@@ -46,23 +47,18 @@ const WatchAfter = 10 * time.Millisecond
 type Server struct {
 	srv    *http.Server
 	handed *http.Server // serves the connections handed over
-	hl     *handoffListener
 
 	shutting atomic.Bool
 
 	mu        sync.Mutex
 	listeners map[*net.Listener]struct{}
 	conns     map[*conn]bool // each connection served here: idle (waiting for a request)?
-
-	handedOnce sync.Once
-	handedDone chan struct{} // closed when the handed server's Serve has returned
 }
 
 // New makes the server that serves as srv would. srv itself is not
 // started; its fields are read as the server needs them.
 func New(srv *http.Server) *Server {
-	s := &Server{srv: srv, hl: newHandoffListener(), listeners: map[*net.Listener]struct{}{}, conns: map[*conn]bool{},
-		handedDone: make(chan struct{})}
+	s := &Server{srv: srv, listeners: map[*net.Listener]struct{}{}, conns: map[*conn]bool{}}
 	s.handed = &http.Server{Handler: srv.Handler, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
 		WriteTimeout: srv.WriteTimeout, IdleTimeout: srv.IdleTimeout, MaxHeaderBytes: srv.MaxHeaderBytes, ErrorLog: srv.ErrorLog,
 		DisableGeneralOptionsHandler: srv.DisableGeneralOptionsHandler, BaseContext: srv.BaseContext,
@@ -85,12 +81,6 @@ func New(srv *http.Server) *Server {
 // Serve accepts connections on ln until Shutdown or Close (then it
 // returns http.ErrServerClosed) or until ln fails.
 func (s *Server) Serve(ln net.Listener) error {
-	s.handedOnce.Do(func() {
-		go func() {
-			defer close(s.handedDone)
-			s.handed.Serve(s.hl)
-		}()
-	})
 	orig := ln
 	ln = &onceCloseListener{Listener: ln}
 	defer ln.Close() // as net/http's: a listener served is closed when Serve returns
@@ -146,9 +136,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			t.Reset(wait)
 		}
 	}
-	err := <-handed
-	s.waitHanded()
-	return err
+	return <-handed
 }
 
 // Close closes the listeners and every connection at once.
@@ -160,17 +148,7 @@ func (s *Server) Close() error {
 		c.rwc.Close()
 	}
 	s.mu.Unlock()
-	err := s.handed.Close()
-	s.waitHanded()
-	return err
-}
-
-func (s *Server) waitHanded() {
-	started := true
-	s.handedOnce.Do(func() { started = false })
-	if started {
-		<-s.handedDone
-	}
+	return s.handed.Close()
 }
 
 func (s *Server) track(ln *net.Listener, add bool) bool {
@@ -251,47 +229,27 @@ func (l *onceCloseListener) Close() error {
 	return l.err
 }
 
-// handoffListener gives the handed server its connections.
-type handoffListener struct {
-	ch   chan net.Conn
-	done chan struct{}
-	once sync.Once
+// oneConn is the listener of one connection handed to net/http: its
+// Serve, run on the connection's own goroutine, takes the connection and
+// returns at the next Accept (no goroutine of the server's is woken to
+// take it; net/http starts the connection's own).
+type oneConn struct {
+	c     net.Conn
+	taken bool
 }
 
-func newHandoffListener() *handoffListener {
-	return &handoffListener{ch: make(chan net.Conn), done: make(chan struct{})}
-}
+var errOneConn = errors.New("h1server: one connection handed over")
 
-func (l *handoffListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
+func (l *oneConn) Accept() (net.Conn, error) {
+	if l.taken {
+		return nil, errOneConn
 	}
+	l.taken = true
+	return l.c, nil
 }
 
-// give hands c to the server; false if it is closed.
-func (l *handoffListener) give(c net.Conn) bool {
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.done:
-		return false
-	}
-}
-
-func (l *handoffListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *handoffListener) Addr() net.Addr { return handoffAddr{} }
-
-type handoffAddr struct{}
-
-func (handoffAddr) Network() string { return "handoff" }
-func (handoffAddr) String() string  { return "handoff" }
+func (l *oneConn) Close() error   { return nil }
+func (l *oneConn) Addr() net.Addr { return l.c.LocalAddr() }
 
 // handedConn is a connection handed to net/http: what was read of it
 // already, then the connection.
