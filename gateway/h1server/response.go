@@ -107,46 +107,34 @@ func (w *response) WriteHeader(code int) {
 	}
 }
 
-func (w *response) Write(p []byte) (int, error) {
-	if w.c.hijacked {
-		return 0, http.ErrHijacked
-	}
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if !bodyAllowedForStatus(w.status) {
-		return 0, http.ErrBodyNotAllowed
-	}
-	w.written += int64(len(p))
-	if w.contentLength != -1 && w.written > w.contentLength {
-		return 0, http.ErrContentLength
-	}
-	return w.w.Write(p)
-}
+func (w *response) Write(p []byte) (int, error) { return w.write(len(p), p, "") }
 
 // WriteString is Write of a string, buffered as net/http buffers it (in
 // pieces of the buffer's size, where Write of a big slice goes on whole).
-func (w *response) WriteString(p string) (int, error) {
+func (w *response) WriteString(s string) (int, error) { return w.write(len(s), nil, s) }
+
+// write is net/http's response.write: either p or s is the data.
+func (w *response) write(n int, p []byte, s string) (int, error) {
 	if w.c.hijacked {
 		return 0, http.ErrHijacked
 	}
 	if !w.wroteHeader {
 		w.WriteHeader(http.StatusOK)
 	}
-	if len(p) == 0 {
+	if n == 0 {
 		return 0, nil
 	}
 	if !bodyAllowedForStatus(w.status) {
 		return 0, http.ErrBodyNotAllowed
 	}
-	w.written += int64(len(p))
+	w.written += int64(n)
 	if w.contentLength != -1 && w.written > w.contentLength {
 		return 0, http.ErrContentLength
 	}
-	return w.w.WriteString(p)
+	if p != nil {
+		return w.w.Write(p)
+	}
+	return w.w.WriteString(s)
 }
 
 // FlushError writes what is buffered to the connection (the head first,
