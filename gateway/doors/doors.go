@@ -46,8 +46,8 @@ const BusyWithin = 2 * time.Second
 
 // Server is the server of each of Delta's doors (the local API, every
 // peer listener, every forward), with its limits: h1server's, which
-// serves a request without a body on its connection's goroutine and hands
-// the rest to net/http, configured as this http.Server.
+// serves a GET or HEAD without a body on its connection's goroutine and
+// hands the rest to net/http, configured as this http.Server.
 func Server(h http.Handler, errLog *log.Logger, l Limits) *h1server.Server {
 	// OPTIONS * reaches the handler, which refuses it after its guard
 	// (DESIGN §2a), instead of Go's general answer of 200.
