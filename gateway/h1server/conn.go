@@ -17,6 +17,10 @@ import (
 	"golang.org/x/net/http/httpguts"
 )
 
+// testHookWatching, if set (by a test, before any server starts), is
+// called when a hang-up watch begins to read.
+var testHookWatching func()
+
 // aLongTimeAgo is a deadline that ends a pending read at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -68,25 +72,22 @@ var (
 // putBuffers gives the connection's buffers back once it is closed or
 // handed over.
 func (c *conn) putBuffers() {
-	if c.br != nil {
-		c.br.Reset(nil)
-		readers.Put(c.br)
-		c.br = nil
+	for _, r := range []**bufio.Reader{&c.br, &c.hr} {
+		if *r != nil {
+			(*r).Reset(nil)
+			readers.Put(*r)
+			*r = nil
+		}
 	}
-	if c.hr != nil {
-		c.hr.Reset(nil)
-		readers.Put(c.hr)
-		c.hr = nil
-	}
-	if c.bw != nil {
-		c.bw.Reset(nil)
-		writers.Put(c.bw)
-		c.bw = nil
-	}
-	if c.bw2k != nil {
-		c.bw2k.Reset(nil)
-		writers2k.Put(c.bw2k)
-		c.bw2k = nil
+	for _, w := range []struct {
+		w    **bufio.Writer
+		pool *sync.Pool
+	}{{&c.bw, &writers}, {&c.bw2k, &writers2k}} {
+		if *w.w != nil {
+			(*w.w).Reset(nil)
+			w.pool.Put(*w.w)
+			*w.w = nil
+		}
 	}
 }
 
@@ -213,7 +214,6 @@ func (c *conn) serve() {
 			if _, err := c.br.Peek(4); err != nil {
 				return // as net/http: fewer than 4 bytes before an end get no answer
 			}
-			s.setIdle(c, false)
 		}
 		var hdr time.Time
 		if d := c.headerTimeout(); d > 0 {
@@ -483,6 +483,9 @@ func (c *conn) watch() {
 	c.wstate = watchReading
 	c.rwc.SetReadDeadline(time.Time{})
 	c.wmu.Unlock()
+	if testHookWatching != nil {
+		testHookWatching()
+	}
 	n, err := c.rwc.Read(c.cr.byteBuf[:])
 	c.wmu.Lock()
 	aborted := c.wstate == watchStopping

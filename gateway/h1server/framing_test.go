@@ -249,8 +249,8 @@ func TestFramingIsNetHTTPs(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, raw := range cases {
 		wg.Go(func() {
-			got[i][0] = exchange(t, std, raw, 500*time.Millisecond)
-			got[i][1] = exchange(t, lean, raw, 500*time.Millisecond)
+			got[i][0] = exchange(t, std, raw, 2*time.Second)
+			got[i][1] = exchange(t, lean, raw, 2*time.Second)
 		})
 	}
 	wg.Wait()

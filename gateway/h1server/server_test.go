@@ -82,6 +82,14 @@ func TestHangUpEndsContext(t *testing.T) {
 // first byte) is answered after it, and the first one's context is not
 // ended by it.
 func TestPipelined(t *testing.T) {
+	watching := make(chan struct{}, 1)
+	testHookWatching = func() {
+		select {
+		case watching <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookWatching = nil })
 	release := make(chan struct{})
 	s := New(&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
@@ -102,9 +110,11 @@ func TestPipelined(t *testing.T) {
 	defer c.Close()
 	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
-	// The watch has begun once the handler has run for WatchAfter; it
-	// is given many times that (no event tells when its read began).
-	time.Sleep(20 * WatchAfter)
+	select { // the watch reads the connection: it takes /next's first byte
+	case <-watching:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no hang-up watch began in 10 s while a handler ran")
+	}
 	close(release)
 	br := bufio.NewReader(c)
 	for _, want := range []string{"/slow", "/next"} {
