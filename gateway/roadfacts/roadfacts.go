@@ -1,9 +1,9 @@
 // Package roadfacts is what Delta knows of each kind of road, as data: one
-// table row a road (its rank, connect timeout, hold-down, and whether it
-// is local: thunderbolt and lan, dropped and replaced by a freshly chosen
-// road when it fails), how a connection is bound to a road's interface on
-// each OS (BindControl), and the check of a pinned certificate
-// (VerifyPin). It imports only the standard library, so that the kits'
+// table row a road (its rank, connect timeout, hold-down, belief lifetime,
+// and whether it is local: thunderbolt and lan, dropped and replaced by a
+// freshly chosen road when it fails), how a connection is bound to a
+// road's interface on each OS (BindControl), and the check of a pinned
+// certificate (VerifyPin). It imports only the standard library, so that the kits'
 // direct reads use the same facts as Delta itself rather than copies of
 // them. A new kind of road is a row of facts, a line of netwatch's
 // classification, and docs.
@@ -43,6 +43,13 @@ type Facts struct {
 	// bound to its interface, dropped and replaced by a freshly chosen
 	// road when it fails; what direct reads and local discovery use.
 	Local bool
+	// BeliefLifetime is how long a road that answered (a probe or a use)
+	// is believed up before it is probed again. The tailnet's is longer:
+	// between probes the tailnet's own map says whether the peer is
+	// online (the route book follows it as it changes), and every probe
+	// keeps the tailnet's session to the peer busy, pinging it every 3 s,
+	// for 45 s after (docs/protocol.md, "Where Delta differs").
+	BeliefLifetime time.Duration
 }
 
 // table is every road's facts, best first.
@@ -50,9 +57,9 @@ var table = []struct {
 	road Road
 	Facts
 }{
-	{Thunderbolt, Facts{Rank: 0, ConnectTimeout: 2 * time.Second, HoldDown: 4 * time.Second, Local: true}},
-	{LAN, Facts{Rank: 1, ConnectTimeout: 3 * time.Second, HoldDown: 5 * time.Second, Local: true}},
-	{Tailnet, Facts{Rank: 2, ConnectTimeout: 8 * time.Second, HoldDown: 10 * time.Second}},
+	{Thunderbolt, Facts{Rank: 0, ConnectTimeout: 2 * time.Second, HoldDown: 4 * time.Second, Local: true, BeliefLifetime: 30 * time.Second}},
+	{LAN, Facts{Rank: 1, ConnectTimeout: 3 * time.Second, HoldDown: 5 * time.Second, Local: true, BeliefLifetime: 30 * time.Second}},
+	{Tailnet, Facts{Rank: 2, ConnectTimeout: 8 * time.Second, HoldDown: 10 * time.Second, BeliefLifetime: 5 * time.Minute}},
 }
 
 // All lists the roads in order of preference.
@@ -84,7 +91,7 @@ func Of(r Road) Facts {
 		}
 	}
 	last := table[len(table)-1].Facts
-	return Facts{Rank: last.Rank, ConnectTimeout: last.ConnectTimeout, HoldDown: last.HoldDown}
+	return Facts{Rank: last.Rank, ConnectTimeout: last.ConnectTimeout, HoldDown: last.HoldDown, BeliefLifetime: table[0].BeliefLifetime}
 }
 
 // Rank orders roads: lower is preferred.
@@ -96,6 +103,9 @@ func (r Road) ConnectTimeout() time.Duration { return Of(r).ConnectTimeout }
 // HoldDown is how long an address on r is not dialled again after a
 // connect timeout.
 func (r Road) HoldDown() time.Duration { return Of(r).HoldDown }
+
+// BeliefLifetime is how long r is believed up after it answered.
+func (r Road) BeliefLifetime() time.Duration { return Of(r).BeliefLifetime }
 
 // Local reports whether r is a local road (Facts.Local).
 func (r Road) Local() bool { return Of(r).Local }

@@ -140,9 +140,10 @@ func (r *Router) Kick() {
 const probeSlack = 2 * time.Second
 
 // Probe implements roads.Prober: until ctx ends, it pings the roads the
-// route book says are due (every road once, roads believed up after
-// BeliefLifetime, failed ones after their hold-down, every BurstEvery
-// during a burst), one probe per road at a time. A road that answers ends
+// route book says are due (every road once, roads believed up after their
+// road's belief lifetime, failed ones after their hold-down, every
+// BurstEvery during a burst, the tailnet at once when a better road is
+// dropped), one probe per road at a time. A road that answers ends
 // its burst; when that changes the road a peer's requests take, the
 // gateway is told (roads.RoadUp), so that reads leave the road they were
 // on. It returns once its probes have.

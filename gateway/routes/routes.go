@@ -3,8 +3,11 @@
 // (last probe or use, RTT, last error, a hold-down), and the choice of road
 // that follows from those beliefs (DESIGN §5).
 //
-// Beliefs expire: a road believed up is probed again after 30 s; one that
-// failed is not chosen again until its road's hold-down has passed. Only a
+// Beliefs expire: a road believed up is probed again after its belief
+// lifetime (30 s for a cable or the lan; 5 min for the tailnet, whose own
+// map says meanwhile whether the peer is online, and which is probed at
+// once when a better road to the same peer is dropped); one that failed is
+// not chosen again until its road's hold-down has passed. Only a
 // connect timeout arms a hold-down that fails later callers at once (with
 // the original cause and the time left): a refusal fails fast by itself.
 // Unpinned choices come with the next roads to race after a stagger
@@ -28,6 +31,9 @@ import (
 
 // Timing (DESIGN §8).
 const (
+	// BeliefLifetime is the shortest road's belief lifetime (a cable's
+	// and the lan's; roadfacts.Facts.BeliefLifetime): the prober looks at
+	// the book at least this often.
 	BeliefLifetime = 30 * time.Second
 	BurstEvery     = 100 * time.Millisecond // probes after an interface comes up …
 	BurstFor       = 3 * time.Second        // … for this long
@@ -97,6 +103,9 @@ type entry struct {
 	heldCause  string
 	heldAt     time.Time
 	burstUntil time.Time
+	// recheck: probe it now, though it is believed up (a better road to
+	// the same peer was dropped; Invalidate).
+	recheck bool
 	// offline: the tailnet's map says the peer is offline, last seen at
 	// offlineSince; offlineAt is when the book learned it.
 	offline      bool
@@ -108,10 +117,10 @@ func (e *entry) same(c roads.Candidate) bool {
 	return e.cand.Road == c.Road && e.cand.Address == c.Address && e.cand.Interface == c.Interface
 }
 
-// believedUp: it answered within the belief's lifetime, after its last
-// failure.
+// believedUp: it answered within its road's belief lifetime, after its
+// last failure.
 func (e *entry) believedUp(now time.Time) bool {
-	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && now.Sub(e.upAt) < BeliefLifetime
+	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
 }
 
 // believedDown: it failed, and its road's hold-down time has not passed.
@@ -347,7 +356,7 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 		return
 	}
 	now := b.now()
-	e.checkedAt = now
+	e.checkedAt, e.recheck = now, false
 	if err == nil {
 		e.upAt, e.rtt, e.lastErr, e.hint, e.heldUntil = now, rtt, "", "", time.Time{}
 		e.rtts = roads.AppendRTT(e.rtts, float64(rtt.Microseconds())/1000)
@@ -386,7 +395,9 @@ func Cause(err error) string {
 }
 
 // Invalidate drops the belief in a road: it is not chosen again until its
-// hold-down time has passed or a probe finds it up.
+// hold-down time has passed or a probe finds it up. The peer's worse roads
+// believed up on a check older than BeliefLifetime (the tailnet's, which
+// lives longer) are probed at once: they take the requests now.
 func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 	cause := Cause(reason)
 	b.log.Info("route dropped", "peer", peer, "road", road, "cause", cause, "err", reason)
@@ -408,6 +419,30 @@ func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 		}
 		e.upAt, e.downAt, e.lastErr, e.hint = time.Time{}, now, reason.Error(), roads.HintOf(reason)
 	}
+	for _, e := range b.peers[peer] {
+		if e.cand.Road.Rank() > road.Rank() && e.believedUp(now) && now.Sub(e.checkedAt) >= BeliefLifetime {
+			e.recheck = true
+		}
+	}
+}
+
+// Recheck asks for peer's road to be probed at once if it is believed up
+// on a check older than age (a peer's own upkeep arrived: this Delta's
+// rides along with it). It reports whether it asked.
+func (b *Book) Recheck(peer string, road roads.Road, age time.Duration) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	asked := false
+	for _, e := range b.peers[peer] {
+		if e.cand.Road == road && !e.offline && !e.recheck && e.believedUp(now) && now.Sub(e.checkedAt) >= age {
+			e.recheck, asked = true, true
+		}
+	}
+	if asked {
+		b.changed.Notify()
+	}
+	return asked
 }
 
 // InterfaceLost drops at once every road over a local interface that went
@@ -446,8 +481,8 @@ func (b *Book) InterfaceGained(iface string) {
 }
 
 // Due returns the candidates to probe now: never checked, believed up for
-// longer than the belief lifetime, failed longer than their hold-down ago,
-// or in a burst. bursting reports whether a burst is under way (probe again
+// longer than their road's belief lifetime, failed longer than their
+// hold-down ago, in a burst, or to be checked again at once (Invalidate). bursting reports whether a burst is under way (probe again
 // in 100 ms).
 func (b *Book) Due() (due []roads.Candidate, bursting bool) {
 	due, bursting, _ = b.Schedule(BeliefLifetime)
@@ -477,21 +512,29 @@ func (b *Book) Schedule(limit time.Duration) (due []roads.Candidate, bursting bo
 			}
 			inBurst := now.Before(e.burstUntil)
 			bursting = bursting || inBurst
+			life := e.cand.Road.BeliefLifetime()
 			switch {
 			case inBurst,
+				e.recheck,
 				e.checkedAt.IsZero(),
-				e.believedUp(now) && now.Sub(e.checkedAt) >= BeliefLifetime,
+				e.believedUp(now) && now.Sub(e.checkedAt) >= life,
 				!e.believedUp(now) && !e.believedDown(now) && !e.held(now) && now.Sub(e.checkedAt) >= e.cand.Road.HoldDown():
 				due = append(due, e.cand)
 			}
-			// Every instant at which one of the terms above turns.
+			// Every instant at which one of the terms above turns. The
+			// age of the last check counts only while the rest of its
+			// term holds: each other part turns at an instant of its own.
 			hd := e.cand.Road.HoldDown()
 			at(e.burstUntil)
-			at(e.checkedAt.Add(BeliefLifetime))
-			at(e.checkedAt.Add(hd))
+			if e.believedUp(now) {
+				at(e.checkedAt.Add(life))
+			}
+			if !e.believedUp(now) && !e.believedDown(now) && !e.held(now) {
+				at(e.checkedAt.Add(hd))
+			}
 			at(e.heldUntil)
 			if !e.upAt.IsZero() {
-				at(e.upAt.Add(BeliefLifetime))
+				at(e.upAt.Add(life))
 			}
 			if !e.downAt.IsZero() {
 				at(e.downAt.Add(hd))

@@ -82,6 +82,86 @@ func TestChoose(t *testing.T) {
 	}
 }
 
+// TestStandbyTailnet: the tailnet's belief lives 5 min, the map's online
+// state standing in between probes; when a better road to the peer is
+// dropped, the tailnet road is probed at once if its last check is older
+// than a local road's belief lifetime, since it now takes the requests.
+func TestStandbyTailnet(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	b.Set("studio", cands())
+	tailnet, lan, tb := cands()[0], cands()[1], cands()[2]
+	// dueRoads are the roads due now, by name, in the book's order.
+	dueRoads := func(due []roads.Candidate) string {
+		var s []string
+		for _, c := range due {
+			s = append(s, string(c.Road))
+		}
+		slices.Sort(s)
+		return strings.Join(s, " ")
+	}
+	for _, c := range cands() {
+		b.Report(c, time.Millisecond, nil)
+	}
+	state := func(road roads.Road) localapi.RoadState {
+		for _, r := range b.Peers()[0].Roads {
+			if r.Road == string(road) {
+				return r.State
+			}
+		}
+		return ""
+	}
+	// The local roads are probed every 30 s; the tailnet's is not due,
+	// and still shown up, for 5 min.
+	for i := 1; i <= 9; i++ {
+		clk.add(BeliefLifetime)
+		if due, _ := b.Due(); dueRoads(due) != "lan thunderbolt" {
+			t.Fatalf("after %s: due %q, want the two local roads", BeliefLifetime*time.Duration(i), dueRoads(due))
+		}
+		b.Report(lan, time.Millisecond, nil)
+		b.Report(tb, time.Millisecond, nil)
+		if _, _, quiet := b.Schedule(time.Hour); quiet != BeliefLifetime {
+			t.Fatalf("after %s: quiet %s, want %s", BeliefLifetime*time.Duration(i), quiet, BeliefLifetime)
+		}
+		if s := state(roads.Tailnet); s != localapi.RoadUp {
+			t.Fatalf("the tailnet road after %s: %s, want up", BeliefLifetime*time.Duration(i), s)
+		}
+	}
+	clk.add(BeliefLifetime)
+	if due, _ := b.Due(); dueRoads(due) != "lan tailnet thunderbolt" {
+		t.Fatalf("after 5 min: due %q, want every road", dueRoads(due))
+	}
+	b.Report(tailnet, time.Millisecond, nil)
+	b.Report(lan, time.Millisecond, nil)
+	b.Report(tb, time.Millisecond, nil)
+
+	// The cable dropped moments after the tailnet's check: nothing more
+	// to probe (the thunderbolt road waits for its hold-down).
+	clk.add(10 * time.Second)
+	b.InterfaceLost("bridge0")
+	if due, _ := b.Due(); len(due) != 0 {
+		t.Errorf("the cable dropped 10 s after the tailnet's check: due %q, want none", dueRoads(due))
+	}
+	// The lan dropped a minute after the tailnet's check: the tailnet
+	// road is probed now.
+	clk.add(time.Minute)
+	b.Report(lan, time.Millisecond, nil)
+	b.Invalidate("studio", roads.LAN, errTimeout)
+	if due, _ := b.Due(); dueRoads(due) != "tailnet thunderbolt" {
+		t.Errorf("the lan dropped a minute after the tailnet's check: due %q, want the tailnet road (and the thunderbolt road, its hold-down over)", dueRoads(due))
+	}
+	b.Report(tailnet, time.Millisecond, nil)
+	b.Report(tb, 0, syscall.ECONNREFUSED)
+	if due, _ := b.Due(); len(due) != 0 {
+		t.Errorf("after the tailnet's probe: due %q, want none", dueRoads(due))
+	}
+	// Dropping the tailnet road itself asks for nothing more.
+	b.Invalidate("studio", roads.Tailnet, errTimeout)
+	if due, _ := b.Due(); len(due) != 0 {
+		t.Errorf("the tailnet dropped: due %q, want none", dueRoads(due))
+	}
+}
+
 func TestBeliefsAndProbes(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	b := New(clk.now, nil)
@@ -97,8 +177,12 @@ func TestBeliefsAndProbes(t *testing.T) {
 		t.Errorf("fresh beliefs due: %v", due)
 	}
 	clk.add(BeliefLifetime)
+	if due, _ := b.Due(); len(due) != 2 || slices.ContainsFunc(due, func(c roads.Candidate) bool { return c.Road == roads.Tailnet }) {
+		t.Errorf("after 30 s, due %v, want the thunderbolt and lan roads (the tailnet's belief lives 5 min)", due)
+	}
+	clk.add(roads.Tailnet.BeliefLifetime() - BeliefLifetime)
 	if due, _ := b.Due(); len(due) != 3 {
-		t.Errorf("after 30 s, %d roads due, want 3", len(due))
+		t.Errorf("after 5 min, %d roads due, want 3", len(due))
 	}
 	for _, c := range cands() {
 		b.Report(c, time.Millisecond, nil)
