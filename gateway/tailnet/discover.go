@@ -23,8 +23,11 @@ const (
 	rescanEvery   = 15 * time.Second // status re-read and lan probes, besides IPN bus events
 	helloTimeout  = 5 * time.Second
 	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
-	helloMaxAge   = 5 * time.Minute  // hello is fetched again after this
-	refetchEvery  = 10 * time.Second // a pin mismatch fetches hello again at most this often
+	// helloMaxAge: hello is fetched again after this. A tailnet road that
+	// carries nothing has hello fetched sooner, with its probe every 5
+	// min (round.go).
+	helloMaxAge  = roundEvery + time.Minute
+	refetchEvery = 10 * time.Second // a pin mismatch fetches hello again at most this often
 )
 
 // Hello is the JSON of GET /delta/v1/hello.
@@ -340,7 +343,12 @@ func (n *Node) rebindLocked() {
 // ping probes one road with GET /delta/v1/ping (with a ticket on lan and
 // thunderbolt, renewed once when refused: peerclient.Probe, as every mode
 // pings), counted as upkeep: the route book's prober
-// (routes.Router.Probe) reports what it learned.
+// (routes.Router.Probe) reports what it learned. A tailnet probe that
+// answers takes along the rest of the round's upkeep (rideAlong).
 func (n *Node) ping(ctx context.Context, c roads.Candidate) error {
-	return peerclient.Probe(metered(ctx, &n.upkeep.probe), c, n, c.Dial)
+	err := peerclient.Probe(metered(ctx, &n.upkeep.probe), c, n, c.Dial)
+	if err == nil && c.Road == roads.Tailnet {
+		n.rideAlong(ctx, c.Peer)
+	}
+	return err
 }

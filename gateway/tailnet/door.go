@@ -16,6 +16,7 @@ import (
 	"tailscale.com/tailcfg"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/direct"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/pintls"
@@ -63,6 +64,7 @@ func (d whoisDoor) Identify(r *http.Request) (owner.Visitor, error) {
 		}
 		return owner.Visitor{}, fmt.Errorf("tailnet node %s (%s, %s) is not one of this user's computers and not in the allow-list", name, node.StableID, what)
 	}
+	n.peerUpkeep(r, string(node.StableID))
 	return owner.Visitor{Node: string(node.StableID), Name: name}, nil
 }
 
@@ -206,9 +208,10 @@ func (n *Node) DirectRoads() ([]localapi.DirectPeer, string, string) {
 	return out, pintls.CertFile, pintls.KeyFile
 }
 
-// ReadTicket fetches a read ticket from peer over the tailnet, bound to
-// this computer's certificate (gateway.DirectReads): the kit reads with it
-// around a down Delta.
+// ReadTicket returns a read ticket from peer, bound to this computer's
+// certificate (gateway.DirectReads): the kit reads with it around a down
+// Delta. One held with more than direct.Renew to live is returned as it
+// is; otherwise a new one is fetched over the tailnet.
 func (n *Node) ReadTicket(ctx context.Context, peer string) (string, time.Time, error) {
 	n.mu.Lock()
 	p := n.peers[peer]
@@ -216,10 +219,25 @@ func (n *Node) ReadTicket(ctx context.Context, peer string) (string, time.Time, 
 	if p == nil {
 		return "", time.Time{}, fmt.Errorf("%s is not a known peer", peer)
 	}
+	n.mu.Lock()
+	held, ok := n.readTickets[peer]
+	n.mu.Unlock()
+	if ok && time.Until(held.exp) > direct.Renew {
+		return held.t, held.exp, nil // renewed by a round (rideAlong)
+	}
+	return n.fetchReadTicket(ctx, peer, p)
+}
+
+// fetchReadTicket asks peer for a read ticket and holds it, for ReadTicket
+// and the rounds that renew it.
+func (n *Node) fetchReadTicket(ctx context.Context, peer string, p *peer) (string, time.Time, error) {
 	tr, err := n.askTicket(ctx, peer, p, ticket.ScopeRead)
 	if err != nil {
 		return "", time.Time{}, err
 	}
+	n.mu.Lock()
+	n.readTickets[peer] = heldTicket{t: tr.Ticket, exp: tr.ExpiresAt}
+	n.mu.Unlock()
 	return tr.Ticket, tr.ExpiresAt, nil
 }
 

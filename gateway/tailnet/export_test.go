@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"time"
 
 	"tailscale.com/client/local"
+
+	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // LocalClient is tsnet's local API client (for tests).
@@ -18,3 +21,44 @@ func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 
 // Certificate is this computer's TLS certificate (for tests).
 func (n *Node) Certificate() tls.Certificate { return n.cert }
+
+// AgeUpkeep makes peer's hello old and the tickets held for it (lan and
+// read) expire in 3 min, as if the next round were due to renew them, but
+// not yet a lan probe or the direct-read keeper (for tests).
+func (n *Node) AgeUpkeep(peer string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p := n.peers[peer]; p != nil {
+		p.helloAt = time.Now().Add(-roundEvery)
+	}
+	soon := time.Now().Add(3 * time.Minute)
+	for _, held := range []map[string]heldTicket{n.tickets, n.readTickets} {
+		if t, ok := held[peer]; ok {
+			t.exp = soon
+			held[peer] = t
+		}
+	}
+}
+
+// HeldTickets says when the lan and read tickets held for peer expire
+// (zero for none held) (for tests).
+func (n *Node) HeldTickets(peer string) (lan, read time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.tickets[peer].exp, n.readTickets[peer].exp
+}
+
+// RoundNow has the tailnet road to peer probed now, as its round falling
+// due would; false if it is not believed up (for tests).
+func (n *Node) RoundNow(peer string) bool {
+	asked := n.book.Recheck(peer, roads.Tailnet, 0)
+	n.router.Kick()
+	return asked
+}
+
+// SetRoundSlack sets roundSlack until restore is called (for tests).
+func SetRoundSlack(d time.Duration) (restore func()) {
+	old := roundSlack
+	roundSlack = d
+	return func() { roundSlack = old }
+}

@@ -159,7 +159,10 @@ type Node struct {
 	peers     map[string]*peer               // by name
 	byNode    map[tailcfg.StableNodeID]*peer // every allowed node seen, named or not
 	tickets   map[string]heldTicket          // by peer name
-	newLns    chan gateway.PeerListener      // TLS listeners opened after Attach
+	// readTickets are the read tickets held for direct reads, by peer
+	// name (ReadTicket).
+	readTickets map[string]heldTicket
+	newLns      chan gateway.PeerListener // TLS listeners opened after Attach
 	// remembered are the peers found before, kept in peers.json: known at
 	// once after a start, before discovery finds them again.
 	remembered map[string]statedir.Peer
@@ -191,7 +194,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, log: cfg.Logger, kick: make(chan struct{}, 1), saveKick: make(chan struct{}, 1),
 		ifaces: netwatch.Read(cfg.Roads),
-		peers:  map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{},
+		peers:  map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}, readTickets: map[string]heldTicket{},
 		newLns: make(chan gateway.PeerListener, eventBuffer)}
 	n.router = routes.NewRouter(routes.New(nil, cfg.Logger), n.ping, cfg.Logger)
 	n.book = n.router.Book()
