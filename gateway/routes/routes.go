@@ -111,6 +111,9 @@ type entry struct {
 	offline      bool
 	offlineSince time.Time
 	offlineAt    time.Time
+	// wentOffline is when the map last said the peer went offline: an
+	// answer from before it is not believed once the peer is back.
+	wentOffline time.Time
 }
 
 func (e *entry) same(c roads.Candidate) bool {
@@ -118,9 +121,9 @@ func (e *entry) same(c roads.Candidate) bool {
 }
 
 // believedUp: it answered within its road's belief lifetime, after its
-// last failure.
+// last failure and after the map last said the peer went offline.
 func (e *entry) believedUp(now time.Time) bool {
-	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
+	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.wentOffline) && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
 }
 
 // believedDown: it failed, and its road's hold-down time has not passed.
@@ -207,6 +210,7 @@ func (b *Book) SetOffline(peer string, road roads.Road, offline bool, since time
 		e.offline, e.offlineSince = offline, since
 		if offline {
 			e.offlineAt = b.now()
+			e.wentOffline = e.offlineAt
 		} else {
 			// Back: check it now rather than wait for a belief to expire.
 			e.offlineAt, e.checkedAt, e.burstUntil = time.Time{}, time.Time{}, time.Time{}

@@ -160,6 +160,29 @@ func TestStandbyTailnet(t *testing.T) {
 	if due, _ := b.Due(); len(due) != 0 {
 		t.Errorf("the tailnet dropped: due %q, want none", dueRoads(due))
 	}
+
+	// The map says the peer went offline and came back a minute later:
+	// the tailnet road's answer from before is not believed any more; it
+	// is probed at once.
+	clk.add(time.Second)
+	b.Report(tailnet, time.Millisecond, nil)
+	if s := state(roads.Tailnet); s != localapi.RoadUp {
+		t.Fatalf("the tailnet road answered: %s", s)
+	}
+	b.SetOffline("studio", roads.Tailnet, true, clk.now())
+	if s := state(roads.Tailnet); s != localapi.RoadOffline {
+		t.Errorf("the tailnet road while the map says offline: %s", s)
+	}
+	clk.add(time.Minute)
+	b.Report(lan, time.Millisecond, nil)
+	b.Report(tb, time.Millisecond, nil)
+	b.SetOffline("studio", roads.Tailnet, false, time.Time{})
+	if s := state(roads.Tailnet); s != localapi.RoadUnknown {
+		t.Errorf("the tailnet road back online: %s, want unknown until it answers", s)
+	}
+	if due, _ := b.Due(); dueRoads(due) != "tailnet" {
+		t.Errorf("back online: due %q, want the tailnet road", dueRoads(due))
+	}
 }
 
 func TestBeliefsAndProbes(t *testing.T) {
