@@ -38,10 +38,12 @@ var roundSlack = time.Minute
 
 // rideAlong does, after the tailnet road to peer answered a probe, the
 // upkeep that would otherwise fall due on its own before the next round:
-// hello older than roundEvery-roundSlack, and the lan ticket and the
-// read ticket held, if either expires before it would be renewed after
-// the next round. A failure here is not the road's: each is asked again
-// when it falls due.
+// hello older than roundEvery-roundSlack, the lan ticket held if it
+// would be renewed (renewAhead) before the next round, and the read
+// ticket held if the direct-read keeper would renew it (direct.Renew)
+// before then; one fetched moments ago (by the keeper, as the round
+// began) is not fetched again. A failure here is not the road's: each is
+// asked again when it falls due.
 func (n *Node) rideAlong(ctx context.Context, peer string) {
 	n.mu.Lock()
 	p := n.peers[peer]
@@ -64,7 +66,7 @@ func (n *Node) rideAlong(ctx context.Context, peer string) {
 	if lanHeld && lan.exp.Sub(next) < renewAhead {
 		n.Ticket(ctx, peer, true)
 	}
-	if readHeld && read.exp.Sub(next) < direct.Renew {
+	if readHeld && read.exp.Sub(next) < direct.Renew-roundSlack {
 		n.fetchReadTicket(ctx, peer, p)
 	}
 }
