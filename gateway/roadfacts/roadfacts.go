@@ -3,9 +3,9 @@
 // and whether it is local: thunderbolt and lan, dropped and replaced by a
 // freshly chosen road when it fails), how a connection is bound to a
 // road's interface on each OS (BindControl), and the check of a pinned
-// certificate (VerifyPin). It imports only the standard library, so that the kits'
-// direct reads use the same facts as Delta itself rather than copies of
-// them. A new kind of road is a row of facts, a line of netwatch's
+// certificate (VerifyPin). It imports only the standard library, so that
+// the kits' direct reads use the same facts as Delta itself rather than
+// copies of them. A new kind of road is a row of facts, a line of netwatch's
 // classification, and docs.
 package roadfacts
 
@@ -48,7 +48,7 @@ type Facts struct {
 	// between probes the tailnet's own map says whether the peer is
 	// online (the route book follows it as it changes), and every probe
 	// keeps the tailnet's session to the peer busy, pinging it every 3 s,
-	// for 45 s after (docs/protocol.md, "Where Delta differs").
+	// for 45 s after (docs/protocol.md §4, "The tailnet road's belief").
 	BeliefLifetime time.Duration
 }
 

@@ -486,8 +486,9 @@ func (b *Book) InterfaceGained(iface string) {
 
 // Due returns the candidates to probe now: never checked, believed up for
 // longer than their road's belief lifetime, failed longer than their
-// hold-down ago, in a burst, or to be checked again at once (Invalidate). bursting reports whether a burst is under way (probe again
-// in 100 ms).
+// hold-down ago, in a burst, or to be checked again at once (Invalidate,
+// Recheck). bursting reports whether a burst is under way (probe again in
+// 100 ms).
 func (b *Book) Due() (due []roads.Candidate, bursting bool) {
 	due, bursting, _ = b.Schedule(BeliefLifetime)
 	return due, bursting

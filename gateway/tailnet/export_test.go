@@ -22,6 +22,9 @@ func (n *Node) Dial(ctx context.Context, network, addr string) (net.Conn, error)
 // Certificate is this computer's TLS certificate (for tests).
 func (n *Node) Certificate() tls.Certificate { return n.cert }
 
+// RoundEvery is how often the tailnet's upkeep goes round (for tests).
+const RoundEvery = roundEvery
+
 // AgeUpkeep makes peer's hello old and the tickets held for it (lan and
 // read) expire in 3 min, as if the next round were due to renew them, but
 // not yet a lan probe or the direct-read keeper (for tests).

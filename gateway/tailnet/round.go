@@ -14,8 +14,8 @@ import (
 
 // The tailnet's upkeep in rounds. While a tailnet session to a peer has
 // carried anything in the last 45 s, Tailscale pings the peer every 3 s
-// (magicsock's heartbeat), both ways; that is most of what an idle Delta
-// with the tailnet up spends. So the upkeep a Delta sends a peer over the
+// (magicsock's heartbeat), both ways; probed every 30 s, that was a third
+// to a half of what an idle Delta with the tailnet up spent. So the upkeep a Delta sends a peer over the
 // tailnet (the road's probe, hello, the lan ticket, the read ticket) goes
 // together, once a round, and each Delta's round rides along with its
 // peer's:
@@ -29,7 +29,7 @@ import (
 //     Delta's round forward (peerUpkeep) when its own last check is older
 //     than roundSlack, so that the two Deltas' rounds fall together.
 //
-// docs/protocol.md, "The tailnet road's belief", says what it changes.
+// docs/protocol.md §4, "The tailnet road's belief", says what it changes.
 const roundEvery = 5 * time.Minute // roads.Tailnet.BeliefLifetime()
 
 // roundSlack: a peer's upkeep brings this Delta's round forward when its

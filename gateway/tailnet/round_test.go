@@ -19,6 +19,9 @@ func upkeep(nd *tnode) map[string]localapi.Traffic { return nd.n.RouteCounters()
 // arriving brings this Delta's round forward when its own last check is
 // older than the slack, and not when it is recent.
 func TestUpkeepRounds(t *testing.T) {
+	if tailnet.RoundEvery != roads.Tailnet.BeliefLifetime() {
+		t.Fatalf("a round every %s, but the tailnet road's belief lives %s: the round rides on its probe", tailnet.RoundEvery, roads.Tailnet.BeliefLifetime())
+	}
 	// Restored last, once the nodes are down (cleanups run in reverse).
 	t.Cleanup(tailnet.SetRoundSlack(2 * time.Second))
 	_, laptop, studio, _ := labPair(t)
