@@ -107,13 +107,12 @@ type entry struct {
 	// the same peer was dropped; Invalidate).
 	recheck bool
 	// offline: the tailnet's map says the peer is offline, last seen at
-	// offlineSince; offlineAt is when the book learned it.
+	// offlineSince; offlineAt is when the book last learned it went
+	// offline, kept once it is back: an answer from before it is not
+	// believed.
 	offline      bool
 	offlineSince time.Time
 	offlineAt    time.Time
-	// wentOffline is when the map last said the peer went offline: an
-	// answer from before it is not believed once the peer is back.
-	wentOffline time.Time
 }
 
 func (e *entry) same(c roads.Candidate) bool {
@@ -123,7 +122,7 @@ func (e *entry) same(c roads.Candidate) bool {
 // believedUp: it answered within its road's belief lifetime, after its
 // last failure and after the map last said the peer went offline.
 func (e *entry) believedUp(now time.Time) bool {
-	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.wentOffline) && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
+	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.offlineAt) && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
 }
 
 // believedDown: it failed, and its road's hold-down time has not passed.
@@ -210,10 +209,9 @@ func (b *Book) SetOffline(peer string, road roads.Road, offline bool, since time
 		e.offline, e.offlineSince = offline, since
 		if offline {
 			e.offlineAt = b.now()
-			e.wentOffline = e.offlineAt
 		} else {
 			// Back: check it now rather than wait for a belief to expire.
-			e.offlineAt, e.checkedAt, e.burstUntil = time.Time{}, time.Time{}, time.Time{}
+			e.checkedAt, e.burstUntil = time.Time{}, time.Time{}
 		}
 	}
 	if changed {
