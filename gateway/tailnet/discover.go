@@ -346,6 +346,9 @@ func (n *Node) rebindLocked() {
 // (routes.Router.Probe) reports what it learned. A tailnet probe that
 // answers takes along the rest of the round's upkeep (rideAlong).
 func (n *Node) ping(ctx context.Context, c roads.Candidate) error {
+	if c.Road == roads.Tailnet {
+		n.upkeep.rounds.Add(1)
+	}
 	err := peerclient.Probe(metered(ctx, &n.upkeep.probe), c, n, c.Dial)
 	if err == nil && c.Road == roads.Tailnet {
 		n.rideAlong(ctx, c.Peer)

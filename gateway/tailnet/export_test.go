@@ -65,3 +65,19 @@ func SetRoundSlack(d time.Duration) (restore func()) {
 	roundSlack = d
 	return func() { roundSlack = old }
 }
+
+// Rounds is how many probes of the tailnet road this Delta has sent (for
+// tests).
+func (n *Node) Rounds() uint64 { return n.upkeep.rounds.Load() }
+
+// RoundDue says whether the route book has the tailnet road to peer due
+// for a probe now (for tests).
+func (n *Node) RoundDue(peer string) bool {
+	due, _ := n.book.Due()
+	for _, c := range due {
+		if c.Peer == peer && c.Road == roads.Tailnet {
+			return true
+		}
+	}
+	return false
+}

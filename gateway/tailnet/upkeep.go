@@ -17,6 +17,9 @@ import (
 // WireGuard headers are not).
 type upkeep struct {
 	probe, hello, ticket meter
+	// rounds counts the probes of the tailnet road sent (round.go), one
+	// a round: a test's count of the rounds themselves.
+	rounds atomic.Uint64
 }
 
 type meter struct {
