@@ -20,7 +20,16 @@ import (
 
 // Discovery timing.
 const (
-	rescanEvery   = 15 * time.Second // status re-read and lan probes, besides IPN bus events
+	// rescanEvery: the tailnet's status is re-read this often, besides
+	// on every IPN bus notice, until the node is running; rescanRunning,
+	// once it is. Peers coming, going, going offline and back arrive as
+	// notices; what only the re-read finds is the tailnet's path to a
+	// peer (direct or relayed, shown with the road), its health and
+	// hello's age, and each round re-reads it too (rideAlong). A re-read
+	// is the whole status through tsnet's local API: every 15 s it was
+	// a tenth of an idle Delta's CPU.
+	rescanEvery   = 15 * time.Second
+	rescanRunning = time.Minute
 	helloTimeout  = 5 * time.Second
 	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
 	// helloMaxAge: hello is fetched again after this. A tailnet road that
@@ -120,13 +129,21 @@ func (n *Node) rescan() {
 }
 
 // discover re-reads the tailnet's status on every rescan and every
-// rescanEvery, fetches hello from new peers, and probes lan roads.
+// rescanEvery (rescanRunning once the node runs), and fetches hello from
+// new peers.
 func (n *Node) discover() {
 	defer n.wg.Done()
-	t := time.NewTicker(rescanEvery)
+	t := time.NewTimer(rescanEvery)
 	defer t.Stop()
 	for {
 		n.refresh()
+		n.mu.Lock()
+		every := rescanEvery
+		if n.backend == "Running" {
+			every = rescanRunning
+		}
+		n.mu.Unlock()
+		t.Reset(every)
 		select {
 		case <-n.ctx.Done():
 			return

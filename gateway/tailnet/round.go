@@ -43,7 +43,8 @@ var roundSlack = time.Minute
 // ticket held if the direct-read keeper would renew it (direct.Renew)
 // before then; one fetched moments ago (by the keeper, as the round
 // began) is not fetched again. A failure here is not the road's: each is
-// asked again when it falls due.
+// asked again when it falls due. Then the tailnet's status is re-read
+// (discover), for the path the probe took.
 func (n *Node) rideAlong(ctx context.Context, peer string) {
 	n.mu.Lock()
 	p := n.peers[peer]
@@ -69,6 +70,7 @@ func (n *Node) rideAlong(ctx context.Context, peer string) {
 	if readHeld && read.exp.Sub(next) < direct.Renew-roundSlack {
 		n.fetchReadTicket(ctx, peer, p)
 	}
+	n.rescan() // the tailnet's path to peer, as the probe found it
 }
 
 // peerUpkeep is a peer's upkeep (a probe, hello, a ticket) arriving at

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tailscale.com/envknob"
+	"tailscale.com/logtail"
 	"tailscale.com/tsnet"
 	"tailscale.com/types/logger"
 
@@ -53,6 +54,7 @@ func tsnetFloorMain(args []string) error {
 		}
 	}
 	envknob.SetNoLogsNoSupport()
+	logtail.Disable() // as Delta does (gateway/tailnet): no log buffered for an upload refused
 	srv := &tsnet.Server{Dir: args[1], ControlURL: args[0], Hostname: args[2], Logf: logger.Discard, UserLogf: logger.Discard}
 	defer srv.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
