@@ -229,11 +229,16 @@ func receivedView(r *journal.Receipt) view.Received {
 }
 
 // Changed returns a channel that closes at the next change to what Snapshot
-// shows: a call, a road, the tailnet's login state. Take a new one after
-// each wake-up; a burst of changes wakes once.
+// shows: a call, a road's state, the tailnet's login state. An up road's
+// new round trip alone does not count (roads.StateWatchable): the menu
+// shows it at its next redraw, within a minute, rather than waking at
+// every probe. Take a new one after each wake-up; a burst of changes
+// wakes once.
 func (g *Desk) Changed() <-chan struct{} {
 	var rc <-chan struct{} // never, unless the router tells
-	if w, ok := g.router.(roads.Watchable); ok {
+	if w, ok := g.router.(roads.StateWatchable); ok {
+		rc = w.StateChanged()
+	} else if w, ok := g.router.(roads.Watchable); ok {
 		rc = w.Changed()
 	}
 	out := make(chan struct{})

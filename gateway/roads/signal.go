@@ -36,6 +36,16 @@ type Watchable interface {
 	Changed() <-chan struct{}
 }
 
+// StateWatchable is a Watchable that can be followed for its roads'
+// states alone: StateChanged's channel closes at the next change to what
+// Peers returns other than an up road measured again (a probe or a use
+// that found a road up that was up at its last check: only its round
+// trips are new). The menu and direct.json follow it; the prober and the
+// status page's chart follow Changed.
+type StateWatchable interface {
+	StateChanged() <-chan struct{}
+}
+
 // RecentRTTs is how many round-trip times a road keeps for its chart.
 const RecentRTTs = 30
 

@@ -83,8 +83,11 @@ func (r *Router) Invalidate(peer string, road roads.Road, reason error) {
 func (r *Router) Peers() []localapi.PeerStatus { return r.book.Peers() }
 
 // Changed implements roads.Watchable: it closes at the next change to a
-// road's state, a peer's roads or a hold-down.
+// road's state or round trips, a peer's roads or a hold-down.
 func (r *Router) Changed() <-chan struct{} { return r.book.Changed() }
+
+// StateChanged implements roads.StateWatchable (Book.StateChanged).
+func (r *Router) StateChanged() <-chan struct{} { return r.book.StateChanged() }
 
 // Won implements roads.RaceCounter.
 func (r *Router) Won(road roads.Road) { r.book.Won(road) }

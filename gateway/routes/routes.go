@@ -132,6 +132,16 @@ func (e *entry) believedDown(now time.Time) bool {
 
 func (e *entry) held(now time.Time) bool { return now.Before(e.heldUntil) }
 
+// measuredAgain: an answer now only measures the road again. It was up at
+// its last check, with no failure, hold-down or offline since, and that
+// check is recent enough (within twice its belief lifetime: the next
+// probe answers just after the belief ends) that a follower still shows
+// it up.
+func (e *entry) measuredAgain(now time.Time) bool {
+	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.offlineAt) && e.lastErr == "" &&
+		!e.held(now) && now.Sub(e.upAt) < 2*e.cand.Road.BeliefLifetime()
+}
+
 // Book is safe for concurrent use.
 type Book struct {
 	now func() time.Time
@@ -141,15 +151,28 @@ type Book struct {
 	peers   map[string][]*entry // by peer, in road order
 	c       localapi.RouteCounters
 	changed roads.Signal
+	// state is changed without an up road's new round trips
+	// (roads.StateWatchable).
+	state roads.Signal
 }
 
 // Changed implements roads.Watchable: it closes at the next change to a
-// road's state, a peer's roads or a hold-down.
+// road's state or round trips, a peer's roads or a hold-down.
 func (b *Book) Changed() <-chan struct{} { return b.changed.C() }
+
+// StateChanged implements roads.StateWatchable: Changed, less the reports
+// that only measured an up road again.
+func (b *Book) StateChanged() <-chan struct{} { return b.state.C() }
+
+// notify wakes both kinds of followers.
+func (b *Book) notify() {
+	b.changed.Notify()
+	b.state.Notify()
+}
 
 // Touch wakes the book's followers for a change next to it that they show
 // with it (the tailnet's login state).
-func (b *Book) Touch() { b.changed.Notify() }
+func (b *Book) Touch() { b.notify() }
 
 // New returns an empty book. now and log may be nil.
 func New(now func() time.Time, log *slog.Logger) *Book {
@@ -168,7 +191,7 @@ func New(now func() time.Time, log *slog.Logger) *Book {
 func (b *Book) Set(peer string, cands []roads.Candidate) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	defer b.changed.Notify()
+	defer b.notify()
 	old := b.peers[peer]
 	var es []*entry
 	for _, c := range cands {
@@ -215,14 +238,14 @@ func (b *Book) SetOffline(peer string, road roads.Road, offline bool, since time
 		}
 	}
 	if changed {
-		b.changed.Notify()
+		b.notify()
 	}
 	return changed
 }
 
 // Remove forgets a peer.
 func (b *Book) Remove(peer string) {
-	defer b.changed.Notify()
+	defer b.notify()
 	b.mu.Lock()
 	delete(b.peers, peer)
 	b.mu.Unlock()
@@ -352,12 +375,17 @@ func (b *Book) find(c roads.Candidate) *entry {
 func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	defer b.changed.Notify()
 	e := b.find(c)
 	if e == nil {
+		b.notify()
 		return
 	}
 	now := b.now()
+	if err == nil && e.measuredAgain(now) {
+		defer b.changed.Notify() // a new round trip: the chart's, not the state's
+	} else {
+		defer b.notify()
+	}
 	e.checkedAt, e.recheck = now, false
 	if err == nil {
 		e.upAt, e.rtt, e.lastErr, e.hint, e.heldUntil = now, rtt, "", "", time.Time{}
@@ -405,7 +433,7 @@ func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 	b.log.Info("route dropped", "peer", peer, "road", road, "cause", cause, "err", reason)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	defer b.changed.Notify()
+	defer b.notify()
 	b.c.Invalidations[cause]++
 	now := b.now()
 	for _, e := range b.peers[peer] {
@@ -442,7 +470,7 @@ func (b *Book) Recheck(peer string, road roads.Road, age time.Duration) bool {
 		}
 	}
 	if asked {
-		b.changed.Notify()
+		b.notify()
 	}
 	return asked
 }

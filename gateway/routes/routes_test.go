@@ -408,3 +408,55 @@ func TestScheduleHolds(t *testing.T) {
 		t.Errorf("%d quiet spans of 300 ended with a change of what is due: the spans are shorter than they need be", turned)
 	}
 }
+
+// TestStateChangedLeavesOutRoundTrips: a report that only measures an up
+// road again (the periodic probe, a use) wakes Changed's followers (the
+// prober, the chart) but not StateChanged's (the menu, direct.json);
+// every report that changes what a road shows wakes both.
+func TestStateChangedLeavesOutRoundTrips(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	b.Set("studio", cands())
+	lan := cands()[1]
+	life := lan.Road.BeliefLifetime()
+	woke := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, step := range []struct {
+		what      string
+		after     time.Duration
+		err       error
+		wantState bool
+	}{
+		{"first answer", 0, nil, true},
+		{"answered again at once", time.Second, nil, false},
+		{"answered again as its belief ends (the periodic probe)", life + 2*time.Second, nil, false},
+		{"failed", time.Second, errTimeout, true},
+		{"held down, answered", 100 * time.Millisecond, nil, true},
+		{"answered again", time.Second, nil, false},
+		{"answered after two lifetimes unchecked", 2*life + time.Second, nil, true},
+		{"refused", time.Second, syscall.ECONNREFUSED, true},
+		{"refused again", time.Second, syscall.ECONNREFUSED, true},
+		{"answered after a refusal", time.Second, nil, true},
+	} {
+		clk.add(step.after)
+		changed, state := b.Changed(), b.StateChanged()
+		b.Report(lan, time.Millisecond, step.err)
+		if !woke(changed) {
+			t.Errorf("%s: Changed did not wake", step.what)
+		}
+		if got := woke(state); got != step.wantState {
+			t.Errorf("%s: StateChanged woke %t, want %t", step.what, got, step.wantState)
+		}
+	}
+	state := b.StateChanged()
+	b.Invalidate("studio", roads.LAN, errors.New("interface en0 went down"))
+	if !woke(state) {
+		t.Error("an invalidated road did not wake StateChanged")
+	}
+}

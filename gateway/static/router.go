@@ -262,6 +262,7 @@ func (s *Router) ping(ctx context.Context, c roads.Candidate) error {
 var (
 	_ roads.Router         = (*Router)(nil)
 	_ roads.Watchable      = (*Router)(nil)
+	_ roads.StateWatchable = (*Router)(nil)
 	_ roads.EventSource    = (*Router)(nil)
 	_ roads.Prober         = (*Router)(nil)
 	_ roads.Counted        = (*Router)(nil)

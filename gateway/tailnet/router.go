@@ -95,9 +95,13 @@ func TailnetPath(curAddr, relay string) string {
 }
 
 // Changed implements roads.Watchable: it closes at the next change of the
-// route book (a road's state, a peer found or gone, the login state), so
-// the menu follows the roads as it follows the journal.
+// route book (a road's state or round trip, a peer found or gone, the
+// login state).
 func (n *Node) Changed() <-chan struct{} { return n.book.Changed() }
+
+// StateChanged implements roads.StateWatchable (routes.Book.StateChanged):
+// the menu follows the roads with it as it follows the journal.
+func (n *Node) StateChanged() <-chan struct{} { return n.book.StateChanged() }
 
 // Won counts a race won by road.
 func (n *Node) Won(road roads.Road) { n.book.Won(road) }
@@ -225,9 +229,10 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 
 // The route book's extras, offered to the gateway.
 var (
-	_ roads.Router      = (*Node)(nil)
-	_ roads.RaceCounter = (*Node)(nil)
-	_ roads.Counted     = (*Node)(nil)
-	_ roads.Watchable   = (*Node)(nil)
-	_ roads.Answerer    = (*Node)(nil)
+	_ roads.Router         = (*Node)(nil)
+	_ roads.RaceCounter    = (*Node)(nil)
+	_ roads.Counted        = (*Node)(nil)
+	_ roads.Watchable      = (*Node)(nil)
+	_ roads.StateWatchable = (*Node)(nil)
+	_ roads.Answerer       = (*Node)(nil)
 )
