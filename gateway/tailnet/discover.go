@@ -133,17 +133,23 @@ func (n *Node) rescan() {
 // new peers.
 func (n *Node) discover() {
 	defer n.wg.Done()
-	t := time.NewTimer(rescanEvery)
+	every := rescanEvery
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		n.refresh()
 		n.mu.Lock()
-		every := rescanEvery
+		next := rescanEvery
 		if n.backend == "Running" {
-			every = rescanRunning
+			next = rescanRunning
 		}
 		n.mu.Unlock()
-		t.Reset(every)
+		if next != every {
+			// A ticker, not a timer reset at each rescan: bus notices
+			// do not push the next re-read back.
+			every = next
+			t.Reset(every)
+		}
 		select {
 		case <-n.ctx.Done():
 			return
