@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
@@ -139,4 +141,39 @@ func TestStaysOnMachine(t *testing.T) {
 	if n, where := leaks(t, ns); n != 0 {
 		t.Errorf("the tailnet-mode Deltas tried to leave the machine: %s", where)
 	}
+	// With the upload off, tsnet's log uploader is off too: nothing of
+	// its log was buffered for an upload. The opted-in Delta's buffer
+	// was written (it would upload it), which shows the check can see it.
+	for _, p := range procs {
+		if written, what := logBufferWritten(t, p.dir); written {
+			t.Errorf("%s, its log upload off, buffered tsnet's log for an upload: %s", p.name, what)
+		}
+	}
+	gatewaytest.WaitFor(t, 30*time.Second, "the opted-in Delta's log buffer to be written", func() bool {
+		written, _ := logBufferWritten(t, optIn.dir)
+		return written
+	})
+}
+
+// logBufferWritten says whether tsnet's log uploader (logtail) ever wrote
+// its buffer files in dir (<state>/tailnet/tailscaled.log1.txt and
+// log2.txt): written, a file's modification time is past its birth, even
+// once the uploader has emptied it again.
+func logBufferWritten(t *testing.T, dir string) (bool, string) {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(dir, "tailnet", "tailscaled.log*.txt"))
+	for _, path := range paths {
+		var st unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_BTIME|unix.STATX_MTIME|unix.STATX_SIZE, &st); err != nil {
+			t.Fatalf("statx %s: %v", path, err)
+		}
+		if st.Mask&unix.STATX_BTIME == 0 {
+			t.Skipf("%s: this file system keeps no birth times, so a write emptied since cannot be seen", path)
+		}
+		if st.Size > 0 || st.Mtime != st.Btime {
+			at := func(ts unix.StatxTimestamp) time.Time { return time.Unix(ts.Sec, int64(ts.Nsec)) }
+			return true, fmt.Sprintf("%s: %d bytes, modified %s after it was made", filepath.Base(path), st.Size, at(st.Mtime).Sub(at(st.Btime)))
+		}
+	}
+	return false, ""
 }
