@@ -238,8 +238,6 @@ func (g *Desk) Changed() <-chan struct{} {
 	var rc <-chan struct{} // never, unless the router tells
 	if w, ok := g.router.(roads.StateWatchable); ok {
 		rc = w.StateChanged()
-	} else if w, ok := g.router.(roads.Watchable); ok {
-		rc = w.Changed()
 	}
 	out := make(chan struct{})
 	dbc, tc := g.db.Changed(), g.transfers.Changed()

@@ -40,8 +40,8 @@ type Config struct {
 	StateDir string
 	// Source is the mode's roads and read tickets.
 	Source Reads
-	// Router tells when the roads change (when it is roads.StateWatchable
-	// or roads.Watchable).
+	// Router tells when the roads change (when it is
+	// roads.StateWatchable).
 	Router roads.Router
 	// Self names this computer.
 	Self func() localapi.Self
@@ -110,8 +110,6 @@ func (k *Keeper) Keep(ctx context.Context) {
 	changed := func() <-chan struct{} { return nil }
 	if w, ok := k.cfg.Router.(roads.StateWatchable); ok {
 		changed = w.StateChanged // direct.json has no round trips
-	} else if w, ok := k.cfg.Router.(roads.Watchable); ok {
-		changed = w.Changed
 	}
 	refresh()
 	due := time.NewTicker(time.Minute) // tickets due for renewal

@@ -43,6 +43,7 @@ type Watchable interface {
 // trips are new). The menu and direct.json follow it; the prober and the
 // status page's chart follow Changed.
 type StateWatchable interface {
+	Watchable
 	StateChanged() <-chan struct{}
 }
 

@@ -119,10 +119,16 @@ func (e *entry) same(c roads.Candidate) bool {
 	return e.cand.Road == c.Road && e.cand.Address == c.Address && e.cand.Interface == c.Interface
 }
 
-// believedUp: it answered within its road's belief lifetime, after its
-// last failure and after the map last said the peer went offline.
+// answeredLast: its last check or use answered, after its last failure
+// (which also sets any error and hold-down an answer clears) and after
+// the map last said the peer went offline.
+func (e *entry) answeredLast() bool {
+	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.offlineAt)
+}
+
+// believedUp: it answered last, within its road's belief lifetime.
 func (e *entry) believedUp(now time.Time) bool {
-	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.offlineAt) && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
+	return e.answeredLast() && now.Sub(e.upAt) < e.cand.Road.BeliefLifetime()
 }
 
 // believedDown: it failed, and its road's hold-down time has not passed.
@@ -132,14 +138,11 @@ func (e *entry) believedDown(now time.Time) bool {
 
 func (e *entry) held(now time.Time) bool { return now.Before(e.heldUntil) }
 
-// measuredAgain: an answer now only measures the road again. It was up at
-// its last check, with no failure, hold-down or offline since, and that
-// check is recent enough (within twice its belief lifetime: the next
-// probe answers just after the belief ends) that a follower still shows
-// it up.
+// measuredAgain: an answer now only measures the road again. It answered
+// last, recently enough (within twice its belief lifetime: the next probe
+// answers just after the belief ends) that a follower still shows it up.
 func (e *entry) measuredAgain(now time.Time) bool {
-	return !e.upAt.IsZero() && e.upAt.After(e.downAt) && e.upAt.After(e.offlineAt) && e.lastErr == "" &&
-		!e.held(now) && now.Sub(e.upAt) < 2*e.cand.Road.BeliefLifetime()
+	return e.answeredLast() && now.Sub(e.upAt) < 2*e.cand.Road.BeliefLifetime()
 }
 
 // Book is safe for concurrent use.
