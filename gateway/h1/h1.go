@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/rawsock"
 )
 
 // Transport is a pool of HTTP/1.1 connections by where each one goes: a
@@ -198,8 +199,7 @@ func peekTCP(c *net.TCPConn) bool {
 	var n int
 	var perr error
 	if err := rc.Read(func(fd uintptr) bool {
-		var b [1]byte
-		n, _, perr = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		n, perr = rawsock.Peek(fd)
 		return true // never wait for it
 	}); err != nil {
 		return true

@@ -3,6 +3,8 @@ package h1
 import (
 	"net"
 	"syscall"
+
+	"github.com/delta-roads/delta/gateway/rawsock"
 )
 
 // quickAck asks the kernel to acknowledge at once what arrives next on c
@@ -23,7 +25,7 @@ func quickAck(c net.Conn) {
 	}
 	if rc, err := tc.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) {
-			syscall.SetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_QUICKACK, 1)
+			rawsock.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_QUICKACK, 1)
 		})
 	}
 }

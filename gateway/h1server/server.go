@@ -35,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/rawsock"
 )
 
 // WatchAfter is how long a handler runs before its connection is watched
@@ -109,6 +111,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
+		rw = rawsock.Wrap(rw)
 		c := s.newConn(rw, base)
 		s.setState(rw, http.StateNew)
 		go c.serve()

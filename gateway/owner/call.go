@@ -430,7 +430,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 	defer cancel()
 	var out *appResult
 	a, err := func() (*h1.Answer, error) {
-		conn, err := appDialer.DialContext(ctx, "tcp", req.URL.Host)
+		conn, err := dialApp(ctx, req.URL.Host)
 		if err != nil {
 			return nil, h1.ConnectError(err)
 		}

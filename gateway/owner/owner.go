@@ -24,6 +24,7 @@ import (
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/rawsock"
 	"github.com/delta-roads/delta/gateway/record"
 	"github.com/delta-roads/delta/gateway/relay"
 	"github.com/delta-roads/delta/gateway/transfer"
@@ -358,6 +359,16 @@ func validPrefix(p string) bool {
 
 // appDialer connects to a local owner app.
 var appDialer = net.Dialer{Timeout: appConnectTimeout}
+
+// dialApp connects to a local owner app at addr (its reads and writes
+// raw system calls: gateway/rawsock).
+func dialApp(ctx context.Context, addr string) (net.Conn, error) {
+	c, err := appDialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return rawsock.Wrap(c), nil
+}
 
 // markBehind says on an answer that its outcome is held in memory, not yet
 // in this computer's journal.

@@ -139,7 +139,7 @@ func (o *Owner) appTransport() *h1.Transport {
 	o.transportOnce.Do(func() {
 		o.transport = &h1.Transport{
 			Dial: func(ctx context.Context, addr string) (net.Conn, error) {
-				c, err := appDialer.DialContext(ctx, "tcp", addr)
+				c, err := dialApp(ctx, addr)
 				if err != nil {
 					return nil, dialError{err}
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/rawsock"
 	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
@@ -202,7 +203,10 @@ func dialRaw(ctx context.Context, road roads.Road, addr, iface string) (net.Conn
 	if err != nil && netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "", time.Since(began)) {
 		err = fmt.Errorf("%w (%w)", err, roads.ErrLocalNetwork)
 	}
-	return conn, err
+	if err != nil {
+		return nil, err
+	}
+	return rawsock.Wrap(conn), nil
 }
 
 // FirstProbe is how long after the start static mode's probes begin: the

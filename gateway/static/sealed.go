@@ -18,6 +18,7 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/rawsock"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
@@ -238,7 +239,7 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 		return err
 	}
 	for i := range cfg.PeerListeners {
-		cfg.PeerListeners[i].Listener = tls.NewListener(cfg.PeerListeners[i].Listener, seal.ServerConfig())
+		cfg.PeerListeners[i].Listener = tls.NewListener(rawsock.Listener(cfg.PeerListeners[i].Listener), seal.ServerConfig())
 	}
 	if d, err := discovery(fc, seal, self.Name, cfg.PeerListeners[0].Listener.Addr(), ids, router); err != nil {
 		return fmt.Errorf("static: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/rawsock"
 	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/netwatch"
@@ -182,6 +183,9 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: roadfacts.BindControl(iface, road)}
 		began := time.Now()
 		raw, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			raw = rawsock.Wrap(raw)
+		}
 		raw = meterConn(ctx, raw)
 		if err != nil {
 			if netwatch.LocalNetworkBlocked(runtime.GOOS, err, iface != "", time.Since(began)) {

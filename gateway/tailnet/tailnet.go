@@ -42,6 +42,7 @@ import (
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/localroads"
 	"github.com/delta-roads/delta/gateway/pintls"
+	"github.com/delta-roads/delta/gateway/rawsock"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/routes"
 	"github.com/delta-roads/delta/gateway/statedir"
@@ -271,7 +272,9 @@ func (n *Node) Start() (err error) {
 	}
 	undo = append(undo, func() { n.tailLn.Close() })
 	n.lan = localroads.New(localroads.Config{Port: n.cfg.LANPort, PortFallback: n.cfg.LANPortFallback, Addrs: n.cfg.LANAddrs,
-		Wrap: func(ln net.Listener) net.Listener { return tls.NewListener(ln, pintls.ServerConfig(n.cert)) }, Notice: n.addNotice, Log: n.log})
+		Wrap: func(ln net.Listener) net.Listener {
+			return tls.NewListener(rawsock.Listener(ln), pintls.ServerConfig(n.cert))
+		}, Notice: n.addNotice, Log: n.log})
 	if err := n.lan.Open(n.ifaces); err != nil {
 		return fmt.Errorf("tailnet: %w", err)
 	}

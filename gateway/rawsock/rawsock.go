@@ -1,0 +1,47 @@
+// Package rawsock reads and writes TCP connections without waking the Go
+// scheduler's monitor.
+//
+// Every read and write through the net package enters the runtime's
+// system-call path (entersyscall), and the first one after a process's
+// goroutines have all been idle wakes `sysmon`, the runtime's monitor
+// thread, from its deep sleep: a futex wake and two thread switches, then
+// a few 20 µs naps (nanosleep) before it sleeps again. A Delta carrying a
+// small read is idle between the request and its answer, so this happened
+// on nearly every read and write: a quarter of both Deltas' CPU at one
+// reader (perf, issue 40) and, with the futex calls, most of their thread
+// switches.
+//
+// A socket in Go is non-blocking: a read or write returns at once, with
+// data or EAGAIN, and the poller waits for readiness. Conn does exactly
+// what net's does (the same poller, deadlines, locks and errors) but makes
+// the read(2) and write(2) themselves as raw system calls, which do not
+// enter the scheduler's system-call path. That is safe for calls that
+// never block, and only for those: it is used for a socket's read and
+// write, never for anything that may wait in the kernel.
+//
+// Wrap and Listener apply it on Linux to plain TCP connections (beneath
+// TLS when a listener or a dial is wrapped before the handshake); on other
+// systems, and for every other kind of connection, they return what they
+// are given. Conn names its TCP connection (NetConn), so code that looks
+// beneath a connection (TCP_QUICKACK, the idle check's peek) finds it.
+package rawsock
+
+import "net"
+
+// Listener returns ln whose accepted connections are Wrapped.
+func Listener(ln net.Listener) net.Listener {
+	if !enabled {
+		return ln
+	}
+	return &listener{ln}
+}
+
+type listener struct{ net.Listener }
+
+func (l *listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return c, err
+	}
+	return Wrap(c), nil
+}

@@ -1,0 +1,156 @@
+package rawsock
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const enabled = true
+
+// maxRW is the most one read or write asks of the kernel, as
+// internal/poll's (a stream's reads and writes past 1 GiB are split).
+const maxRW = 1 << 30
+
+// Conn is a TCP connection whose reads and writes are raw system calls
+// (the package's doc says why); everything else is its TCPConn's.
+type Conn struct {
+	*net.TCPConn
+	rc syscall.RawConn
+}
+
+// Wrap returns c as a Conn when it is a *net.TCPConn, else c itself.
+func Wrap(c net.Conn) net.Conn {
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c
+	}
+	return &Conn{TCPConn: tc, rc: rc}
+}
+
+// NetConn is the TCP connection beneath.
+func (c *Conn) NetConn() net.Conn { return c.TCPConn }
+
+// Read is net.TCPConn's Read: the same poller, deadline and errors.
+func (c *Conn) Read(p []byte) (int, error) {
+	if len(p) > maxRW {
+		p = p[:maxRW]
+	}
+	var n int
+	var errno syscall.Errno
+	err := c.rc.Read(func(fd uintptr) bool {
+		if len(p) == 0 {
+			return true
+		}
+		for {
+			r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false // the poller waits until it is readable
+			}
+			n, errno = int(r), e
+			return true
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, c.opError("read", err)
+	case errno != 0:
+		return 0, c.opError("read", os.NewSyscallError("read", errno))
+	case n == 0 && len(p) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// Write is net.TCPConn's Write: all of p, or an error; the same poller,
+// deadline and errors.
+func (c *Conn) Write(p []byte) (int, error) {
+	var nn int
+	var errno syscall.Errno
+	err := c.rc.Write(func(fd uintptr) bool {
+		for nn < len(p) {
+			q := p[nn:]
+			if len(q) > maxRW {
+				q = q[:maxRW]
+			}
+			r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&q[0])), uintptr(len(q)))
+			switch e {
+			case 0:
+				if r == 0 {
+					errno = 0
+					return true // as internal/poll: no progress is io.ErrUnexpectedEOF
+				}
+				nn += int(r)
+			case unix.EINTR:
+			case unix.EAGAIN:
+				return false // the poller waits until it is writable
+			default:
+				errno = e
+				return true
+			}
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return nn, c.opError("write", err)
+	case errno != 0:
+		return nn, c.opError("write", os.NewSyscallError("write", errno))
+	case nn < len(p):
+		return nn, c.opError("write", io.ErrUnexpectedEOF)
+	}
+	return nn, nil
+}
+
+// opError is the error net's own Read or Write returns: an *net.OpError
+// naming op and the connection's addresses, around the poller's error
+// (a deadline, a closed connection) or the system call's.
+func (c *Conn) opError(op string, err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) { // the raw connection's "raw-read"
+		err = oe.Err
+	}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+}
+
+// Peek looks at fd's receive queue without taking from it or waiting
+// (recv with MSG_PEEK and MSG_DONTWAIT): n > 0 when bytes wait, n == 0
+// when the other end closed, EAGAIN when nothing is there. For a
+// connection's own raw connection (syscall.RawConn.Read).
+func Peek(fd uintptr) (n int, err error) {
+	var b [1]byte
+	for {
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1, unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(r), nil
+	}
+}
+
+// SetsockoptInt is setsockopt(2) of an int option on fd, as a raw system
+// call (it never waits), for a connection's own raw connection
+// (syscall.RawConn.Control).
+func SetsockoptInt(fd uintptr, level, opt, value int) error {
+	v := int32(value)
+	_, _, e := unix.RawSyscall6(unix.SYS_SETSOCKOPT, fd, uintptr(level), uintptr(opt), uintptr(unsafe.Pointer(&v)), unsafe.Sizeof(v), 0)
+	if e != 0 {
+		return os.NewSyscallError("setsockopt", e)
+	}
+	return nil
+}

@@ -1,0 +1,235 @@
+package rawsock
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// pair is a connected TCP pair on loopback: a (Wrapped) and b (as net
+// gives it).
+func pair(t *testing.T) (a *Conn, b *net.TCPConn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-accepted
+	if s == nil {
+		t.Fatal("accept failed")
+	}
+	w, ok := Wrap(c).(*Conn)
+	if !ok {
+		t.Fatalf("Wrap(%T) is not a Conn", c)
+	}
+	t.Cleanup(func() { w.Close(); s.Close() })
+	return w, s.(*net.TCPConn)
+}
+
+// TestMovesBytes: what goes either way arrives whole and in order,
+// bigger than the socket's buffers (a write that must wait for the
+// poller, reads that must too), and the other end's close is io.EOF.
+func TestMovesBytes(t *testing.T) {
+	a, b := pair(t)
+	data := make([]byte, 8<<20)
+	rand.Read(data)
+	for _, dir := range []struct {
+		name string
+		w    io.Writer
+		r    io.Reader
+	}{{"raw to net", a, b}, {"net to raw", b, a}} {
+		errc := make(chan error, 1)
+		go func() {
+			n, err := dir.w.Write(data)
+			if err == nil && n != len(data) {
+				err = io.ErrShortWrite
+			}
+			errc <- err
+		}()
+		got := make([]byte, len(data))
+		if _, err := io.ReadFull(dir.r, got); err != nil {
+			t.Fatalf("%s: read: %v", dir.name, err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("%s: write: %v", dir.name, err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Fatalf("%s: the bytes differ", dir.name)
+		}
+	}
+	if n, err := a.Read(nil); n != 0 || err != nil {
+		t.Errorf("Read(nil) = %d, %v; want 0, nil as net's", n, err)
+	}
+	b.Close()
+	if n, err := a.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Errorf("after the other end closed: %d, %v; want 0, io.EOF", n, err)
+	}
+}
+
+// TestErrorsAreNets: a deadline, a closed connection and a connection
+// the other end reset fail as net's own Read and Write do: the same
+// *net.OpError, the same causes for errors.Is, the same words.
+func TestErrorsAreNets(t *testing.T) {
+	a, b := pair(t)
+	plain := a.TCPConn // the same socket, read the way net does
+
+	a.SetReadDeadline(time.Now().Add(-time.Second))
+	_, rawErr := a.Read(make([]byte, 1))
+	_, netErr := plain.Read(make([]byte, 1))
+	var ne net.Error
+	if !errors.As(rawErr, &ne) || !ne.Timeout() || !errors.Is(rawErr, os.ErrDeadlineExceeded) {
+		t.Errorf("a read past its deadline: %v, want a timeout", rawErr)
+	}
+	if rawErr.Error() != netErr.Error() {
+		t.Errorf("a read past its deadline: %q, net's %q", rawErr, netErr)
+	}
+	a.SetReadDeadline(time.Time{})
+
+	a.SetWriteDeadline(time.Now().Add(-time.Second))
+	_, rawErr = a.Write([]byte("x"))
+	_, netErr = plain.Write([]byte("x"))
+	if !errors.Is(rawErr, os.ErrDeadlineExceeded) || rawErr.Error() != netErr.Error() {
+		t.Errorf("a write past its deadline: %q, net's %q", rawErr, netErr)
+	}
+	a.SetWriteDeadline(time.Time{})
+
+	// Reset by the other end (SO_LINGER 0): writes fail, naming why.
+	b.SetLinger(0)
+	b.Close()
+	var werr error
+	for range 100 {
+		if _, werr = a.Write([]byte("after the reset")); werr != nil {
+			break
+		}
+		time.Sleep(time.Millisecond) // the reset is on its way over loopback
+	}
+	if !errors.Is(werr, syscall.ECONNRESET) && !errors.Is(werr, syscall.EPIPE) {
+		t.Errorf("a write after the other end reset: %v, want ECONNRESET or EPIPE", werr)
+	}
+	if !strings.HasPrefix(werr.Error(), "write tcp ") {
+		t.Errorf("a write after the other end reset: %q, want net's words", werr)
+	}
+
+	a.Close()
+	_, rawErr = a.Read(make([]byte, 1))
+	_, netErr = plain.Read(make([]byte, 1))
+	if !errors.Is(rawErr, net.ErrClosed) || rawErr.Error() != netErr.Error() {
+		t.Errorf("a read of a closed connection: %q, net's %q", rawErr, netErr)
+	}
+}
+
+// TestWrapKeepsTheRest: only a *net.TCPConn is wrapped; a Conn names
+// its TCP connection (NetConn), and Listener wraps what it accepts.
+func TestWrapKeepsTheRest(t *testing.T) {
+	p1, p2 := net.Pipe()
+	defer p1.Close()
+	defer p2.Close()
+	if Wrap(p1) != p1 {
+		t.Error("a pipe was wrapped")
+	}
+	a, _ := pair(t)
+	if a.NetConn() != net.Conn(a.TCPConn) {
+		t.Error("NetConn is not the TCP connection beneath")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := Listener(ln)
+	defer wl.Close()
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			io.WriteString(c, "hi")
+		}
+	}()
+	c, err := wl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*Conn); !ok {
+		t.Fatalf("Listener accepted a %T", c)
+	}
+	buf := make([]byte, 2)
+	if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "hi" {
+		t.Fatalf("read %q, %v", buf, err)
+	}
+}
+
+// TestPeekAndOptions: Peek says what the receive queue holds without
+// taking it; SetsockoptInt sets what getsockopt reads back.
+func TestPeekAndOptions(t *testing.T) {
+	a, b := pair(t)
+	rc, err := a.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	peek := func() (n int, err error) {
+		rc.Read(func(fd uintptr) bool { n, err = Peek(fd); return true })
+		return
+	}
+	if _, err := peek(); !errors.Is(err, syscall.EAGAIN) {
+		t.Errorf("nothing there: %v, want EAGAIN", err)
+	}
+	b.Write([]byte("x"))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := peek()
+		if n == 1 && err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a byte sent is not seen: %d, %v", n, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(a, buf); err != nil || buf[0] != 'x' {
+		t.Fatalf("the byte peeked was taken: %q, %v", buf, err)
+	}
+	for _, v := range []int{0, 1} {
+		var got int
+		var gerr error
+		rc.Control(func(fd uintptr) {
+			if err := SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, v); err != nil {
+				gerr = err
+				return
+			}
+			got, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_NODELAY)
+		})
+		if gerr != nil || (got != 0) != (v != 0) {
+			t.Errorf("TCP_NODELAY set to %d, read back %d (%v)", v, got, gerr)
+		}
+	}
+	b.Close()
+	for {
+		n, err := peek()
+		if n == 0 && err == nil {
+			break // the other end's close
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other end's close is not seen: %d, %v", n, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
