@@ -77,8 +77,17 @@ type conn struct {
 	hl   *proto.HeadLimit // under br: bounds a head
 	bw   *bufio.Writer    // over wc
 	wc   counter          // what of the request went to nc
-	// idleTimer closes it once idle for IdleTimeout; stopped in use.
+	// idleTimer closes it once idle for IdleTimeout. It is not stopped
+	// when the connection is taken, nor set again each time it is pooled
+	// (a timer set wakes another thread of the Go runtime when it is the
+	// earliest of its processor's): when it fires it closes the
+	// connection if pooled since IdleTimeout ago, is set for the rest of
+	// that time if pooled since, and lapses if in use; put sets it when
+	// it has lapsed. The three fields below are under Transport.mu.
 	idleTimer *time.Timer
+	timerSet  bool
+	pooled    bool      // in the Transport's idle list
+	idleSince time.Time // when it was pooled
 	closeOnce sync.Once
 }
 
@@ -110,9 +119,7 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	for list := t.idle[host]; len(list) > 0; list = t.idle[host] {
 		c = list[len(list)-1]
 		t.idle[host] = list[:len(list)-1]
-		if !c.idleTimer.Stop() {
-			continue // its idle timer fired: it is being closed
-		}
+		c.pooled = false // its idle timer, if it fires now, lets it be
 		t.mu.Unlock()
 		if c.unsolicited() {
 			c.close()
@@ -157,7 +164,11 @@ func (t *Transport) put(c *conn) {
 		return
 	}
 	t.idle[c.host] = append(t.idle[c.host], c)
-	c.idleTimer.Reset(t.idleTimeout())
+	c.pooled, c.idleSince = true, time.Now()
+	if !c.timerSet {
+		c.timerSet = true
+		c.idleTimer.Reset(t.idleTimeout())
+	}
 	t.mu.Unlock()
 }
 
@@ -216,6 +227,17 @@ func peekTCP(c *net.TCPConn) bool {
 func (c *conn) idleExpired() {
 	t := c.t
 	t.mu.Lock()
+	if !c.pooled {
+		c.timerSet = false // in use (or closed): put sets it again
+		t.mu.Unlock()
+		return
+	}
+	if rest := t.idleTimeout() - time.Since(c.idleSince); rest > 0 {
+		c.idleTimer.Reset(rest)
+		t.mu.Unlock()
+		return
+	}
+	c.pooled, c.timerSet = false, false
 	list := t.idle[c.host]
 	for i, x := range list {
 		if x == c {
@@ -239,6 +261,9 @@ func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	var all []*conn
 	for host, list := range t.idle {
+		for _, c := range list {
+			c.pooled = false
+		}
 		all = append(all, list...)
 		delete(t.idle, host)
 	}

@@ -236,3 +236,49 @@ func TestCancel(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestIdleTimeout: a pooled connection is closed once idle for the
+// Transport's IdleTimeout, counted from when it was last pooled, not
+// from when it was first: one reused before that is reused again, and
+// one taken while its timer runs is not closed under its request.
+func TestIdleTimeout(t *testing.T) {
+	closed := make(chan time.Time, 4)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(150 * time.Millisecond) // past the idle timeout, in use
+		}
+		io.WriteString(w, "ok")
+	}))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- time.Now()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	var dials atomic.Int32
+	tr := newTransport(&dials)
+	const idle = 100 * time.Millisecond
+	tr.IdleTimeout = idle
+	defer tr.CloseIdleConnections()
+	ctx := context.Background()
+	get(t, tr, ctx, srv.URL+"/")
+	get(t, tr, ctx, srv.URL+"/slow") // in use when its first idle timer fires
+	var last time.Time
+	for range 3 {
+		time.Sleep(idle / 2) // idle, but not for long enough
+		last = time.Now()    // before it is pooled again
+		get(t, tr, ctx, srv.URL+"/")
+	}
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d dials for five reads a connection's idle timeout apart at most, want 1", n)
+	}
+	select {
+	case at := <-closed:
+		if after := at.Sub(last); after < idle {
+			t.Errorf("closed %v after it was last pooled, before its idle timeout %v", after, idle)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a pooled connection idle past its timeout was not closed")
+	}
+}

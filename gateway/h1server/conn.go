@@ -43,13 +43,26 @@ type conn struct {
 	handedOff bool
 	hijacked  bool // taken by a handler (response.Hijack)
 
-	// The hang-up watch of the request being served (watch, stopWatch).
-	timer  *time.Timer
-	armed  bool               // the timer is set for the request being served
-	cancel context.CancelFunc // the request's context
-	wmu    sync.Mutex
-	wstate int
-	wdone  chan struct{}
+	// The hang-up watch of the request being served (startWatch, watch,
+	// stopWatch). The timer is not set again for every request: once set,
+	// it stays set until it fires, and then either starts the watch of the
+	// request being served, if that one began WatchAfter ago, or is set for
+	// the rest of that time, or, between requests, lapses. A timer set or
+	// moved wakes another thread of the Go runtime when it becomes the
+	// earliest of its processor's, and this one would be on every read.
+	timer   *time.Timer
+	armed   bool               // a request is being served (written under wmu)
+	cancel  context.CancelFunc // the request's context
+	wmu     sync.Mutex
+	pending bool // the timer is set (under wmu)
+	// idleSet: the read deadline in force is idleUntil, set by
+	// awaitNext (zero: none); false once another is set (the head's, a
+	// watch's, a handler's).
+	idleSet   bool
+	idleUntil time.Time
+	since     time.Time // when the request being served began (under wmu)
+	wstate    int       // (under wmu)
+	wdone     chan struct{}
 }
 
 // The hang-up watch's states.
@@ -170,6 +183,9 @@ func (c *conn) serve() {
 			buf = buf[:runtime.Stack(buf, false)]
 			s.logf("http: panic serving %v: %v\n%s", c.remote, err, buf)
 		}
+		if c.timer != nil {
+			c.timer.Stop() // a lapse that would find no request
+		}
 		if c.handedOff {
 			c.putBuffers()
 			return
@@ -208,18 +224,21 @@ func (c *conn) serve() {
 	for first := true; ; first = false {
 		if !first {
 			s.setIdle(c, true)
-			if d := c.idleTimeout(); d > 0 {
-				c.rwc.SetReadDeadline(time.Now().Add(d))
-			}
+			c.awaitNext()
 			if _, err := c.br.Peek(4); err != nil {
 				return // as net/http: fewer than 4 bytes before an end get no answer
 			}
 		}
-		var hdr time.Time
-		if d := c.headerTimeout(); d > 0 {
-			hdr = time.Now().Add(d)
+		if buf, _ := c.br.Peek(c.br.Buffered()); headEnd(buf) == 0 {
+			// The head is still to be read: bounded. (One already here
+			// is not read again; the deadline stays as it was.)
+			var hdr time.Time
+			if d := c.headerTimeout(); d > 0 {
+				hdr = time.Now().Add(d)
+			}
+			c.rwc.SetReadDeadline(hdr)
+			c.idleSet = false
 		}
-		c.rwc.SetReadDeadline(hdr)
 		n, err := c.findHead()
 		if err != nil {
 			var ne net.Error
@@ -306,6 +325,28 @@ func (c *conn) headerTimeout() time.Duration {
 		return d
 	}
 	return c.s.srv.ReadTimeout
+}
+
+// awaitNext bounds the wait for the next request on the connection by
+// the idle timeout: its read deadline is set to now plus that timeout,
+// unless the deadline in force is already one set for that and at most
+// a tenth of the timeout short of it. The deadline is not moved on every
+// request: a deadline moved wakes another thread of the Go runtime. An
+// idle connection is closed after 90 to 100 % of the timeout.
+func (c *conn) awaitNext() {
+	d := c.idleTimeout()
+	now := time.Now()
+	if c.idleSet {
+		if d <= 0 && c.idleUntil.IsZero() || d > 0 && !c.idleUntil.IsZero() && c.idleUntil.Sub(now) >= d-d/10 {
+			return
+		}
+	}
+	c.idleUntil = time.Time{} // none: as net/http, the wait is not bounded then
+	if d > 0 {
+		c.idleUntil = now.Add(d)
+	}
+	c.idleSet = true
+	c.rwc.SetReadDeadline(c.idleUntil)
 }
 
 func (c *conn) idleTimeout() time.Duration {
@@ -461,8 +502,15 @@ func (c *conn) serveOne(req *http.Request) *response {
 // startWatch arms the request's hang-up watch: it starts (watch) if the
 // handler is still running after WatchAfter.
 func (c *conn) startWatch() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	c.wstate = watchNone
 	c.armed = true
+	c.since = time.Now()
+	if c.pending {
+		return // it fires before this request's time and is set again then
+	}
+	c.pending = true
 	if c.timer == nil {
 		c.timer = time.AfterFunc(WatchAfter, c.watch)
 		return
@@ -470,18 +518,27 @@ func (c *conn) startWatch() {
 	c.timer.Reset(WatchAfter)
 }
 
-// watch reads the connection while the handler runs: the client's
-// end (or failure) cancels the request's context; a byte (a pipelined
-// request) is kept for the next read.
+// watch, when the timer fires, reads the connection while the handler
+// of a request begun WatchAfter ago runs: the client's end (or failure)
+// cancels the request's context; a byte (a pipelined request) is kept
+// for the next read. For a request begun since, the timer is set for the
+// rest of its time; between requests, it lapses.
 func (c *conn) watch() {
 	c.wmu.Lock()
-	if c.wstate == watchStopping {
+	if !c.armed || c.wstate != watchNone {
+		c.pending = false
 		c.wmu.Unlock()
-		c.wdone <- struct{}{}
 		return
 	}
+	if rest := WatchAfter - time.Since(c.since); rest > 0 {
+		c.timer.Reset(rest)
+		c.wmu.Unlock()
+		return
+	}
+	c.pending = false
 	c.wstate = watchReading
 	c.rwc.SetReadDeadline(time.Time{})
+	c.idleSet = false
 	c.wmu.Unlock()
 	if testHookWatching != nil {
 		testHookWatching()
@@ -504,15 +561,17 @@ func (c *conn) watch() {
 
 // stopWatch ends the request's watch, if it started, and waits for it.
 func (c *conn) stopWatch() {
-	c.armed = false
-	if c.timer.Stop() {
-		return
-	}
 	c.wmu.Lock()
+	c.armed = false
 	prev := c.wstate
+	if prev == watchNone {
+		c.wmu.Unlock()
+		return // not started, and now it never will for this request
+	}
 	c.wstate = watchStopping
 	if prev == watchReading {
 		c.rwc.SetReadDeadline(aLongTimeAgo)
+		c.idleSet = false
 	}
 	c.wmu.Unlock()
 	<-c.wdone

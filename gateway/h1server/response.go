@@ -190,7 +190,10 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // SetReadDeadline and SetWriteDeadline are http.ResponseController's.
-func (w *response) SetReadDeadline(t time.Time) error  { return w.c.rwc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	w.c.idleSet = false
+	return w.c.rwc.SetReadDeadline(t)
+}
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
 
 // EnableFullDuplex is http.ResponseController's: a request served here

@@ -260,3 +260,62 @@ func TestShutdown(t *testing.T) {
 	busy.Close()
 	leftGoroutines(t)
 }
+
+// TestIdleTimeout: a kept-alive connection is closed once idle for the
+// server's IdleTimeout (90 to 100 % of it: the deadline is not moved on
+// every request), after quick requests and after one slow enough to be
+// watched; with no idle timeout, its wait for the next request has no
+// bound, even where its head's reading has one.
+func TestIdleTimeout(t *testing.T) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(3 * WatchAfter) // watched: the watch clears the deadline
+		}
+		io.WriteString(w, r.URL.Path)
+	})
+	const idle = 400 * time.Millisecond
+	for _, paths := range [][]string{{"/a", "/b", "/c"}, {"/a", "/slow"}} {
+		s := New(&http.Server{Handler: handler, IdleTimeout: idle, ReadHeaderTimeout: 10 * time.Second})
+		ln := listen(t)
+		serve(t, s, ln)
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(c)
+		for _, p := range paths {
+			io.WriteString(c, "GET "+p+" HTTP/1.1\r\nHost: x\r\n\r\n")
+			if resp, body := readAnswer(t, br, "GET"); resp.StatusCode != 200 || body != p {
+				t.Fatalf("got %d %q, want 200 %q", resp.StatusCode, body, p)
+			}
+		}
+		last := time.Now()
+		c.SetReadDeadline(time.Now().Add(20 * idle)) // a bound for a failure, not a wait
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("%v: idle connection: read %v, want its end", paths, err)
+		}
+		if after := time.Since(last); after < idle-idle/10 {
+			t.Errorf("%v: closed %v after the last answer, before 90 %% of the idle timeout %v", paths, after, idle)
+		}
+		c.Close()
+	}
+
+	s := New(&http.Server{Handler: handler, ReadHeaderTimeout: 100 * time.Millisecond})
+	ln := listen(t)
+	serve(t, s, ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i, p := range []string{"/a", "/b"} {
+		if i > 0 {
+			time.Sleep(300 * time.Millisecond) // idle past the head's bound
+		}
+		io.WriteString(c, "GET "+p+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		if resp, body := readAnswer(t, br, "GET"); resp.StatusCode != 200 || body != p {
+			t.Fatalf("no idle timeout: got %d %q, want 200 %q", resp.StatusCode, body, p)
+		}
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
@@ -186,29 +187,65 @@ func (b *progressBody) Close() error { return b.rc.Close() }
 // cause). X-Delta-Timeout bounds each silence of an answer's body this
 // way, never the whole transfer (DESIGN §2a).
 func Silenced(body io.ReadCloser, idle time.Duration, silent func()) io.ReadCloser {
-	s := &silence{ReadCloser: body, idle: idle}
-	s.timer = time.AfterFunc(idle, silent)
+	s := &silence{ReadCloser: body, idle: idle, silent: silent, began: time.Now()}
+	s.mu.Lock()
+	s.timer = time.AfterFunc(idle, s.expired)
+	s.mu.Unlock()
 	return s
 }
 
+// silence is Silenced's body. Its timer is not moved at every read (a
+// timer moved wakes another thread of the Go runtime, and a body is
+// read in many pieces): each read notes when bytes came, and the timer,
+// when it fires, is set again for the rest of the silence allowed since
+// then, or calls silent if none is left.
 type silence struct {
 	io.ReadCloser
-	idle  time.Duration
-	timer *time.Timer
+	idle   time.Duration
+	silent func()
+	began  time.Time
+	last   atomic.Int64 // when bytes last came, since began
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
 }
 
 func (s *silence) Read(p []byte) (int, error) {
 	n, err := s.ReadCloser.Read(p)
 	if n > 0 {
-		s.timer.Reset(s.idle)
+		s.last.Store(int64(time.Since(s.began)))
 	}
 	if err != nil {
-		s.timer.Stop()
+		s.stop()
 	}
 	return n, err
 }
 
-func (s *silence) Close() error { s.timer.Stop(); return s.ReadCloser.Close() }
+func (s *silence) expired() {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return
+	}
+	if rest := s.idle - (time.Since(s.began) - time.Duration(s.last.Load())); rest > 0 {
+		s.timer.Reset(rest)
+		s.mu.Unlock()
+		return
+	}
+	s.stopped = true
+	s.mu.Unlock()
+	s.silent()
+}
+
+func (s *silence) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.timer.Stop()
+	s.mu.Unlock()
+}
+
+func (s *silence) Close() error { s.stop(); return s.ReadCloser.Close() }
 
 // ErrWriterGone marks a Flow that stopped because the side it wrote to
 // would not take more (the app went away).

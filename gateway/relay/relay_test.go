@@ -1,11 +1,15 @@
 package relay
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestKeptBodyLike: a body that is the one it is like keeps no copy of its
@@ -90,6 +94,69 @@ func TestHead(t *testing.T) {
 		Head(w, 200, tc.header, tc.length, tc.trailer, tc.method, "X-Hop", "1", "X-Empty", "")
 		if got := w.Result().Header; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSilencedBoundsEachSilence: a body that keeps coming, a byte at a
+// time, for three times the silence allowed is never cut; once it stops,
+// silent is called, once; a body read to its end or closed never calls
+// it.
+func TestSilencedBoundsEachSilence(t *testing.T) {
+	const idle = 400 * time.Millisecond
+	pr, pw := io.Pipe()
+	var silents atomic.Int32
+	cut := make(chan struct{})
+	body := Silenced(pr, idle, func() {
+		if silents.Add(1) == 1 {
+			close(cut)
+		}
+		pw.CloseWithError(errors.New("silent"))
+	})
+	go func() {
+		tick := time.NewTicker(idle / 8)
+		defer tick.Stop()
+		for end := time.Now().Add(3 * idle); time.Now().Before(end); {
+			<-tick.C
+			if _, err := pw.Write([]byte("x")); err != nil {
+				return
+			}
+		}
+		// then nothing more: silence
+	}()
+	got, err := io.ReadAll(body)
+	if err == nil || err.Error() != "silent" {
+		t.Fatalf("ReadAll = %d bytes, %v; want the body cut by its silence", len(got), err)
+	}
+	if len(got) < 16 {
+		t.Errorf("cut after %d bytes: a body that kept coming was cut", len(got))
+	}
+	<-cut
+	body.Close()
+	if n := silents.Load(); n != 1 {
+		t.Errorf("silent called %d times, want once", n)
+	}
+
+	// Read to its end, or closed: never silent.
+	for _, closed := range []bool{false, true} {
+		called := make(chan struct{}, 1)
+		b := Silenced(io.NopCloser(strings.NewReader("whole")), 10*time.Millisecond, func() { called <- struct{}{} })
+		if closed {
+			b.Close()
+		} else if _, err := io.ReadAll(b); err != nil {
+			t.Fatal(err)
+		}
+		s := b.(*silence)
+		s.mu.Lock()
+		stopped := s.stopped && !s.timer.Stop()
+		s.mu.Unlock()
+		if !stopped {
+			t.Errorf("closed=%v: the timer is still set after the body's end", closed)
+		}
+		select {
+		case <-called:
+			t.Errorf("closed=%v: silent called for a body that ended", closed)
+		default:
 		}
 	}
 }

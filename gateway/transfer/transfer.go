@@ -29,7 +29,8 @@ type Transfer struct {
 	up    atomic.Int64 // bytes sent towards the peer
 	down  atomic.Int64 // bytes received from it
 	set   *Set
-	shown *time.Timer // tells the set when the transfer becomes long
+	began time.Time // on the monotonic clock, for the set's timer
+	long  bool      // the set has said it became long (under set.mu)
 }
 
 // SetRoad names the road the transfer is on now (a resumed read may move).
@@ -76,6 +77,14 @@ type Set struct {
 	sessions int
 	admitted int           // sessions admitted (AdmitSession), opening or open
 	changed  chan struct{} // closed when what Long lists changes
+
+	// One timer for the set, not one a transfer: set when a transfer
+	// starts and none is set, it fires when the oldest transfer not yet
+	// long becomes so (tick). A timer set wakes another thread of the Go
+	// runtime when it is the earliest of its processor's, and a timer a
+	// transfer was one on every read.
+	timer   *time.Timer
+	ticking bool // timer is set
 }
 
 // MaxSessions bounds the sessions one Delta has at once, those its apps
@@ -137,7 +146,7 @@ func ShownPath(pathQuery string) string {
 
 // Start begins a transfer of kind to app on peer, on road.
 func (s *Set) Start(kind localapi.TransferKind, peer, app, path, road string) *Transfer {
-	t := &Transfer{Kind: kind, Peer: peer, App: app, Path: ShownPath(path), Started: s.now(), set: s}
+	t := &Transfer{Kind: kind, Peer: peer, App: app, Path: ShownPath(path), Started: s.now(), began: time.Now(), set: s}
 	t.road.Store(road)
 	s.mu.Lock()
 	s.running[t] = struct{}{}
@@ -145,20 +154,51 @@ func (s *Set) Start(kind localapi.TransferKind, peer, app, path, road string) *T
 		s.sessions++
 		s.notifyLocked()
 	}
-	s.mu.Unlock()
-	t.shown = time.AfterFunc(Shown, func() {
-		s.mu.Lock()
-		if _, ok := s.running[t]; ok {
-			s.notifyLocked()
+	if !s.ticking {
+		s.ticking = true
+		if s.timer == nil {
+			s.timer = time.AfterFunc(Shown, s.tick)
+		} else {
+			s.timer.Reset(Shown)
 		}
-		s.mu.Unlock()
-	})
+	}
+	s.mu.Unlock()
 	return t
 }
 
-func (s *Set) done(t *Transfer) {
-	long := !t.shown.Stop()
+// tick marks the transfers that have run for Shown as long, says so
+// (Changed) if any did, and sets the timer for the next one to become
+// long, if one runs.
+func (s *Set) tick() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	var next time.Duration
+	grew := false
+	for t := range s.running {
+		if t.long {
+			continue
+		}
+		if rest := Shown - time.Since(t.began); rest > 0 {
+			if next == 0 || rest < next {
+				next = rest
+			}
+			continue
+		}
+		t.long, grew = true, true
+	}
+	if grew {
+		s.notifyLocked()
+	}
+	if next > 0 {
+		s.timer.Reset(next)
+	} else {
+		s.ticking = false
+	}
+}
+
+func (s *Set) done(t *Transfer) {
+	s.mu.Lock()
+	long := t.long
 	if _, ok := s.running[t]; ok {
 		delete(s.running, t)
 		if t.Kind == localapi.TransferSession {

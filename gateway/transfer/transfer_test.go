@@ -66,3 +66,47 @@ func TestShownPath(t *testing.T) {
 		t.Errorf("shown: %q, %q", x.Path, ShownPath("/a"))
 	}
 }
+
+// TestLongOneTimer: the set's one timer finds each transfer that runs for
+// Shown, whether it started before or after another that ended sooner,
+// and a transfer that ended before Shown is never said to be long.
+func TestLongOneTimer(t *testing.T) {
+	s := New(nil)
+	wait := func(what string, changed <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(5 * Shown):
+			t.Fatalf("no change when %s", what)
+		}
+	}
+	changed := s.Changed()
+	short := s.Start(localapi.TransferRead, "studio", "films", "/short", "lan")
+	long := s.Start(localapi.TransferRead, "studio", "films", "/long", "lan")
+	short.Done()
+	wait("the second transfer became long", changed)
+	if got := s.Long(); len(got) != 1 || got[0].Path != "/long" {
+		t.Fatalf("long transfers: %+v", got)
+	}
+	s.mu.Lock()
+	if short.long || !long.long {
+		t.Errorf("short long=%v, long long=%v", short.long, long.long)
+	}
+	s.mu.Unlock()
+	changed = s.Changed()
+	later := s.Start(localapi.TransferCall, "studio", "films", "/later", "lan")
+	wait("a transfer started after the first tick became long", changed)
+	if got := s.Long(); len(got) != 2 {
+		t.Fatalf("long transfers: %+v", got)
+	}
+	changed = s.Changed()
+	long.Done()
+	later.Done()
+	wait("the long transfers ended", changed)
+	s.mu.Lock()
+	ticking := s.ticking
+	s.mu.Unlock()
+	if ticking {
+		t.Error("the timer is still set with no transfer running")
+	}
+}
