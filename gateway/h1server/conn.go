@@ -54,15 +54,16 @@ type conn struct {
 	armed   bool               // a request is being served (written under wmu)
 	cancel  context.CancelFunc // the request's context
 	wmu     sync.Mutex
-	pending bool // the timer is set (under wmu)
-	// idleSet: the read deadline in force is idleUntil, set by
-	// awaitNext (zero: none); false once another is set (the head's, a
-	// watch's, a handler's).
+	pending bool      // the timer is set (under wmu)
+	since   time.Time // when the request being served began (under wmu)
+	wstate  int       // (under wmu)
+	wdone   chan struct{}
+
+	// idleSet: the read deadline in force is idleUntil, set by awaitNext
+	// (zero: none); false once another is set (the head's, a watch's, a
+	// handler's).
 	idleSet   bool
 	idleUntil time.Time
-	since     time.Time // when the request being served began (under wmu)
-	wstate    int       // (under wmu)
-	wdone     chan struct{}
 }
 
 // The hang-up watch's states.
