@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/delta-roads/delta/gateway/rawsock"
 )
 
 // testHookWatching, if set (by a test, before any server starts), is
@@ -466,6 +468,7 @@ func (c *conn) handOff() {
 	}
 	c.handedOff = true
 	c.s.forget(c)
+	rawsock.Off(c.rwc) // net/http's from here (a call's, mostly: rawsock.Off says why)
 	l := &oneConn{c: hand(c.rwc, pre)}
 	c.s.handed.Serve(l)
 	if !l.taken { // the server is shut down

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -21,7 +22,8 @@ const maxRW = 1 << 30
 // (the package's doc says why); everything else is its TCPConn's.
 type Conn struct {
 	*net.TCPConn
-	rc syscall.RawConn
+	rc  syscall.RawConn
+	off atomic.Bool // Off: net's own reads and writes from now on
 }
 
 // Wrap returns c as a Conn when it is a *net.TCPConn, else c itself.
@@ -37,11 +39,16 @@ func Wrap(c net.Conn) net.Conn {
 	return &Conn{TCPConn: tc, rc: rc}
 }
 
+func (c *Conn) turnOff() { c.off.Store(true) }
+
 // NetConn is the TCP connection beneath.
 func (c *Conn) NetConn() net.Conn { return c.TCPConn }
 
 // Read is net.TCPConn's Read: the same poller, deadline and errors.
 func (c *Conn) Read(p []byte) (int, error) {
+	if c.off.Load() {
+		return c.TCPConn.Read(p)
+	}
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
@@ -77,6 +84,9 @@ func (c *Conn) Read(p []byte) (int, error) {
 // Write is net.TCPConn's Write: all of p, or an error; the same poller,
 // deadline and errors.
 func (c *Conn) Write(p []byte) (int, error) {
+	if c.off.Load() {
+		return c.TCPConn.Write(p)
+	}
 	var nn int
 	var errno syscall.Errno
 	err := c.rc.Write(func(fd uintptr) bool {

@@ -233,3 +233,26 @@ func TestPeekAndOptions(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+type named struct{ net.Conn }
+
+func (n named) NetConn() net.Conn { return n.Conn }
+
+// TestOff: Off finds the Conn beneath wrappers that name theirs and
+// turns it to net's own reads and writes, which go on as before.
+func TestOff(t *testing.T) {
+	a, b := pair(t)
+	Off(named{named{a}})
+	if !a.off.Load() {
+		t.Fatal("Off did not reach the Conn beneath two wrappers")
+	}
+	Off(b) // not a Conn: nothing
+	go b.Write([]byte("after"))
+	buf := make([]byte, 5)
+	if _, err := io.ReadFull(a, buf); err != nil || string(buf) != "after" {
+		t.Fatalf("read after Off: %q, %v", buf, err)
+	}
+	if _, err := a.Write([]byte("back")); err != nil {
+		t.Fatal(err)
+	}
+}
