@@ -133,6 +133,7 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	if err != nil {
 		return nil, false, err
 	}
+	rawsock.On(nc) // a read's connection (rawsock.On says why only these)
 	hl := &proto.HeadLimit{R: nc}
 	key := host
 	if k, ok := nc.(PoolKeyer); ok && k.PoolKey() != "" {

@@ -264,6 +264,9 @@ func (c *conn) serve() {
 			c.handOff()
 			return
 		}
+		if first {
+			rawsock.On(c.rwc) // a read's connection (rawsock.On says why only these)
+		}
 		s.setIdle(c, false)
 		s.setState(c.rwc, http.StateActive)
 		if s.shutting.Load() {

@@ -22,11 +22,12 @@ const maxRW = 1 << 30
 // (the package's doc says why); everything else is its TCPConn's.
 type Conn struct {
 	*net.TCPConn
-	rc  syscall.RawConn
-	off atomic.Bool // Off: net's own reads and writes from now on
+	rc syscall.RawConn
+	on atomic.Bool // On: raw reads and writes; net's own until then
 }
 
-// Wrap returns c as a Conn when it is a *net.TCPConn, else c itself.
+// Wrap returns c as a Conn when it is a *net.TCPConn, else c itself. Its
+// reads and writes are net's own until On.
 func Wrap(c net.Conn) net.Conn {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
@@ -39,14 +40,14 @@ func Wrap(c net.Conn) net.Conn {
 	return &Conn{TCPConn: tc, rc: rc}
 }
 
-func (c *Conn) turnOff() { c.off.Store(true) }
+func (c *Conn) turn(on bool) { c.on.Store(on) }
 
 // NetConn is the TCP connection beneath.
 func (c *Conn) NetConn() net.Conn { return c.TCPConn }
 
 // Read is net.TCPConn's Read: the same poller, deadline and errors.
 func (c *Conn) Read(p []byte) (int, error) {
-	if c.off.Load() {
+	if !c.on.Load() {
 		return c.TCPConn.Read(p)
 	}
 	if len(p) > maxRW {
@@ -84,7 +85,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 // Write is net.TCPConn's Write: all of p, or an error; the same poller,
 // deadline and errors.
 func (c *Conn) Write(p []byte) (int, error) {
-	if c.off.Load() {
+	if !c.on.Load() {
 		return c.TCPConn.Write(p)
 	}
 	var nn int

@@ -41,6 +41,7 @@ func pair(t *testing.T) (a *Conn, b *net.TCPConn) {
 	if !ok {
 		t.Fatalf("Wrap(%T) is not a Conn", c)
 	}
+	On(w)
 	t.Cleanup(func() { w.Close(); s.Close() })
 	return w, s.(*net.TCPConn)
 }
@@ -238,14 +239,20 @@ type named struct{ net.Conn }
 
 func (n named) NetConn() net.Conn { return n.Conn }
 
-// TestOff: Off finds the Conn beneath wrappers that name theirs and
-// turns it to net's own reads and writes, which go on as before.
-func TestOff(t *testing.T) {
+// TestOnOff: a Wrapped connection starts with net's own reads and
+// writes; On and Off find the Conn beneath wrappers that name theirs, and
+// reads and writes go on either way.
+func TestOnOff(t *testing.T) {
 	a, b := pair(t)
 	Off(named{named{a}})
-	if !a.off.Load() {
+	if a.on.Load() {
 		t.Fatal("Off did not reach the Conn beneath two wrappers")
 	}
+	On(named{a})
+	if !a.on.Load() {
+		t.Fatal("On did not reach the Conn beneath a wrapper")
+	}
+	Off(a)
 	Off(b) // not a Conn: nothing
 	go b.Write([]byte("after"))
 	buf := make([]byte, 5)
