@@ -19,11 +19,13 @@
 // never block, and only for those: it is used for a socket's read and
 // write, never for anything that may wait in the kernel.
 //
-// Wrap and Listener apply it on Linux to plain TCP connections (beneath
-// TLS when a listener or a dial is wrapped before the handshake); on other
-// systems, and for every other kind of connection, they return what they
-// are given. Conn names its TCP connection (NetConn), so code that looks
-// beneath a connection (TCP_QUICKACK, the idle check's peek) finds it.
+// Wrap and Listener make a Conn on Linux of a plain TCP connection
+// (beneath TLS when a listener or a dial is wrapped before the
+// handshake), with net's own reads and writes until On turns the raw ones
+// on: only a read's connections are (On says why). On other systems, and
+// for every other kind of connection, they return what they are given.
+// Conn names its TCP connection (NetConn), so code that looks beneath a
+// connection (TCP_QUICKACK, the idle check's peek) finds it.
 package rawsock
 
 import "net"
