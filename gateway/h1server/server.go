@@ -21,8 +21,9 @@
 // body, a 100-continue, an upgrade, HTTP/1.0, a malformed head) is served
 // by net/http from then on, for the rest of its connection, so net/http's
 // own checks and errors apply unchanged. A handed connection keeps its
-// ConnState and ConnContext (the hooks see the connection accepted, not
-// the wrapper net/http gets) and its TLS state (Request.TLS).
+// ConnState and ConnContext (the hooks see the connection accepted, a
+// plain TCP one as rawsock.Wrap makes it, not the wrapper net/http gets)
+// and its TLS state (Request.TLS).
 package h1server
 
 import (
