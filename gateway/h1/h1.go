@@ -389,9 +389,12 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 	}
 	// The head, interim answers included, is bounded (proto.MaxHeadBytes,
 	// max1xx); the body is read as it comes.
+	// The limit is lifted before the body is read, and before a
+	// connection whose answer has no body goes back to the pool (finish),
+	// where another request may take it at once.
 	c.hl.Limit(proto.MaxHeadBytes)
-	defer c.hl.Unlimit()
 	if _, err := c.br.Peek(1); err != nil {
+		c.hl.Unlimit()
 		stop()
 		if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || isReset(err) {
 			if reused {
@@ -406,6 +409,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 		got1xx = func(code int, h http.Header) error { return trace.Got1xxResponse(code, textproto.MIMEHeader(h)) }
 	}
 	resp, err := readHead(c.br, req, got1xx, false)
+	c.hl.Unlimit()
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("h1: %w", err)
