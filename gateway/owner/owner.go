@@ -360,8 +360,8 @@ func validPrefix(p string) bool {
 // appDialer connects to a local owner app.
 var appDialer = net.Dialer{Timeout: appConnectTimeout}
 
-// dialApp connects to a local owner app at addr (its reads and writes
-// raw system calls: gateway/rawsock).
+// dialApp connects to a local owner app at addr, as a rawsock.Conn: raw
+// reads and writes once the pool of reads turns them on (rawsock.On).
 func dialApp(ctx context.Context, addr string) (net.Conn, error) {
 	c, err := appDialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
