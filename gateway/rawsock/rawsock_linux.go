@@ -100,7 +100,6 @@ func (c *Conn) Write(p []byte) (int, error) {
 			switch e {
 			case 0:
 				if r == 0 {
-					errno = 0
 					return true // as internal/poll: no progress is io.ErrUnexpectedEOF
 				}
 				nn += int(r)
