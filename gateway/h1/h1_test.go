@@ -245,7 +245,7 @@ func TestIdleTimeout(t *testing.T) {
 	closed := make(chan time.Time, 4)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/slow" {
-			time.Sleep(150 * time.Millisecond) // past the idle timeout, in use
+			time.Sleep(350 * time.Millisecond) // past the idle timeout, in use
 		}
 		io.WriteString(w, "ok")
 	}))
@@ -258,7 +258,7 @@ func TestIdleTimeout(t *testing.T) {
 	defer srv.Close()
 	var dials atomic.Int32
 	tr := newTransport(&dials)
-	const idle = 100 * time.Millisecond
+	const idle = 300 * time.Millisecond
 	tr.IdleTimeout = idle
 	defer tr.CloseIdleConnections()
 	ctx := context.Background()
@@ -266,7 +266,7 @@ func TestIdleTimeout(t *testing.T) {
 	get(t, tr, ctx, srv.URL+"/slow") // in use when its first idle timer fires
 	var last time.Time
 	for range 3 {
-		time.Sleep(idle / 2) // idle, but not for long enough
+		time.Sleep(idle / 3) // idle, but not for long enough
 		last = time.Now()    // before it is pooled again
 		get(t, tr, ctx, srv.URL+"/")
 	}

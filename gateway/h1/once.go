@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/rawsock"
 )
 
 // Error is a failed exchange.
@@ -202,7 +201,6 @@ func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
 // answer's head, past interim answers; the body is read from the returned
 // Answer's Body as it arrives. On an error raw is closed.
 func Once(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
-	rawsock.Off(raw) // a call's: net's own reads and writes (rawsock.Off says why)
 	c := &onceConn{Conn: raw, idle: opt.Idle}
 	c.head = &proto.HeadLimit{R: c}
 	c.head.Limit(proto.MaxHeadBytes)

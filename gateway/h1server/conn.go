@@ -471,7 +471,9 @@ func (c *conn) handOff() {
 	}
 	c.handedOff = true
 	c.s.forget(c)
-	rawsock.Off(c.rwc) // net/http's from here (a call's, mostly: rawsock.Off says why)
+	// A connection that served reads here (rawsock.On) and now carries a
+	// call goes back to net's own reads and writes, as a call's do.
+	rawsock.Off(c.rwc)
 	l := &oneConn{c: hand(c.rwc, pre)}
 	c.s.handed.Serve(l)
 	if !l.taken { // the server is shut down

@@ -25,6 +25,18 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
+// dial connects to ln, closed when the test ends, with a reader for its
+// answers.
+func dial(t *testing.T, ln net.Listener) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, bufio.NewReader(c)
+}
+
 // serve runs s on ln until the test ends, and checks that Serve returned
 // http.ErrServerClosed and that no goroutine is left.
 func serve(t *testing.T, s *Server, ln net.Listener) {
@@ -103,11 +115,7 @@ func TestPipelined(t *testing.T) {
 	})})
 	ln := listen(t)
 	serve(t, s, ln)
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, br := dial(t, ln)
 	io.WriteString(c, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
 	io.WriteString(c, "GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
 	select { // the watch reads the connection: it takes /next's first byte
@@ -116,7 +124,6 @@ func TestPipelined(t *testing.T) {
 		t.Fatal("no hang-up watch began in 10 s while a handler ran")
 	}
 	close(release)
-	br := bufio.NewReader(c)
 	for _, want := range []string{"/slow", "/next"} {
 		resp, body := readAnswer(t, br, "GET")
 		if resp.StatusCode != 200 || body != want {
@@ -278,11 +285,7 @@ func TestIdleTimeout(t *testing.T) {
 		s := New(&http.Server{Handler: handler, IdleTimeout: idle, ReadHeaderTimeout: 10 * time.Second})
 		ln := listen(t)
 		serve(t, s, ln)
-		c, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		br := bufio.NewReader(c)
+		c, br := dial(t, ln)
 		for _, p := range paths {
 			io.WriteString(c, "GET "+p+" HTTP/1.1\r\nHost: x\r\n\r\n")
 			if resp, body := readAnswer(t, br, "GET"); resp.StatusCode != 200 || body != p {
@@ -303,12 +306,7 @@ func TestIdleTimeout(t *testing.T) {
 	s := New(&http.Server{Handler: handler, ReadHeaderTimeout: 100 * time.Millisecond})
 	ln := listen(t)
 	serve(t, s, ln)
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
+	c, br := dial(t, ln)
 	for i, p := range []string{"/a", "/b"} {
 		if i > 0 {
 			time.Sleep(300 * time.Millisecond) // idle past the head's bound

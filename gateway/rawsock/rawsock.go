@@ -42,7 +42,9 @@ import "net"
 // after the handshake; plain TCP unchanged), while reads gained.
 func On(c net.Conn) { turn(c, true) }
 
-// Off turns the raw system calls off for the Conn beneath c (On).
+// Off turns the raw system calls off for the Conn beneath c (On): a
+// connection that served reads and now carries a call (h1server's
+// hand-over to net/http).
 func Off(c net.Conn) { turn(c, false) }
 
 func turn(c net.Conn, on bool) {
