@@ -376,7 +376,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	go trimWhenQuiet(ctx) // ends with ctx (stop cancels it)
+	go trimWhenQuiet(ctx, log) // ends with ctx (stop cancels it)
 	sd := &ui.Shutdown{Close: func() error {
 		log.Info("stopping: listeners close first, calls in flight are recorded")
 		err := g.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -11,8 +12,9 @@ import (
 const trimEvery = 2 * time.Minute
 
 // trimWhenQuiet gives the memory the heap has freed back to the system
-// every trimEvery while Delta is quiet (debug.FreeOSMemory), until ctx
-// ends.
+// every trimEvery while Delta is quiet (debug.FreeOSMemory), and unmaps
+// the pages of its program it no longer uses (dropProgramPages; the first
+// time, dropped from the page cache too), until ctx ends.
 //
 // Why: on Linux, wireguard-go keeps batches of 64 KiB buffers (tsnet's
 // magicsock reads 128 datagrams at a time there) that count as live heap
@@ -22,10 +24,21 @@ const trimEvery = 2 * time.Minute
 // back. Measured alternately (docs/benchmarks.md, the idle Delta): its own
 // memory 15.1–15.5 MB against 21.1–24.9 MB, its CPU within noise. Busy,
 // the collector runs often and this does nothing.
-func trimWhenQuiet(ctx context.Context) {
+func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(trimEvery)
 	defer t.Stop()
-	tr := &trimmer{cycles: gcCycles, free: debug.FreeOSMemory}
+	pages, first := true, true
+	tr := &trimmer{cycles: gcCycles, free: func() {
+		debug.FreeOSMemory()
+		if !pages {
+			return
+		}
+		if _, err := dropProgramPages(first); err != nil {
+			pages = false // said once; the rest still trims
+			log.Warn("the program's unused pages stay mapped", "err", err)
+		}
+		first = false
+	}}
 	tr.run(ctx, t.C)
 }
 
