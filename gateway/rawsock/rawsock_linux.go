@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
@@ -24,6 +25,22 @@ type Conn struct {
 	*net.TCPConn
 	rc syscall.RawConn
 	on atomic.Bool // On: raw reads and writes; net's own until then
+
+	// A read's and a write's buffer and result, for the callbacks given
+	// to rc, which are bound once (readFD, writeFD): a closure made on
+	// every call would be allocated on every call. Each is under its own
+	// lock, as net.Conn's Read and Write may each be called from several
+	// goroutines at once.
+	rmu, wmu sync.Mutex
+	r, w     rawOp
+}
+
+// rawOp is one read's or write's state, as its callback sees it.
+type rawOp struct {
+	p     []byte
+	n     int
+	errno syscall.Errno
+	fn    func(fd uintptr) bool
 }
 
 // Wrap returns c as a Conn when it is a *net.TCPConn, else c itself. Its
@@ -37,7 +54,9 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	return &Conn{TCPConn: tc, rc: rc}
+	c2 := &Conn{TCPConn: tc, rc: rc}
+	c2.r.fn, c2.w.fn = c2.readFD, c2.writeFD
+	return c2
 }
 
 func (c *Conn) turn(on bool) { c.on.Store(on) }
@@ -53,24 +72,12 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	var n int
-	var errno syscall.Errno
-	err := c.rc.Read(func(fd uintptr) bool {
-		if len(p) == 0 {
-			return true
-		}
-		for {
-			r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case unix.EINTR:
-				continue
-			case unix.EAGAIN:
-				return false // the poller waits until it is readable
-			}
-			n, errno = int(r), e
-			return true
-		}
-	})
+	c.rmu.Lock()
+	c.r.p, c.r.n, c.r.errno = p, 0, 0
+	err := c.rc.Read(c.r.fn)
+	n, errno := c.r.n, c.r.errno
+	c.r.p = nil
+	c.rmu.Unlock()
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -84,35 +91,36 @@ func (c *Conn) Read(p []byte) (int, error) {
 
 // Write is net.TCPConn's Write: all of p, or an error; the same poller,
 // deadline and errors.
+// readFD is Read's callback: false (wait for the poller) while the
+// socket has nothing to read.
+func (c *Conn) readFD(fd uintptr) bool {
+	p := c.r.p
+	if len(p) == 0 {
+		return true
+	}
+	for {
+		r, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return false // the poller waits until it is readable
+		}
+		c.r.n, c.r.errno = int(r), e
+		return true
+	}
+}
+
 func (c *Conn) Write(p []byte) (int, error) {
 	if !c.on.Load() {
 		return c.TCPConn.Write(p)
 	}
-	var nn int
-	var errno syscall.Errno
-	err := c.rc.Write(func(fd uintptr) bool {
-		for nn < len(p) {
-			q := p[nn:]
-			if len(q) > maxRW {
-				q = q[:maxRW]
-			}
-			r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&q[0])), uintptr(len(q)))
-			switch e {
-			case 0:
-				if r == 0 {
-					return true // as internal/poll: no progress is io.ErrUnexpectedEOF
-				}
-				nn += int(r)
-			case unix.EINTR:
-			case unix.EAGAIN:
-				return false // the poller waits until it is writable
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	c.wmu.Lock()
+	c.w.p, c.w.n, c.w.errno = p, 0, 0
+	err := c.rc.Write(c.w.fn)
+	nn, errno := c.w.n, c.w.errno
+	c.w.p = nil
+	c.wmu.Unlock()
 	switch {
 	case err != nil:
 		return nn, c.opError("write", err)
@@ -127,6 +135,33 @@ func (c *Conn) Write(p []byte) (int, error) {
 // opError is the error net's own Read or Write returns: an *net.OpError
 // naming op and the connection's addresses, around the poller's error
 // (a deadline, a closed connection) or the system call's.
+// writeFD is Write's callback: it writes until all is written, or the
+// socket is full (false: wait for the poller), or a failure.
+func (c *Conn) writeFD(fd uintptr) bool {
+	p := c.w.p
+	for c.w.n < len(p) {
+		q := p[c.w.n:]
+		if len(q) > maxRW {
+			q = q[:maxRW]
+		}
+		r, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&q[0])), uintptr(len(q)))
+		switch e {
+		case 0:
+			if r == 0 {
+				return true // as internal/poll: no progress is io.ErrUnexpectedEOF
+			}
+			c.w.n += int(r)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return false // the poller waits until it is writable
+		default:
+			c.w.errno = e
+			return true
+		}
+	}
+	return true
+}
+
 func (c *Conn) opError(op string, err error) error {
 	var oe *net.OpError
 	if errors.As(err, &oe) { // the raw connection's "raw-read"

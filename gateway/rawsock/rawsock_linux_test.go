@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -261,5 +262,91 @@ func TestOnOff(t *testing.T) {
 	}
 	if _, err := a.Write([]byte("back")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoAllocations: a read and a write that find the socket ready
+// allocate nothing (their callbacks are bound once, not made a call).
+func TestNoAllocations(t *testing.T) {
+	a, b := pair(t)
+	out, in := []byte("ping"), make([]byte, 4)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := a.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(b, in); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Write(out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(a, in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations a write and read of the raw connection (and the net one's), want 0", allocs)
+	}
+}
+
+// TestConcurrentReadsAndWrites: reads and writes from several goroutines
+// at once, as net.Conn allows, each move whole bytes of their own, raw
+// writes read by net's reads and net's writes by raw reads (run with
+// -race, it also checks that the bound callbacks' state is kept apart).
+func TestConcurrentReadsAndWrites(t *testing.T) {
+	type halfCloser interface {
+		io.ReadWriter
+		CloseWrite() error
+	}
+	a, b := pair(t)
+	c, d := pair(t)
+	for _, dir := range []struct {
+		name string
+		w, r halfCloser
+	}{{"raw to net", a, b}, {"net to raw", d, c}} {
+		const writers, each = 4, 2000
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				msg := []byte{byte('a' + i)}
+				for range each {
+					if _, err := dir.w.Write(msg); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		go func() { wg.Wait(); dir.w.CloseWrite() }()
+		got := make(chan map[byte]int, writers)
+		for range writers {
+			go func() {
+				m := map[byte]int{}
+				buf := make([]byte, 7)
+				for {
+					n, err := dir.r.Read(buf)
+					for _, c := range buf[:n] {
+						m[c]++
+					}
+					if err != nil {
+						break
+					}
+				}
+				got <- m
+			}()
+		}
+		total := map[byte]int{}
+		for range writers {
+			for c, n := range <-got {
+				total[c] += n
+			}
+		}
+		for i := range writers {
+			if n := total[byte('a'+i)]; n != each {
+				t.Errorf("%s: writer %c: %d bytes arrived, want %d", dir.name, 'a'+i, n, each)
+			}
+		}
 	}
 }
