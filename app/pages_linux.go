@@ -98,7 +98,7 @@ func madvise(start, n uintptr, advice int) error {
 	return nil
 }
 
-// mapping is an address range of /proc/self/maps.
+// mapping is an address range of /proc/self/smaps.
 type mapping struct{ start, end uintptr }
 
 // programMappings are the mappings of smaps (/proc/PID/smaps) that map
