@@ -89,8 +89,6 @@ func (c *Conn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// Write is net.TCPConn's Write: all of p, or an error; the same poller,
-// deadline and errors.
 // readFD is Read's callback: false (wait for the poller) while the
 // socket has nothing to read.
 func (c *Conn) readFD(fd uintptr) bool {
@@ -111,6 +109,8 @@ func (c *Conn) readFD(fd uintptr) bool {
 	}
 }
 
+// Write is net.TCPConn's Write: all of p, or an error; the same poller,
+// deadline and errors.
 func (c *Conn) Write(p []byte) (int, error) {
 	if !c.on.Load() {
 		return c.TCPConn.Write(p)
@@ -132,9 +132,6 @@ func (c *Conn) Write(p []byte) (int, error) {
 	return nn, nil
 }
 
-// opError is the error net's own Read or Write returns: an *net.OpError
-// naming op and the connection's addresses, around the poller's error
-// (a deadline, a closed connection) or the system call's.
 // writeFD is Write's callback: it writes until all is written, or the
 // socket is full (false: wait for the poller), or a failure.
 func (c *Conn) writeFD(fd uintptr) bool {
@@ -162,6 +159,9 @@ func (c *Conn) writeFD(fd uintptr) bool {
 	return true
 }
 
+// opError is the error net's own Read or Write returns: an *net.OpError
+// naming op and the connection's addresses, around the poller's error
+// (a deadline, a closed connection) or the system call's.
 func (c *Conn) opError(op string, err error) error {
 	var oe *net.OpError
 	if errors.As(err, &oe) { // the raw connection's "raw-read"
