@@ -23,24 +23,34 @@ const maxRW = 1 << 30
 // (the package's doc says why); everything else is its TCPConn's.
 type Conn struct {
 	*net.TCPConn
-	rc syscall.RawConn
 	on atomic.Bool // On: raw reads and writes; net's own until then
 
-	// A read's and a write's buffer and result, for the callbacks given
-	// to rc, which are bound once (readFD, writeFD): a closure made on
-	// every call would be allocated on every call. Each is under its own
-	// lock, as net.Conn's Read and Write may each be called from several
-	// goroutines at once.
-	rmu, wmu sync.Mutex
-	r, w     rawOp
+	// A read's and a write's state, for the callbacks given to the
+	// connection's syscall.RawConn, which are bound once (readFD, writeFD): a
+	// closure made on every call would be allocated on every call.
+	r, w rawOp
 }
 
-// rawOp is one read's or write's state, as its callback sees it.
+// rawOp is one read's or write's state, as its callback sees it, under
+// its own lock: net.Conn's Read and Write may each be called from several
+// goroutines at once.
 type rawOp struct {
+	mu    sync.Mutex
 	p     []byte
 	n     int
 	errno syscall.Errno
-	fn    func(fd uintptr) bool
+	fn    func(fd uintptr) bool             // the callback (readFD, writeFD)
+	rc    func(func(fd uintptr) bool) error // rc.Read or rc.Write
+}
+
+// run calls fn through rc for p, and returns what it did.
+func (o *rawOp) run(p []byte) (int, syscall.Errno, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.p, o.n, o.errno = p, 0, 0
+	err := o.rc(o.fn)
+	o.p = nil
+	return o.n, o.errno, err
 }
 
 // Wrap returns c as a Conn when it is a *net.TCPConn, else c itself. Its
@@ -54,8 +64,9 @@ func Wrap(c net.Conn) net.Conn {
 	if err != nil {
 		return c
 	}
-	c2 := &Conn{TCPConn: tc, rc: rc}
-	c2.r.fn, c2.w.fn = c2.readFD, c2.writeFD
+	c2 := &Conn{TCPConn: tc}
+	c2.r.fn, c2.r.rc = c2.readFD, rc.Read
+	c2.w.fn, c2.w.rc = c2.writeFD, rc.Write
 	return c2
 }
 
@@ -72,12 +83,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) > maxRW {
 		p = p[:maxRW]
 	}
-	c.rmu.Lock()
-	c.r.p, c.r.n, c.r.errno = p, 0, 0
-	err := c.rc.Read(c.r.fn)
-	n, errno := c.r.n, c.r.errno
-	c.r.p = nil
-	c.rmu.Unlock()
+	n, errno, err := c.r.run(p)
 	switch {
 	case err != nil:
 		return 0, c.opError("read", err)
@@ -115,12 +121,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if !c.on.Load() {
 		return c.TCPConn.Write(p)
 	}
-	c.wmu.Lock()
-	c.w.p, c.w.n, c.w.errno = p, 0, 0
-	err := c.rc.Write(c.w.fn)
-	nn, errno := c.w.n, c.w.errno
-	c.w.p = nil
-	c.wmu.Unlock()
+	nn, errno, err := c.w.run(p)
 	switch {
 	case err != nil:
 		return nn, c.opError("write", err)
