@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestProgramMappings: of a program's mappings in /proc/PID/smaps, only
@@ -55,12 +58,12 @@ var aValue = []byte("as built")
 // writable data is kept.
 func TestDropProgramPages(t *testing.T) {
 	copy(aValue, "as it is")
-	before := programSmaps(t)
+	before, cachedBefore := programSmaps(t), programCached(t)
 	n, err := dropProgramPages(true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := programSmaps(t)
+	after, cachedAfter := programSmaps(t), programCached(t)
 	t.Logf("dropped %d MiB of mappings; resident %d KiB (%d KiB in 2 MiB pages), then %d KiB (%d KiB)",
 		n>>20, before.rss, before.pmd, after.rss, after.pmd)
 	if n == 0 || after.mappings == 0 {
@@ -78,12 +81,45 @@ func TestDropProgramPages(t *testing.T) {
 	if after.rss >= before.rss {
 		t.Errorf("resident %d KiB of the program before, %d KiB after", before.rss, after.rss)
 	}
+	t.Logf("in the page cache: %d KiB of the program before, %d KiB after", cachedBefore, cachedAfter)
+	if cachedAfter >= cachedBefore {
+		t.Errorf("%d KiB of the program in the page cache before, %d KiB after: not evicted", cachedBefore, cachedAfter)
+	}
 	if string(aValue) != "as it is" {
 		t.Errorf("the writable data reads %q after, want %q", aValue, "as it is")
 	}
 	if _, err := dropProgramPages(false); err != nil { // again: nothing breaks
 		t.Fatal(err)
 	}
+}
+
+// programCached is how much of the program's code and read-only data
+// is in the page cache, mapped or not (mincore(2) on its mappings), in
+// KiB.
+func programCached(t *testing.T) int64 {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smaps, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := uintptr(os.Getpagesize())
+	var kib int64
+	for _, m := range programMappings(smaps, exe) {
+		vec := make([]byte, (m.end-m.start+page-1)/page)
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, m.start, m.end-m.start, uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			t.Fatalf("mincore at %#x: %v", m.start, e)
+		}
+		for _, v := range vec {
+			if v&1 != 0 {
+				kib += int64(page) / 1024
+			}
+		}
+	}
+	return kib
 }
 
 // smapsFigures are /proc/self/smaps's figures for the program's
