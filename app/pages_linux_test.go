@@ -81,6 +81,17 @@ func TestDropProgramPages(t *testing.T) {
 	if after.rss >= before.rss {
 		t.Errorf("resident %d KiB of the program before, %d KiB after", before.rss, after.rss)
 	}
+	// The page cache keeps a large folio that anything maps: a thread
+	// that runs between the unmapping and the eviction maps its folios
+	// again. On a busy machine (two busy loops beside the test) that can
+	// be every folio; Delta drops its pages only when quiet. So the
+	// eviction is asked again, a few times, until it takes.
+	for i := 0; i < 5 && cachedAfter >= cachedBefore; i++ {
+		if _, err := dropProgramPages(true); err != nil {
+			t.Fatal(err)
+		}
+		cachedAfter = programCached(t)
+	}
 	t.Logf("in the page cache: %d KiB of the program before, %d KiB after", cachedBefore, cachedAfter)
 	if cachedAfter >= cachedBefore {
 		t.Errorf("%d KiB of the program in the page cache before, %d KiB after: not evicted", cachedBefore, cachedAfter)
