@@ -30,6 +30,7 @@ import (
 
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
+	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/tools/procmem"
 )
@@ -592,9 +593,13 @@ func TestBigCallAndRead(t *testing.T) {
 	if got := app.upload("big-call"); got != want {
 		t.Errorf("the owner app got %q", got)
 	}
+	// Its digest, summed once (by studio as it spooled the body) and
+	// recorded here from studio's reply, is the call's.
+	dh := proto.NewDigest("POST", "notes", "/backup")
+	io.Copy(dh, &patternFile{size: size})
 	call := laptop.c.GetCall(t, "big-call", 0)
-	if call.State != "answered" || call.Digest == "" {
-		t.Errorf("the call is %s with digest %q", call.State, call.Digest)
+	if call.State != "answered" || call.Digest != proto.DigestOf(dh) {
+		t.Errorf("the call is %s with digest %q, want %q", call.State, call.Digest, proto.DigestOf(dh))
 	}
 
 	// The read, by `delta get`, its stdout summed as it arrives.

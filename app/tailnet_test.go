@@ -87,7 +87,7 @@ func TestTailnetMode(t *testing.T) {
 	}
 
 	// Everything an app sends, on both of these roads: a call whose body
-	// streams (after studio's 100 Continue, its digest the trailer), an
+	// streams (after studio's 100 Continue, its count the trailer), an
 	// answer that streams, a session.
 	rich := startRichApp(t)
 	studio.register(t, "rich", rich.URL)

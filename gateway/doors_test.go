@@ -517,7 +517,8 @@ func TestFenceCapIgnoresClaimedNodes(t *testing.T) {
 }
 
 // TestCallWithoutDigestRefused: a call at the owner's door that names no
-// digest (neither a header nor a streamed body's trailer) is refused,
+// digest and is not a streamed body (no X-Delta-Digest header, no
+// trailer X-Delta-Body-Passed or X-Delta-Digest) is refused,
 // nothing carried out, nothing written.
 func TestCallWithoutDigestRefused(t *testing.T) {
 	laptop, studio := pair(t, nil)

@@ -207,3 +207,105 @@ func TestForgetReceived(t *testing.T) {
 		t.Errorf("forget with another caller: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestStreamedCallOneHashPass: a call whose body streams (3 MiB) is summed
+// once, by the owner as it spools it: the caller's journal holds the
+// digest the owner said in its reply, which is the call's; the same body
+// again under its id gets the recorded answer, another body is refused
+// 409, and the app had the call once. A streamed call whose outcome is
+// unknown learns its digest from the owner's reply too.
+func TestStreamedCallOneHashPass(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	body := []byte(strings.Repeat("0123456789abcdef", 3<<16)) // 3 MiB: over proto.InMemoryBody
+	const id, path = "one-pass-1", "/answer/one-pass"
+	want := proto.Digest("POST", "notes", path, body)
+
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes"+path, body, "X-Delta-Request-Id", id)
+	if r.Status != 201 || r.Outcome() != "answered" || string(r.Body) != string(body) {
+		t.Fatalf("the streamed call: %d %s (%d bytes) %s", r.Status, r.Outcome(), len(r.Body), r.Err.Detail)
+	}
+	if r.Header.Get(proto.HeaderDigest) != "" {
+		t.Errorf("the app was shown Delta's own %s", proto.HeaderDigest)
+	}
+	c, err := laptop.g.Journal().Call(t.Context(), id)
+	if err != nil || c.Digest != want || c.Request == nil || c.Request.Size != len(body) {
+		t.Fatalf("the caller's record: %v, digest %q (want %q)", err, c.Digest, want)
+	}
+	if rc := studio.waitReceiptDone(t, "node-laptop", id); rc.Digest != want {
+		t.Errorf("the owner's receipt has digest %q, want %q", rc.Digest, want)
+	}
+
+	again := laptop.c.Must(t, "POST", "/v1/peers/studio/notes"+path, body, "X-Delta-Request-Id", id)
+	// Its answer is over 1 MiB: replayed without its body (DESIGN §2a).
+	if again.Status != 201 || again.Header.Get("X-Delta-Replayed") != "true" || again.Header.Get("X-Delta-Answer-Omitted") == "" {
+		t.Errorf("the same call again: %d %s replayed %q", again.Status, again.Outcome(), again.Header.Get("X-Delta-Replayed"))
+	}
+	other := []byte(strings.Repeat("x", len(body)))
+	if r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes"+path, other, "X-Delta-Request-Id", id); r.Status != 409 {
+		t.Errorf("another body under the same id: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	if n := app.Effects(path); n != 1 {
+		t.Errorf("the app carried the call out %d times", n)
+	}
+
+	const lost = "/reset-after-read/one-pass"
+	r = laptop.c.Must(t, "POST", "/v1/peers/studio/notes"+lost, body, "X-Delta-Request-Id", "one-pass-2")
+	if r.Outcome() != "outcome_unknown" {
+		t.Fatalf("a streamed call whose app broke its connection: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
+	}
+	if c, err := laptop.g.Journal().Call(t.Context(), "one-pass-2"); err != nil || c.Digest != proto.Digest("POST", "notes", lost, body) {
+		t.Errorf("its record: %v, digest %q", err, c.Digest)
+	}
+}
+
+// TestStreamedBodyPassedChecked: at the owner's door, a streamed body's
+// trailer X-Delta-Body-Passed (the bytes the caller's Delta read from its
+// app) must name what arrived: another count is refused, a body that ends
+// without it did not arrive whole, and neither reaches the app; a body
+// whose count is right is forwarded, and the reply says its digest.
+func TestStreamedBodyPassedChecked(t *testing.T) {
+	laptop, studio := pair(t, nil)
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	send := func(id, passed string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/"+id, strings.NewReader("streamed body"))
+		req.ContentLength = -1 // chunked
+		req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})))
+		req.Header.Set(proto.HeaderRequestID, id)
+		req.Trailer = http.Header{proto.HeaderBodyPassed: nil}
+		if passed != "" {
+			req.Trailer.Set(proto.HeaderBodyPassed, passed)
+		}
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	for _, tc := range []struct{ id, passed, want string }{
+		{"passed-short", "12", "read 12 bytes of the body from its app, and 13 arrived"},
+		{"passed-none", "", "ended without the caller's count of it"},
+		{"passed-words", "thirteen", "X-Delta-Body-Passed \\\"thirteen\\\" is not a size in bytes"},
+	} {
+		resp, b := send(tc.id, tc.passed)
+		if resp.StatusCode != 400 || !strings.Contains(b, tc.want) || !strings.Contains(b, `"carried_out":false`) {
+			t.Errorf("%s: %d %s", tc.id, resp.StatusCode, b)
+		}
+		if rc := studio.waitReceiptDone(t, "node-laptop", tc.id); rc.State != proto.ReceiptNotCarriedOut {
+			t.Errorf("%s: the receipt is %s", tc.id, rc.State)
+		}
+	}
+	if n := app.Requests(); n != 0 {
+		t.Fatalf("the app saw %d requests", n)
+	}
+	resp, b := send("passed-right", "13")
+	want := proto.Digest("POST", "notes", "/answer/passed-right", []byte("streamed body"))
+	if resp.StatusCode != 201 || b != "streamed body" || resp.Header.Get(proto.HeaderDigest) != want {
+		t.Errorf("a body whose count is right: %d %q, digest %q (want %q)", resp.StatusCode, b, resp.Header.Get(proto.HeaderDigest), want)
+	}
+}

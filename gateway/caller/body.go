@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
@@ -15,13 +15,14 @@ import (
 // callBody is an app's call body on its way out (DESIGN §2a): the first
 // proto.InMemoryBody bytes are read before anything is sent (a body that
 // ends within them is small: held whole, its digest known up front), the
-// rest streams from the app as the owner takes it, summed into the
-// digest as it passes and never held.
+// rest streams from the app as the owner takes it, counted and never
+// held. A streamed body is summed once, by the owner as it spools it (one
+// hash pass): its digest is the one the owner says in its reply
+// (learned).
 type callBody struct {
 	src      io.Reader // the app's body past the head
 	head     []byte    // what was read before sending
 	whole    bool      // head is the whole body
-	h        hash.Hash // the call's digest, summed over what has passed
 	max      int64     // max_call_bytes
 	declared int64     // the app's Content-Length; -1 if none
 
@@ -30,8 +31,9 @@ type callBody struct {
 	done   bool  // the whole body has passed
 	digest string
 	srcErr error // the app's body broke, or grew over max
-	// trailer, if not nil, gets the digest as X-Delta-Digest when the
-	// body ends, before EOF is returned (the request's trailer).
+	// trailer, if not nil, gets the count of what passed as
+	// X-Delta-Body-Passed when the body ends whole, before EOF is
+	// returned (the request's trailer).
 	trailer http.Header
 }
 
@@ -41,7 +43,7 @@ var errTooLarge = errors.New("the body is over the limit")
 // readCallBody reads the head of r's body: up to proto.InMemoryBody bytes
 // and one more, to know whether that is all.
 func readCallBody(body io.Reader, declared int64, method, app, pathQuery string, max int64) (*callBody, error) {
-	b := &callBody{src: body, h: proto.NewDigest(method, app, pathQuery), max: max, declared: declared}
+	b := &callBody{src: body, max: max, declared: declared}
 	limit := int64(proto.InMemoryBody)
 	if declared >= 0 && declared <= limit {
 		limit = declared
@@ -52,14 +54,13 @@ func readCallBody(body io.Reader, declared int64, method, app, pathQuery string,
 		return nil, fmt.Errorf("could not read the request body from the app after %d bytes (%w)", n, err)
 	}
 	b.head = buf.Bytes()
-	b.h.Write(b.head)
 	if n > max {
 		return nil, fmt.Errorf("%w of %d bytes for a call (max_call_bytes)", errTooLarge, max)
 	}
 	if n <= limit && (declared < 0 || n == declared) {
 		// Ended within the head (or exactly at the length declared).
 		b.whole, b.done, b.n = true, true, n
-		b.digest = proto.DigestOf(b.h)
+		b.digest = proto.Digest(method, app, pathQuery, b.head)
 	}
 	return b, nil
 }
@@ -72,8 +73,20 @@ func (b *callBody) Size() int64 {
 	return b.n
 }
 
-// Digest is the call's digest once the body has passed whole; "" before.
+// Digest is the call's digest: a whole body's from the start, a streamed
+// one's once the owner said it (learned); "" before.
 func (b *callBody) Digest() string { return b.digest }
+
+// learned takes the digest the owner said in its reply to a streamed
+// body that passed whole (proto.HeaderDigest), and says whether it is new:
+// "" or anything not written as a digest is not taken.
+func (b *callBody) learned(said string) bool {
+	if b.whole || !b.done || b.digest != "" || !proto.IsDigest(said) {
+		return false
+	}
+	b.digest = said
+	return true
+}
 
 // Read passes the body on: the head, then the rest of the app's body.
 func (b *callBody) Read(p []byte) (int, error) {
@@ -99,7 +112,6 @@ func (b *callBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.src.Read(p)
 	if n > 0 {
-		b.h.Write(p[:n])
 		b.n += int64(n)
 		if b.n > b.max {
 			b.srcErr = fmt.Errorf("%w of %d bytes for a call (max_call_bytes); the upload was cut", errTooLarge, b.max)
@@ -113,9 +125,8 @@ func (b *callBody) Read(p []byte) (int, error) {
 			return n, b.srcErr
 		}
 		b.done = true
-		b.digest = proto.DigestOf(b.h)
 		if b.trailer != nil {
-			b.trailer.Set(proto.HeaderDigest, b.digest)
+			b.trailer.Set(proto.HeaderBodyPassed, strconv.FormatInt(b.n, 10))
 		}
 		return n, io.EOF
 	case err != nil:

@@ -245,7 +245,7 @@ func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, exist
 			existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), rid, t.Peer)
 	}
 	if existing.Digest == "" {
-		conflict("a call whose body streamed and never passed whole, so this one cannot be told apart from it")
+		conflict("a call whose body streamed and whose digest is not known here (its body did not pass whole, or its owner has not said its digest yet), so this one cannot be told apart from it")
 		return
 	}
 	// What tells another request apart before its body is read (an app
@@ -350,6 +350,9 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	sent := err == nil || errors.As(err, &oe) && oe.Sent
 	at := record.Attempt{N: len(run.attempts) + 1, Road: string(used.Road), Address: used.Address, StartedAt: started, FirstByte: sent}
 	var reply peerclient.Reply
+	if err == nil {
+		run.learn(a.Header.Get(proto.HeaderDigest))
+	}
 	if err != nil {
 		at.Error = err.Error()
 	} else if reply = peerclient.Classify(a.Response); reply.Err != proto.PeerAnswered {
@@ -373,6 +376,22 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 		return peerclient.RefusedAtDoor(used, errors.New(at.Error))
 	}
 	return peerclient.Replied()
+}
+
+// learn records the digest the owner said in its reply to a streamed body
+// that passed whole, before the call's outcome: a repeat of its id, and a
+// question about it, name it from now on. Until then (an outcome unknown
+// before any reply) the call has no digest: a repeat is refused 409, and
+// the owner's word on the id alone settles it.
+func (run *callRun) learn(said string) {
+	if !run.body.learned(said) {
+		return
+	}
+	cr, c := run.cr, run.c
+	c.Digest = said
+	if err := cr.cfg.DB.SetCallBody(context.WithoutCancel(run.base), c.RequestID, said, run.body.Size()); err != nil {
+		cr.cfg.Log.Error("could not record a streamed call's digest, which its owner said; the owner's word on its id decides its reconciliation", "request_id", c.RequestID, "err", err)
+	}
 }
 
 // beforeWrite records the attempt on rc (and the roads a race tried first,
@@ -463,7 +482,9 @@ func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error) pee
 
 // send writes the call on rc, once: a small body whole with its digest in
 // X-Delta-Digest, a larger one streamed (chunked, after the owner's 100
-// Continue) with its digest as the trailer. It returns the answer's head.
+// Continue) with the count of what passed as the trailer
+// X-Delta-Body-Passed (the owner sums it and says its digest in the
+// reply). It returns the answer's head.
 func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 	cr, t, c, body := run.cr, run.t, run.c, run.body
 	h := t.header(run.r.Header)
@@ -493,17 +514,17 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 		h.Set(proto.HeaderDigest, c.Digest)
 	} else {
 		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
-		req.Trailer = http.Header{proto.HeaderDigest: nil}
+		req.Trailer = http.Header{proto.HeaderBodyPassed: nil}
 		body.trailer = req.Trailer
 		if body.declared >= 0 {
 			h.Set(proto.HeaderBodyLength, strconv.FormatInt(body.declared, 10))
 		}
 		opt.Continue = true
 		opt.Written = func() {
-			// The digest once the body has passed: a question about the
-			// call from now on names it.
-			if err := cr.cfg.DB.SetCallBody(context.WithoutCancel(run.base), c.RequestID, body.Digest(), body.Size()); err != nil {
-				cr.cfg.Log.Error("could not record a streamed call's digest; the owner's word decides its reconciliation", "request_id", c.RequestID, "err", err)
+			// Its size once the body has passed; its digest comes with
+			// the owner's reply (run.learn).
+			if err := cr.cfg.DB.SetCallBody(context.WithoutCancel(run.base), c.RequestID, "", body.Size()); err != nil {
+				cr.cfg.Log.Error("could not record a streamed call's size", "request_id", c.RequestID, "err", err)
 			}
 		}
 	}

@@ -48,14 +48,17 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
 	}
-	// The digest comes as a header when the caller had the body whole, as
-	// the trailer of a streamed body. A call with neither comes from a
-	// caller with a bug worth hearing about: refused, nothing read.
+	// The digest comes as a header when the caller had the body whole. A
+	// streamed body comes with the caller's count of it as its trailer
+	// (X-Delta-Body-Passed), and this side's sum is the call's digest (one
+	// hash pass); a caller before that sent its own digest as the trailer,
+	// which is still checked. A call with none of them comes from a caller
+	// with a bug worth hearing about: refused, nothing read.
 	digest := r.Header.Get(proto.HeaderDigest)
-	_, streamed := r.Trailer[proto.HeaderDigest]
+	streamed := streamedBody(r)
 	if digest == "" && !streamed {
 		doors.RefuseAndClose(w)
-		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, "the call carries no X-Delta-Digest (a header, or the trailer of a streamed body): the caller's Delta must name what it sends")
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, "the call carries no X-Delta-Digest (a header) and is not a streamed body (the trailer X-Delta-Body-Passed): the caller's Delta must name what it sends")
 		return
 	}
 	size := r.ContentLength
@@ -95,6 +98,9 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record the call (%v)", o.cfg.Self().Name, err))
 		return
 	}
+	// said is the digest this side says in its reply, once it has summed
+	// a streamed body: the caller's Delta records it as the call's.
+	said := ""
 	if dec == journal.Later {
 		// The id is held, and this call's digest is known only once its
 		// body has passed: read it (nothing is forwarded), then decide.
@@ -105,6 +111,10 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		}
 		b.close()
 		dec = journal.Decide(old, b.digest)
+		if streamed {
+			said = b.digest
+			w.Header().Set(proto.HeaderDigest, said) // on every reply from here
+		}
 	}
 	switch dec {
 	case journal.Reused:
@@ -117,7 +127,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 			o.markBehind(w)
 		}
 		doors.RefuseAndClose(w) // its body, if it is still coming, is not needed
-		writeOwnerAnswer(w, old.Answer, nil, true)
+		writeOwnerAnswer(w, old.Answer, nil, true, said)
 		return
 	case journal.Busy:
 		doors.RefuseAndClose(w)
@@ -128,6 +138,9 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 
 	b, err := o.receiveBody(w, r, t, size, inMemory)
+	if err == nil && streamed {
+		b.said = b.digest
+	}
 	if err == nil && digest != "" && b.digest != digest {
 		b.close()
 		err = bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the request changed on the way)", b.digest, digest), e: proto.PeerBadRequest, status: http.StatusBadRequest}
@@ -205,6 +218,9 @@ type callBody struct {
 	file   *os.File
 	size   int64
 	digest string
+	// said is the digest said in the reply: the body's, when it streamed
+	// (the caller's Delta did not sum it); "" when the caller sent it.
+	said string
 }
 
 func (b *callBody) reader() io.Reader {
@@ -265,12 +281,9 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 		return nil, fmt.Errorf("the body did not arrive whole: %d bytes of the %d announced", n, size)
 	}
 	b.size, b.digest = n, proto.DigestOf(h)
-	if sent := r.Trailer.Get(proto.HeaderDigest); sent != "" && sent != b.digest {
+	if err := checkTrailer(r, b); err != nil {
 		b.close()
-		return nil, bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the body changed on the way)", b.digest, sent), e: proto.PeerBadRequest, status: http.StatusBadRequest}
-	} else if _, streamed := r.Trailer[proto.HeaderDigest]; streamed && sent == "" {
-		b.close()
-		return nil, fmt.Errorf("the body did not arrive whole: it ended without its digest (the trailer %s)", proto.HeaderDigest)
+		return nil, err
 	}
 	if b.file != nil {
 		if _, err := b.file.Seek(0, io.SeekStart); err != nil {
@@ -279,6 +292,45 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 		}
 	}
 	return b, nil
+}
+
+// streamedBody says whether r's body streams between the Deltas: chunked,
+// with the caller's count of it (X-Delta-Body-Passed), or, from a caller
+// before one hash pass, its digest (X-Delta-Digest), announced as its
+// trailer.
+func streamedBody(r *http.Request) bool {
+	_, passed := r.Trailer[proto.HeaderBodyPassed]
+	_, digest := r.Trailer[proto.HeaderDigest]
+	return passed || digest
+}
+
+// checkTrailer checks what came after a streamed body b, whose length was
+// checked against what was announced: the caller's count of the bytes it
+// read from its app must be the bytes that arrived (the caller sends it
+// only once its app's body ended whole), and a digest sent by a caller
+// before one hash pass must be this side's sum. A streamed body that ended
+// without its trailer did not arrive whole.
+func checkTrailer(r *http.Request, b *callBody) error {
+	if sent := r.Trailer.Get(proto.HeaderDigest); sent != "" && sent != b.digest {
+		return bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the body changed on the way)", b.digest, sent), e: proto.PeerBadRequest, status: http.StatusBadRequest}
+	} else if _, announced := r.Trailer[proto.HeaderDigest]; announced && sent == "" {
+		return fmt.Errorf("the body did not arrive whole: it ended without its digest (the trailer %s)", proto.HeaderDigest)
+	}
+	if _, announced := r.Trailer[proto.HeaderBodyPassed]; !announced {
+		return nil
+	}
+	v := r.Trailer.Get(proto.HeaderBodyPassed)
+	if v == "" {
+		return fmt.Errorf("the body did not arrive whole: it ended without the caller's count of it (the trailer %s)", proto.HeaderBodyPassed)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil || n < 0:
+		return bodyError{cause: fmt.Errorf("the trailer %s %q is not a size in bytes", proto.HeaderBodyPassed, v), e: proto.PeerBadRequest, status: http.StatusBadRequest}
+	case n != b.size:
+		return bodyError{cause: fmt.Errorf("the caller's Delta read %d bytes of the body from its app, and %d arrived (the body changed on the way)", n, b.size), e: proto.PeerBadRequest, status: http.StatusBadRequest}
+	}
+	return nil
 }
 
 // errNoRoom is the cause when the spool's file system is full.
@@ -355,6 +407,9 @@ type appResult struct {
 // ExtraWait more) so that the app's answer is recorded.
 func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, rid string, b *callBody) {
 	deadline := time.Now().Add(t.timeout) // from the moment the whole body is here
+	if b.said != "" {
+		w.Header().Set(proto.HeaderDigest, b.said) // on every reply from here
+	}
 	req, err := http.NewRequest(r.Method, t.app.URL+t.pathQuery, b.reader())
 	if err != nil { // cannot happen: the URL was checked at registration
 		b.close()
@@ -403,10 +458,10 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 		case proto.ReceiptAnswered:
 			if res.live != nil {
 				close(res.taken)
-				o.streamAnswer(w, t, rid, res)
+				o.streamAnswer(w, t, rid, res, b.said)
 				return
 			}
-			writeOwnerAnswer(w, res.ans, res.whole, false)
+			writeOwnerAnswer(w, res.ans, res.whole, false, b.said)
 		case proto.ReceiptNotCarriedOut:
 			refuse(w, http.StatusServiceUnavailable, proto.PeerAppDown, fmt.Sprintf("app %s on %s is not listening (%v)", t.app.Name, o.cfg.Self().Name, res.err))
 		case proto.ReceiptAppUnknown:
@@ -503,9 +558,9 @@ func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state pro
 
 // streamAnswer passes an answer recorded at its head to the caller's
 // Delta as it arrives, and records its body once it has passed.
-func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult) {
+func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult, digest string) {
 	a := res.live
-	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.PeerAnswered))
+	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderDigest, digest)
 	if err := o.recordStream(t, rid, res, w); err != nil {
 		relay.Abort() // cut: never ended as if whole
 	}

@@ -41,6 +41,7 @@ func FuzzOwnerDoor(f *testing.F) {
 		"POST /delta/v1/apps/notes/a HTTP/1.1\r\nHost: s\r\nX-Delta-Request-Id: r1\r\nX-Delta-Digest: " + proto.Digest("POST", "notes", "/a", []byte("b")) + "\r\nContent-Length: 1\r\n\r\nb",
 		"POST /delta/v1/apps/notes/a HTTP/1.1\r\nHost: s\r\nX-Delta-Request-Id: r1\r\nX-Delta-Digest: 00\r\nContent-Length: 1\r\n\r\nc",
 		"PUT /delta/v1/apps/notes/s HTTP/1.1\r\nHost: s\r\nX-Delta-Request-Id: r2\r\nTrailer: X-Delta-Digest\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Delta-Digest: " + proto.Digest("PUT", "notes", "/s", []byte("x")) + "\r\n\r\n",
+		"PUT /delta/v1/apps/notes/s HTTP/1.1\r\nHost: s\r\nX-Delta-Request-Id: r4\r\nTrailer: X-Delta-Body-Passed\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nX-Delta-Body-Passed: 1\r\n\r\n",
 		"GET /delta/v1/apps/notes/r?x=1 HTTP/1.1\r\nHost: s\r\nX-Delta-Timeout: 1\r\n\r\n",
 		"GET /delta/v1/apps/n%6Ftes/r HTTP/1.1\r\nHost: s\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n",
 		"GET /delta/v1/calls/r1?digest=x HTTP/1.1\r\nHost: s\r\n\r\n",

@@ -393,8 +393,9 @@ func busyError(old *journal.Receipt) (proto.PeerError, string, proto.Guarantee) 
 }
 
 // writeOwnerAnswer sends the app's answer (or the stored one) to the
-// caller's Delta.
-func writeOwnerAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, replayed bool) {
+// caller's Delta, with the call's digest when it is not "" (a streamed
+// body's, which its caller did not sum).
+func writeOwnerAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, replayed bool, digest string) {
 	omitted, again := "", ""
 	if body == nil {
 		body = ans.Body
@@ -405,7 +406,7 @@ func writeOwnerAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, re
 	if replayed {
 		again = "true"
 	}
-	relay.Recorded(w, ans.Status, ans.Headers, body, proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderReplayed, again, proto.HeaderAnswerOmitted, omitted)
+	relay.Recorded(w, ans.Status, ans.Headers, body, proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderReplayed, again, proto.HeaderAnswerOmitted, omitted, proto.HeaderDigest, digest)
 }
 
 func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {

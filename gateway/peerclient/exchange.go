@@ -86,7 +86,8 @@ func Classify(resp *http.Response) Reply {
 }
 
 // LookupRequest asks the owner behind try what it knows of call id, whose
-// digest is digest ("" when its body never passed whole here) and which
+// digest is digest ("" for a streamed body whose digest its owner has not
+// said) and which
 // was made at created (DESIGN §4).
 func LookupRequest(ctx context.Context, try Try, id, digest string, created time.Time) (*http.Request, error) {
 	q := url.Values{"digest": {digest}, "created_at": {proto.RFC3339(created)}}

@@ -115,10 +115,18 @@ const (
 	// told to every repeat, and written when space frees.
 	HeaderJournal = "X-Delta-Journal"
 	// HeaderBodyLength is the size of a call's body that streams between
-	// the Deltas (chunked, with its digest as the trailer X-Delta-Digest),
-	// when the app gave one: the owner refuses a body it has no room for
-	// before it arrives.
+	// the Deltas (chunked, with HeaderBodyPassed as its trailer), when the
+	// app gave one: the owner refuses a body it has no room for before it
+	// arrives.
 	HeaderBodyLength = "X-Delta-Body-Length"
+	// HeaderBodyPassed is the trailer of a call's body that streams
+	// between the Deltas: the bytes the caller's Delta read from its app,
+	// sent once the app's body ended whole. The caller does not sum a
+	// streamed body (one hash pass, the owner's): the owner sums it as it
+	// spools, forwards it only when this trailer came and names what
+	// arrived, and says the digest in its reply (HeaderDigest), which the
+	// caller records.
+	HeaderBodyPassed = "X-Delta-Body-Passed"
 	// HeaderHost is the Host the calling app's client used (the local
 	// API's, or a forward's), from the caller's Delta to the owner's; the
 	// owner app gets it as Host, with X-Forwarded-Host and Forwarded
@@ -399,6 +407,20 @@ func NewDigest(method, app, pathQuery string) hash.Hash {
 
 // DigestOf is the hex digest a NewDigest has summed so far.
 func DigestOf(h hash.Hash) string { return hex.EncodeToString(h.Sum(nil)) }
+
+// IsDigest says whether s is written as a digest is: 64 lowercase hex
+// digits.
+func IsDigest(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // ErrorBody is the JSON body of every answer Delta makes itself.
 type ErrorBody struct {

@@ -208,10 +208,11 @@ type Verdict struct {
 
 // Settle is the reconciler's rules (DESIGN §4), one pure function: what
 // the owner peer said (st) of a call of digest, made age ago, settles it
-// as. A digest of "" is a call whose body streamed and never passed whole
-// here (Delta stopped, or the upload was cut): the id was sent from this
-// computer once, so the owner's receipt under it is this call's, whatever
-// digest it holds.
+// as. A digest of "" is a call whose body streamed and whose digest its
+// owner never said here (the owner sums a streamed body, and says its
+// digest in its reply: no reply came, or the upload was cut): the id was
+// sent from this computer once, so the owner's receipt under it is this
+// call's, whatever digest it holds.
 func Settle(peer, digest string, age time.Duration, st *proto.CallStateJSON) Verdict {
 	sameCall := st.Digest == digest || digest == ""
 	switch {
