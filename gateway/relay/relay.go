@@ -147,6 +147,15 @@ type BufferPool struct{ p sync.Pool }
 // CopyBuffers is the one BufferPool.
 var CopyBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
 
+// BigBuffers lends the buffers of a Flow that has more waiting than a
+// CopyBuffers one holds.
+var BigBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, bigBuffer); return &b }}}
+
+// bigBuffer is the size of a BigBuffers buffer: a read of an answer that
+// keeps coming takes up to 256 KiB at once (a read and a write of each
+// hop's, and a flush, for every 256 KiB instead of every 32 KiB).
+const bigBuffer = 256 << 10
+
 // Get lends a buffer; Put takes it back, by the pointer the pool keeps,
 // so that returning it allocates nothing.
 func (b *BufferPool) Get() *[]byte  { return b.p.Get().(*[]byte) }
@@ -257,8 +266,9 @@ var ErrWriterGone = errors.New("the connection written to went away")
 // the bytes copied and why it stopped: nil at src's end, ErrWriterGone
 // (wrapped) when w would not take more, or src's error.
 func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
-	bp := CopyBuffers.Get()
-	defer CopyBuffers.Put(bp)
+	pool := CopyBuffers
+	bp := pool.Get()
+	defer func() { pool.Put(bp) }()
 	buf := *bp
 	flush := flusherOf(w)
 	var n int64
@@ -275,6 +285,14 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 			if err := flush(); err != nil {
 				return n, fmt.Errorf("%w (%v)", ErrWriterGone, err)
 			}
+		}
+		if m == len(buf) && pool == CopyBuffers {
+			// More may be waiting than the buffer held: an answer that
+			// keeps coming goes on in bigger pieces (a small one never
+			// takes a big buffer).
+			pool.Put(bp)
+			pool, bp = BigBuffers, BigBuffers.Get()
+			buf = *bp
 		}
 		if rerr == io.EOF {
 			return n, nil

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net/http"
@@ -158,5 +159,60 @@ func TestSilencedBoundsEachSilence(t *testing.T) {
 			t.Errorf("closed=%v: silent called for a body that ended", closed)
 		default:
 		}
+	}
+}
+
+// sizes is a body of n bytes whose reads give at most most bytes each,
+// and note how much room each read was offered.
+type sizes struct {
+	n, most int
+	offered []int
+}
+
+func (s *sizes) Read(p []byte) (int, error) {
+	s.offered = append(s.offered, len(p))
+	if s.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), s.most, s.n)
+	for i := range k {
+		p[i] = byte(s.n - i)
+	}
+	s.n -= k
+	return k, nil
+}
+
+// TestFlowPieces: Flow reads in 32 KiB pieces, and in 256 KiB ones once a
+// read filled its buffer (more was waiting); a body that comes in small
+// reads never takes a big buffer. Either way every byte is passed on, in
+// order.
+func TestFlowPieces(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		n, most   int
+		wantFirst int
+		wantLater int
+	}{
+		{"a long answer that keeps coming", 1 << 20, 1 << 30, 32 << 10, bigBuffer},
+		{"an answer in small reads", 1 << 20, 16 << 10, 32 << 10, 32 << 10},
+		{"a short answer", 1024, 1 << 30, 32 << 10, 32 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &sizes{n: tc.n, most: tc.most}
+			want := &sizes{n: tc.n, most: tc.n}
+			wantBody := make([]byte, tc.n)
+			want.Read(wantBody)
+			rec := httptest.NewRecorder()
+			n, err := Flow(rec, src, nil)
+			if err != nil || n != int64(tc.n) || !bytes.Equal(rec.Body.Bytes(), wantBody) {
+				t.Fatalf("Flow passed on %d bytes (%v), equal: %v", n, err, bytes.Equal(rec.Body.Bytes(), wantBody))
+			}
+			if got := src.offered[0]; got != tc.wantFirst {
+				t.Errorf("the first read was offered %d bytes, want %d", got, tc.wantFirst)
+			}
+			if got := src.offered[len(src.offered)-1]; got != tc.wantLater {
+				t.Errorf("the last read was offered %d bytes, want %d", got, tc.wantLater)
+			}
+		})
 	}
 }
