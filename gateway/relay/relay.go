@@ -8,7 +8,7 @@
 // off, so that nobody takes it for a whole one. Around them: a silence
 // limit on a body read (Silenced), an idle limit on a body received
 // (ProgressBody), a copy kept as a body passes (KeptBody), and the copy
-// buffers (CopyBuffers).
+// buffers (CopyBuffers, BigBuffers).
 package relay
 
 import (
@@ -138,10 +138,13 @@ func Recorded(w http.ResponseWriter, status int, header http.Header, body []byte
 // cannot take what came for the whole answer. It does not return.
 func Abort() { panic(http.ErrAbortHandler) }
 
-// BufferPool lends 32 KiB copy buffers to the relays of bodies, so a relay
-// does not allocate one each time. (Bigger ones for big bodies, 256 KiB
-// from 1 MiB, were measured and not kept: a 1 GiB read through two
-// Deltas was 5-10 % slower with them, docs/benchmarks.md.)
+// BufferPool lends copy buffers to the relays of bodies, so a relay does
+// not allocate one each time: 32 KiB ones (CopyBuffers), and 256 KiB ones
+// (BigBuffers) to a Flow whose answer keeps coming. (In round 1, on
+// net/http's client and server, 256 KiB pieces from 1 MiB on were
+// measured 5-10 % slower on a 1 GiB read; on Delta's own HTTP/1.1 engine
+// and raw socket calls, 1 MiB reads and a 1 GiB read ran faster with
+// them: docs/benchmarks.md.)
 type BufferPool struct{ p sync.Pool }
 
 // CopyBuffers is the one BufferPool.
@@ -155,6 +158,11 @@ var BigBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, bi
 // keeps coming takes up to 256 KiB at once (a read and a write of each
 // hop's, and a flush, for every 256 KiB instead of every 32 KiB).
 const bigBuffer = 256 << 10
+
+// bigAfter is how much of an answer passes in 32 KiB pieces before a
+// read that comes full takes a big buffer: answers of up to 128 KiB, at
+// 64 KiB no faster with one, never take one.
+const bigAfter = 128 << 10
 
 // Get lends a buffer; Put takes it back, by the pointer the pool keeps,
 // so that returning it allocates nothing.
@@ -286,10 +294,10 @@ func Flow(w http.ResponseWriter, src io.Reader, also io.Writer) (int64, error) {
 				return n, fmt.Errorf("%w (%v)", ErrWriterGone, err)
 			}
 		}
-		if m == len(buf) && pool == CopyBuffers {
+		if m == len(buf) && n > bigAfter && pool == CopyBuffers {
 			// More may be waiting than the buffer held: an answer that
-			// keeps coming goes on in bigger pieces (a small one never
-			// takes a big buffer).
+			// keeps coming goes on in bigger pieces (one of up to
+			// bigAfter never takes a big buffer).
 			pool.Put(bp)
 			pool, bp = BigBuffers, BigBuffers.Get()
 			buf = *bp

@@ -182,10 +182,10 @@ func (s *sizes) Read(p []byte) (int, error) {
 	return k, nil
 }
 
-// TestFlowPieces: Flow reads in 32 KiB pieces, and in 256 KiB ones once a
-// read filled its buffer (more was waiting); a body that comes in small
-// reads never takes a big buffer. Either way every byte is passed on, in
-// order.
+// TestFlowPieces: Flow reads in 32 KiB pieces, and in 256 KiB ones once
+// 128 KiB have passed and a read filled its buffer (more was waiting); a
+// body that comes in small reads, or of up to 128 KiB, never takes a big
+// buffer. Either way every byte is passed on, in order.
 func TestFlowPieces(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -196,6 +196,8 @@ func TestFlowPieces(t *testing.T) {
 		{"a long answer that keeps coming", 1 << 20, 1 << 30, 32 << 10, bigBuffer},
 		{"an answer in small reads", 1 << 20, 16 << 10, 32 << 10, 32 << 10},
 		{"a short answer", 1024, 1 << 30, 32 << 10, 32 << 10},
+		{"an answer of 128 KiB", 128 << 10, 1 << 30, 32 << 10, 32 << 10},
+		{"an answer of 160 KiB", 160 << 10, 1 << 30, 32 << 10, bigBuffer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := &sizes{n: tc.n, most: tc.most}
