@@ -105,3 +105,17 @@ func BenchmarkDigest(b *testing.B) {
 	}
 	_ = DigestOf(h)
 }
+
+// TestIsDigest: what Digest writes is a digest; anything else an owner's
+// reply could carry is not.
+func TestIsDigest(t *testing.T) {
+	d := Digest("POST", "notes", "/a", []byte("b"))
+	if !IsDigest(d) {
+		t.Errorf("Digest's own %q is not taken", d)
+	}
+	for _, s := range []string{"", "00", strings.ToUpper(d), d[:63], d + "0", d[:63] + "g", d[:63] + " "} {
+		if IsDigest(s) {
+			t.Errorf("%q is taken as a digest", s)
+		}
+	}
+}

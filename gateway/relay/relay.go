@@ -147,7 +147,7 @@ func Abort() { panic(http.ErrAbortHandler) }
 // them: docs/benchmarks.md.)
 type BufferPool struct{ p sync.Pool }
 
-// CopyBuffers is the one BufferPool.
+// CopyBuffers lends the 32 KiB buffers of every relay of a body.
 var CopyBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
 
 // BigBuffers lends the buffers of a Flow that has more waiting than a
@@ -160,8 +160,8 @@ var BigBuffers = &BufferPool{p: sync.Pool{New: func() any { b := make([]byte, bi
 const bigBuffer = 256 << 10
 
 // bigAfter is how much of an answer passes in 32 KiB pieces before a
-// read that comes full takes a big buffer: answers of up to 128 KiB, at
-// 64 KiB no faster with one, never take one.
+// read that comes full takes a big buffer: answers of up to 128 KiB never
+// take one (at 64 KiB one was no faster).
 const bigAfter = 128 << 10
 
 // Get lends a buffer; Put takes it back, by the pointer the pool keeps,
