@@ -165,6 +165,10 @@ func (r *Router) Probe(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
+		// Taken before the book is read: a change made after Schedule
+		// read it (a road learned, a report) wakes this loop, never lost
+		// between the two.
+		changed := r.book.Changed()
 		due, bursting, quiet := r.book.Schedule(BeliefLifetime)
 		looked := time.Now()
 		for _, c := range due {
@@ -189,7 +193,6 @@ func (r *Router) Probe(ctx context.Context) {
 		if bursting {
 			wait = BurstEvery
 		}
-		changed := r.book.Changed()
 		t.Reset(wait)
 		select {
 		case <-ctx.Done():
