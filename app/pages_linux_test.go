@@ -109,14 +109,7 @@ func TestDropProgramPages(t *testing.T) {
 // KiB.
 func programCached(t *testing.T) int64 {
 	t.Helper()
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	smaps, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	smaps, exe := readSmaps(t)
 	page := uintptr(os.Getpagesize())
 	var kib int64
 	for _, m := range programMappings(smaps, exe) {
@@ -133,6 +126,21 @@ func programCached(t *testing.T) int64 {
 	return kib
 }
 
+// readSmaps is this process's /proc/self/smaps and the path of its
+// program.
+func readSmaps(t *testing.T) (smaps []byte, exe string) {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smaps, err = os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return smaps, exe
+}
+
 // smapsFigures are /proc/self/smaps's figures for the program's
 // read-only mappings.
 type smapsFigures struct {
@@ -142,14 +150,7 @@ type smapsFigures struct {
 
 func programSmaps(t *testing.T) smapsFigures {
 	t.Helper()
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile("/proc/self/smaps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, exe := readSmaps(t)
 	type one struct {
 		rss, pmd, anon int64
 		noHuge, random bool
