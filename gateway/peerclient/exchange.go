@@ -161,7 +161,9 @@ func PingRequest(ctx context.Context, try Try) (*http.Request, error) {
 }
 
 // Ping probes the road behind try on conn, a connection of its own made
-// for it (a pooled one would say nothing of the road), and closes conn.
+// for it (a read's pooled one may have been dialled by another road; a
+// road keeper's probe keeps one of the road's own, KeptPings), and closes
+// conn.
 // It returns the peer's status (204 when its door took the ping) and its
 // reply; an error when no answer came.
 func Ping(ctx context.Context, try Try, conn net.Conn) (Reply, error) {

@@ -33,7 +33,10 @@ type Router struct {
 	peers   []roads.StaticPeer
 	seal    *Seal // nil: plain TCP
 	tickets peerclient.Tickets
-	log     *slog.Logger
+	// kept holds the probes' connections between probes
+	// (peerclient.KeptPings); closed when Probe returns.
+	kept *peerclient.KeptPings
+	log  *slog.Logger
 	// watch starts netwatch (Probe); tests may replace it.
 	watch func(netwatch.Options) (*netwatch.Monitor, error)
 
@@ -58,7 +61,7 @@ func NewSealedRouter(peers []roads.StaticPeer, seal *Seal, tickets peerclient.Ti
 	if err := CheckPeers(peers); err != nil {
 		return nil, err
 	}
-	s := &Router{peers: peers, seal: seal, tickets: tickets, log: log, watch: netwatch.Start}
+	s := &Router{peers: peers, seal: seal, tickets: tickets, kept: peerclient.NewKeptPings(), log: log, watch: netwatch.Start}
 	s.Router = routes.NewRouter(routes.New(now, log), s.ping, log)
 	s.rebind(netwatch.State{})
 	return s, nil
@@ -217,6 +220,7 @@ const FirstProbe = 2 * time.Second
 // Probe implements roads.Prober: it follows netwatch (when it can start)
 // and, from FirstProbe on, probes the roads that are due, until ctx ends.
 func (s *Router) Probe(ctx context.Context) {
+	defer s.kept.Close() // after the probes, which routes.Router.Probe waits for
 	mon, err := s.watch(netwatch.Options{OnChange: s.onNetChange, Logger: s.log})
 	if err != nil {
 		s.log.Warn("static mode cannot follow the network interfaces; roads are dropped only when they fail", "err", err)
@@ -258,9 +262,10 @@ func (s *Router) onNetChange(st netwatch.State, c netwatch.Change) {
 }
 
 // ping probes one road with GET /delta/v1/ping and a ticket, renewing the
-// ticket once if the peer refused it.
+// ticket once if the peer refused it, on the connection kept from the
+// road's last probe when it still answers (peerclient.KeptPings).
 func (s *Router) ping(ctx context.Context, c roads.Candidate) error {
-	return peerclient.Probe(ctx, c, s.tickets, c.Dial)
+	return s.kept.Probe(ctx, c, s.tickets, c.Dial)
 }
 
 var (

@@ -13,7 +13,6 @@ import (
 	"tailscale.com/ipn"
 	"tailscale.com/tailcfg"
 
-	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -364,7 +363,8 @@ func (n *Node) rebindLocked() {
 }
 
 // ping probes one road with GET /delta/v1/ping (with a ticket on lan and
-// thunderbolt, renewed once when refused: peerclient.Probe, as every mode
+// thunderbolt, renewed once when refused; on the connection kept from the
+// last probe on those two: peerclient.KeptPings, as every mode
 // pings), counted as upkeep: the route book's prober
 // (routes.Router.Probe) reports what it learned. A tailnet probe that
 // answers takes along the rest of the round's upkeep (rideAlong).
@@ -372,7 +372,7 @@ func (n *Node) ping(ctx context.Context, c roads.Candidate) error {
 	if c.Road == roads.Tailnet {
 		n.upkeep.rounds.Add(1)
 	}
-	err := peerclient.Probe(metered(ctx, &n.upkeep.probe), c, n, c.Dial)
+	err := n.kept.Probe(metered(ctx, &n.upkeep.probe), c, n, c.Dial)
 	if err == nil && c.Road == roads.Tailnet {
 		n.rideAlong(ctx, c.Peer)
 	}

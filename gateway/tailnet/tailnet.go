@@ -41,6 +41,7 @@ import (
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/localroads"
+	"github.com/delta-roads/delta/gateway/peerclient"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/rawsock"
 	"github.com/delta-roads/delta/gateway/roads"
@@ -128,8 +129,11 @@ type Node struct {
 	tailLn net.Listener
 	// router is the road keeper both modes share; book is its route book.
 	router *routes.Router
-	book   *routes.Book
-	mon    *netwatch.Monitor
+	// kept holds the probes' connections to lan and thunderbolt roads
+	// between probes (peerclient.KeptPings); closed when the prober stops.
+	kept *peerclient.KeptPings
+	book *routes.Book
+	mon  *netwatch.Monitor
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -199,6 +203,7 @@ func New(cfg Config) (*Node, error) {
 		peers:  map[string]*peer{}, byNode: map[tailcfg.StableNodeID]*peer{}, tickets: map[string]heldTicket{}, readTickets: map[string]heldTicket{},
 		newLns: make(chan gateway.PeerListener, eventBuffer)}
 	n.router = routes.NewRouter(routes.New(nil, cfg.Logger), n.ping, cfg.Logger)
+	n.kept = peerclient.NewKeptPings()
 	n.book = n.router.Book()
 	return n, nil
 }
@@ -297,6 +302,7 @@ func (n *Node) Start() (err error) {
 	go n.discover()
 	go func() {
 		defer n.wg.Done()
+		defer n.kept.Close() // after the probes, which Probe waits for
 		n.router.Probe(n.ctx)
 	}()
 	go n.saver()
