@@ -3,10 +3,8 @@ package peerclient
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -108,27 +106,15 @@ func (k *KeptPings) Probe(ctx context.Context, cand roads.Candidate, tickets Tic
 	if !k.keeps(cand) {
 		return Probe(ctx, cand, tickets, dial)
 	}
-	for renew := false; ; renew = true {
-		status, err := k.pingOnce(ctx, cand, tickets, dial, renew)
-		if err == nil && status == http.StatusUnauthorized && !renew && cand.NeedsTicket {
-			continue // a stale ticket, renewed once, as PingWith does
-		}
-		if err == nil && status != http.StatusNoContent {
-			err = fmt.Errorf("ping answered %d %s", status, http.StatusText(status))
-		}
-		return err
-	}
+	return probeVerdict(renewingOnce(cand, func(renew bool) (int, error) { return k.pingOnce(ctx, cand, tickets, dial, renew) }))
 }
 
 // pingOnce pings cand on its kept connection, else on a new one (which
 // is kept when it answers), and returns the answer's status.
 func (k *KeptPings) pingOnce(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error), renew bool) (int, error) {
-	tk := ""
-	if cand.NeedsTicket {
-		var err error
-		if tk, err = tickets.Ticket(ctx, cand.Peer, renew); err != nil {
-			return 0, fmt.Errorf("no ticket for %s: %w", cand.Peer, err)
-		}
+	tk, err := pingTicket(ctx, cand, tickets, renew)
+	if err != nil {
+		return 0, err
 	}
 	try := Try{Cand: cand, Ticket: tk}
 	kctx, cancel := context.WithTimeout(ctx, keptWait)
@@ -143,9 +129,9 @@ func (k *KeptPings) pingOnce(ctx context.Context, cand roads.Candidate, tickets 
 	var ce *keptConnectError
 	switch {
 	case errors.As(err, &ce):
-		return 0, fmt.Errorf("connect to %s failed: %w", cand, ce.err)
+		return 0, connectFailed(cand, ce.err)
 	case err != nil:
-		return 0, fmt.Errorf("%s connected but did not answer the ping: %w", cand, err)
+		return 0, pingUnanswered(cand, err)
 	}
 	return status, nil
 }

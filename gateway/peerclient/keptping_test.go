@@ -87,14 +87,19 @@ func (tk *tickets) renewals() int {
 	return tk.renewed
 }
 
-// lanCand is a lan road to addr whose dials are counted.
-func lanCand(addr string, dials *atomic.Int64) roads.Candidate {
-	return roads.Candidate{Peer: "studio", Road: roads.LAN, Address: addr, Interface: "lan0", NeedsTicket: true,
+// startKept starts a door and returns it, a lan road to it whose dials
+// are counted, and its tickets.
+func startKept(t *testing.T) (*door, roads.Candidate, *atomic.Int64, *tickets) {
+	d := startDoor(t)
+	addr := d.srv.Listener.Addr().String()
+	dials := new(atomic.Int64)
+	cand := roads.Candidate{Peer: "studio", Road: roads.LAN, Address: addr, Interface: "lan0", NeedsTicket: true,
 		Dial: func(ctx context.Context) (net.Conn, error) {
 			dials.Add(1)
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", addr)
 		}}
+	return d, cand, dials, &tickets{door: d}
 }
 
 // TestKeptPings: a road keeper's probes of a lan road go on one kept
@@ -105,11 +110,7 @@ func lanCand(addr string, dials *atomic.Int64) roads.Candidate {
 // Probe's words.
 func TestKeptPings(t *testing.T) {
 	ctx := context.Background()
-	d := startDoor(t)
-	addr := d.srv.Listener.Addr().String()
-	var dials atomic.Int64
-	cand := lanCand(addr, &dials)
-	tk := &tickets{door: d}
+	d, cand, dials, tk := startKept(t)
 	k := NewKeptPings()
 	defer k.Close()
 	probe := func(what string) {
@@ -174,13 +175,9 @@ func TestKeptPings(t *testing.T) {
 // sees every connection it took end.
 func TestKeptPingsOnlyWhereKept(t *testing.T) {
 	ctx := context.Background()
-	d := startDoor(t)
-	addr := d.srv.Listener.Addr().String()
-	var dials atomic.Int64
-	lan := lanCand(addr, &dials)
+	d, lan, dials, tk := startKept(t)
 	tail := lan
 	tail.Road, tail.Interface = roads.Tailnet, ""
-	tk := &tickets{door: d}
 	k := NewKeptPings()
 	probe := func(c roads.Candidate) {
 		t.Helper()

@@ -71,19 +71,56 @@ func (c *Client) Ping(ctx context.Context, cand roads.Candidate) (status int, co
 // again, as calls do. It returns the answer's status and how long the
 // connect and the answer took.
 func PingWith(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error)) (status int, connect, answer time.Duration, err error) {
-	for renew := false; ; renew = true {
+	status, err = renewingOnce(cand, func(renew bool) (int, error) {
+		var err error
 		status, connect, answer, err = pingOnce(ctx, cand, tickets, dial, renew)
-		if err == nil && status == http.StatusUnauthorized && !renew && cand.NeedsTicket {
-			continue
-		}
-		return status, connect, answer, err
+		return status, err
+	})
+	return status, connect, answer, err
+}
+
+// renewingOnce pings with ping, and once more with the ticket renewed
+// when the peer refused it (401) on a road that needs one.
+func renewingOnce(cand roads.Candidate, ping func(renew bool) (int, error)) (int, error) {
+	status, err := ping(false)
+	if err == nil && status == http.StatusUnauthorized && cand.NeedsTicket {
+		status, err = ping(true)
 	}
+	return status, err
+}
+
+// pingTicket is the ticket a ping on cand carries: none on a road that
+// needs none, else tickets', renewed when renew.
+func pingTicket(ctx context.Context, cand roads.Candidate, tickets Tickets, renew bool) (string, error) {
+	if !cand.NeedsTicket {
+		return "", nil
+	}
+	tk, err := tickets.Ticket(ctx, cand.Peer, renew)
+	if err != nil {
+		return "", fmt.Errorf("no ticket for %s: %w", cand.Peer, err)
+	}
+	return tk, nil
+}
+
+// A ping's two failures, in the words of every ping: the connect, and
+// no answer on a connection made.
+func connectFailed(cand roads.Candidate, err error) error {
+	return fmt.Errorf("connect to %s failed: %w", cand, err)
+}
+
+func pingUnanswered(cand roads.Candidate, err error) error {
+	return fmt.Errorf("%s connected but did not answer the ping: %w", cand, err)
 }
 
 // Probe is PingWith for a road keeper's probe: nil when cand's Delta
 // answered 204, else why not.
 func Probe(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error)) error {
 	status, _, _, err := PingWith(ctx, cand, tickets, dial)
+	return probeVerdict(status, err)
+}
+
+// probeVerdict is a probe's: nil for a 204, else why not.
+func probeVerdict(status int, err error) error {
 	if err == nil && status != http.StatusNoContent {
 		err = fmt.Errorf("ping answered %d %s", status, http.StatusText(status))
 	}
@@ -91,17 +128,15 @@ func Probe(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func
 }
 
 func pingOnce(ctx context.Context, cand roads.Candidate, tickets Tickets, dial func(context.Context) (net.Conn, error), renew bool) (status int, connect, answer time.Duration, err error) {
-	tk := ""
-	if cand.NeedsTicket {
-		if tk, err = tickets.Ticket(ctx, cand.Peer, renew); err != nil {
-			return 0, 0, 0, fmt.Errorf("no ticket for %s: %w", cand.Peer, err)
-		}
+	tk, err := pingTicket(ctx, cand, tickets, renew)
+	if err != nil {
+		return 0, 0, 0, err
 	}
 	start := time.Now()
 	rc, err := dial(ctx)
 	connect = time.Since(start)
 	if err != nil {
-		return 0, connect, 0, fmt.Errorf("connect to %s failed: %w", cand, err)
+		return 0, connect, 0, connectFailed(cand, err)
 	}
 	actx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -109,7 +144,7 @@ func pingOnce(ctx context.Context, cand roads.Candidate, tickets Tickets, dial f
 	reply, err := Ping(actx, Try{Cand: cand, Ticket: tk}, rc)
 	answer = time.Since(start)
 	if err != nil {
-		return 0, connect, answer, fmt.Errorf("%s connected but did not answer the ping: %w", cand, err)
+		return 0, connect, answer, pingUnanswered(cand, err)
 	}
 	return reply.Status, connect, answer, nil
 }
