@@ -21,7 +21,7 @@ import (
 const (
 	// rescanEvery: the tailnet's status is re-read this often, besides
 	// on every IPN bus notice, until the node is running; rescanRunning,
-	// once it is. Peers coming, going, going offline and back arrive as
+	// once it is, while the tailnet carries anything (rereadDue). Peers coming, going, going offline and back arrive as
 	// notices; what only the re-read finds is the tailnet's path to a
 	// peer (direct or relayed, shown with the road), its health and
 	// hello's age, and each round re-reads it too (rideAlong). A re-read
@@ -29,6 +29,11 @@ const (
 	// a tenth of an idle Delta's CPU.
 	rescanEvery   = 15 * time.Second
 	rescanRunning = time.Minute
+	// rescanIdle: a running node's timed re-read is skipped while
+	// nothing crossed the tailnet road since the last re-read (no use,
+	// no probe: the path cannot have changed), up to this long; a
+	// round's probe re-reads it anyway, every 5 minutes.
+	rescanIdle    = roundEvery
 	helloTimeout  = 5 * time.Second
 	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
 	// helloMaxAge: hello is fetched again after this. A tailnet road that
@@ -128,8 +133,8 @@ func (n *Node) rescan() {
 }
 
 // discover re-reads the tailnet's status on every rescan and every
-// rescanEvery (rescanRunning once the node runs), and fetches hello from
-// new peers.
+// rescanEvery (rescanRunning once the node runs, when due: rereadDue),
+// and fetches hello from new peers.
 func (n *Node) discover() {
 	defer n.wg.Done()
 	every := rescanEvery
@@ -137,6 +142,7 @@ func (n *Node) discover() {
 	defer t.Stop()
 	for {
 		n.refresh()
+		read := time.Now()
 		n.mu.Lock()
 		next := rescanEvery
 		if n.backend == "Running" {
@@ -149,13 +155,51 @@ func (n *Node) discover() {
 			every = next
 			t.Reset(every)
 		}
-		select {
-		case <-n.ctx.Done():
-			return
-		case <-n.kick:
-		case <-t.C:
+	wait:
+		for {
+			select {
+			case <-n.ctx.Done():
+				return
+			case <-n.kick:
+				break wait
+			case <-t.C:
+				if n.rereadDue(read) {
+					break wait
+				}
+			}
 		}
 	}
+}
+
+// rereadDue reports whether the timed re-read after one made at read is
+// worth what it costs (the whole status through tsnet's local API, a
+// tenth of an idle Delta's CPU every 15 s, and about 10 ms of it on each
+// side every minute): until the node runs, always; once it runs, when
+// the tailnet road to a peer answered anything since (a use or a probe:
+// its path may have changed), while an online node has not answered
+// hello yet (the re-read asks it again), or rescanIdle after read.
+// Notices (peers coming, going, going offline, the tailnet's health)
+// re-read at once whatever this says.
+func (n *Node) rereadDue(read time.Time) bool {
+	n.mu.Lock()
+	due := n.backend != "Running" || time.Since(read) >= rescanIdle
+	for _, p := range n.byNode {
+		due = due || p.online && p.hello == nil
+	}
+	names := make([]string, 0, len(n.peers))
+	for name := range n.peers {
+		names = append(names, name)
+	}
+	n.mu.Unlock()
+	if due {
+		return true
+	}
+	for _, name := range names {
+		if n.book.AnsweredSince(name, roads.Tailnet, read) {
+			return true
+		}
+	}
+	return false
 }
 
 func (n *Node) refresh() {
