@@ -21,18 +21,17 @@ import (
 const (
 	// rescanEvery: the tailnet's status is re-read this often, besides
 	// on every IPN bus notice, until the node is running; rescanRunning,
-	// once it is, while the tailnet carries anything (rereadDue). Peers coming, going, going offline and back arrive as
-	// notices; what only the re-read finds is the tailnet's path to a
-	// peer (direct or relayed, shown with the road), its health and
-	// hello's age, and each round re-reads it too (rideAlong). A re-read
-	// is the whole status through tsnet's local API: every 15 s it was
-	// a tenth of an idle Delta's CPU.
+	// once it is, when due (rereadDue), and at most rescanIdle apart.
+	// Peers coming, going, going offline and back, and the tailnet's
+	// health, arrive as notices; what only the re-read finds is the
+	// tailnet's path to a peer (direct or relayed, shown with the road),
+	// which changes only when something crosses the tailnet, and each
+	// round re-reads it too (rideAlong), with hello taken along. A
+	// re-read is the whole status through tsnet's local API: every 15 s
+	// it was a tenth of an idle Delta's CPU, every minute about 10 ms of
+	// CPU on each side.
 	rescanEvery   = 15 * time.Second
 	rescanRunning = time.Minute
-	// rescanIdle: a running node's timed re-read is skipped while
-	// nothing crossed the tailnet road since the last re-read (no use,
-	// no probe: the path cannot have changed), up to this long; a
-	// round's probe re-reads it anyway, every 5 minutes.
 	rescanIdle    = roundEvery
 	helloTimeout  = 5 * time.Second
 	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
@@ -172,9 +171,7 @@ func (n *Node) discover() {
 }
 
 // rereadDue reports whether the timed re-read after one made at read is
-// worth what it costs (the whole status through tsnet's local API, a
-// tenth of an idle Delta's CPU every 15 s, and about 10 ms of it on each
-// side every minute): until the node runs, always; once it runs, when
+// worth what it costs: until the node runs, always; once it runs, when
 // the tailnet road to a peer answered anything since (a use or a probe:
 // its path may have changed), while an online node has not answered
 // hello yet (the re-read asks it again), or rescanIdle after read.
