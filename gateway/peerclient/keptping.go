@@ -21,21 +21,22 @@ import (
 // A ping answered on the kept connection is the road's check: it crossed
 // the road both ways, as a new connection's would have. Any failure on it
 // says nothing of the road (the peer's door closed it, this computer
-// slept): the probe then goes as every probe went before, on a connection
-// of its own (PingWith's exchange), whose verdict stands, with its words,
-// its hold-down when it timed out, and its report to the router; that
-// connection is the one kept when it answers. So a road that dies between
-// two probes is found by a new connection, as before, at most keptWait
-// later.
+// slept): the probe then goes as every probe went before, on a new
+// connection whose verdict stands: dialled by the road's own dial (so
+// reported to the router), told in PingWith's words (connectFailed,
+// pingUnanswered, with the cause the Transport gives), a timeout still a
+// timeout (the road held down). That connection is the one kept when it
+// answers. So a road that dies between two probes is found by a new
+// connection, as before, at most keptWait later.
 //
 // Why: a new connection a probe, both ways every 30 s between two idle
 // Deltas, was about a quarter of an idle Delta's CPU on the lan road (a
 // TCP and a TLS handshake on each side, 21 ms of CPU for the pair each
 // time; with a kept connection, 9 ms: docs/benchmarks.md, "Probes on a
-// kept connection…"). The tailnet road is probed every 5 minutes, longer than
-// a connection is kept, and a connection closed 45 s after its probe
-// would wake the tailnet again: its probes go on a connection of their
-// own (Probe), closed at once.
+// kept connection…"). The tailnet road is probed every 5 minutes, longer
+// than a connection is kept, and a connection closed 45 s after its
+// probe would wake the tailnet again: its probes go on a connection of
+// their own (Probe), closed at once.
 type KeptPings struct {
 	t h1.Transport
 
@@ -92,7 +93,7 @@ func (k *KeptPings) Close() {
 
 // keeps reports whether cand's probes keep their connection.
 func (k *KeptPings) keeps(cand roads.Candidate) bool {
-	if k == nil || cand.Road == roads.Tailnet {
+	if cand.Road == roads.Tailnet {
 		return false
 	}
 	k.mu.Lock()

@@ -2,6 +2,7 @@ package peerclient
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/proto"
 	"github.com/delta-roads/delta/gateway/roads"
 )
@@ -203,4 +205,45 @@ func TestKeptPingsOnlyWhereKept(t *testing.T) {
 		t.Errorf("two lan probes after Close: %d dials in all, want 6", n)
 	}
 	waitFor(t, "the door to see every connection closed", func() bool { return d.open.Load() == 0 })
+}
+
+// TestKeptPingsTimeout: a road whose door takes the connection and never
+// answers is a timeout on a new connection, as it is for Probe, so that
+// the router holds it down (routes.Book.Report: h1.IsTimeout).
+func TestKeptPingsTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var held sync.WaitGroup
+	defer held.Wait()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held.Go(func() { io.Copy(io.Discard, c); c.Close() }) // reads, never answers
+		}
+	}()
+	addr := l.Addr().String()
+	cand := roads.Candidate{Peer: "studio", Road: roads.LAN, Address: addr, Interface: "lan0",
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}}
+	k := NewKeptPings()
+	defer k.Close()
+	for name, probe := range map[string]func(context.Context) error{
+		"Probe":           func(ctx context.Context) error { return Probe(ctx, cand, nil, cand.Dial) },
+		"KeptPings.Probe": func(ctx context.Context) error { return k.Probe(ctx, cand, nil, cand.Dial) },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		err := probe(ctx)
+		cancel()
+		if err == nil || !h1.IsTimeout(err) {
+			t.Errorf("%s of a door that never answers: %v; want a timeout", name, err)
+		}
+	}
 }

@@ -179,19 +179,16 @@ func (n *Node) discover() {
 // re-read at once whatever this says.
 func (n *Node) rereadDue(read time.Time) bool {
 	n.mu.Lock()
-	due := n.backend != "Running" || time.Since(read) >= rescanIdle
-	for _, p := range n.byNode {
-		due = due || p.online && p.hello == nil
-	}
-	names := make([]string, 0, len(n.peers))
-	for name := range n.peers {
-		names = append(names, name)
-	}
-	n.mu.Unlock()
-	if due {
+	defer n.mu.Unlock()
+	if n.backend != "Running" || time.Since(read) >= rescanIdle {
 		return true
 	}
-	for _, name := range names {
+	for _, p := range n.byNode {
+		if p.online && p.hello == nil {
+			return true
+		}
+	}
+	for name := range n.peers {
 		if n.book.AnsweredSince(name, roads.Tailnet, read) {
 			return true
 		}
