@@ -215,10 +215,11 @@ func TestKeptPingsTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	var held sync.WaitGroup
-	defer held.Wait()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
+		var held sync.WaitGroup
+		defer held.Wait()
 		for {
 			c, err := l.Accept()
 			if err != nil {
@@ -227,6 +228,7 @@ func TestKeptPingsTimeout(t *testing.T) {
 			held.Go(func() { io.Copy(io.Discard, c); c.Close() }) // reads, never answers
 		}
 	}()
+	defer func() { l.Close(); <-done }()
 	addr := l.Addr().String()
 	cand := roads.Candidate{Peer: "studio", Road: roads.LAN, Address: addr, Interface: "lan0",
 		Dial: func(ctx context.Context) (net.Conn, error) {
