@@ -1,3 +1,9 @@
+// The runtime's look, once a second while it is awake, for a new CPU
+// limit (cgroup files read on Linux) to follow with GOMAXPROCS: a
+// computer's CPUs do not change under a menu-bar app, and each look was
+// about 1 % of an idle Delta's CPU (docs/benchmarks.md).
+//go:debug updatemaxprocs=0
+
 // Command delta runs Delta: the gateway that lets a person's own computers
 // talk to each other over whatever road joins them (DESIGN.md).
 //

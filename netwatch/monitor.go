@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -130,6 +131,17 @@ type osMon interface {
 
 var errClosed = errors.New("netwatch: closed")
 
+// clockSets tells each set of the wall clock, a resume from sleep
+// included, as it happens (newClockSets; Linux only).
+type clockSets interface {
+	// Sets receives one value per set (sets in a burst may come as
+	// one); it is closed when the source ends, for Close or Err.
+	Sets() <-chan struct{}
+	// Err, once Sets is closed, is why it ended; nil after Close.
+	Err() error
+	Close() error
+}
+
 // Options configure a Monitor.
 type Options struct {
 	// OnChange is called, from one goroutine, with the new state and what
@@ -149,22 +161,46 @@ type Options struct {
 
 // Monitor watches the interfaces and reports changes.
 type Monitor struct {
-	opt  Options
-	log  *slog.Logger
-	os   osMon
-	done chan struct{}
-	wg   sync.WaitGroup
+	opt Options
+	log *slog.Logger
+	os  osMon
+	// clock tells the wall clock's sets (nil: the clocks are looked at
+	// every wakeCheck); now reads the clocks (a test's may jump).
+	clock clockSets
+	now   func() (wall, mono time.Time)
+	done  chan struct{}
+	wg    sync.WaitGroup
 
 	mu  sync.Mutex
 	cur State
 }
 
 // wakeCheck is how often the wall clock is compared with the monotonic one
-// to notice sleep.
+// to notice sleep, where the OS does not tell a set of the clock
+// (newClockSets). A resume is a set of the clock on Linux, told at once;
+// there, a 5 s look was about an eighth of an idle Delta's CPU (each look
+// wakes the Go runtime), docs/benchmarks.md.
 const wakeCheck = 5 * time.Second
 
+// sleptOver is the least jump of the wall clock, against the monotonic
+// one, that counts as sleep.
+const sleptOver = 10 * time.Second
+
+// slept reports whether the computer slept between two readings of the
+// clocks, each a wall clock reading (no monotonic part) and a monotonic
+// one: the wall clock moved sleptOver more than the monotonic clock, which
+// pauses in sleep (Linux's CLOCK_MONOTONIC, macOS's mach_absolute_time).
+// A person or NTP setting the clock by as much reads as sleep too, and
+// every road is probed again, which is harmless.
+func slept(lastWall, lastMono, wall, mono time.Time) bool {
+	return wall.Sub(lastWall)-mono.Sub(lastMono) > sleptOver
+}
+
 // Start reads the interfaces and starts watching them.
-func Start(opt Options) (*Monitor, error) {
+func Start(opt Options) (*Monitor, error) { return start(opt, newClockSets, readClocks) }
+
+// start is Start with the clock's sets and readings given (a test's).
+func start(opt Options, clockSets func() (clockSets, error), now func() (wall, mono time.Time)) (*Monitor, error) {
 	if opt.OnChange == nil {
 		return nil, errors.New("netwatch: no OnChange")
 	}
@@ -174,7 +210,7 @@ func Start(opt Options) (*Monitor, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Monitor{opt: opt, log: opt.Logger, done: make(chan struct{}), cur: Read(opt.Roads)}
+	m := &Monitor{opt: opt, log: opt.Logger, done: make(chan struct{}), cur: Read(opt.Roads), now: now}
 	// What the OS says of each road's link, once, so that a Mac's log
 	// shows what its hardware reports (the Wi-Fi tie-break rests on it).
 	for _, n := range slices.Sorted(maps.Keys(m.cur)) {
@@ -196,10 +232,16 @@ func Start(opt Options) (*Monitor, error) {
 		}
 		m.os = newPollMon(poll)
 	}
+	if cs, err := clockSets(); err == nil {
+		m.clock = cs
+	} else if runtime.GOOS == "linux" {
+		m.log.Info("netwatch: looking at the clocks every 5 s for sleep", "why", err)
+	}
 	events := make(chan struct{}, 1)
 	m.wg.Add(2)
+	wall, mono := m.now() // sleep is counted from here
 	go m.receive(events)
-	go m.loop(events)
+	go m.loop(events, wall, mono)
 	return m, nil
 }
 
@@ -219,6 +261,9 @@ func (m *Monitor) Close() error {
 	}
 	close(m.done)
 	err := m.os.Close()
+	if m.clock != nil {
+		m.clock.Close()
+	}
 	m.wg.Wait()
 	return err
 }
@@ -246,11 +291,29 @@ func (m *Monitor) receive(events chan<- struct{}) {
 	}
 }
 
-func (m *Monitor) loop(events <-chan struct{}) {
+// readClocks reads the wall clock (without its monotonic part) and the
+// monotonic clock, for slept.
+func readClocks() (wall, mono time.Time) {
+	now := time.Now()
+	return now.Round(0), now
+}
+
+func (m *Monitor) loop(events <-chan struct{}, lastWall, lastMono time.Time) {
 	defer m.wg.Done()
-	wake := time.NewTicker(wakeCheck)
-	defer wake.Stop()
-	lastWall, lastMono := time.Now().Round(0), time.Now()
+	var sets <-chan struct{}
+	var tick <-chan time.Time
+	var ticker *time.Ticker
+	defer func() {
+		if ticker != nil {
+			ticker.Stop()
+		}
+	}()
+	if m.clock != nil {
+		sets = m.clock.Sets()
+	} else {
+		ticker = time.NewTicker(wakeCheck)
+		tick = ticker.C
+	}
 	for {
 		woke := false
 		select {
@@ -269,13 +332,30 @@ func (m *Monitor) loop(events <-chan struct{}) {
 			case <-events:
 			default:
 			}
-		case <-wake.C:
-			wall, mono := time.Now().Round(0), time.Now()
-			woke = wall.Sub(lastWall)-mono.Sub(lastMono) > 10*time.Second
-			lastWall, lastMono = wall, mono
+		case _, ok := <-sets:
+			if !ok {
+				select {
+				case <-m.done:
+					return
+				default:
+				}
+				m.log.Warn("netwatch: the clock's sets are not told any more; looking at the clocks every 5 s for sleep", "err", m.clock.Err())
+				sets = nil
+				ticker = time.NewTicker(wakeCheck)
+				tick = ticker.C
+				continue
+			}
+			woke = m.looked(&lastWall, &lastMono)
 			if !woke {
 				continue
 			}
+		case <-tick:
+			woke = m.looked(&lastWall, &lastMono)
+			if !woke {
+				continue
+			}
+		}
+		if woke {
 			m.log.Info("netwatch: the computer slept (the wall clock jumped); probing every road again")
 		}
 		next := Read(m.opt.Roads)
@@ -289,6 +369,15 @@ func (m *Monitor) loop(events <-chan struct{}) {
 			m.opt.OnChange(next, c)
 		}
 	}
+}
+
+// looked reads the clocks, reports whether the computer slept since the
+// last reading, and keeps this one.
+func (m *Monitor) looked(lastWall, lastMono *time.Time) bool {
+	wall, mono := m.now()
+	woke := slept(*lastWall, *lastMono, wall, mono)
+	*lastWall, *lastMono = wall, mono
+	return woke
 }
 
 // pollMon wakes every interval.
