@@ -8,13 +8,20 @@ import (
 	"time"
 )
 
-// trimEvery is how often a quiet Delta gives its freed memory back.
+// trimEvery is how often a quiet Delta looks at its memory.
 const trimEvery = 2 * time.Minute
 
-// trimWhenQuiet gives the memory the heap has freed back to the system
-// every trimEvery while Delta is quiet (debug.FreeOSMemory), and unmaps
-// the pages of its program it no longer uses (dropProgramPages; the first
-// time, dropped from the page cache too), until ctx ends.
+// trimAbove is the resident memory above which a quiet Delta trims; at
+// or below it, a look does nothing. It is under the idle goal (35 MB,
+// docs/benchmarks.md) by what a Delta's minute work maps again between
+// looks.
+const trimAbove = 32 << 20
+
+// trimWhenQuiet, every trimEvery while Delta is quiet and its resident
+// memory is above trimAbove, gives the memory the heap has freed back to
+// the system (debug.FreeOSMemory), and unmaps the pages of its program it
+// no longer uses (dropProgramPages; the first time, dropped from the page
+// cache too), until ctx ends.
 //
 // Why: on Linux, wireguard-go keeps batches of 64 KiB buffers (tsnet's
 // magicsock reads 128 datagrams at a time there) that count as live heap
@@ -32,11 +39,22 @@ const trimEvery = 2 * time.Minute
 // `perf stat`, side by side; a page fault is dear in this VM), while what
 // else they kept mapped (the tailnet's upkeep round, every 5 minutes)
 // went a minute sooner (docs/benchmarks.md, "The idle Delta's program").
+//
+// Only above trimAbove: each trim cost about 35 ms of CPU with the faults
+// that followed it, and a drop every 2 minutes was a quarter of an idle
+// Delta's CPU, while what the minute work maps again between drops keeps
+// it near 30 MB; what takes it above is the tailnet's round, every 5
+// minutes, whose pages the next look drops (docs/benchmarks.md, "Sleep
+// told by the kernel, and trims only above 32 MB"). Where the resident
+// memory cannot be read, every quiet look trims, as before.
 func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(trimEvery)
 	defer t.Stop()
 	pages, first := true, true
-	tr := &trimmer{cycles: gcCycles, free: func() {
+	tr := &trimmer{cycles: gcCycles, over: func() bool {
+		n, err := residentBytes()
+		return err != nil || n > trimAbove
+	}, free: func() {
 		debug.FreeOSMemory()
 		if !pages {
 			return
@@ -53,6 +71,7 @@ func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 // trimmer is trimWhenQuiet's loop, its runtime calls given.
 type trimmer struct {
 	cycles func() uint64 // the collections finished so far
+	over   func() bool   // whether memory is above the line; nil: always
 	free   func()        // collect and give freed memory back
 	last   uint64        // cycles at the last look
 }
@@ -70,18 +89,18 @@ func (tr *trimmer) run(ctx context.Context, tick <-chan time.Time) {
 	}
 }
 
-// look frees when the heap was quiet since the last look: at most one
-// collection ran (the runtime forces one every 2 minutes). It says whether
-// it freed.
+// look frees when the heap was quiet since the last look (at most one
+// collection ran; the runtime forces one every 2 minutes) and memory is
+// above the line. It says whether it freed.
 func (tr *trimmer) look() bool {
 	n := tr.cycles()
-	quiet := n-tr.last <= 1
-	if quiet {
+	freed := n-tr.last <= 1 && (tr.over == nil || tr.over())
+	if freed {
 		tr.free()
 		n = tr.cycles()
 	}
 	tr.last = n
-	return quiet
+	return freed
 }
 
 // gcCycles is the runtime's count of finished collections.

@@ -42,6 +42,29 @@ func TestTrimmer(t *testing.T) {
 	}
 }
 
+// TestTrimmerAboveTheLine: a quiet heap is trimmed only while memory is
+// above the line; a busy one is left alone even above it.
+func TestTrimmerAboveTheLine(t *testing.T) {
+	var gcs, frees atomic.Uint64
+	var over atomic.Bool
+	tr := &trimmer{cycles: gcs.Load, over: over.Load, free: func() { gcs.Add(1); frees.Add(1) }}
+	tr.last = gcs.Load()
+	for i, c := range []struct {
+		collections uint64
+		over        bool
+		trimmed     bool
+	}{{0, false, false}, {1, false, false}, {0, true, true}, {3, true, false}, {1, true, true}, {0, false, false}} {
+		gcs.Add(c.collections)
+		over.Store(c.over)
+		if got := tr.look(); got != c.trimmed {
+			t.Errorf("look %d (%d collections, above the line %v): trimmed %v, want %v", i+1, c.collections, c.over, got, c.trimmed)
+		}
+	}
+	if frees.Load() != 2 {
+		t.Errorf("%d trims, want 2", frees.Load())
+	}
+}
+
 // TestGCCycles: the runtime's count of collections, which the trimmer
 // reads, moves with a collection; and a trim gives freed memory back.
 func TestGCCycles(t *testing.T) {
