@@ -35,6 +35,9 @@ const (
 	rescanIdle    = roundEvery
 	helloTimeout  = 5 * time.Second
 	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
+	// helloNoDoorMax: at most this between hellos to a node where nothing
+	// answered (helloRetry).
+	helloNoDoorMax = 30 * time.Minute
 	// helloMaxAge: hello is fetched again after this. A tailnet road that
 	// carries nothing has hello fetched sooner, with its probe every 5
 	// min (round.go).
@@ -82,7 +85,10 @@ type peer struct {
 	// refetchAt is when hello was last fetched because of a pin mismatch.
 	refetchAt time.Time
 	fails     int // hello failures in a row
-	fetching  bool
+	// noDoor: nothing answered the last hello that failed (no Delta
+	// there, or not running; or the node asleep): helloRetry.
+	noDoor   bool
+	fetching bool
 }
 
 // watch turns IPN bus notifications into rescans.
@@ -173,8 +179,9 @@ func (n *Node) discover() {
 // rereadDue reports whether the timed re-read after one made at read is
 // worth what it costs: until the node runs, always; once it runs, when
 // the tailnet road to a peer answered anything since (a use or a probe:
-// its path may have changed), while an online node has not answered
-// hello yet (the re-read asks it again), or rescanIdle after read.
+// its path may have changed), when an online node that has not answered
+// hello yet is due to be asked again (helloRetry; the re-read asks it),
+// or rescanIdle after read.
 // Notices (peers coming, going, going offline, the tailnet's health)
 // re-read at once whatever this says.
 func (n *Node) rereadDue(read time.Time) bool {
@@ -183,8 +190,9 @@ func (n *Node) rereadDue(read time.Time) bool {
 	if n.backend != "Running" || time.Since(read) >= rescanIdle {
 		return true
 	}
+	now := time.Now()
 	for _, p := range n.byNode {
-		if p.online && p.hello == nil {
+		if p.online && helloDue(p, now) {
 			return true
 		}
 	}
@@ -254,8 +262,7 @@ func (n *Node) refresh() {
 			}
 		}
 		p.tsAddr = net.JoinHostPort(ip.String(), strconv.Itoa(n.cfg.TailnetPort))
-		due := p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) >= helloRetry(p.fails)) ||
-			p.hello != nil && now.Sub(p.helloAt) > helloMaxAge
+		due := helloDue(p, now) || p.hello != nil && now.Sub(p.helloAt) > helloMaxAge
 		if p.online && due && !p.fetching {
 			p.fetching = true
 			n.wg.Add(1)
@@ -291,25 +298,42 @@ func (n *Node) refresh() {
 	}
 }
 
-// helloRetry is how long after fails failed hellos to ask again.
-func helloRetry(fails int) time.Duration {
+// helloRetry is how long after fails failed hellos to ask again: 1, 2,
+// 4 … s, at most helloRetryMax while a door answered (a Delta whose
+// network map does not have this one yet refuses it for a moment), at
+// most helloNoDoorMax when nothing did (noDoor): a phone, or a computer
+// without Delta, is online on most tailnets for good, and each hello
+// wakes the tailnet's session to it (Tailscale's pings every 3 s for
+// 45 s, its netcheck; and the phone). A Delta that starts there later
+// asks this one for hello, and that arriving (peerUpkeep) asks it at
+// once.
+func helloRetry(fails int, noDoor bool) time.Duration {
 	if fails <= 0 {
 		return 0
 	}
-	return min(time.Second<<min(fails-1, 5), helloRetryMax)
+	limit := helloRetryMax
+	if noDoor {
+		limit = helloNoDoorMax
+	}
+	return min(time.Second<<min(fails-1, 11), limit)
 }
 
-// fetchHello asks a peer for hello over the tailnet and, if it answers as
-// a Delta, names it and probes its lan roads.
+// helloDue reports whether p, which has not answered hello, is due to
+// be asked (never asked, or helloRetry passed since the last failure).
+func helloDue(p *peer, now time.Time) bool {
+	return p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) >= helloRetry(p.fails, p.noDoor))
+}
+
 func (n *Node) fetchHello(p *peer) {
-	h, err := n.getHello(n.ctx, p)
+	h, answered, err := n.getHello(n.ctx, p)
 	n.mu.Lock()
 	p.fetching = false
 	p.helloAt = time.Now()
 	if err != nil {
 		p.helloErr = err.Error()
 		p.fails++
-		retry := helloRetry(p.fails)
+		p.noDoor = !answered
+		retry := helloRetry(p.fails, p.noDoor)
 		n.mu.Unlock()
 		// The peer's network map may lag ours (it refuses us until it
 		// knows us): ask again soon.
@@ -317,7 +341,7 @@ func (n *Node) fetchHello(p *peer) {
 		context.AfterFunc(n.ctx, func() { t.Stop() })
 		return
 	}
-	p.fails = 0
+	p.fails, p.noDoor = 0, false
 	first := p.hello == nil
 	n.applyHelloLocked(p, h)
 	n.mu.Unlock()
@@ -327,7 +351,9 @@ func (n *Node) fetchHello(p *peer) {
 	}
 }
 
-func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
+// getHello asks p for hello; answered says whether an answer came (a
+// status line), whatever it said.
+func (n *Node) getHello(ctx context.Context, p *peer) (h *Hello, answered bool, err error) {
 	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.hello), helloTimeout)
 	defer cancel()
 	n.mu.Lock()
@@ -336,24 +362,24 @@ func (n *Node) getHello(ctx context.Context, p *peer) (*Hello, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+proto.PathHello, nil)
 	resp, err := n.httc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("hello from %s: %w", addr, err)
+		return nil, false, fmt.Errorf("hello from %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("hello from %s: %d %s", addr, resp.StatusCode, body)
+		return nil, true, fmt.Errorf("hello from %s: %d %s", addr, resp.StatusCode, body)
 	}
-	var h Hello
-	if err := json.Unmarshal(body, &h); err != nil {
-		return nil, fmt.Errorf("hello from %s is not JSON: %w", addr, err)
+	h = &Hello{}
+	if err := json.Unmarshal(body, h); err != nil {
+		return nil, true, fmt.Errorf("hello from %s is not JSON: %w", addr, err)
 	}
 	if err := proto.CheckName("peer", h.Name); err != nil {
-		return nil, fmt.Errorf("hello from %s: %w", addr, err)
+		return nil, true, fmt.Errorf("hello from %s: %w", addr, err)
 	}
 	if len(h.Pin) != 64 {
-		return nil, fmt.Errorf("hello from %s has no certificate pin", addr)
+		return nil, true, fmt.Errorf("hello from %s has no certificate pin", addr)
 	}
-	return &h, nil
+	return h, true, nil
 }
 
 func (n *Node) applyHelloLocked(p *peer, h *Hello) {

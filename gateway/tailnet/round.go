@@ -76,7 +76,9 @@ func (n *Node) rideAlong(ctx context.Context, peer string) {
 // peerUpkeep is a peer's upkeep (a probe, hello, a ticket) arriving at
 // this tailnet door from node: this Delta's own round toward it is
 // brought forward when its tailnet road was last checked more than
-// roundSlack ago.
+// roundSlack ago; and a node that has not answered this Delta's hello is
+// a Delta now, asked for its hello at once, whatever its failures so far
+// (helloRetry).
 func (n *Node) peerUpkeep(r *http.Request, node string) {
 	switch r.URL.Path {
 	case proto.PathPing, proto.PathHello, proto.PathTickets:
@@ -84,11 +86,19 @@ func (n *Node) peerUpkeep(r *http.Request, node string) {
 		return
 	}
 	n.mu.Lock()
-	name := ""
-	if p := n.byNode[tailcfg.StableNodeID(node)]; p != nil && n.peers[p.name] == p {
-		name = p.name
+	name, ask := "", false
+	if p := n.byNode[tailcfg.StableNodeID(node)]; p != nil {
+		if n.peers[p.name] == p {
+			name = p.name
+		}
+		if p.hello == nil && p.fails > 0 {
+			p.fails, p.noDoor, ask = 0, false, true
+		}
 	}
 	n.mu.Unlock()
+	if ask {
+		n.rescan()
+	}
 	if name != "" && n.book.Recheck(name, roads.Tailnet, roundSlack) {
 		n.router.Kick()
 	}

@@ -214,7 +214,7 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 			n.log.Warn("certificate pin mismatch; hello was fetched again moments ago", "peer", p.name, "address", addr, "pinned", mm.Want, "presented", mm.Got)
 			return nil, mm
 		}
-		h, herr := n.getHello(ctx, p)
+		h, _, herr := n.getHello(ctx, p)
 		if herr != nil {
 			n.log.Warn("certificate pin mismatch, and hello could not be fetched again", "peer", p.name, "address", addr, "pinned", mm.Want, "presented", mm.Got, "err", herr)
 			return nil, mm
