@@ -61,6 +61,7 @@ var (
 	doc         = flag.String("doc", "docs/benchmarks.md", "the file whose generated section is rewritten (empty: print only)")
 	quick       = flag.Bool("quick", false, "1 KiB reads and calls at c=16 only (a smoke run)")
 	idleOnly    = flag.Bool("idle", false, "only the idle Delta's figures (nothing written)")
+	phone       = flag.Bool("phone", false, "a bare tsnet node (a phone: on the tailnet, no Delta) joins the Deltas' tailnet too")
 	idleFor     = flag.Duration("idle-for", 2*time.Minute+45*time.Second, "how long the tailnet Delta idles for its idle figures (its CPU counted after the first 30 s, its memory read in the last 30 s)")
 	bigSize     = flag.Int64("big", 1<<30, "the size of the big read and the big call, in bytes")
 	before      = flag.String("before", "", "a delta binary built from other code, run as two more pairs beside this code's, cell by cell")
@@ -749,6 +750,11 @@ func startTailnet(ctx context.Context, root, bin, prefix string, tray bool, tn *
 			st, err := p.kit.Status(ctx)
 			return err == nil && st.Tailnet != nil && st.Tailnet.State == "Running"
 		}); err != nil {
+			return pair, 0, err
+		}
+	}
+	if *phone {
+		if _, err := spawnBareNode(root, prefix+"phone", tn.URL, 0, procs); err != nil {
 			return pair, 0, err
 		}
 	}

@@ -119,48 +119,14 @@ func startTSNetFloor(root, prefix string, every time.Duration, procs *[]*deltaPr
 	if err != nil {
 		return nil, nil, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		tn.Close()
-		return nil, nil, err
-	}
 	var nodes []*deltaProc
 	for _, name := range []string{prefix + "laptop", prefix + "studio"} {
-		dir := filepath.Join(root, name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			tn.Close()
-			return nil, nil, err
-		}
-		argv := []string{exe, tsnetFloorArg, tn.URL, dir, name}
-		if every > 0 {
-			argv = append(argv, every.String())
-		}
-		p, err := spawn(name, dir, argv, nil, procs)
+		p, err := spawnBareNode(root, name, tn.URL, every, procs)
 		if err != nil {
 			tn.Close()
 			return nil, nil, err
 		}
 		nodes = append(nodes, p)
-	}
-	for _, p := range nodes {
-		stopped := false
-		err := waitCond(60*time.Second, p.name+" up", func() bool {
-			select {
-			case <-p.done:
-				stopped = true
-				return true
-			default:
-			}
-			b, _ := os.ReadFile(p.dir + ".out")
-			return bytes.HasPrefix(b, []byte("up\n")) || bytes.Contains(b, []byte("\nup\n"))
-		})
-		if err == nil && stopped {
-			err = errors.New("it stopped before it was up")
-		}
-		if err != nil {
-			tn.Close()
-			return nil, nil, fmt.Errorf("a bare tsnet node: %w (its output: %s.out)", err, p.dir)
-		}
 	}
 	tn.SameUserAll()
 	var once sync.Once
@@ -172,4 +138,44 @@ func startTSNetFloor(root, prefix string, every time.Duration, procs *[]*deltaPr
 			tn.Close()
 		})
 	}, nil
+}
+
+// spawnBareNode starts a bare tsnet node process named name in the
+// tailnet at controlURL (connecting to its peer every every, if not 0)
+// and waits until it is up.
+func spawnBareNode(root, name, controlURL string, every time.Duration, procs *[]*deltaProc) (*deltaProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(root, name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	argv := []string{exe, tsnetFloorArg, controlURL, dir, name}
+	if every > 0 {
+		argv = append(argv, every.String())
+	}
+	p, err := spawn(name, dir, argv, nil, procs)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	err = waitCond(60*time.Second, p.name+" up", func() bool {
+		select {
+		case <-p.done:
+			stopped = true
+			return true
+		default:
+		}
+		b, _ := os.ReadFile(p.dir + ".out")
+		return bytes.HasPrefix(b, []byte("up\n")) || bytes.Contains(b, []byte("\nup\n"))
+	})
+	if err == nil && stopped {
+		err = errors.New("it stopped before it was up")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("a bare tsnet node: %w (its output: %s.out)", err, p.dir)
+	}
+	return p, nil
 }
