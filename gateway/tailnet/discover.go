@@ -35,9 +35,9 @@ const (
 	rescanIdle    = roundEvery
 	helloTimeout  = 5 * time.Second
 	helloRetryMax = 30 * time.Second // after peers fail hello, retried at 1, 2, 4 … s, at most this
-	// helloNoDoorMax: at most this between hellos to a node where nothing
-	// answered (helloRetry).
-	helloNoDoorMax = 30 * time.Minute
+	// helloNoDeltaMax: at most this between hellos to a node where no
+	// Delta's door refused it (helloRetry).
+	helloNoDeltaMax = 30 * time.Minute
 	// helloMaxAge: hello is fetched again after this. A tailnet road that
 	// carries nothing has hello fetched sooner, with its probe every 5
 	// min (round.go).
@@ -85,9 +85,10 @@ type peer struct {
 	// refetchAt is when hello was last fetched because of a pin mismatch.
 	refetchAt time.Time
 	fails     int // hello failures in a row
-	// noDoor: nothing answered the last hello that failed (no Delta
-	// there, or not running; or the node asleep): helloRetry.
-	noDoor   bool
+	// refused: the last hello that failed was a door's refusal (401 or
+	// 403: a Delta that does not know this one yet), not no answer or
+	// another: helloRetry.
+	refused  bool
 	fetching bool
 }
 
@@ -299,21 +300,21 @@ func (n *Node) refresh() {
 }
 
 // helloRetry is how long after fails failed hellos to ask again: 1, 2,
-// 4 … s, at most helloRetryMax while a door answered (a Delta whose
+// 4 … s, at most helloRetryMax while a door refused it (a Delta whose
 // network map does not have this one yet refuses it for a moment), at
-// most helloNoDoorMax when nothing did (noDoor): a phone, or a computer
-// without Delta, is online on most tailnets for good, and each hello
-// wakes the tailnet's session to it (Tailscale's pings every 3 s for
-// 45 s, its netcheck; and the phone). A Delta that starts there later
-// asks this one for hello, and that arriving (peerUpkeep) asks it at
-// once.
-func helloRetry(fails int, noDoor bool) time.Duration {
+// most helloNoDeltaMax otherwise (nothing answered, or not as a Delta
+// does): a phone, or a computer without Delta, is online on most
+// tailnets for good, and each hello wakes the tailnet's session to it
+// (Tailscale's pings every 3 s for 45 s, its netcheck; and the phone). A
+// Delta that starts there later asks this one for hello, and that
+// arriving (peerUpkeep) asks it at once.
+func helloRetry(fails int, refused bool) time.Duration {
 	if fails <= 0 {
 		return 0
 	}
-	limit := helloRetryMax
-	if noDoor {
-		limit = helloNoDoorMax
+	limit := helloNoDeltaMax
+	if refused {
+		limit = helloRetryMax
 	}
 	return min(time.Second<<min(fails-1, 11), limit)
 }
@@ -321,27 +322,29 @@ func helloRetry(fails int, noDoor bool) time.Duration {
 // helloDue reports whether p, which has not answered hello, is due to
 // be asked (never asked, or helloRetry passed since the last failure).
 func helloDue(p *peer, now time.Time) bool {
-	return p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) >= helloRetry(p.fails, p.noDoor))
+	return p.hello == nil && (p.helloAt.IsZero() || now.Sub(p.helloAt) >= helloRetry(p.fails, p.refused))
 }
 
+// fetchHello asks a peer for hello over the tailnet and, if it answers as
+// a Delta, names it and probes its lan roads.
 func (n *Node) fetchHello(p *peer) {
-	h, answered, err := n.getHello(n.ctx, p)
+	h, refused, err := n.getHello(n.ctx, p)
 	n.mu.Lock()
 	p.fetching = false
 	p.helloAt = time.Now()
 	if err != nil {
 		p.helloErr = err.Error()
 		p.fails++
-		p.noDoor = !answered
-		retry := helloRetry(p.fails, p.noDoor)
+		p.refused = refused
+		retry := helloRetry(p.fails, p.refused)
 		n.mu.Unlock()
 		// The peer's network map may lag ours (it refuses us until it
-		// knows us): ask again soon.
+		// knows us): asked again soon, if a door refused.
 		t := time.AfterFunc(retry, n.rescan)
 		context.AfterFunc(n.ctx, func() { t.Stop() })
 		return
 	}
-	p.fails, p.noDoor = 0, false
+	p.fails, p.refused = 0, false
 	first := p.hello == nil
 	n.applyHelloLocked(p, h)
 	n.mu.Unlock()
@@ -351,9 +354,9 @@ func (n *Node) fetchHello(p *peer) {
 	}
 }
 
-// getHello asks p for hello; answered says whether an answer came (a
-// status line), whatever it said.
-func (n *Node) getHello(ctx context.Context, p *peer) (h *Hello, answered bool, err error) {
+// getHello asks p for hello; refused says that it failed as a door's
+// refusal (401 or 403).
+func (n *Node) getHello(ctx context.Context, p *peer) (h *Hello, refused bool, err error) {
 	ctx, cancel := context.WithTimeout(metered(ctx, &n.upkeep.hello), helloTimeout)
 	defer cancel()
 	n.mu.Lock()
@@ -367,19 +370,20 @@ func (n *Node) getHello(ctx context.Context, p *peer) (h *Hello, answered bool, 
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return nil, true, fmt.Errorf("hello from %s: %d %s", addr, resp.StatusCode, body)
+		refused = resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden
+		return nil, refused, fmt.Errorf("hello from %s: %d %s", addr, resp.StatusCode, body)
 	}
 	h = &Hello{}
 	if err := json.Unmarshal(body, h); err != nil {
-		return nil, true, fmt.Errorf("hello from %s is not JSON: %w", addr, err)
+		return nil, false, fmt.Errorf("hello from %s is not JSON: %w", addr, err)
 	}
 	if err := proto.CheckName("peer", h.Name); err != nil {
-		return nil, true, fmt.Errorf("hello from %s: %w", addr, err)
+		return nil, false, fmt.Errorf("hello from %s: %w", addr, err)
 	}
 	if len(h.Pin) != 64 {
-		return nil, true, fmt.Errorf("hello from %s has no certificate pin", addr)
+		return nil, false, fmt.Errorf("hello from %s has no certificate pin", addr)
 	}
-	return h, true, nil
+	return h, false, nil
 }
 
 func (n *Node) applyHelloLocked(p *peer, h *Hello) {

@@ -47,13 +47,13 @@ func TestRereadDue(t *testing.T) {
 	if !n.rereadDue(read) {
 		t.Error("an online node never asked for hello: want the re-read made")
 	}
-	phone.helloAt, phone.fails, phone.noDoor = time.Now(), 9, true
+	phone.helloAt, phone.fails = time.Now(), 9
 	if n.rereadDue(read) {
 		t.Error("an online node where nothing answered 9 hellos, the last just now: want the re-read skipped")
 	}
-	phone.helloAt = time.Now().Add(-helloRetry(9, true))
+	phone.helloAt = time.Now().Add(-helloRetry(9, false))
 	if !n.rereadDue(read) {
-		t.Errorf("the same, the last hello %v ago: want the re-read made", helloRetry(9, true))
+		t.Errorf("the same, the last hello %v ago: want the re-read made", helloRetry(9, false))
 	}
 	phone.online = false
 	if n.rereadDue(read) {
@@ -72,23 +72,23 @@ func TestRereadDue(t *testing.T) {
 }
 
 // TestHelloRetry: hellos that failed are asked again at 1, 2, 4 … s, at
-// most 30 s apart while a door answered (a Delta that does not know this
-// one yet), at most 30 minutes apart when nothing answered (a phone, a
-// computer without Delta).
+// most 30 s apart while a door refused them (a Delta that does not know
+// this one yet), at most 30 minutes apart otherwise (a phone, a computer
+// without Delta).
 func TestHelloRetry(t *testing.T) {
 	for _, c := range []struct {
-		fails  int
-		noDoor bool
-		want   time.Duration
+		fails   int
+		refused bool
+		want    time.Duration
 	}{
-		{0, false, 0}, {0, true, 0},
-		{1, false, time.Second}, {1, true, time.Second},
-		{3, true, 4 * time.Second}, {6, false, 30 * time.Second}, {6, true, 32 * time.Second},
-		{7, false, 30 * time.Second}, {7, true, 64 * time.Second},
-		{11, true, 1024 * time.Second}, {12, true, 30 * time.Minute}, {1000, true, 30 * time.Minute}, {1000, false, 30 * time.Second},
+		{0, true, 0}, {0, false, 0},
+		{1, true, time.Second}, {1, false, time.Second},
+		{3, false, 4 * time.Second}, {6, true, 30 * time.Second}, {6, false, 32 * time.Second},
+		{7, true, 30 * time.Second}, {7, false, 64 * time.Second},
+		{11, false, 1024 * time.Second}, {12, false, 30 * time.Minute}, {1000, false, 30 * time.Minute}, {1000, true, 30 * time.Second},
 	} {
-		if got := helloRetry(c.fails, c.noDoor); got != c.want {
-			t.Errorf("%d failures, no door %v: ask again after %v, want %v", c.fails, c.noDoor, got, c.want)
+		if got := helloRetry(c.fails, c.refused); got != c.want {
+			t.Errorf("%d failures, refused at a door %v: ask again after %v, want %v", c.fails, c.refused, got, c.want)
 		}
 	}
 }
@@ -98,7 +98,7 @@ func TestHelloRetry(t *testing.T) {
 // upkeep (hello, a probe, a ticket) arrives from it at the tailnet door;
 // any other request, or one from a node that answered, changes nothing.
 func TestHelloAskedWhenADeltaCalls(t *testing.T) {
-	phone := &peer{node: "n3", online: true, helloAt: time.Now(), fails: 12, noDoor: true}
+	phone := &peer{node: "n3", online: true, helloAt: time.Now(), fails: 12}
 	studio := &peer{node: "n2", online: true, name: "studio", hello: &Hello{Name: "studio"}}
 	n := &Node{book: routes.New(nil, nil), kick: make(chan struct{}, 1),
 		peers: map[string]*peer{"studio": studio}, byNode: map[tailcfg.StableNodeID]*peer{"n2": studio, "n3": phone}}
@@ -119,14 +119,15 @@ func TestHelloAskedWhenADeltaCalls(t *testing.T) {
 		t.Fatal("hello asked of a node that answered it already: want no rescan")
 	}
 	n.peerUpkeep(httptest.NewRequest(http.MethodGet, proto.PathHello, nil), "n3")
-	if !kicked() || phone.fails != 0 || phone.noDoor || !helloDue(phone, time.Now()) {
-		t.Fatalf("hello asked by the node: kicked %v, failures %d, no door %v; want a rescan with its hello due", kicked(), phone.fails, phone.noDoor)
+	if !kicked() || phone.fails != 0 || !helloDue(phone, time.Now()) {
+		t.Fatalf("hello asked by the node: kicked %v, failures %d; want a rescan with its hello due", kicked(), phone.fails)
 	}
 }
 
-// TestHelloAnswered: getHello tells a hello that nothing answered (no
-// listener: no Delta there) from one a door answered with a refusal.
-func TestHelloAnswered(t *testing.T) {
+// TestHelloRefused: getHello tells a door's refusal (a Delta that does
+// not know this one yet) from no answer (no listener: no Delta there)
+// and from another answer (something else listening there).
+func TestHelloRefused(t *testing.T) {
 	n := &Node{httc: &http.Client{}}
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -134,17 +135,25 @@ func TestHelloAnswered(t *testing.T) {
 	}
 	nothing := closed.Addr().String()
 	closed.Close()
-	door := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "not one of this user's computers", http.StatusForbidden)
-	}))
-	defer door.Close()
+	serve := func(status int) string {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, http.StatusText(status), status)
+		}))
+		t.Cleanup(s.Close)
+		return strings.TrimPrefix(s.URL, "http://")
+	}
 	for _, c := range []struct {
-		addr     string
-		answered bool
-	}{{nothing, false}, {strings.TrimPrefix(door.URL, "http://"), true}} {
-		_, answered, err := n.getHello(context.Background(), &peer{tsAddr: c.addr})
-		if err == nil || answered != c.answered {
-			t.Errorf("hello from %s: answered %v, err %v; want answered %v and an error", c.addr, answered, err, c.answered)
+		what, addr string
+		refused    bool
+	}{
+		{"nothing listening", nothing, false},
+		{"a door's 403", serve(http.StatusForbidden), true},
+		{"a door's 401", serve(http.StatusUnauthorized), true},
+		{"another server's 404", serve(http.StatusNotFound), false},
+	} {
+		_, refused, err := n.getHello(context.Background(), &peer{tsAddr: c.addr})
+		if err == nil || refused != c.refused {
+			t.Errorf("%s: refused %v, err %v; want refused %v and an error", c.what, refused, err, c.refused)
 		}
 	}
 }

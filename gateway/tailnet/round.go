@@ -92,7 +92,7 @@ func (n *Node) peerUpkeep(r *http.Request, node string) {
 			name = p.name
 		}
 		if p.hello == nil && p.fails > 0 {
-			p.fails, p.noDoor, ask = 0, false, true
+			p.fails, p.refused, ask = 0, false, true
 		}
 	}
 	n.mu.Unlock()
