@@ -316,8 +316,11 @@ func helloRetry(fails int, refused bool) time.Duration {
 	if refused {
 		limit = helloRetryMax
 	}
-	return min(time.Second<<min(fails-1, 11), limit)
+	return min(helloRetryUnit<<min(fails-1, 11), limit/time.Second*helloRetryUnit)
 }
+
+// helloRetryUnit is helloRetry's second (a test's may be shorter).
+var helloRetryUnit = time.Second
 
 // helloDue reports whether p, which has not answered hello, is due to
 // be asked (never asked, or helloRetry passed since the last failure).

@@ -81,3 +81,12 @@ func (n *Node) RoundDue(peer string) bool {
 	}
 	return false
 }
+
+// SetHelloRetryUnit makes hello's retries (1, 2, 4 … units, at most 30 of
+// them after a door's refusal, 1,800 otherwise) count in d instead of
+// seconds, until the returned func (for tests).
+func SetHelloRetryUnit(d time.Duration) (restore func()) {
+	was := helloRetryUnit
+	helloRetryUnit = d
+	return func() { helloRetryUnit = was }
+}
