@@ -200,7 +200,7 @@ func slept(lastWall, lastMono, wall, mono time.Time) bool {
 func Start(opt Options) (*Monitor, error) { return start(opt, newClockSets, readClocks) }
 
 // start is Start with the clock's sets and readings given (a test's).
-func start(opt Options, clockSets func() (clockSets, error), now func() (wall, mono time.Time)) (*Monitor, error) {
+func start(opt Options, newSets func() (clockSets, error), now func() (wall, mono time.Time)) (*Monitor, error) {
 	if opt.OnChange == nil {
 		return nil, errors.New("netwatch: no OnChange")
 	}
@@ -232,7 +232,7 @@ func start(opt Options, clockSets func() (clockSets, error), now func() (wall, m
 		}
 		m.os = newPollMon(poll)
 	}
-	if cs, err := clockSets(); err == nil {
+	if cs, err := newSets(); err == nil {
 		m.clock = cs
 	} else if runtime.GOOS == "linux" {
 		m.log.Info("netwatch: looking at the clocks every 5 s for sleep", "why", err)
