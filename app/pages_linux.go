@@ -90,30 +90,6 @@ func dropProgramPages(evict bool) (int64, error) {
 	return dropped, nil
 }
 
-// residentBytes is this process's resident memory (/proc/self/statm's
-// second field, in pages), read without walking its mappings.
-func residentBytes() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		return 0, fmt.Errorf("reading the resident memory: %w", err)
-	}
-	return parseStatmResident(b, os.Getpagesize())
-}
-
-// parseStatmResident reads the resident pages of a statm line ("size
-// resident shared text lib data dt") as bytes.
-func parseStatmResident(b []byte, pageSize int) (int64, error) {
-	f := bytes.Fields(b)
-	if len(f) < 2 {
-		return 0, fmt.Errorf("reading the resident memory: statm %q has no second field", b)
-	}
-	n, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("reading the resident memory: statm's resident pages %q: not a count", f[1])
-	}
-	return n * int64(pageSize), nil
-}
-
 func madvise(start, n uintptr, advice int) error {
 	if _, _, e := unix.Syscall(unix.SYS_MADVISE, start, n, uintptr(advice)); e != 0 {
 		return e

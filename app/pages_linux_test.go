@@ -206,34 +206,3 @@ func programSmaps(t *testing.T) smapsFigures {
 	}
 	return f
 }
-
-// TestResidentBytes: the resident memory read from statm is this
-// process's (within what moved between two reads), and a statm line
-// that is not one is an error that says so.
-func TestResidentBytes(t *testing.T) {
-	n, err := residentBytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kb int64
-	for line := range strings.Lines(string(st)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ = strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	if kb == 0 || n < (kb-4096)<<10 || n > (kb+4096)<<10 {
-		t.Errorf("resident %d bytes; VmRSS says %d kB", n, kb)
-	}
-	if got, err := parseStatmResident([]byte("1000 250 100 10 0 300 0\n"), 4096); err != nil || got != 250*4096 {
-		t.Errorf("parse: %d, %v", got, err)
-	}
-	for _, bad := range []string{"", "1000", "1000 x 1", "1000 -1 1"} {
-		if _, err := parseStatmResident([]byte(bad), 4096); err == nil || !strings.Contains(err.Error(), "resident memory") {
-			t.Errorf("statm %q: %v, want an error naming the resident memory", bad, err)
-		}
-	}
-}

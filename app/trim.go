@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"github.com/delta-roads/delta/tools/procmem"
 )
 
 // trimEvery is how often a quiet Delta looks at its memory.
@@ -40,9 +43,9 @@ const trimAbove = 32 << 20
 // else they kept mapped (the tailnet's upkeep round, every 5 minutes)
 // went a minute sooner (docs/benchmarks.md, "The idle Delta's program").
 //
-// Only above trimAbove: each trim cost about 35 ms of CPU with the faults
-// that followed it, and a drop every 2 minutes was a quarter of an idle
-// Delta's CPU, while what the minute work maps again between drops keeps
+// Only above trimAbove (VmRSS, from /proc/self/status): each trim cost
+// about 35 ms of CPU with the faults that followed it, and a drop every 2
+// minutes was a quarter of an idle Delta's CPU, while what the minute work maps again between drops keeps
 // it near 30 MB; what takes it above is the tailnet's round, every 5
 // minutes, whose pages the next look drops (docs/benchmarks.md, "Sleep
 // told by the kernel, and trims only above 32 MB"). Where the resident
@@ -52,8 +55,8 @@ func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 	defer t.Stop()
 	pages, first := true, true
 	tr := &trimmer{cycles: gcCycles, over: func() bool {
-		n, err := residentBytes()
-		return err != nil || n > trimAbove
+		n := procmem.RSS(os.Getpid()) // 0: cannot be read
+		return n == 0 || n > trimAbove
 	}, free: func() {
 		debug.FreeOSMemory()
 		if !pages {

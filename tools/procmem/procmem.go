@@ -1,6 +1,7 @@
 // Package procmem reads a process's memory from Linux's /proc, for the
 // tests and the benchmark that measure Delta's (make bench, the big
-// transfers' peak RSS).
+// transfers' peak RSS), and for an idle Delta's own look at whether to
+// trim (app/trim.go).
 package procmem
 
 import (
