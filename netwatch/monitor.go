@@ -345,18 +345,13 @@ func (m *Monitor) loop(events <-chan struct{}, lastWall, lastMono time.Time) {
 				tick = ticker.C
 				continue
 			}
-			woke = m.looked(&lastWall, &lastMono)
-			if !woke {
+			if woke = m.looked(&lastWall, &lastMono); !woke {
 				continue
 			}
 		case <-tick:
-			woke = m.looked(&lastWall, &lastMono)
-			if !woke {
+			if woke = m.looked(&lastWall, &lastMono); !woke {
 				continue
 			}
-		}
-		if woke {
-			m.log.Info("netwatch: the computer slept (the wall clock jumped); probing every road again")
 		}
 		next := Read(m.opt.Roads)
 		m.mu.Lock()
@@ -371,12 +366,15 @@ func (m *Monitor) loop(events <-chan struct{}, lastWall, lastMono time.Time) {
 	}
 }
 
-// looked reads the clocks, reports whether the computer slept since the
-// last reading, and keeps this one.
+// looked reads the clocks, reports (and logs) whether the computer slept
+// since the last reading, and keeps this one.
 func (m *Monitor) looked(lastWall, lastMono *time.Time) bool {
 	wall, mono := m.now()
 	woke := slept(*lastWall, *lastMono, wall, mono)
 	*lastWall, *lastMono = wall, mono
+	if woke {
+		m.log.Info("netwatch: the computer slept (the wall clock jumped); probing every road again")
+	}
 	return woke
 }
 
