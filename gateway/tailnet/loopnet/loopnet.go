@@ -6,14 +6,17 @@ package loopnet
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"time"
 
 	"tailscale.com/derp/derpserver"
 	"tailscale.com/net/netns"
+	"tailscale.com/net/stun"
 	"tailscale.com/tailcfg"
 	"tailscale.com/tstest/integration/testcontrol"
 	"tailscale.com/types/key"
@@ -28,6 +31,9 @@ type Net struct {
 
 	derp    *derpserver.Server
 	derpSrv *httptest.Server
+	stun    *net.UDPConn
+	stunEnd chan struct{}
+	logf    logger.Logf
 	ctrlSrv *httptest.Server
 	owner   tailcfg.UserID
 }
@@ -40,9 +46,17 @@ type Options struct {
 	Logf logger.Logf
 }
 
-// Start runs a control server and a DERP relay (no STUN: on loopback the
-// nodes reach each other directly) on 127.0.0.1. Every node is reported
+// Start runs a control server and a DERP relay with a STUN server beside
+// it, as a real DERP region has, on 127.0.0.1. Every node is reported
 // online. Close stops them.
+//
+// The STUN server is there for what Tailscale does around a session, not
+// for the paths (on loopback the nodes reach each other directly either
+// way): a node's netcheck, which runs after each burst of traffic, asks
+// each region's STUN server over UDP and falls back to an HTTPS request
+// to the DERP (a new TLS connection each time) only where no STUN
+// answers. Without one, every netcheck here paid that fall-back, which no
+// real tailnet does.
 //
 // It turns off tsnet's per-socket network namespacing (netns) for the
 // process, which needs privileges on Linux and is pointless on loopback.
@@ -52,7 +66,7 @@ func Start(opt Options) (*Net, error) {
 		logf = logger.Discard
 	}
 	netns.SetEnabled(false)
-	n := &Net{derp: derpserver.New(key.NewNode(), logf)}
+	n := &Net{derp: derpserver.New(key.NewNode(), logf), logf: logf}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("loopnet: DERP relay: %w", err)
@@ -63,9 +77,17 @@ func Start(opt Options) (*Net, error) {
 	n.derpSrv.Config.ErrorLog = logger.StdLogger(logf)
 	n.derpSrv.Config.TLSNextProto = make(map[string]func(*http.Server, *tls.Conn, http.Handler))
 	n.derpSrv.StartTLS()
+	n.stun, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		n.derpSrv.Close()
+		n.derp.Close()
+		return nil, fmt.Errorf("loopnet: STUN server: %w", err)
+	}
+	n.stunEnd = make(chan struct{})
+	go n.serveSTUN()
 	derpMap := &tailcfg.DERPMap{Regions: map[int]*tailcfg.DERPRegion{1: {RegionID: 1, RegionCode: "loop", RegionName: "loopback",
 		Nodes: []*tailcfg.DERPNode{{Name: "1a", RegionID: 1, HostName: "127.0.0.1", IPv4: "127.0.0.1", IPv6: "none",
-			STUNPort: -1, DERPPort: ln.Addr().(*net.TCPAddr).Port, InsecureForTests: true}}}}}
+			STUNPort: n.stun.LocalAddr().(*net.UDPAddr).Port, DERPPort: ln.Addr().(*net.TCPAddr).Port, InsecureForTests: true}}}}}
 	n.Server = &testcontrol.Server{DERPMap: derpMap, AllOnline: true, Logf: logf, RequireAuth: opt.RequireAuth,
 		DNSConfig: &tailcfg.DNSConfig{Proxied: true}, MagicDNSDomain: "tail-scale.ts.net"}
 	n.ctrlSrv = httptest.NewUnstartedServer(n.Server)
@@ -81,7 +103,36 @@ func (n *Net) Close() {
 	n.derpSrv.CloseClientConnections()
 	n.derpSrv.Close()
 	n.derp.Close()
+	n.stun.Close()
+	<-n.stunEnd
 	netns.SetEnabled(true)
+}
+
+// serveSTUN answers STUN binding requests with the address each came
+// from, until its socket is closed. It is cmd/derper's server
+// (tailscale.com/net/stunserver) in its parts: that package logs to the
+// process's standard logger, which would print in `delta demo`.
+func (n *Net) serveSTUN() {
+	defer close(n.stunEnd)
+	buf := make([]byte, 64<<10)
+	for {
+		k, from, err := n.stun.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				n.logf("loopnet: STUN server stopped: %v (netchecks fall back to HTTPS to the DERP)", err)
+			}
+			return
+		}
+		pkt := buf[:k]
+		if !stun.Is(pkt) {
+			continue
+		}
+		txid, err := stun.ParseBindingRequest(pkt)
+		if err != nil {
+			continue
+		}
+		n.stun.WriteToUDPAddrPort(stun.Response(txid, netip.AddrPortFrom(from.Addr().Unmap(), from.Port())), from)
+	}
 }
 
 // SameUser makes the nodes with these keys computers of one tailnet user,
