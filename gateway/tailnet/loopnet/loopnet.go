@@ -55,8 +55,10 @@ type Options struct {
 // way): a node's netcheck, which runs after each burst of traffic, asks
 // each region's STUN server over UDP and falls back to an HTTPS request
 // to the DERP (a new TLS connection each time) only where no STUN
-// answers. Without one, every netcheck here paid that fall-back, which no
-// real tailnet does.
+// answers. Without one, every netcheck here paid that fall-back and
+// reported that no UDP could be sent, and magicsock rebound its sockets
+// after it: what no real tailnet does (docs/benchmarks.md, "The loopback
+// tailnet with a STUN server").
 //
 // It turns off tsnet's per-socket network namespacing (netns) for the
 // process, which needs privileges on Linux and is pointless on loopback.
@@ -69,6 +71,7 @@ func Start(opt Options) (*Net, error) {
 	n := &Net{derp: derpserver.New(key.NewNode(), logf), logf: logf}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		netns.SetEnabled(true)
 		return nil, fmt.Errorf("loopnet: DERP relay: %w", err)
 	}
 	n.derpSrv = httptest.NewUnstartedServer(derpserver.Handler(n.derp))
@@ -81,6 +84,7 @@ func Start(opt Options) (*Net, error) {
 	if err != nil {
 		n.derpSrv.Close()
 		n.derp.Close()
+		netns.SetEnabled(true)
 		return nil, fmt.Errorf("loopnet: STUN server: %w", err)
 	}
 	n.stunEnd = make(chan struct{})

@@ -1,8 +1,8 @@
 package loopnet
 
 import (
+	"errors"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +66,7 @@ func TestSTUN(t *testing.T) {
 	default:
 		t.Fatal("Close returned with the STUN server still serving")
 	}
-	if _, _, err := n.stun.ReadFromUDP(buf); err == nil || !strings.Contains(err.Error(), "closed") {
+	if _, _, err := n.stun.ReadFromUDP(buf); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("the STUN server's socket after Close: %v, want closed", err)
 	}
 }
