@@ -43,13 +43,14 @@ const trimAbove = 32 << 20
 // else they kept mapped (the tailnet's upkeep round, every 5 minutes)
 // went a minute sooner (docs/benchmarks.md, "The idle Delta's program").
 //
-// Only above trimAbove (VmRSS, from /proc/self/status): each trim cost
+// Only above trimAbove (VmRSS, from /proc/PID/status): each trim cost
 // about 35 ms of CPU with the faults that followed it, and a drop every 2
-// minutes was a quarter of an idle Delta's CPU, while what the minute work maps again between drops keeps
-// it near 30 MB; what takes it above is the tailnet's round, every 5
-// minutes, whose pages the next look drops (docs/benchmarks.md, "Sleep
-// told by the kernel, and trims only above 32 MB"). Where the resident
-// memory cannot be read, every quiet look trims, as before.
+// minutes was a quarter of an idle Delta's CPU, while what the minute
+// work maps again between drops keeps it near 30 MB; what takes it above
+// is the tailnet's round, every 5 minutes, whose pages the next look
+// drops (docs/benchmarks.md, "Sleep told by the kernel, and trims only
+// above 32 MB"). Where the resident memory cannot be read, every quiet
+// look trims, as before.
 func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(trimEvery)
 	defer t.Stop()

@@ -316,10 +316,12 @@ func helloRetry(fails int, refused bool) time.Duration {
 	if refused {
 		limit = helloRetryMax
 	}
-	return min(helloRetryUnit<<min(fails-1, 11), limit/time.Second*helloRetryUnit)
+	d := min(time.Second<<min(fails-1, 11), limit)
+	return d / time.Second * helloRetryUnit
 }
 
-// helloRetryUnit is helloRetry's second (a test's may be shorter).
+// helloRetryUnit is what helloRetry counts as a second (a test's may be
+// shorter).
 var helloRetryUnit = time.Second
 
 // helloDue reports whether p, which has not answered hello, is due to
