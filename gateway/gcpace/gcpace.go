@@ -1,0 +1,147 @@
+// Package gcpace paces the garbage collector by whether Delta is serving:
+// at Go's default (GOGC=100) while it is quiet, and slower from the first
+// request it serves until the app finds it quiet again: the heap may then
+// grow by up to Headroom more than the default lets it, and to at most
+// four times what was live (GOGC=300).
+//
+// Why: a read or a call allocates a few hundred small objects on each
+// Delta (net/http's heads, header maps, contexts), and a static-mode
+// Delta's live heap is a few MB, so at the default the collector runs
+// every few MB allocated: under load, marking, sweeping and the
+// allocator's share of them were about a sixth of each Delta's CPU.
+// Collecting a third as often cut the CPU a read costs by 5–16 %
+// (docs/benchmarks.md, "The collector paced by load"). The pace is set
+// from the live heap, not as one percent: a tailnet Delta's live heap is
+// larger (wireguard-go's buffers), its default goal already far apart,
+// and GOGC=300 there grew it to 180 MB under load. While quiet the
+// default stays: an idle Delta's memory is held by what the collector
+// frees and the app's trim gives back, and the idle goal is in MB.
+//
+// Pacing is off until the app turns it on (Enable), and stays off where
+// the environment sets GOGC: a person's or a test's choice is kept.
+// Busy is called on every request a door or the local API serves; the
+// app calls Settle every 30 s, which lowers the pace when nothing was
+// served since, and sets it again from the live heap when something was.
+// The collector's percent is process-wide, and so is this package's
+// state.
+package gcpace
+
+import (
+	"net/http"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+)
+
+// While Delta serves, the collector's percent (GOGC) is at most
+// BusyPercent (collect when the heap has grown by three times what was
+// live after the last collection), and lets the heap grow by at most
+// Headroom more than QuietPercent, Go's default, would.
+const (
+	BusyPercent  = 300
+	QuietPercent = 100
+	Headroom     = 16 << 20
+)
+
+// busyPercent is the pace for a live heap of live bytes (0: not known yet).
+func busyPercent(live uint64) int {
+	if live == 0 {
+		return BusyPercent
+	}
+	return int(min(BusyPercent, QuietPercent+100*Headroom/live))
+}
+
+// Pacer raises and lowers the collector's percent; the package's
+// functions use one for the process.
+type Pacer struct {
+	set  func(int) int // debug.SetGCPercent, or a test's
+	live func() uint64 // the live heap's bytes, or a test's
+
+	on     atomic.Bool // pacing is on
+	served atomic.Bool // a request was served since the last Settle
+	raised atomic.Bool // the percent is the busy pace, pct
+
+	mu  sync.Mutex // orders the set calls, so that the percent follows raised
+	pct int        // the percent set while raised
+}
+
+var std = &Pacer{set: debug.SetGCPercent, live: liveHeap}
+
+// liveHeap is the heap the last collection found live.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// Enable turns pacing on for the process, unless the environment sets
+// GOGC. It reports whether pacing is on.
+func Enable() bool {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return false
+	}
+	std.on.Store(true)
+	return true
+}
+
+// Busy says a request is being served. Cheap when pacing is off or the
+// percent is already raised: three atomic loads.
+func Busy() { std.Busy() }
+
+// Settle says whether a request was served since the last Settle; when
+// none was, the collector goes back to its quiet pace.
+func Settle() (served bool) { return std.Settle() }
+
+// Handler calls Busy for each request, then h.
+func Handler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		std.Busy()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Busy raises the percent, the first time since it was last lowered.
+func (p *Pacer) Busy() {
+	if !p.served.Load() {
+		p.served.Store(true)
+	}
+	if p.raised.Load() || !p.on.Load() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.raised.Load() {
+		p.pct = busyPercent(p.live())
+		p.set(p.pct)
+		p.raised.Store(true)
+	}
+}
+
+// Settle reports whether Busy was called since the last Settle. When it
+// was, the pace is set again from the live heap (which a load may have
+// grown); when it was not, the percent goes back to QuietPercent.
+func (p *Pacer) Settle() bool {
+	served := p.served.Swap(false)
+	if !p.raised.Load() {
+		return served
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case !p.raised.Load():
+	case !served:
+		p.set(QuietPercent)
+		p.raised.Store(false)
+	default:
+		if pct := busyPercent(p.live()); pct != p.pct {
+			p.pct = pct
+			p.set(pct)
+		}
+	}
+	return served
+}
