@@ -42,6 +42,7 @@ import (
 
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/gcpace"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roadfacts"
@@ -382,7 +383,8 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	go trimWhenQuiet(ctx, log) // ends with ctx (stop cancels it)
+	gcpace.Enable()            // the collector paced by load, unless GOGC is set
+	go trimWhenQuiet(ctx, log) // ends with ctx (stop cancels it); settles the pace
 	sd := &ui.Shutdown{Close: func() error {
 		log.Info("stopping: listeners close first, calls in flight are recorded")
 		err := g.Close()

@@ -8,23 +8,36 @@ import (
 	"runtime/metrics"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/gcpace"
 	"github.com/delta-roads/delta/tools/procmem"
 )
 
-// trimEvery is how often a quiet Delta looks at its memory.
-const trimEvery = 2 * time.Minute
+// glanceEvery is how often a Delta glances at its memory; every
+// trimEvery, a glance is a look.
+const (
+	glanceEvery = 30 * time.Second
+	trimEvery   = 2 * time.Minute
+)
 
-// trimAbove is the resident memory above which a quiet Delta trims; at
-// or below it, a look does nothing. It is under the idle goal (35 MB,
-// docs/benchmarks.md) by what a Delta's minute work maps again between
-// looks.
-const trimAbove = 32 << 20
+// trimAbove is the resident memory above which a quiet Delta trims at a
+// look; at or below it, a look does nothing. It is under the idle goal
+// (35 MB, docs/benchmarks.md) by what a Delta's minute work maps again
+// between looks. trimHigh is the line for a glance: above what the minute
+// work reaches, below the goal, so that a glance trims after the
+// tailnet's round and almost never else.
+const (
+	trimAbove = 32 << 20
+	trimHigh  = 34 << 20
+)
 
 // trimWhenQuiet, every trimEvery while Delta is quiet and its resident
-// memory is above trimAbove, gives the memory the heap has freed back to
-// the system (debug.FreeOSMemory), and unmaps the pages of its program it
-// no longer uses (dropProgramPages; the first time, dropped from the page
-// cache too), until ctx ends.
+// memory is above trimAbove, and at any glance (every glanceEvery) when it
+// served nothing since the last one and is above trimHigh, gives the
+// memory the heap has freed back to the system (debug.FreeOSMemory), and
+// unmaps the pages of its program it no longer uses (dropProgramPages;
+// the first time, dropped from the page cache too), until ctx ends. Each
+// glance also paces the collector (gcpace.Settle): back to its quiet pace
+// once a glance finds nothing served since the one before.
 //
 // Why: on Linux, wireguard-go keeps batches of 64 KiB buffers (tsnet's
 // magicsock reads 128 datagrams at a time there) that count as live heap
@@ -43,22 +56,23 @@ const trimAbove = 32 << 20
 // else they kept mapped (the tailnet's upkeep round, every 5 minutes)
 // went a minute sooner (docs/benchmarks.md, "The idle Delta's program").
 //
-// Only above trimAbove (VmRSS, from /proc/PID/status): each trim cost
+// Only above a line (VmRSS, from /proc/PID/status): each trim cost
 // about 35 ms of CPU with the faults that followed it, and a drop every 2
 // minutes was a quarter of an idle Delta's CPU, while what the minute
 // work maps again between drops keeps it near 30 MB; what takes it above
-// is the tailnet's round, every 5 minutes, whose pages the next look
-// drops (docs/benchmarks.md, "Sleep told by the kernel, and trims only
-// above 32 MB"). Where the resident memory cannot be read, every quiet
-// look trims, as before.
+// is the tailnet's round, every 5 minutes (docs/benchmarks.md, "Sleep
+// told by the kernel, and trims only above 32 MB"). A look every 2
+// minutes left a round's pages mapped for up to 2 minutes, above the idle
+// goal; a glance every 30 s at the higher line trims them within a
+// minute, and, as it waits for a glance with nothing served (a round's
+// hellos are served), not while a light load runs. Where the resident
+// memory cannot be read, every quiet look trims, as before, and a glance
+// never does.
 func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
-	t := time.NewTicker(trimEvery)
+	t := time.NewTicker(glanceEvery)
 	defer t.Stop()
 	pages, first := true, true
-	tr := &trimmer{cycles: gcCycles, over: func() bool {
-		n := procmem.RSS(os.Getpid()) // 0: cannot be read
-		return n == 0 || n > trimAbove
-	}, free: func() {
+	tr := &trimmer{cycles: gcCycles, rss: func() int64 { return procmem.RSS(os.Getpid()) }, served: gcpace.Settle, free: func() {
 		debug.FreeOSMemory()
 		if !pages {
 			return
@@ -75,36 +89,81 @@ func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 // trimmer is trimWhenQuiet's loop, its runtime calls given.
 type trimmer struct {
 	cycles func() uint64 // the collections finished so far
-	over   func() bool   // whether memory is above the line; nil: always
+	rss    func() int64  // the resident memory in bytes (0: cannot be read); nil: never read
+	served func() bool   // whether a request was served since it was last asked; nil: none
 	free   func()        // collect and give freed memory back
 	last   uint64        // cycles at the last look
+	seen   uint64        // cycles at the last glance or look
+	ticks  int
 }
 
-// run looks at every tick until ctx ends.
+// run glances at every tick, and looks at every trimEvery/glanceEvery-th,
+// until ctx ends.
 func (tr *trimmer) run(ctx context.Context, tick <-chan time.Time) {
 	tr.last = tr.cycles()
+	tr.seen = tr.last
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
-			tr.look()
+			tr.tick()
 		}
 	}
 }
 
+// tick is one glance, or a look when one is due. It says whether it freed.
+func (tr *trimmer) tick() bool {
+	tr.ticks++
+	if tr.ticks%int(trimEvery/glanceEvery) == 0 {
+		return tr.look()
+	}
+	return tr.glance()
+}
+
 // look frees when the heap was quiet since the last look (at most one
 // collection ran; the runtime forces one every 2 minutes) and memory is
-// above the line. It says whether it freed.
+// above trimAbove (or cannot be read). It says whether it freed.
 func (tr *trimmer) look() bool {
+	tr.isServed() // paces the collector; a look does not ask for a quiet door
 	n := tr.cycles()
-	freed := n-tr.last <= 1 && (tr.over == nil || tr.over())
+	freed := n-tr.last <= 1 && tr.above(trimAbove, true)
 	if freed {
 		tr.free()
 		n = tr.cycles()
 	}
-	tr.last = n
+	tr.last, tr.seen = n, n
 	return freed
+}
+
+// glance frees when nothing was served and the heap was quiet since the
+// last glance, and memory is above trimHigh. It says whether it freed.
+func (tr *trimmer) glance() bool {
+	served := tr.isServed()
+	n := tr.cycles()
+	freed := !served && n-tr.seen <= 1 && tr.above(trimHigh, false)
+	if freed {
+		tr.free()
+		n = tr.cycles()
+		tr.last = n // what the look would have freed is freed
+	}
+	tr.seen = n
+	return freed
+}
+
+func (tr *trimmer) isServed() bool { return tr.served != nil && tr.served() }
+
+// above reports whether the resident memory is above line; unread says
+// what to answer when it cannot be read.
+func (tr *trimmer) above(line int64, unread bool) bool {
+	if tr.rss == nil {
+		return unread
+	}
+	n := tr.rss()
+	if n == 0 {
+		return unread
+	}
+	return n > line
 }
 
 // gcCycles is the runtime's count of finished collections.

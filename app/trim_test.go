@@ -29,39 +29,83 @@ func TestTrimmer(t *testing.T) {
 		t.Errorf("%d trims, want 4", frees.Load())
 	}
 
+	// The loop: three glances (memory unread: none trims), then a look.
 	tick := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); tr.run(ctx, tick) }()
-	tick <- time.Time{}
-	tick <- time.Time{} // taken once the first look is done
+	for range trimEvery/glanceEvery + 1 {
+		tick <- time.Time{} // each taken once the tick before is done
+	}
 	cancel()
 	<-done
-	if frees.Load() != 6 {
-		t.Errorf("after two quiet ticks: %d trims, want 6", frees.Load())
+	if frees.Load() != 5 {
+		t.Errorf("after three glances and a look, all quiet: %d trims, want 5", frees.Load())
 	}
 }
 
-// TestTrimmerAboveTheLine: a quiet heap is trimmed only while memory is
-// above the line; a busy one is left alone even above it.
+// TestTrimmerAboveTheLine: a quiet heap is trimmed at a look only while
+// memory is above the line; a busy one is left alone even above it.
 func TestTrimmerAboveTheLine(t *testing.T) {
 	var gcs, frees atomic.Uint64
-	var over atomic.Bool
-	tr := &trimmer{cycles: gcs.Load, over: over.Load, free: func() { gcs.Add(1); frees.Add(1) }}
+	var rss atomic.Int64
+	tr := &trimmer{cycles: gcs.Load, rss: rss.Load, free: func() { gcs.Add(1); frees.Add(1) }}
 	tr.last = gcs.Load()
 	for i, c := range []struct {
 		collections uint64
-		over        bool
+		rss         int64
 		trimmed     bool
-	}{{0, false, false}, {1, false, false}, {0, true, true}, {3, true, false}, {1, true, true}, {0, false, false}} {
+	}{{0, 30 << 20, false}, {1, trimAbove, false}, {0, trimAbove + 1, true}, {3, 40 << 20, false}, {1, 40 << 20, true}, {0, 20 << 20, false}, {0, 0, true}} {
 		gcs.Add(c.collections)
-		over.Store(c.over)
+		rss.Store(c.rss)
 		if got := tr.look(); got != c.trimmed {
-			t.Errorf("look %d (%d collections, above the line %v): trimmed %v, want %v", i+1, c.collections, c.over, got, c.trimmed)
+			t.Errorf("look %d (%d collections, %d bytes resident): trimmed %v, want %v", i+1, c.collections, c.rss, got, c.trimmed)
 		}
 	}
-	if frees.Load() != 2 {
-		t.Errorf("%d trims, want 2", frees.Load())
+	if frees.Load() != 3 {
+		t.Errorf("%d trims, want 3", frees.Load())
+	}
+}
+
+// TestTrimmerGlances: a glance trims only above the higher line, with the
+// heap quiet and nothing served since the glance before, and never when
+// memory cannot be read; every glance and look settles the collector's
+// pace (asks whether anything was served); a look still trims at the
+// lower line.
+func TestTrimmerGlances(t *testing.T) {
+	var gcs, frees, asked atomic.Uint64
+	var rss atomic.Int64
+	var served atomic.Bool
+	tr := &trimmer{cycles: gcs.Load, rss: rss.Load, free: func() { gcs.Add(1); frees.Add(1) },
+		served: func() bool { asked.Add(1); return served.Load() }}
+	for i, c := range []struct {
+		collections uint64
+		rss         int64
+		served      bool
+		trimmed     bool
+	}{
+		{0, trimHigh + 1, false, true},
+		{0, trimHigh, false, false},      // between the lines: a look's to trim
+		{1, 40 << 20, true, false},       // served: a round's hellos, or a light load
+		{1, 40 << 20, false, true},       // the glance after
+		{2, 40 << 20, false, false},      // the heap busy
+		{0, 0, false, false},             // unread
+		{0, trimAbove + 1, false, false}, // under the higher line
+	} {
+		gcs.Add(c.collections)
+		rss.Store(c.rss)
+		served.Store(c.served)
+		if got := tr.glance(); got != c.trimmed {
+			t.Errorf("glance %d (%d collections, %d bytes resident, served %v): trimmed %v, want %v", i+1, c.collections, c.rss, c.served, got, c.trimmed)
+		}
+	}
+	if frees.Load() != 2 || asked.Load() != 7 {
+		t.Errorf("%d trims and %d asks, want 2 and 7", frees.Load(), asked.Load())
+	}
+	tr.last = gcs.Load() // a look whose window saw no collection
+	served.Store(true)   // a look does not wait for a quiet door
+	if !tr.look() || asked.Load() != 8 {
+		t.Errorf("a look at %d bytes, the heap quiet: did not trim, or did not settle the pace (%d asks)", rss.Load(), asked.Load())
 	}
 }
 
