@@ -32,7 +32,7 @@ const (
 
 // trimWhenQuiet, every trimEvery while Delta is quiet and its resident
 // memory is above trimAbove, and at any glance (every glanceEvery) when it
-// served nothing since the last one and is above trimHigh, gives the
+// served no app's read or call since the last one and is above trimHigh, gives the
 // memory the heap has freed back to the system (debug.FreeOSMemory), and
 // unmaps the pages of its program it no longer uses (dropProgramPages;
 // the first time, dropped from the page cache too), until ctx ends. Each
@@ -64,8 +64,9 @@ const (
 // told by the kernel, and trims only above 32 MB"). A look every 2
 // minutes left a round's pages mapped for up to 2 minutes, above the idle
 // goal; a glance every 30 s at the higher line trims them within a
-// minute, and, as it waits for a glance with nothing served (a round's
-// hellos are served), not while a light load runs. Where the resident
+// minute, and, as it waits for a glance with no app's read or call
+// served since the one before (gcpace.Settle), not while a light load
+// runs. Where the resident
 // memory cannot be read, every quiet look trims, as before, and a glance
 // never does.
 func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
@@ -90,7 +91,7 @@ func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 type trimmer struct {
 	cycles func() uint64 // the collections finished so far
 	rss    func() int64  // the resident memory in bytes (0: cannot be read); nil: never read
-	served func() bool   // whether a request was served since it was last asked; nil: none
+	served func() bool   // whether an app's request was served since it was last asked; nil: none
 	free   func()        // collect and give freed memory back
 	last   uint64        // cycles at the last look
 	seen   uint64        // cycles at the last glance or look

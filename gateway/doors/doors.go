@@ -3,8 +3,7 @@
 // the http.Server it configures), its limits (a
 // request's head, a whole request, an idle keep-alive, connections per
 // source), a refused connection's last answer (RefuseAndClose), and the
-// summarized log of refusals (RefusalLog). Every request it serves paces
-// the garbage collector (gcpace.Busy).
+// summarized log of refusals (RefusalLog).
 package doors
 
 import (
@@ -16,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/gcpace"
 	"github.com/delta-roads/delta/gateway/h1server"
 	"github.com/delta-roads/delta/gateway/proto"
 )
@@ -53,7 +51,6 @@ const BusyWithin = 2 * time.Second
 func Server(h http.Handler, errLog *log.Logger, l Limits) *h1server.Server {
 	// OPTIONS * reaches the handler, which refuses it after its guard
 	// (DESIGN §2a), instead of Go's general answer of 200.
-	h = gcpace.Handler(h) // every request paces the collector (gcpace says why)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog,
 		DisableGeneralOptionsHandler: true}
 	if l.PerSource > 0 {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/doors"
+	"github.com/delta-roads/delta/gateway/gcpace"
 	"github.com/delta-roads/delta/gateway/h1server"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -425,6 +426,7 @@ func info(f *fw) localapi.Forward {
 // handler is f's guard, then the gateway's Serve.
 func (s *Set) handler(f *fw) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gcpace.Busy() // an app's request: the collector's busy pace
 		s.mu.Lock()
 		sp := f.spec
 		s.mu.Unlock()

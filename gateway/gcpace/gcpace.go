@@ -19,15 +19,17 @@
 //
 // Pacing is off until the app turns it on (Enable), and stays off where
 // the environment sets GOGC: a person's or a test's choice is kept.
-// Busy is called on every request a door or the local API serves; the
-// app calls Settle every 30 s, which lowers the pace when nothing was
-// served since, and sets it again from the live heap when something was.
+// Busy is called on every read or call of an app: at the local API, at
+// the owner's door and at a forward, and not on Delta's own traffic (a
+// road's check every 30 s, a hello), which would keep an idle Delta at
+// the busy pace. The app calls Settle every 30 s, which lowers the pace
+// when nothing was served since, and sets it again from the live heap
+// when something was.
 // The collector's percent is process-wide, and so is this package's
 // state.
 package gcpace
 
 import (
-	"net/http"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
@@ -89,21 +91,13 @@ func Enable() bool {
 	return true
 }
 
-// Busy says a request is being served. Cheap when pacing is off or the
+// Busy says an app's request is being served. Cheap when pacing is off or the
 // percent is already raised: three atomic loads.
 func Busy() { std.Busy() }
 
 // Settle says whether a request was served since the last Settle; when
 // none was, the collector goes back to its quiet pace.
 func Settle() (served bool) { return std.Settle() }
-
-// Handler calls Busy for each request, then h.
-func Handler(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		std.Busy()
-		h.ServeHTTP(w, r)
-	})
-}
 
 // Busy raises the percent, the first time since it was last lowered.
 func (p *Pacer) Busy() {

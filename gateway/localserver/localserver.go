@@ -25,6 +25,7 @@ import (
 	"github.com/delta-roads/delta/gateway/desk"
 	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/forward"
+	"github.com/delta-roads/delta/gateway/gcpace"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/proto"
@@ -220,6 +221,7 @@ func localRefusal(w http.ResponseWriter, o proto.Outcome, cause string) {
 }
 
 func (g *Handler) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
+	gcpace.Busy() // an app's read or call: the collector's busy pace
 	t, o, detail := parseTarget(r)
 	t.Host = r.Host
 	t.Prefix = localapi.PeerPath(t.Peer, t.App)

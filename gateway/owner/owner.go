@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/delta-roads/delta/gateway/doors"
+	"github.com/delta-roads/delta/gateway/gcpace"
 	"github.com/delta-roads/delta/gateway/h1"
 	"github.com/delta-roads/delta/gateway/journal"
 	"github.com/delta-roads/delta/gateway/localapi"
@@ -241,6 +242,7 @@ type ownerTarget struct {
 }
 
 func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
+	gcpace.Busy() // a read or call for an app here: the collector's busy pace
 	name, rest, err := proto.SplitTarget(strings.TrimPrefix(r.URL.EscapedPath(), proto.PathApps), "app")
 	if err != nil {
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
