@@ -31,13 +31,14 @@ const (
 )
 
 // trimWhenQuiet, every trimEvery while Delta is quiet and its resident
-// memory is above trimAbove, and at any glance (every glanceEvery) when it
-// served no app's read or call since the last one and is above trimHigh, gives the
-// memory the heap has freed back to the system (debug.FreeOSMemory), and
-// unmaps the pages of its program it no longer uses (dropProgramPages;
-// the first time, dropped from the page cache too), until ctx ends. Each
-// glance also paces the collector (gcpace.Settle): back to its quiet pace
-// once a glance finds nothing served since the one before.
+// memory is above trimAbove, and at any glance (every glanceEvery) when
+// it served no app's read or call since the last one and is above
+// trimHigh, gives the memory the heap has freed back to the system
+// (debug.FreeOSMemory), and unmaps the pages of its program it no longer
+// uses (dropProgramPages; the first time, dropped from the page cache
+// too), until ctx ends. Each glance also paces the collector
+// (gcpace.Settle): back to its quiet pace once a glance finds nothing
+// served since the one before.
 //
 // Why: on Linux, wireguard-go keeps batches of 64 KiB buffers (tsnet's
 // magicsock reads 128 datagrams at a time there) that count as live heap
