@@ -19,21 +19,17 @@ const (
 	trimEvery   = 2 * time.Minute
 )
 
-// trimAbove is the resident memory above which a quiet Delta trims at a
-// look; at or below it, a look does nothing. It is under the idle goal
+// trimAbove is the resident memory above which a quiet Delta trims; at
+// or below it, a look or a glance does nothing. It is under the idle goal
 // (35 MB, docs/benchmarks.md) by what a Delta's minute work maps again
-// between looks. trimHigh is the line for a glance: above what the minute
-// work reaches, below the goal, so that a glance trims after the
-// tailnet's round and almost never else.
-const (
-	trimAbove = 32 << 20
-	trimHigh  = 34 << 20
-)
+// between glances, and above what it reaches between the tailnet's
+// rounds, so that a trim follows a round and almost nothing else.
+const trimAbove = 34 << 20
 
 // trimWhenQuiet, every trimEvery while Delta is quiet and its resident
 // memory is above trimAbove, and at any glance (every glanceEvery) when
 // it served no app's read or call since the last one and is above
-// trimHigh, gives the memory the heap has freed back to the system
+// trimAbove too, gives the memory the heap has freed back to the system
 // (debug.FreeOSMemory), and unmaps the pages of its program it no longer
 // uses (dropProgramPages; the first time, dropped from the page cache
 // too), until ctx ends. Each glance also paces the collector
@@ -62,14 +58,16 @@ const (
 // minutes was a quarter of an idle Delta's CPU, while what the minute
 // work maps again between drops keeps it near 30 MB; what takes it above
 // is the tailnet's round, every 5 minutes (docs/benchmarks.md, "Sleep
-// told by the kernel, and trims only above 32 MB"). A look every 2
-// minutes left a round's pages mapped for up to 2 minutes, above the idle
-// goal; a glance every 30 s at the higher line trims them within a
-// minute, and, as it waits for a glance with no app's read or call
-// served since the one before (gcpace.Settle), not while a light load
-// runs. Where the resident
-// memory cannot be read, every quiet look trims, as before, and a glance
-// never does.
+// told by the kernel, and trims only above 32 MB"). Looks alone, every 2
+// minutes at 32 MB, left a round's pages mapped for up to 2 minutes,
+// above the idle goal, and trimmed between rounds too; a glance every
+// 30 s trims a round's pages within a minute, and the line can be
+// higher, as it waits for less of the minute work (docs/benchmarks.md,
+// "The collector paced by load, and a glance after a round"). A glance
+// waits for one with no app's read or call served since the one before
+// (gcpace.Settle), so it does not trim under a light load. Where the
+// resident memory cannot be read, every quiet look trims, as before, and
+// a glance never does.
 func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(glanceEvery)
 	defer t.Stop()
@@ -139,11 +137,11 @@ func (tr *trimmer) look() bool {
 }
 
 // glance frees when nothing was served and the heap was quiet since the
-// last glance, and memory is above trimHigh. It says whether it freed.
+// last glance, and memory is above trimAbove. It says whether it freed.
 func (tr *trimmer) glance() bool {
 	served := tr.isServed()
 	n := tr.cycles()
-	freed := !served && n-tr.seen <= 1 && tr.above(trimHigh, false)
+	freed := !served && n-tr.seen <= 1 && tr.above(trimAbove, false)
 	if freed {
 		tr.free()
 		n = tr.cycles()
