@@ -94,7 +94,7 @@ type trimmer struct {
 	free   func()        // collect and give freed memory back
 	last   uint64        // cycles at the last look
 	seen   uint64        // cycles at the last glance or look
-	ticks  int
+	ticks  int           // glances and looks so far
 }
 
 // run glances at every tick, and looks at every trimEvery/glanceEvery-th,

@@ -1,32 +1,32 @@
-// Package gcpace paces the garbage collector by whether Delta is serving:
-// at Go's default (GOGC=100) while it is quiet, and slower from the first
-// request it serves until the app finds it quiet again: the heap may then
-// grow by up to Headroom more than the default lets it, and to at most
-// four times what was live (GOGC=300).
+// Package gcpace paces the garbage collector by whether Delta is serving
+// apps: at Go's default (GOGC=100) while it is quiet, and slower from an
+// app's first read or call until the app's trim glance finds it quiet
+// again. The heap may then grow by up to Headroom more than the default
+// lets it, and to at most four times what was live (GOGC=300).
 //
 // Why: a read or a call allocates a few hundred small objects on each
 // Delta (net/http's heads, header maps, contexts), and a static-mode
 // Delta's live heap is a few MB, so at the default the collector runs
 // every few MB allocated: under load, marking, sweeping and the
-// allocator's share of them were about a sixth of each Delta's CPU.
-// Collecting a third as often cut the CPU a read costs by 5–16 %
-// (docs/benchmarks.md, "The collector paced by load"). The pace is set
-// from the live heap, not as one percent: a tailnet Delta's live heap is
-// larger (wireguard-go's buffers), its default goal already far apart,
-// and GOGC=300 there grew it to 180 MB under load. While quiet the
-// default stays: an idle Delta's memory is held by what the collector
-// frees and the app's trim gives back, and the idle goal is in MB.
+// allocator were about a sixth of each Delta's CPU. Collecting about a
+// third as often cut the CPU a read costs on the static pair to 0.82–0.98
+// of what it was (docs/benchmarks.md, "The collector paced by load").
+// The pace is set from the live heap, not as one percent: a tailnet
+// Delta's live heap is larger (wireguard-go's buffers), so its collector
+// already runs seldom, and GOGC=300 there grew it to 180 MB under load.
+// While quiet the default stays: an idle Delta's memory is held by what
+// the collector frees and the app's trim gives back, and the idle goal
+// is in MB.
 //
 // Pacing is off until the app turns it on (Enable), and stays off where
-// the environment sets GOGC: a person's or a test's choice is kept.
-// Busy is called on every read or call of an app: at the local API, at
-// the owner's door and at a forward, and not on Delta's own traffic (a
-// road's check every 30 s, a hello), which would keep an idle Delta at
-// the busy pace. The app calls Settle every 30 s, which lowers the pace
-// when nothing was served since, and sets it again from the live heap
-// when something was.
-// The collector's percent is process-wide, and so is this package's
-// state.
+// the environment sets GOGC: a person's or a test's choice is kept. Busy
+// is called on every read or call of an app: at the local API, at the
+// owner's door and at a forward; not on Delta's own traffic (a road's
+// check every 30 s, a hello), which would keep an idle Delta at the busy
+// pace. The app calls Settle every 30 s, which lowers the pace when
+// nothing was served since, and sets it again from the live heap when
+// something was. The collector's percent is process-wide, and so is this
+// package's state.
 package gcpace
 
 import (
@@ -62,7 +62,7 @@ type Pacer struct {
 	live func() uint64 // the live heap's bytes, or a test's
 
 	on     atomic.Bool // pacing is on
-	served atomic.Bool // a request was served since the last Settle
+	served atomic.Bool // Busy was called since the last Settle
 	raised atomic.Bool // the percent is the busy pace, pct
 
 	mu  sync.Mutex // orders the set calls, so that the percent follows raised
@@ -91,8 +91,8 @@ func Enable() bool {
 	return true
 }
 
-// Busy says an app's request is being served. Cheap when pacing is off or the
-// percent is already raised: three atomic loads.
+// Busy says an app's read or call is being served. Cheap when pacing is
+// off or the percent is already raised: three atomic loads.
 func Busy() { std.Busy() }
 
 // Settle says whether a request was served since the last Settle; when
