@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/delta-roads/delta/gateway/gcpace"
 )
 
 func TestName(t *testing.T) {
@@ -117,8 +119,13 @@ func TestSet(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	gcpace.Settle()
+	gcpace.Settle()
 	if code := get(f.URL + "x"); code != 204 || (<-served).App != "notes" {
 		t.Fatalf("through the forward: %d", code)
+	}
+	if !gcpace.Settle() {
+		t.Error("a request through the forward did not mark Delta busy for the collector's pace")
 	}
 	for _, bad := range []struct{ peer, app, listen, says string }{
 		{"studio", "notes", "0.0.0.0:0", "not on a loopback address"},

@@ -95,8 +95,8 @@ func Enable() bool {
 // off or the percent is already raised: three atomic loads.
 func Busy() { std.Busy() }
 
-// Settle says whether a request was served since the last Settle; when
-// none was, the collector goes back to its quiet pace.
+// Settle says whether an app's read or call was served since the last
+// Settle; when none was, the collector goes back to its quiet pace.
 func Settle() (served bool) { return std.Settle() }
 
 // Busy raises the percent, the first time since it was last lowered.

@@ -62,11 +62,6 @@ func FuzzOwnerDoor(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { os.RemoveAll(dir) })
-	db, err := journal.Open(filepath.Join(dir, statedir.JournalFile), journal.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
 	var mu sync.Mutex
 	seen := map[string]int{}
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,20 +75,7 @@ func FuzzOwnerDoor(f *testing.F) {
 		io.WriteString(w, "done")
 	}))
 	f.Cleanup(app.Close)
-	if _, err := db.PutApp(context.Background(), "notes", app.URL); err != nil {
-		f.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f.Cleanup(cancel)
-	var wg sync.WaitGroup
-	f.Cleanup(wg.Wait)
-	spool := filepath.Join(dir, "spool")
-	if err := CleanSpool(spool); err != nil {
-		f.Fatal(err)
-	}
-	o := New(Config{DB: db, Self: func() localapi.Self { return localapi.Self{Name: "studio", Node: "node-studio"} }, Log: slog.New(slog.DiscardHandler), Ctx: ctx,
-		Go: func(fn func()) { wg.Add(1); go func() { defer wg.Done(); fn() }() }, SpoolDir: spool, MaxCallBytes: 1 << 20})
-	h := o.Handler(fuzzDoor{}, nil)
+	h := testDoor(f, dir, app.URL)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		r, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
 		if err != nil {
@@ -130,6 +112,30 @@ func FuzzOwnerDoor(f *testing.F) {
 			t.Fatalf("%q: Delta's own reply holds a NUL", raw)
 		}
 	})
+}
+
+// testDoor is the owner's side of the peer API past fuzzDoor, with a real
+// journal in dir and the app notes at appURL.
+func testDoor(tb testing.TB, dir, appURL string) http.Handler {
+	db, err := journal.Open(filepath.Join(dir, statedir.JournalFile), journal.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	if _, err := db.PutApp(context.Background(), "notes", appURL); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	var wg sync.WaitGroup
+	tb.Cleanup(wg.Wait)
+	spool := filepath.Join(dir, "spool")
+	if err := CleanSpool(spool); err != nil {
+		tb.Fatal(err)
+	}
+	o := New(Config{DB: db, Self: func() localapi.Self { return localapi.Self{Name: "studio", Node: "node-studio"} }, Log: slog.New(slog.DiscardHandler), Ctx: ctx,
+		Go: func(fn func()) { wg.Add(1); go func() { defer wg.Done(); fn() }() }, SpoolDir: spool, MaxCallBytes: 1 << 20})
+	return o.Handler(fuzzDoor{}, nil)
 }
 
 func asError(p any) error {
