@@ -45,7 +45,7 @@ const trimAbove = 34 << 20
 // memory 15.1–15.5 MB against 21.1–24.9 MB, its CPU within noise. Busy,
 // the collector runs often and this does nothing.
 //
-// The program's pages go at the same looks, not more often: dropped every
+// The program's pages go at the same trims, not more often: dropped every
 // minute, the pages that Delta's minute work uses came back within 15 s
 // each time, and the faults that map them again cost 0.03 % of a core
 // more than the code before (216.8 against 182.2 ms of CPU in 120 s,
