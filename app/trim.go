@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gcpace"
@@ -72,7 +71,7 @@ func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 	t := time.NewTicker(glanceEvery)
 	defer t.Stop()
 	pages, first := true, true
-	tr := &trimmer{cycles: gcCycles, rss: func() int64 { return procmem.RSS(os.Getpid()) }, served: gcpace.Settle, free: func() {
+	tr := &trimmer{cycles: gcpace.Collections, rss: func() int64 { return procmem.RSS(os.Getpid()) }, served: gcpace.Settle, free: func() {
 		debug.FreeOSMemory()
 		if !pages {
 			return
@@ -164,14 +163,4 @@ func (tr *trimmer) above(line int64, unread bool) bool {
 		return unread
 	}
 	return n > line
-}
-
-// gcCycles is the runtime's count of finished collections.
-func gcCycles() uint64 {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return s[0].Value.Uint64()
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/delta-roads/delta/gateway/gcpace"
 )
 
 // TestTrimmer: a quiet heap (no collection, or only the runtime's forced
@@ -112,9 +114,9 @@ func TestTrimmerGlances(t *testing.T) {
 // TestGCCycles: the runtime's count of collections, which the trimmer
 // reads, moves with a collection; and a trim gives freed memory back.
 func TestGCCycles(t *testing.T) {
-	before := gcCycles()
+	before := gcpace.Collections()
 	runtime.GC()
-	if after := gcCycles(); after <= before {
+	if after := gcpace.Collections(); after <= before {
 		t.Fatalf("collections %d, then %d after runtime.GC", before, after)
 	}
 	released := func() uint64 {

@@ -61,19 +61,22 @@ type Pacer struct {
 	set  func(int) int // debug.SetGCPercent, or a test's
 	live func() uint64 // the live heap's bytes, or a test's
 
-	on     atomic.Bool // pacing is on
-	served atomic.Bool // Busy was called since the last Settle
-	raised atomic.Bool // the percent is the busy pace, pct
+	on     atomic.Bool  // pacing is on
+	served atomic.Bool  // Busy was called since the last Settle
+	pct    atomic.Int64 // the busy percent set; 0 while at the quiet pace
 
-	mu  sync.Mutex // orders the set calls, so that the percent follows raised
-	pct int        // the percent set while raised
+	mu sync.Mutex // orders the set calls, so that the percent follows pct
 }
 
-var std = &Pacer{set: debug.SetGCPercent, live: liveHeap}
+var std = &Pacer{set: debug.SetGCPercent, live: func() uint64 { return metric("/gc/heap/live:bytes") }}
 
-// liveHeap is the heap the last collection found live.
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// Collections is the runtime's count of finished collections.
+func Collections() uint64 { return metric("/gc/cycles/total:gc-cycles") }
+
+// metric reads one of the runtime's uint64 metrics (0 if it has none of
+// that name).
+func metric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
@@ -104,15 +107,15 @@ func (p *Pacer) Busy() {
 	if !p.served.Load() {
 		p.served.Store(true)
 	}
-	if p.raised.Load() || !p.on.Load() {
+	if p.pct.Load() != 0 || !p.on.Load() {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.raised.Load() {
-		p.pct = busyPercent(p.live())
-		p.set(p.pct)
-		p.raised.Store(true)
+	if p.pct.Load() == 0 {
+		pct := busyPercent(p.live())
+		p.set(pct)
+		p.pct.Store(int64(pct))
 	}
 }
 
@@ -121,20 +124,20 @@ func (p *Pacer) Busy() {
 // grown); when it was not, the percent goes back to QuietPercent.
 func (p *Pacer) Settle() bool {
 	served := p.served.Swap(false)
-	if !p.raised.Load() {
+	if p.pct.Load() == 0 {
 		return served
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	switch {
-	case !p.raised.Load():
+	switch cur := p.pct.Load(); {
+	case cur == 0:
 	case !served:
 		p.set(QuietPercent)
-		p.raised.Store(false)
+		p.pct.Store(0)
 	default:
-		if pct := busyPercent(p.live()); pct != p.pct {
-			p.pct = pct
+		if pct := busyPercent(p.live()); int64(pct) != cur {
 			p.set(pct)
+			p.pct.Store(int64(pct))
 		}
 	}
 	return served
