@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,10 +17,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/rawsock"
 )
 
 // OwnerApp is an owner app on loopback. The first path segment of a request
@@ -240,9 +243,15 @@ func ResetListener(t testing.TB) string {
 			mu.Unlock()
 			tc := c.(*net.TCPConn)
 			if rc, err := tc.SyscallConn(); err == nil {
-				first := true
-				// Wait until the socket is readable, consuming nothing.
-				rc.Read(func(uintptr) bool { done := !first; first = false; return done })
+				// Wait until bytes (or the end) are queued, consuming
+				// nothing. A look each time, not a count of wake-ups: the
+				// poller forgets a readiness that came before the wait,
+				// so a request that arrived whole before it would never
+				// wake it.
+				rc.Read(func(fd uintptr) bool {
+					_, err := rawsock.Peek(fd)
+					return !errors.Is(err, syscall.EAGAIN) && !errors.Is(err, syscall.EWOULDBLOCK)
+				})
 			}
 			tc.SetLinger(0)
 			tc.Close()
