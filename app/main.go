@@ -318,6 +318,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	var node *tailnet.Node
+	rounds := make(chan struct{}, 1) // the tailnet's rounds, for the trimmer
 	if fc.Static() {
 		log.Info("static mode: peers come from config.json; the tailnet is not joined", "peers", len(fc.Peers))
 		if err := static.Attach(&gcfg, fc, s.peerListen); err != nil {
@@ -354,7 +355,13 @@ func run(args []string, stderr io.Writer) error {
 		defer func() { stdlog.SetOutput(prevOut); stdlog.SetFlags(prevFlags) }()
 		if node, err = tailnet.New(tailnet.Config{StateDir: s.stateDir, Hostname: s.hostname, ControlURL: s.controlURL,
 			AuthKey: os.Getenv("DELTA_TS_AUTHKEY"), LANPort: s.lanPort, LANPortFallback: s.defaultLANPort, LANAddrs: s.lanAddrs, Allow: fc.Allow, AllowWake: fc.WakeOnLAN,
-			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs, TSLogf: tsLogf}); err != nil {
+			Roads: override, Logger: log, Version: version, UploadLogs: s.uploadLogs, TSLogf: tsLogf,
+			AfterRound: func() {
+				select {
+				case rounds <- struct{}{}:
+				default: // one is pending already
+				}
+			}}); err != nil {
 			return err
 		}
 		if err := node.Start(); err != nil {
@@ -383,8 +390,8 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	gcpace.Enable()            // the collector paced by load, unless GOGC is set
-	go trimWhenQuiet(ctx, log) // ends with ctx (stop cancels it); settles the pace
+	gcpace.Enable()                    // the collector paced by load, unless GOGC is set
+	go trimWhenQuiet(ctx, log, rounds) // ends with ctx (stop cancels it); settles the pace
 	sd := &ui.Shutdown{Close: func() error {
 		log.Info("stopping: listeners close first, calls in flight are recorded")
 		err := g.Close()

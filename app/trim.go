@@ -18,6 +18,11 @@ const (
 	trimEvery   = 2 * time.Minute
 )
 
+// afterRound is how long after the tailnet's round (tailnet.Config's
+// AfterRound) Delta glances at its memory: the round's own work (a probe,
+// hello, tickets, the status re-read it asks for) is over by then.
+const afterRound = 10 * time.Second
+
 // trimAbove is the resident memory above which a quiet Delta trims; at
 // or below it, a look or a glance does nothing. It is under the idle goal
 // (35 MB, docs/benchmarks.md) by what a Delta's minute work maps again
@@ -67,7 +72,13 @@ const trimAbove = 34 << 20
 // (gcpace.Settle), so it does not trim under a light load. Where the
 // resident memory cannot be read, every quiet look trims, as before, and
 // a glance never does.
-func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
+//
+// A round of the tailnet's upkeep (a value on rounds) brings a glance
+// afterRound later, which trims above the line when nothing was served
+// since the glance before, however many collections the round made:
+// without it, a round's pages stayed mapped until the second glance
+// after it, above the idle goal for half a minute every 5 minutes.
+func trimWhenQuiet(ctx context.Context, log *slog.Logger, rounds <-chan struct{}) {
 	t := time.NewTicker(glanceEvery)
 	defer t.Stop()
 	pages, first := true, true
@@ -82,31 +93,43 @@ func trimWhenQuiet(ctx context.Context, log *slog.Logger) {
 		}
 		first = false
 	}}
-	tr.run(ctx, t.C)
+	tr.run(ctx, t.C, rounds)
 }
 
 // trimmer is trimWhenQuiet's loop, its runtime calls given.
 type trimmer struct {
-	cycles func() uint64 // the collections finished so far
-	rss    func() int64  // the resident memory in bytes (0: cannot be read); nil: never read
-	served func() bool   // whether an app's request was served since it was last asked; nil: none
-	free   func()        // collect and give freed memory back
-	last   uint64        // cycles at the last look
-	seen   uint64        // cycles at the last glance or look
-	ticks  int           // glances and looks so far
+	cycles func() uint64                        // the collections finished so far
+	rss    func() int64                         // the resident memory in bytes (0: cannot be read); nil: never read
+	served func() bool                          // whether an app's request was served since it was last asked; nil: none
+	free   func()                               // collect and give freed memory back
+	wait   func(time.Duration) <-chan time.Time // a timer (nil: time.After)
+	last   uint64                               // cycles at the last look
+	seen   uint64                               // cycles at the last glance or look
+	ticks  int                                  // glances and looks so far
 }
 
 // run glances at every tick, and looks at every trimEvery/glanceEvery-th,
-// until ctx ends.
-func (tr *trimmer) run(ctx context.Context, tick <-chan time.Time) {
+// and glances afterRound after the last of a run of rounds (each value
+// on rounds), until ctx ends.
+func (tr *trimmer) run(ctx context.Context, tick <-chan time.Time, rounds <-chan struct{}) {
 	tr.last = tr.cycles()
 	tr.seen = tr.last
+	wait := tr.wait
+	if wait == nil {
+		wait = time.After
+	}
+	var after <-chan time.Time // the glance after a round, when one is due
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick:
 			tr.tick()
+		case <-rounds:
+			after = wait(afterRound)
+		case <-after:
+			after = nil
+			tr.roundGlance()
 		}
 	}
 }
@@ -145,6 +168,22 @@ func (tr *trimmer) glance() bool {
 		tr.free()
 		n = tr.cycles()
 		tr.last = n // what the look would have freed is freed
+	}
+	tr.seen = n
+	return freed
+}
+
+// roundGlance, a little after a round, frees when nothing was served
+// since the last glance and memory is above trimAbove, whatever the
+// round's collections. It says whether it freed.
+func (tr *trimmer) roundGlance() bool {
+	served := tr.isServed()
+	freed := !served && tr.above(trimAbove, false)
+	n := tr.cycles()
+	if freed {
+		tr.free()
+		n = tr.cycles()
+		tr.last = n
 	}
 	tr.seen = n
 	return freed

@@ -35,7 +35,7 @@ func TestTrimmer(t *testing.T) {
 	tick := make(chan time.Time)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); tr.run(ctx, tick) }()
+	go func() { defer close(done); tr.run(ctx, tick, nil) }()
 	for range trimEvery/glanceEvery + 1 {
 		tick <- time.Time{} // each taken once the tick before is done
 	}
@@ -108,6 +108,91 @@ func TestTrimmerGlances(t *testing.T) {
 	rss.Store(40 << 20)
 	if !tr.look() || asked.Load() != 7 {
 		t.Errorf("a look at 40 MB, the heap quiet: did not trim, or did not settle the pace (%d asks)", asked.Load())
+	}
+}
+
+// TestTrimmerAfterRound: a round of the tailnet's upkeep brings a glance
+// afterRound later (the last round's, when several come before it),
+// which trims above the line, nothing served, however many collections
+// the round made; not when something was served, nor at or below the
+// line, nor when memory cannot be read.
+func TestTrimmerAfterRound(t *testing.T) {
+	var gcs, frees atomic.Uint64
+	var rss atomic.Int64
+	var served atomic.Bool
+	asked := make(chan bool, 16) // each glance's question
+	waits := make(chan chan time.Time, 16)
+	tr := &trimmer{cycles: gcs.Load, rss: rss.Load, free: func() { gcs.Add(1); frees.Add(1) },
+		served: func() bool { asked <- true; return served.Load() },
+		wait: func(d time.Duration) <-chan time.Time {
+			if d != afterRound {
+				t.Errorf("a glance %s after a round, want %s", d, afterRound)
+			}
+			c := make(chan time.Time, 1)
+			waits <- c
+			return c
+		}}
+	rounds := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); tr.run(ctx, nil, rounds) }()
+	defer func() { cancel(); <-done }()
+	// Each step of the loop is waited on for at most 10 s: a loop that
+	// does not take it fails the test rather than hanging it.
+	within := func() <-chan time.Time { return time.After(10 * time.Second) }
+	give := func(what string) {
+		select {
+		case rounds <- struct{}{}:
+		case <-within():
+			t.Fatalf("the loop did not take %s", what)
+		}
+	}
+	timer := func(what string) chan time.Time {
+		select {
+		case c := <-waits:
+			return c
+		case <-within():
+			t.Fatalf("no glance was set after %s", what)
+			return nil
+		}
+	}
+	glanced := func(what string) {
+		select {
+		case <-asked:
+		case <-within():
+			t.Fatalf("no glance %s", what)
+		}
+	}
+
+	for i, c := range []struct {
+		rss     int64
+		served  bool
+		trimmed bool
+	}{
+		{40 << 20, false, true},
+		{trimAbove + 1, false, true},
+		{40 << 20, true, false}, // an app's read or call since the glance before
+		{trimAbove, false, false},
+		{0, false, false}, // unread
+	} {
+		gcs.Add(5) // the round's own collections
+		rss.Store(c.rss)
+		served.Store(c.served)
+		before := frees.Load()
+		give("a round")
+		first := timer("a round")
+		give("a second round") // before the glance: the glance waits for it
+		second := timer("a second round")
+		first <- time.Time{} // no longer waited on
+		second <- time.Time{}
+		glanced("after the second round")
+		give("a round after the glance") // taken once the glance is done
+		served.Store(true)               // the next glance frees nothing
+		timer("a round after the glance") <- time.Time{}
+		glanced("after the round after the glance")
+		if got := frees.Load() - before; got != map[bool]uint64{true: 1, false: 0}[c.trimmed] {
+			t.Errorf("round %d (%d bytes resident, served %v): %d trims, want trimmed %v", i+1, c.rss, c.served, got, c.trimmed)
+		}
 	}
 }
 

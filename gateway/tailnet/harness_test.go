@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ type tnode struct {
 	tcfg  tailnet.Config
 	gcfg  gateway.Config
 	edit  func(*gateway.Config)
+	// rounds counts the rounds its node said were done (Config.AfterRound).
+	rounds atomic.Int64
 }
 
 type nodeOpt struct {
@@ -60,7 +63,8 @@ func (l *lab) start(name, lanIP string, opt nodeOpt) *tnode {
 	t.Helper()
 	gatewaytest.NeedLoopback(t, lanIP)
 	nd := &tnode{name: name, dir: filepath.Join(t.TempDir(), name), lanIP: lanIP, log: &gatewaytest.LogBuffer{}}
-	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: name, ControlURL: l.controlURL, LANAddrs: []string{lanIP}, Allow: opt.allow}
+	nd.tcfg = tailnet.Config{StateDir: nd.dir, Hostname: name, ControlURL: l.controlURL, LANAddrs: []string{lanIP}, Allow: opt.allow,
+		AfterRound: func() { nd.rounds.Add(1) }}
 	nd.edit = func(c *gateway.Config) {
 		if opt.tickets != nil {
 			c.Tickets = opt.tickets(c.Tickets)

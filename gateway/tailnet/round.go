@@ -44,7 +44,7 @@ var roundSlack = time.Minute
 // before then; one fetched moments ago (by the keeper, as the round
 // began) is not fetched again. A failure here is not the road's: each is
 // asked again when it falls due. Then the tailnet's status is re-read
-// (discover), for the path the probe took.
+// (discover), for the path the probe took, and Config.AfterRound is told.
 func (n *Node) rideAlong(ctx context.Context, peer string) {
 	n.mu.Lock()
 	p := n.peers[peer]
@@ -71,6 +71,9 @@ func (n *Node) rideAlong(ctx context.Context, peer string) {
 		n.fetchReadTicket(ctx, peer, p)
 	}
 	n.rescan() // the tailnet's path to peer, as the probe found it
+	if n.cfg.AfterRound != nil {
+		n.cfg.AfterRound()
+	}
 }
 
 // peerUpkeep is a peer's upkeep (a probe, hello, a ticket) arriving at

@@ -37,7 +37,7 @@ func TestUpkeepRounds(t *testing.T) {
 	})
 
 	t.Run("a probe takes the round along", func(t *testing.T) {
-		before := upkeep(laptop)
+		before, rounds := upkeep(laptop), laptop.rounds.Load()
 		laptop.n.AgeUpkeep("studio")
 		if !laptop.n.RoundNow("studio") {
 			t.Fatal("laptop's tailnet road to studio is not believed up")
@@ -53,6 +53,11 @@ func TestUpkeepRounds(t *testing.T) {
 			lan, read := laptop.n.HeldTickets("studio")
 			soon := time.Now().Add(9 * time.Minute)
 			return !lan.Before(soon) && !read.Before(soon)
+		})
+		// Once what rode along returned, the round is said to be done
+		// (the app glances at its memory then).
+		gatewaytest.WaitFor(t, 30*time.Second, "laptop's node to say its round is done", func() bool {
+			return laptop.rounds.Load() > rounds
 		})
 	})
 

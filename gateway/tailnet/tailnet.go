@@ -110,6 +110,11 @@ type Config struct {
 	UploadLogs bool
 	// Version is reported in hello.
 	Version string
+	// AfterRound, if not nil, is called each time a round's upkeep with a
+	// peer is done (its probe answered and what rode along with it
+	// returned: round.go), on the round's goroutine: it must return at
+	// once. The app glances at its memory a little after (app/trim.go).
+	AfterRound func()
 }
 
 // Node is this computer on the tailnet. Create it with New, Start it, and
