@@ -635,7 +635,14 @@ func spawn(name, dir string, argv, env []string, procs *[]*deltaProc) (*deltaPro
 }
 
 func startIn(ctx context.Context, bin, name, dir string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
-	p, err := spawn(name, dir, append([]string{bin, "run", "--state-dir", dir, "--listen", "127.0.0.1:0"}, args...), env, procs)
+	// Each Delta runs its own copy of the program, as on a computer of its
+	// own: Deltas sharing one file share its pages in the page cache, and
+	// one's trim cannot evict what another maps (app/pages_linux.go).
+	own := dir + ".delta"
+	if err := copyFile(bin, own); err != nil {
+		return nil, err
+	}
+	p, err := spawn(name, dir, append([]string{own, "run", "--state-dir", dir, "--listen", "127.0.0.1:0"}, args...), env, procs)
 	if err != nil {
 		return nil, err
 	}
@@ -1493,4 +1500,22 @@ func revalidate(ctx context.Context, tg target, size int64, reads int) revalFigu
 	f.mean = time.Since(start) / time.Duration(reads)
 	f.bodyBytes = (validatedBytes.Load() - sent) / int64(reads)
 	return f
+}
+
+// copyFile copies the program at from to to, executable.
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copying %s: %w", from, err)
+	}
+	return out.Close()
 }
