@@ -169,7 +169,9 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(root)
-	ctx, cancel := context.WithCancel(context.Background())
+	// An interrupt ends the run at its next wait, and the deferred stops
+	// take down every process it started (Deltas, nginx, Caddy, floors).
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
 	bin := filepath.Join(root, "delta")
@@ -251,12 +253,12 @@ func run() error {
 			defer stopNet()
 			go func() {
 				var err error
-				idleFloor[i], err = idleCost(node, d)
+				idleFloor[i], err = idleCost(ctx, node, d)
 				stopNet() // not to load the machine while the rest is measured
 				floorDone <- err
 			}()
 		}
-		idle, err = idleCost(tlsPair[0], d)
+		idle, err = idleCost(ctx, tlsPair[0], d)
 		for range idleFloor {
 			if ferr := <-floorDone; err == nil && ferr != nil {
 				err = fmt.Errorf("a bare tsnet node: %w", ferr)
@@ -918,7 +920,7 @@ const (
 	idleSample  = 30 * time.Second
 )
 
-func idleCost(p *deltaProc, total time.Duration) (idleFigures, error) {
+func idleCost(ctx context.Context, p *deltaProc, total time.Duration) (idleFigures, error) {
 	if total < idleStartup+idleSample {
 		return idleFigures{}, fmt.Errorf("-idle-for %s is shorter than the start-up left out (%s) and the sampling (%s)", total, idleStartup, idleSample)
 	}
@@ -926,14 +928,18 @@ func idleCost(p *deltaProc, total time.Duration) (idleFigures, error) {
 	f := idleFigures{after: total}
 	out, _ := os.ReadFile(p.dir + ".out")
 	f.hasTray = bytes.Contains(out, []byte("tray is up"))
-	time.Sleep(idleStartup)
+	if err := sleep(ctx, idleStartup); err != nil {
+		return f, err
+	}
 	t0, err := cpuTicks(pid)
 	if err != nil {
 		return f, err
 	}
 	start := time.Now()
-	time.Sleep(total - idleStartup - idleSample) // the idle state is the point
-	for end := time.Now().Add(idleSample); ; time.Sleep(time.Second) {
+	if err := sleep(ctx, total-idleStartup-idleSample); err != nil { // the idle state is the point
+		return f, err
+	}
+	for end := time.Now().Add(idleSample); ; {
 		rss := procmem.RSS(pid)
 		if rss == 0 {
 			return f, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
@@ -942,6 +948,9 @@ func idleCost(p *deltaProc, total time.Duration) (idleFigures, error) {
 		f.maxRSSMB = max(f.maxRSSMB, f.rssMB)
 		if !time.Now().Before(end) {
 			break
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return f, err
 		}
 	}
 	t1, err := cpuTicks(pid)
@@ -955,6 +964,18 @@ func idleCost(p *deltaProc, total time.Duration) (idleFigures, error) {
 	f.anonMB, f.fileMB = mb(procmem.Field(pid, "RssAnon")), mb(procmem.Field(pid, "RssFile"))
 	f.pmdMB = mb(procmem.Rollup(pid, "FilePmdMapped"))
 	return f, nil
+}
+
+// sleep waits for d, or until ctx ends (its error, then).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // flagSet reports whether the command line set the flag name.
