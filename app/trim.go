@@ -77,7 +77,9 @@ const trimAbove = 34 << 20
 // afterRound later, which trims above the line when nothing was served
 // since the glance before, however many collections the round made:
 // without it, a round's pages stayed mapped until the second glance
-// after it, above the idle goal for half a minute every 5 minutes.
+// after it, above the idle goal for half a minute every 5 minutes; with
+// it, for 10 s (docs/benchmarks.md, "A glance after each round, and each
+// Delta its own program").
 func trimWhenQuiet(ctx context.Context, log *slog.Logger, rounds <-chan struct{}) {
 	t := time.NewTicker(glanceEvery)
 	defer t.Stop()
