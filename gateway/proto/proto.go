@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -178,18 +177,66 @@ const (
 	MaxTimeout = 600 * time.Second
 )
 
-var (
-	requestIDRe = regexp.MustCompile(`^[A-Za-z0-9._~:-]{1,128}$`)
-	timeoutRe   = regexp.MustCompile(`^[0-9]{1,3}(\.[0-9]{1,3})?$`)
-	nameRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-)
+// The forms of a request id, a timeout and a name, checked on every read
+// and call: as loops, not regexps (which cost 1.5 % of a small read's CPU
+// in the two Deltas). TestChecksAsRegexps holds each to its regexp:
+//
+//	request id  ^[A-Za-z0-9._~:-]{1,128}$
+//	timeout     ^[0-9]{1,3}(\.[0-9]{1,3})?$
+//	name        ^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$
+
+func alnum(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+func validRequestID(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '.' && c != '_' && c != '~' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// digits reports whether s is 1 to 3 ASCII digits.
+func digits(s string) bool {
+	if len(s) < 1 || len(s) > 3 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func validTimeout(s string) bool {
+	whole, frac, dot := strings.Cut(s, ".")
+	return digits(whole) && (!dot || digits(frac))
+}
+
+func validName(s string) bool {
+	if len(s) < 1 || len(s) > 63 || !alnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
 
 // CheckRequestID reports why id is not a valid X-Delta-Request-Id, or nil.
 func CheckRequestID(id string) error {
 	if len(id) > 128 {
 		return fmt.Errorf("X-Delta-Request-Id is %d characters long; at most 128 are allowed", len(id))
 	}
-	if !requestIDRe.MatchString(id) {
+	if !validRequestID(id) {
 		return fmt.Errorf("X-Delta-Request-Id %q has a character outside A-Z a-z 0-9 . _ ~ : - (or is empty)", id)
 	}
 	if strings.Trim(id, ".") == "" {
@@ -203,7 +250,7 @@ func ParseTimeout(v string) (time.Duration, error) {
 	if v == "" {
 		return DefaultTimeout, nil
 	}
-	if !timeoutRe.MatchString(v) {
+	if !validTimeout(v) {
 		return 0, fmt.Errorf("X-Delta-Timeout %q is not seconds written as digits with at most 3 decimals (for example 30 or 2.5)", v)
 	}
 	// Whole seconds and milliseconds are read as integers: through a float,
@@ -257,7 +304,7 @@ func IsLoopbackHost(host string) bool {
 // CheckName reports why s is not a valid peer or app name, or nil. what is
 // "peer" or "app", for the message.
 func CheckName(what, s string) error {
-	if !nameRe.MatchString(s) {
+	if !validName(s) {
 		return fmt.Errorf("%s name %q must be 1-63 characters of A-Z a-z 0-9 . _ - starting with a letter or digit", what, s)
 	}
 	return nil
