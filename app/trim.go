@@ -78,8 +78,8 @@ const trimAbove = 34 << 20
 // since the glance before, however many collections the round made:
 // without it, a round's pages stayed mapped until the second glance
 // after it, above the idle goal for half a minute every 5 minutes; with
-// it, for 10 s (docs/benchmarks.md, "A glance after each round, and each
-// Delta its own program").
+// it, for under 15 s, two samples 5 s apart (docs/benchmarks.md, "A
+// glance after each round, and each Delta its own program").
 func trimWhenQuiet(ctx context.Context, log *slog.Logger, rounds <-chan struct{}) {
 	t := time.NewTicker(glanceEvery)
 	defer t.Stop()
@@ -131,7 +131,7 @@ func (tr *trimmer) run(ctx context.Context, tick <-chan time.Time, rounds <-chan
 			after = wait(afterRound)
 		case <-after:
 			after = nil
-			tr.roundGlance()
+			tr.glance(true)
 		}
 	}
 }
@@ -142,7 +142,7 @@ func (tr *trimmer) tick() bool {
 	if tr.ticks%int(trimEvery/glanceEvery) == 0 {
 		return tr.look()
 	}
-	return tr.glance()
+	return tr.glance(false)
 }
 
 // look frees when the heap was quiet since the last look (at most one
@@ -160,32 +160,18 @@ func (tr *trimmer) look() bool {
 	return freed
 }
 
-// glance frees when nothing was served and the heap was quiet since the
-// last glance, and memory is above trimAbove. It says whether it freed.
-func (tr *trimmer) glance() bool {
+// glance frees when nothing was served since the last glance, memory is
+// above trimAbove, and the heap was quiet since then too, unless this is
+// the glance after a round (afterRound: the round's own collections do
+// not count). It says whether it freed.
+func (tr *trimmer) glance(afterRound bool) bool {
 	served := tr.isServed()
 	n := tr.cycles()
-	freed := !served && n-tr.seen <= 1 && tr.above(trimAbove, false)
+	freed := !served && (afterRound || n-tr.seen <= 1) && tr.above(trimAbove, false)
 	if freed {
 		tr.free()
 		n = tr.cycles()
 		tr.last = n // what the look would have freed is freed
-	}
-	tr.seen = n
-	return freed
-}
-
-// roundGlance, a little after a round, frees when nothing was served
-// since the last glance and memory is above trimAbove, whatever the
-// round's collections. It says whether it freed.
-func (tr *trimmer) roundGlance() bool {
-	served := tr.isServed()
-	freed := !served && tr.above(trimAbove, false)
-	n := tr.cycles()
-	if freed {
-		tr.free()
-		n = tr.cycles()
-		tr.last = n
 	}
 	tr.seen = n
 	return freed

@@ -96,7 +96,7 @@ func TestTrimmerGlances(t *testing.T) {
 		gcs.Add(c.collections)
 		rss.Store(c.rss)
 		served.Store(c.served)
-		if got := tr.glance(); got != c.trimmed {
+		if got := tr.glance(false); got != c.trimmed {
 			t.Errorf("glance %d (%d collections, %d bytes resident, served %v): trimmed %v, want %v", i+1, c.collections, c.rss, c.served, got, c.trimmed)
 		}
 	}
