@@ -184,7 +184,9 @@ app pkg:
 # of docs/benchmarks.md) and the in-process benchmarks, among them two
 # floors: both journals' writes for a call (BenchmarkCallWrites) and the
 # digest's speed (BenchmarkDigest); and a spooled call body written to an
-# app, copied against sent by the kernel (BenchmarkFileBody). BENCH_TIME
+# app, copied against sent by the kernel (BenchmarkFileBody). It counts
+# each forwarder's CPU a request from /proc, and from the Go floor's and
+# the journals' the most calls a second the machine could carry. BENCH_TIME
 # is wrk's time per cell; BENCH_ARGS more flags (-before BIN runs Deltas
 # built from other code beside, cell by cell).
 BENCH_TIME ?= 5s

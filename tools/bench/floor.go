@@ -63,8 +63,9 @@ func startFloor(root, appAddr string) (plain, tlsT target, stop func(), err erro
 		stop()
 		return plain, tlsT, nil, fmt.Errorf("the Go floor did not say where it listens: %w", err)
 	}
-	plain = target{name: "Go floor (2 hops)", role: roleFloor, readURL: "http://" + front1, callURL: "http://" + front1 + "/c"}
-	tlsT = target{name: "Go floor (2 hops, TLS between)", role: roleFloorTLS, readURL: "http://" + front2, callURL: "http://" + front2 + "/c"}
+	pids := []int{cmd.Process.Pid}
+	plain = target{name: "Go floor (2 hops)", role: roleFloor, readURL: "http://" + front1, callURL: "http://" + front1 + "/c", pids: pids}
+	tlsT = target{name: "Go floor (2 hops, TLS between)", role: roleFloorTLS, readURL: "http://" + front2, callURL: "http://" + front2 + "/c", pids: pids}
 	return plain, tlsT, stop, nil
 }
 

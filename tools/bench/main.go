@@ -139,6 +139,9 @@ type target struct {
 	readURL string // + "/r/<size>"
 	callURL string
 	headers []string
+	// pids are the forwarder's processes (none for direct): a cell
+	// counts their CPU a request.
+	pids []int
 }
 
 // cell is one wrk run's figures.
@@ -147,6 +150,11 @@ type cell struct {
 	p50, p99 time.Duration
 	errors   int
 	requests int
+	// cpu is the target's processes' CPU a request, user and system
+	// (µs; 0 when it has none), and machine every process's on this
+	// machine, wrk, the app and the kernel's work included
+	// (/proc/stat, steal left out).
+	cpu, machine float64
 }
 
 func run() error {
@@ -275,8 +283,8 @@ func run() error {
 		return nil
 	}
 	pairs := [][2]*deltaProc{staticPair, tlsPair}
-	deltaStatic := staticPair[0].target("Delta (static, plain TCP)", roleDelta, "studio")
-	deltaTLS := tlsPair[0].target("Delta (lan road, pinned TLS)", roleDeltaTLS, "studio")
+	deltaStatic := pairTarget(staticPair, "Delta (static, plain TCP)", roleDelta, "studio")
+	deltaTLS := pairTarget(tlsPair, "Delta (lan road, pinned TLS)", roleDeltaTLS, "studio")
 	deltaTLS.headers = append(deltaTLS.headers, "X-Delta-Route: lan")
 	targets := []target{direct, nginxPlain, nginxTLS, caddyPlain, caddyTLS, floorPlain, floorTLS, deltaStatic, deltaTLS}
 	watches := map[string][2]*deltaProc{deltaStatic.name: staticPair, deltaTLS.name: tlsPair}
@@ -293,8 +301,8 @@ func run() error {
 			return fmt.Errorf("-before: %w", err)
 		}
 		pairs = append(pairs, oldStatic, oldTLS)
-		bs := oldStatic[0].target("before (static, plain TCP)", roleBefore, "studio")
-		bt := oldTLS[0].target("before (lan road, pinned TLS)", roleBeforeTLS, "before-studio")
+		bs := pairTarget(oldStatic, "before (static, plain TCP)", roleBefore, "studio")
+		bt := pairTarget(oldTLS, "before (lan road, pinned TLS)", roleBeforeTLS, "before-studio")
 		bt.headers = append(bt.headers, "X-Delta-Route: lan")
 		targets = append(targets, bs, bt)
 		watches[bs.name], watches[bt.name] = oldStatic, oldTLS
@@ -350,7 +358,7 @@ func run() error {
 			for _, c := range conns {
 				for _, tg := range targets {
 					key := fmt.Sprintf("%s|%d|%s", size, c, tg.name)
-					r, err := wrk(ctx, root, tg.readURL+"/r/"+size, tg.headers, c, false)
+					r, err := wrk(ctx, root, tg, tg.readURL+"/r/"+size, c, false)
 					if err != nil {
 						return fmt.Errorf("read %s: %w", key, err)
 					}
@@ -365,7 +373,7 @@ func run() error {
 		for _, c := range conns {
 			for _, tg := range targets {
 				key := fmt.Sprintf("%d|%s", c, tg.name)
-				r, err := wrk(ctx, root, tg.callURL, tg.headers, c, true)
+				r, err := wrk(ctx, root, tg, tg.callURL, c, true)
 				if err != nil {
 					return fmt.Errorf("call %s: %w", key, err)
 				}
@@ -373,6 +381,12 @@ func run() error {
 				calls[key] = r
 			}
 		}
+	}
+	// The journals' floor beside the calls, for goal 4's ceiling.
+	var journals journalsFigure
+	if len(calls) > 0 && !*quick {
+		journals = journalsFloor(ctx)
+		fmt.Printf("journals' floor (BenchmarkCallWrites, 16 in flight): %s\n", journals)
 	}
 	// An owner app that answers in several sends, through each Delta
 	// and directly.
@@ -425,7 +439,7 @@ func run() error {
 			revals = append(revals, f)
 		}
 	}
-	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, sends, idle, idleFloor, startup, bigs, revals)
+	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, journals, sends, idle, idleFloor, startup, bigs, revals)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -565,8 +579,17 @@ http {
 			return plain, tls, nil, fmt.Errorf("nginx did not start: %v\n%s", err, stderr.String())
 		}
 	}
-	plain = target{name: "nginx (2 hops)", role: roleNginx, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
-	tls = target{name: "nginx (2 hops, TLS between)", role: roleNginxTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
+	// Its workers, started by its master: wait for both.
+	var pids []int
+	if err := waitCond(10*time.Second, "nginx's two workers", func() bool {
+		pids = withChildren(cmd.Process.Pid)
+		return len(pids) == 3
+	}); err != nil {
+		stop()
+		return plain, tls, nil, err
+	}
+	plain = target{name: "nginx (2 hops)", role: roleNginx, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0]), pids: pids}
+	tls = target{name: "nginx (2 hops, TLS between)", role: roleNginxTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2]), pids: pids}
 	return plain, tls, stop, nil
 }
 
@@ -602,9 +625,12 @@ type deltaProc struct {
 	started   time.Time
 }
 
-func (p *deltaProc) target(name string, r role, peer string) target {
-	base := strings.TrimSuffix(p.kit.URL(), "/") + "/v1/peers/" + peer + "/bench"
-	return target{name: name, role: r, readURL: base, callURL: base + "/c", headers: []string{"Authorization: Bearer " + p.token}}
+// pairTarget is the owner app reached through a pair of Deltas: the
+// first's local API, the second (the peer named peer) the owner's.
+func pairTarget(pair [2]*deltaProc, name string, r role, peer string) target {
+	base := strings.TrimSuffix(pair[0].kit.URL(), "/") + "/v1/peers/" + peer + "/bench"
+	return target{name: name, role: r, readURL: base, callURL: base + "/c", headers: []string{"Authorization: Bearer " + pair[0].token},
+		pids: []int{pair[0].cmd.Process.Pid, pair[1].cmd.Process.Pid}}
 }
 
 func startDelta(ctx context.Context, root, bin, name string, args []string, env []string, procs *[]*deltaProc) (*deltaProc, error) {
@@ -817,7 +843,8 @@ func privateBus(root string) (string, func()) {
 
 // wrk runs one cell. A call cell sends each request on a new connection
 // with its own request id (a Lua script).
-func wrk(ctx context.Context, root, url string, headers []string, conns int, call bool) (cell, error) {
+func wrk(ctx context.Context, root string, tg target, url string, conns int, call bool) (cell, error) {
+	headers := tg.headers
 	args := []string{"-t1", fmt.Sprintf("-c%d", conns), fmt.Sprintf("-d%ds", int(duration.Seconds())), "--latency", "--timeout", "10s"}
 	for _, h := range headers {
 		args = append(args, "-H", h)
@@ -844,11 +871,23 @@ end
 		args = append(args, "-s", script)
 	}
 	args = append(args, url)
+	before, err := cpuNow(tg.pids)
+	if err != nil {
+		return cell{}, err
+	}
 	out, err := exec.CommandContext(ctx, "wrk", args...).CombinedOutput()
 	if err != nil {
 		return cell{}, fmt.Errorf("wrk %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	return parseWrk(string(out))
+	after, err := cpuNow(tg.pids)
+	if err != nil {
+		return cell{}, err
+	}
+	c, err := parseWrk(string(out))
+	if err == nil && c.requests > 0 {
+		c.cpu, c.machine = after.sub(before).perRequest(c.requests)
+	}
+	return c, err
 }
 
 var (
@@ -958,8 +997,7 @@ func idleCost(ctx context.Context, p *deltaProc, total time.Duration) (idleFigur
 		return f, err
 	}
 	f.window = time.Since(start)
-	const hz = 100 // USER_HZ on Linux
-	f.cpuPct = float64(t1-t0) / hz / f.window.Seconds() * 100
+	f.cpuPct = float64(t1-t0) / userHZ / f.window.Seconds() * 100
 	mb := func(b int64) float64 { return float64(b) / (1 << 20) }
 	f.anonMB, f.fileMB = mb(procmem.Field(pid, "RssAnon")), mb(procmem.Field(pid, "RssFile"))
 	f.pmdMB = mb(procmem.Rollup(pid, "FilePmdMapped"))
@@ -984,6 +1022,9 @@ func flagSet(name string) bool {
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
+
+// userHZ is Linux's clock tick for /proc's CPU times (USER_HZ).
+const userHZ = 100
 
 // cpuTicks is a process's utime+stime in clock ticks (/proc/PID/stat).
 func cpuTicks(pid int) (int64, error) {
@@ -1092,7 +1133,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, sends []sendsFigure, idle idleFigures, idleFloor [2]idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
+func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, journals journalsFigure, sends []sendsFigure, idle idleFigures, idleFloor [2]idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1229,6 +1270,7 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 			return calls[fmt.Sprintf("%d|%s", c, byRole[r].name)]
 		})
 	}
+	cpuReport(&b, targets, sizes, conns, reads, calls, journals)
 	if len(sends) > 0 {
 		b.WriteString("\n")
 		sendsReport(&b, sends) // ends with its table's last line
@@ -1453,8 +1495,9 @@ https://127.0.0.1:%[4]d {
 			return plain, tls, "", nil, fmt.Errorf("caddy did not start: %v\n%s", err, stderr.String())
 		}
 	}
-	plain = target{name: "Caddy " + version + " (2 hops)", role: roleCaddy, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0])}
-	tls = target{name: "Caddy " + version + " (2 hops, TLS between)", role: roleCaddyTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2])}
+	pids := []int{cmd.Process.Pid}
+	plain = target{name: "Caddy " + version + " (2 hops)", role: roleCaddy, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[0]), pids: pids}
+	tls = target{name: "Caddy " + version + " (2 hops, TLS between)", role: roleCaddyTLS, readURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2]), callURL: fmt.Sprintf("http://127.0.0.1:%d/c", ports[2]), pids: pids}
 	return plain, tls, version, stop, nil
 }
 

@@ -49,7 +49,7 @@ func measureSends(ctx context.Context, root string, targets []target) ([]sendsFi
 	var out []sendsFigure
 	for _, n := range sendPatterns {
 		for _, tg := range targets {
-			r, err := wrk(ctx, root, fmt.Sprintf("%s/s/%d", tg.readURL, n), tg.headers, 1, false)
+			r, err := wrk(ctx, root, tg, fmt.Sprintf("%s/s/%d", tg.readURL, n), 1, false)
 			if err != nil {
 				return nil, fmt.Errorf("sends %d through %s: %w", n, tg.name, err)
 			}

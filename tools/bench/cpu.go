@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// What a request costs each forwarder in CPU, and the ceiling the floors
+// put on durable calls (goal 4 of "At the road's speed, round 2"):
+// wrk's rate says how fast, this says what each request took from the
+// machine's two cores, where a Delta's extra work goes against the Go
+// floor's and nginx's.
+
+// cpuSample is the CPU used so far by some processes and by the whole
+// machine, in clock ticks.
+type cpuSample struct{ procs, machine int64 }
+
+// cpuNow reads pids' CPU (/proc/PID/stat) and the machine's
+// (/proc/stat's first line: user, nice, system, irq and softirq; idle,
+// iowait and the hypervisor's steal left out).
+func cpuNow(pids []int) (cpuSample, error) {
+	var s cpuSample
+	for _, pid := range pids {
+		t, err := cpuTicks(pid)
+		if err != nil {
+			return s, fmt.Errorf("the CPU of process %d: %w", pid, err)
+		}
+		s.procs += t
+	}
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return s, fmt.Errorf("the machine's CPU: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return s, fmt.Errorf("the machine's CPU: /proc/stat begins %q", line)
+	}
+	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system (idle iowait) irq softirq
+		v, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("the machine's CPU: /proc/stat begins %q", line)
+		}
+		s.machine += v
+	}
+	return s, nil
+}
+
+func (s cpuSample) sub(o cpuSample) cpuSample {
+	return cpuSample{procs: s.procs - o.procs, machine: s.machine - o.machine}
+}
+
+// perRequest is s in µs a request, for n requests.
+func (s cpuSample) perRequest(n int) (procs, machine float64) {
+	per := func(t int64) float64 { return float64(t) / userHZ * 1e6 / float64(n) }
+	return per(s.procs), per(s.machine)
+}
+
+// withChildren is pid and its children's pids (/proc/*/stat's parent).
+func withChildren(pid int) []int {
+	pids := []int{pid}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	return pids
+}
+
+// journalsFigure is BenchmarkCallWrites (gateway/journal) with 16 calls
+// in flight: both journals' writes for a small call and nothing else.
+type journalsFigure struct {
+	rate, cpu float64 // calls a second; µs of CPU a call, every core
+	err       error
+}
+
+func (j journalsFigure) String() string {
+	if j.err != nil {
+		return "not measured (" + j.err.Error() + ")"
+	}
+	return fmt.Sprintf("%.0f calls a second, %.0f µs of CPU a call", j.rate, j.cpu)
+}
+
+var (
+	benchRateRe = regexp.MustCompile(`([0-9.]+) calls/s`)
+	benchCPURe  = regexp.MustCompile(`([0-9.]+) cpu-µs/call`)
+)
+
+// journalsFloor runs the journals' floor once, for 4,000 calls.
+func journalsFloor(ctx context.Context) journalsFigure {
+	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkCallWrites$/^in-flight-16$", "-benchtime", "4000x", "./gateway/journal/"}
+	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
+	if err != nil {
+		return journalsFigure{err: fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, lastLine(out))}
+	}
+	r, c := benchRateRe.FindSubmatch(out), benchCPURe.FindSubmatch(out)
+	if r == nil || c == nil {
+		return journalsFigure{err: fmt.Errorf("go %s printed no calls/s and cpu-µs/call: %s", strings.Join(args, " "), lastLine(out))}
+	}
+	var j journalsFigure
+	j.rate, _ = strconv.ParseFloat(string(r[1]), 64)
+	j.cpu, _ = strconv.ParseFloat(string(c[1]), 64)
+	return j
+}
+
+func lastLine(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1]
+}
+
+// cpuReport writes the CPU a request of each target's processes for the
+// small reads (the first size) and the calls, and goal 4's ceiling.
+func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int, reads, calls map[string]cell, journals journalsFigure) {
+	if len(reads) == 0 && len(calls) == 0 {
+		return
+	}
+	b.WriteString("\n### CPU a request (µs of CPU, user and system, of the forwarder's own processes; in brackets the whole machine's: wrk, the app and the kernel's work included)\n\n")
+	b.WriteString("Read from `/proc` around each cell above (the clock ticks every 10 ms; a cell holds thousands of requests). The machine has " + strconv.Itoa(runtime.NumCPU()) + " cores: at 100 % of them, " + strconv.Itoa(runtime.NumCPU()) + " million µs a second.\n\n")
+	b.WriteString("| request |")
+	for _, t := range targets {
+		fmt.Fprintf(b, " %s |", t.name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(targets)) + "\n")
+	row := func(name string, get func(t target) (cell, bool)) {
+		fmt.Fprintf(b, "| %s |", name)
+		for _, t := range targets {
+			c, ok := get(t)
+			switch {
+			case !ok || c.requests == 0:
+				b.WriteString(" — |")
+			case len(t.pids) == 0:
+				fmt.Fprintf(b, " — (%.0f) |", c.machine)
+			default:
+				fmt.Fprintf(b, " %.0f (%.0f) |", c.cpu, c.machine)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if len(reads) > 0 && len(sizes) > 0 {
+		for _, c := range conns {
+			row(fmt.Sprintf("%s read, c=%d", sizes[0], c), func(t target) (cell, bool) {
+				x, ok := reads[fmt.Sprintf("%s|%d|%s", sizes[0], c, t.name)]
+				return x, ok
+			})
+		}
+	}
+	for _, c := range conns {
+		if len(calls) == 0 {
+			break
+		}
+		row(fmt.Sprintf("call, c=%d", c), func(t target) (cell, bool) {
+			x, ok := calls[fmt.Sprintf("%d|%s", c, t.name)]
+			return x, ok
+		})
+	}
+	// Goal 4's ceiling: the Go floor's CPU a call (new connections, no
+	// journal) and the journals' (no connections), with the rest of the
+	// machine's work a call as in Delta's own cell.
+	var floor, delta target
+	for _, t := range targets {
+		switch t.role {
+		case roleFloor:
+			floor = t
+		case roleDelta:
+			delta = t
+		}
+	}
+	fc, ok1 := calls["16|"+floor.name]
+	dc, ok2 := calls["16|"+delta.name]
+	if !ok1 || !ok2 || fc.requests == 0 || dc.requests == 0 || journals.err != nil || journals.cpu == 0 {
+		if journals.err != nil {
+			fmt.Fprintf(b, "\nThe journals' floor for goal 4's ceiling: %s.\n", journals)
+		}
+		return
+	}
+	rest := dc.machine - dc.cpu
+	cores := float64(runtime.NumCPU()) * 1e6
+	ceiling, free := cores/(fc.cpu+journals.cpu+rest), cores/(fc.cpu+rest)
+	fmt.Fprintf(b, "\n**Goal 4's ceiling on this machine, at c=16.** The Go floor's process spends %.0f µs of CPU a call (a new connection on each of its hops, as Delta's calls must, and nothing else); both journals' writes for a call alone %.0f µs (`BenchmarkCallWrites`, 16 in flight, in this run: %s); and the rest of the machine %.0f µs a call in Delta's own cell (wrk, the app, the kernel's work outside the Deltas: %.0f less %.0f). A Delta that did no more than the two floors would carry at most **%.0f calls a second** with all %d cores busy (%.0f with journals that cost nothing). Delta's two processes spend %.0f µs a call, %.0f of it beyond both floors, and carried %.0f a second.\n",
+		fc.cpu, journals.cpu, journals, rest, dc.machine, dc.cpu, ceiling, runtime.NumCPU(), free, dc.cpu, dc.cpu-fc.cpu-journals.cpu, dc.rate)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestWithChildren: a process started here is counted with this one.
+func TestWithChildren(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc (Linux)")
+	}
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pids := withChildren(os.Getpid())
+	if pids[0] != os.Getpid() || !slices.Contains(pids, cmd.Process.Pid) {
+		t.Fatalf("withChildren(%d) = %v, without the child %d", os.Getpid(), pids, cmd.Process.Pid)
+	}
+	if got := withChildren(cmd.Process.Pid); len(got) != 1 {
+		t.Fatalf("withChildren(sleep) = %v, want the sleep alone", got)
+	}
+}
+
+// TestCPUNow: CPU spent here shows in this process's count and the
+// machine's, and is spread over the requests it served.
+func TestCPUNow(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc (Linux)")
+	}
+	before, err := cpuNow([]int{os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Until the clock has ticked 5 times (50 ms) for this process, or
+	// 10 s have passed (a test that cannot see its own CPU fails).
+	var after cpuSample
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		for i := 0; i < 1e6; i++ {
+			sink += i * i
+		}
+		if after, err = cpuNow([]int{os.Getpid()}); err != nil {
+			t.Fatal(err)
+		}
+		if after.procs-before.procs >= 5 {
+			break
+		}
+	}
+	d := after.sub(before)
+	if d.procs < 5 {
+		t.Fatalf("this process's CPU moved %d ticks in 10 s of work", d.procs)
+	}
+	if d.machine < d.procs {
+		t.Fatalf("the machine's CPU (%d ticks) is less than this process's (%d)", d.machine, d.procs)
+	}
+	procs, machine := d.perRequest(10)
+	if want := float64(d.procs) * 1e6 / userHZ / 10; procs != want || machine < procs {
+		t.Fatalf("perRequest(10) = %v, %v; want %v and at least that", procs, machine, want)
+	}
+}
+
+var sink int
