@@ -11,8 +11,11 @@
 // with its own request id) at 1, 16 and 64. Beside them, two floors: the
 // least a Go forwarder can do as the same two hops (floor.go), and, idle,
 // bare tsnet nodes, a pair quiet and a pair that connect to each other
-// every 30 s (tsnetfloor.go). Then the idle cost of a Delta with the
-// tailnet up and the time from its start to serving its local API.
+// every 30 s (tsnetfloor.go). Around each wrk cell it reads the CPU of
+// the forwarder's processes and of the machine (cpu.go), and beside the
+// calls it runs the journals' floor (BenchmarkCallWrites) for goal 4's
+// ceiling. Then the idle cost of a Delta with the tailnet up and the time
+// from its start to serving its local API.
 // It writes the figures, as ratios to direct and to nginx, into
 // docs/benchmarks.md between its markers.
 package main
