@@ -132,7 +132,7 @@ func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int
 		return
 	}
 	b.WriteString("\n### CPU a request (µs of CPU, user and system, of the forwarder's own processes; in brackets the whole machine's: wrk, the app and the kernel's work included)\n\n")
-	b.WriteString("Read from `/proc` around each cell above (the clock ticks every 10 ms; a cell holds thousands of requests). The machine has " + strconv.Itoa(runtime.NumCPU()) + " cores: at 100 % of them, " + strconv.Itoa(runtime.NumCPU()) + " million µs a second.\n\n")
+	fmt.Fprintf(b, "Read from `/proc` around each cell above (the clock ticks every 10 ms; a cell holds thousands of requests). The machine has %d cores: all of them busy give %d million µs of CPU a second.\n\n", runtime.NumCPU(), runtime.NumCPU())
 	b.WriteString("| request |")
 	for _, t := range targets {
 		fmt.Fprintf(b, " %s |", t.name)
@@ -161,14 +161,13 @@ func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int
 			})
 		}
 	}
-	for _, c := range conns {
-		if len(calls) == 0 {
-			break
+	if len(calls) > 0 {
+		for _, c := range conns {
+			row(fmt.Sprintf("call, c=%d", c), func(t target) (cell, bool) {
+				x, ok := calls[fmt.Sprintf("%d|%s", c, t.name)]
+				return x, ok
+			})
 		}
-		row(fmt.Sprintf("call, c=%d", c), func(t target) (cell, bool) {
-			x, ok := calls[fmt.Sprintf("%d|%s", c, t.name)]
-			return x, ok
-		})
 	}
 	// Goal 4's ceiling: the Go floor's CPU a call (new connections, no
 	// journal) and the journals' (no connections), with the rest of the
