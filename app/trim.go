@@ -162,12 +162,12 @@ func (tr *trimmer) look() bool {
 
 // glance frees when nothing was served since the last glance, memory is
 // above trimAbove, and the heap was quiet since then too, unless this is
-// the glance after a round (afterRound: the round's own collections do
-// not count). It says whether it freed.
-func (tr *trimmer) glance(afterRound bool) bool {
+// the glance after a round (round: the round's own collections do not
+// count). It says whether it freed.
+func (tr *trimmer) glance(round bool) bool {
 	served := tr.isServed()
 	n := tr.cycles()
-	freed := !served && (afterRound || n-tr.seen <= 1) && tr.above(trimAbove, false)
+	freed := !served && (round || n-tr.seen <= 1) && tr.above(trimAbove, false)
 	if freed {
 		tr.free()
 		n = tr.cycles()

@@ -40,12 +40,12 @@ func cpuNow(pids []int) (cpuSample, error) {
 	line, _, _ := strings.Cut(string(b), "\n")
 	f := strings.Fields(line)
 	if len(f) < 8 || f[0] != "cpu" {
-		return s, fmt.Errorf("the machine's CPU: /proc/stat begins %q", line)
+		return s, fmt.Errorf("the machine's CPU: /proc/stat's first line %q is not \"cpu\" and its times", line)
 	}
 	for _, i := range []int{1, 2, 3, 6, 7} { // user nice system (idle iowait) irq softirq
 		v, err := strconv.ParseInt(f[i], 10, 64)
 		if err != nil {
-			return s, fmt.Errorf("the machine's CPU: /proc/stat begins %q", line)
+			return s, fmt.Errorf("the machine's CPU: time %d of /proc/stat's first line %q is not a number", i, line)
 		}
 		s.machine += v
 	}
@@ -62,7 +62,44 @@ func (s cpuSample) perRequest(n int) (procs, machine float64) {
 	return per(s.procs), per(s.machine)
 }
 
-// withChildren is pid and its children's pids (/proc/*/stat's parent).
+// userHZ is Linux's clock tick for /proc's CPU times (USER_HZ).
+const userHZ = 100
+
+// statFields is /proc/PID/stat after the process's name (which may hold
+// spaces and parentheses): its state first, then its parent, …, and its
+// user and system CPU times at 11 and 12.
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 > len(s) {
+		return nil, fmt.Errorf("/proc/%d/stat has no process name in parentheses: %q", pid, s)
+	}
+	return strings.Fields(s[i+2:]), nil
+}
+
+// cpuTicks is a process's utime+stime in clock ticks (/proc/PID/stat).
+func cpuTicks(pid int) (int64, error) {
+	f, err := statFields(pid)
+	if err != nil {
+		return 0, err
+	}
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat has %d fields after the name, not the 13 up to its CPU times", pid, len(f))
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat's CPU times %q and %q are not numbers", pid, f[11], f[12])
+	}
+	return u + st, nil
+}
+
+// withChildren is pid and its children's pids (each process's parent in
+// its /proc/PID/stat).
 func withChildren(pid int) []int {
 	pids := []int{pid}
 	entries, _ := os.ReadDir("/proc")
@@ -71,13 +108,7 @@ func withChildren(pid int) []int {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+		if f, err := statFields(child); err == nil && len(f) > 1 && f[1] == strconv.Itoa(pid) {
 			pids = append(pids, child)
 		}
 	}
@@ -192,6 +223,6 @@ func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int
 	rest := dc.machine - dc.cpu
 	cores := float64(runtime.NumCPU()) * 1e6
 	ceiling, free := cores/(fc.cpu+journals.cpu+rest), cores/(fc.cpu+rest)
-	fmt.Fprintf(b, "\n**Goal 4's ceiling on this machine, at c=16.** The Go floor's process spends %.0f µs of CPU a call (a new connection on each of its hops, as Delta's calls must, and nothing else); both journals' writes for a call alone %.0f µs (`BenchmarkCallWrites`, 16 in flight, in this run: %s); and the rest of the machine %.0f µs a call in Delta's own cell (wrk, the app, the kernel's work outside the Deltas: %.0f less %.0f). A Delta that did no more than the two floors would carry at most **%.0f calls a second** with all %d cores busy (%.0f with journals that cost nothing). Delta's two processes spend %.0f µs a call, %.0f of it beyond both floors, and carried %.0f a second.\n",
+	fmt.Fprintf(b, "\n**Goal 4's ceiling on this machine, at c=16.** The Go floor's process spends %.0f µs of CPU a call (a new connection on each of its hops, as Delta's calls must, and nothing else); both journals' writes for a call alone %.0f µs (`BenchmarkCallWrites`, 16 in flight, in this run: %s); and the rest of the machine %.0f µs a call in Delta's own cell (wrk, the app, the kernel's work and every other process outside the two Deltas, the idle ones too: %.0f less %.0f). A Delta that did no more than the two floors would carry at most **%.0f calls a second** with all %d cores busy (%.0f with journals that cost nothing). Delta's two processes spend %.0f µs a call, %.0f of it beyond both floors, and carried %.0f a second.\n",
 		fc.cpu, journals.cpu, journals, rest, dc.machine, dc.cpu, ceiling, runtime.NumCPU(), free, dc.cpu, dc.cpu-fc.cpu-journals.cpu, dc.rate)
 }

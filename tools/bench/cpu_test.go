@@ -3,22 +3,35 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 )
 
-// TestWithChildren: a process started here is counted with this one.
+// TestWithChildren: a process started here is counted with this one,
+// and its CPU read, though its name holds spaces and parentheses.
 func TestWithChildren(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc (Linux)")
 	}
-	cmd := exec.Command("sleep", "60")
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := filepath.Join(t.TempDir(), "a) 1 2 (b")
+	if err := copyFile(sleep, odd); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(odd, "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if _, err := cpuTicks(cmd.Process.Pid); err != nil {
+		t.Fatalf("the CPU of %q: %v", odd, err)
+	}
 	pids := withChildren(os.Getpid())
 	if pids[0] != os.Getpid() || !slices.Contains(pids, cmd.Process.Pid) {
 		t.Fatalf("withChildren(%d) = %v, without the child %d", os.Getpid(), pids, cmd.Process.Pid)
