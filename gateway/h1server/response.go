@@ -190,9 +190,17 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 // SetReadDeadline and SetWriteDeadline are http.ResponseController's.
+//
+// The handler runs while the hang-up watch may start (its timer's
+// goroutine), which sets the read deadline and idleSet too: both are
+// changed under the watch's lock here as there (issue 65: a data race
+// that only a loaded machine showed).
 func (w *response) SetReadDeadline(t time.Time) error {
-	w.c.idleSet = false
-	return w.c.rwc.SetReadDeadline(t)
+	c := w.c
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.idleSet = false
+	return c.rwc.SetReadDeadline(t)
 }
 func (w *response) SetWriteDeadline(t time.Time) error { return w.c.rwc.SetWriteDeadline(t) }
 

@@ -317,3 +317,43 @@ func TestIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlineBesideWatch: a handler that sets its connection's read
+// deadline (http.ResponseController, as doors.RefuseAndClose does) while
+// the hang-up watch begins changes what the watch changes under the same
+// lock. The handler keeps setting it for twenty times WatchAfter, with no
+// synchronisation of its own with the watch, so that -race sees the two
+// side by side (issue 65: before, only a loaded machine showed the race,
+// in gateway's TestRefusalsLogSummarized).
+func TestDeadlineBesideWatch(t *testing.T) {
+	watched := make(chan struct{}, 1)
+	testHookWatching = func() {
+		select {
+		case watched <- struct{}{}:
+		default:
+		}
+	}
+	t.Cleanup(func() { testHookWatching = nil })
+	s := New(&http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctl := http.NewResponseController(w)
+		for start := time.Now(); time.Since(start) < 20*WatchAfter; {
+			if err := ctl.SetReadDeadline(time.Time{}); err != nil {
+				t.Errorf("SetReadDeadline: %v", err)
+				return
+			}
+		}
+		io.WriteString(w, "ok")
+	})})
+	ln := listen(t)
+	serve(t, s, ln)
+	c, br := dial(t, ln)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if resp, body := readAnswer(t, br, "GET"); resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("got %d %q", resp.StatusCode, body)
+	}
+	select {
+	case <-watched:
+	default:
+		t.Fatal("the hang-up watch never began while the handler ran for 20 × WatchAfter")
+	}
+}
