@@ -387,7 +387,7 @@ func (g *Gateway) Start() (err error) {
 		OnAsk: g.stats.Ask, OnSettled: g.stats.Settled, OnAlarm: g.stats.Alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
 		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.Call, OnRead: g.stats.Read, OnCacheHit: g.stats.CacheHit, OnRevalidated: g.stats.Revalidated,
-		OnCut: g.stats.Cut, OnResume: func() { g.stats.Inc("reads_resumed") }, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
+		OnCut: g.stats.Cut, OnResume: func() { g.stats.Inc("reads_resumed") }, OnGaveUp: g.stats.GaveUp, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Now: g.now, Ctx: g.ctx, Go: g.goBackground,
 		OnDoorRefusal: g.stats.DoorRefusal, OnReplay: g.stats.Replay, OnFenceRefusal: func() { g.stats.Inc("fences_refused") },
 		SpoolDir: spool, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
@@ -422,6 +422,7 @@ func (g *Gateway) Start() (err error) {
 	if pr, ok := g.router.(roads.Prober); ok {
 		g.goBackground(func() { pr.Probe(g.ctx) })
 	}
+	g.goBackground(func() { g.pc.WatchQuiet(g.ctx) })
 	if g.cfg.LaterListeners != nil {
 		g.goBackground(func() {
 			for {
@@ -462,8 +463,10 @@ func (g *Gateway) servePeer(pl PeerListener, errLog *log.Logger) {
 }
 
 // followRoads acts on what the router tells of the roads: connections over
-// a lost interface are closed at once (busy ones too), and a road that came
-// up is taken at once and prompts reconciliation of its peer's calls.
+// a lost interface, or on a road dropped on evidence, are closed at once
+// (busy ones too: every exchange on it ends now, DESIGN §2c), and a road
+// that came up is taken at once and prompts reconciliation of its peer's
+// calls.
 func (g *Gateway) followRoads(events <-chan roads.Event) {
 	for {
 		select {
@@ -475,6 +478,10 @@ func (g *Gateway) followRoads(events <-chan roads.Event) {
 				g.dropInterface(e.Interface)
 				for _, peer := range e.Peers {
 					g.pc.CloseIdle(peer)
+				}
+			case roads.RoadLost:
+				if n := g.pc.DropRoad(e.Peer, e.Road, e.Why); n > 0 {
+					g.log.Info("closed the connections on a dropped road", "peer", e.Peer, "road", e.Road, "connections", n, "why", e.Why)
 				}
 			case roads.RoadUp:
 				g.pc.CloseIdle(e.Peer)

@@ -92,3 +92,45 @@ func TestStaticSilentThunderbolt(t *testing.T) {
 		t.Errorf("road_connects_lan went from %d to %d over %d calls", before.Counters.Counters["road_connects_lan"], after.Counters.Counters["road_connects_lan"], calls)
 	}
 }
+
+// TestLostRaceReads: while a silent thunderbolt road's first connect is
+// still under way (2 s), the reads after the first one, which raced it and
+// was won by lan, take lan first: none of them dials or joins a connect to
+// thunderbolt or races again, paying the 150 ms stagger each (issue 62,
+// item 7: five reads took 0.15 s each). A read that lost a race is not
+// tried first until it has proved itself.
+func TestLostRaceReads(t *testing.T) {
+	checkNoLeaks(t)
+	silent := gatewaytest.SilentAddr(t)
+	laptop, studio := pair(t, func(n *node) {
+		if n.name == "laptop" {
+			n.peers(map[string]map[string]string{"studio": {"thunderbolt": silent, "lan": n.otherAddr}})
+		}
+	})
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	status := func() localapi.Status {
+		t.Helper()
+		var st localapi.Status
+		if err := json.Unmarshal(laptop.c.Must(t, "GET", "/v1/status", nil).Body, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	for i := range 5 {
+		r := laptop.c.Must(t, "GET", fmt.Sprintf("/v1/peers/studio/notes/lost-race/%d", i), nil)
+		if r.Status != 200 || r.Outcome() != "answered" || r.Header.Get("X-Delta-Route") != "lan" {
+			t.Fatalf("read %d: %d %q via %q %s", i, r.Status, r.Outcome(), r.Header.Get("X-Delta-Route"), r.Body)
+		}
+	}
+	st := status()
+	if n := st.Counters.Counters["road_connects_joined_thunderbolt"]; n != 0 {
+		t.Errorf("%d reads joined thunderbolt's pending connect, after the first read had lost the race to lan; want none", n)
+	}
+	if n := st.Counters.Counters["road_connects_thunderbolt"]; n > 1 {
+		t.Errorf("thunderbolt was dialled %d times for five reads, want once at most", n)
+	}
+	if n := st.Routes.RacesWon[string(roads.LAN)]; n > 1 {
+		t.Errorf("lan won %d races over five reads: the reads after the first raced again, each paying the stagger", n)
+	}
+}

@@ -203,8 +203,15 @@ func (c *Client) CheckReceipt(ctx context.Context, id, caller, note string) (*lo
 // ("http://127.0.0.1:PORT"); the answer holds the forward secret, kept
 // across re-registrations.
 func (c *Client) RegisterApp(ctx context.Context, name, appURL string) (*localapi.App, error) {
+	return c.PutApp(ctx, name, localapi.AppRequest{URL: appURL})
+}
+
+// PutApp registers (or re-points) the owner app name as req says: its URL,
+// and its own timeout (how long it may take before its answer's head when
+// a request says none: seconds, "none", or "" for none of its own).
+func (c *Client) PutApp(ctx context.Context, name string, req localapi.AppRequest) (*localapi.App, error) {
 	var a localapi.App
-	err := c.api(ctx, http.MethodPut, localapi.AppPath(name), map[string]string{"url": appURL}, &a)
+	err := c.api(ctx, http.MethodPut, localapi.AppPath(name), req, &a)
 	return &a, err
 }
 
@@ -255,8 +262,15 @@ func (c *Client) LoginLink(ctx context.Context) (string, error) {
 // forward's address, or takes a free port on 127.0.0.1); token asks for
 // the local token on it.
 func (c *Client) Forward(ctx context.Context, peer, app, listen string, token bool) (*localapi.Forward, error) {
+	return c.PutForward(ctx, peer, app, localapi.ForwardRequest{Listen: listen, Token: token})
+}
+
+// PutForward opens (or changes) the forward to app on peer as req says:
+// its address, the token, and its own timeout for an answer's head
+// (seconds; "" for none: the owner app's, else no limit).
+func (c *Client) PutForward(ctx context.Context, peer, app string, req localapi.ForwardRequest) (*localapi.Forward, error) {
 	var f localapi.Forward
-	err := c.api(ctx, http.MethodPut, localapi.ForwardPath(url.PathEscape(peer), url.PathEscape(app)), localapi.ForwardRequest{Listen: listen, Token: token}, &f)
+	err := c.api(ctx, http.MethodPut, localapi.ForwardPath(url.PathEscape(peer), url.PathEscape(app)), req, &f)
 	return &f, err
 }
 

@@ -192,9 +192,11 @@ type Answer struct {
 type ReadOptions struct {
 	// Route pins the road ("thunderbolt", "lan", "tailnet").
 	Route string
-	// Timeout is how long the owner may take to begin its answer, and
-	// the longest silence while the answer's body moves (X-Delta-Timeout;
-	// Delta's default 30 s when 0). It never bounds the whole transfer.
+	// Timeout is how long the owner app may take to begin its answer
+	// (X-Delta-Timeout). When 0, the owner app's own timeout applies,
+	// else Delta's default of 30 s. It never bounds the body: once the
+	// answer has begun, it lives as long as the app sends it and the
+	// context lasts (DESIGN §2c).
 	Timeout time.Duration
 	// Header holds extra request headers (Accept, Cache-Control, …).
 	Header http.Header
@@ -209,8 +211,9 @@ type CallOptions struct {
 	// mint it yourself and keep it before calling when the app must find
 	// the call again after a crash.
 	RequestID string
-	// Timeout is how long the owner may take once it has the whole body
-	// (default 30 s when 0).
+	// Timeout is how long the owner app may take to begin its answer
+	// once it has the whole body (X-Delta-Timeout). When 0, the owner
+	// app's own timeout applies, else Delta's default of 30 s.
 	Timeout time.Duration
 	// Route pins the road.
 	Route string

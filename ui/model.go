@@ -183,8 +183,14 @@ func peerItem(p localapi.PeerStatus, now time.Time) Item {
 		if !r.HeldDownUntil.IsZero() && r.HeldDownUntil.After(now) {
 			it.Children = append(it.Children, Item{Key: rk + "/held", Title: "    held down until " + r.HeldDownUntil.Local().Format("15:04:05")})
 		}
+		if r.DroppedWhy != "" {
+			it.Children = append(it.Children, Item{Key: rk + "/dropped", Title: "    last dropped " + r.DroppedAt.Local().Format("15:04:05") + ": " + view.Clip(r.DroppedWhy, 70),
+				Tooltip: r.DroppedWhy})
+		}
 		if r.LastError != "" && r.State != localapi.RoadUp {
-			it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + view.Clip(r.LastError, 90), Tooltip: r.LastError})
+			if r.LastError != r.DroppedWhy { // said once
+				it.Children = append(it.Children, Item{Key: rk + "/error", Title: "    " + view.Clip(r.LastError, 90), Tooltip: r.LastError})
+			}
 			if r.Hint == localapi.HintLocalNetwork {
 				it.Children = append(it.Children, Item{Key: rk + "/local-network", Title: "    macOS may block Local Network access: allow Delta…",
 					Tooltip: "System Settings › Privacy & Security › Local Network", Action: &Action{Kind: ActSettings, URL: LocalNetworkSettings}})

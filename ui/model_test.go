@@ -321,3 +321,20 @@ func TestForwardsInMenu(t *testing.T) {
 		t.Errorf("Copy URL: %+v", copyURL)
 	}
 }
+
+// TestLastDropInMenu: a road says when it was last dropped and why, up
+// again or not; a down road's error is not said twice.
+func TestLastDropInMenu(t *testing.T) {
+	p := studio(localapi.RoadUp, time.Time{})
+	why := "its probe failed: connect: connection refused"
+	p.Roads[0].DroppedAt, p.Roads[0].DroppedWhy, p.Roads[0].DropEvidence = now.Add(-time.Minute), why, "probe"
+	got := strings.Join(titles(Build(view.Snapshot{Peers: []localapi.PeerStatus{p}}, now).Items, ""), "\n")
+	if !strings.Contains(got, "last dropped "+now.Add(-time.Minute).Local().Format("15:04:05")+": "+why) {
+		t.Errorf("the menu of a road dropped and up again:\n%s", got)
+	}
+	p.Roads[0].State, p.Roads[0].LastError = localapi.RoadDown, why
+	got = strings.Join(titles(Build(view.Snapshot{Peers: []localapi.PeerStatus{p}}, now).Items, ""), "\n")
+	if strings.Count(got, why) != 1 {
+		t.Errorf("a road down for the reason it was dropped says it %d times:\n%s", strings.Count(got, why), got)
+	}
+}

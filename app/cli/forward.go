@@ -10,9 +10,10 @@ import (
 
 // forwardOpts are delta forward's flags.
 type forwardOpts struct {
-	list   *bool
-	remove *bool
-	token  *bool
+	list    *bool
+	remove  *bool
+	token   *bool
+	timeout *string
 }
 
 // forwardCommand is `delta forward PEER/APP [ADDR]`, `--list` and
@@ -25,6 +26,8 @@ var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list |
 			list:   fs.Bool("list", false, "list this computer's forwards"),
 			remove: fs.Bool("remove", false, "close and forget the forward to PEER/APP"),
 			token:  fs.Bool("token", false, "ask for the local token on the forward (Basic with any user name, or Bearer): for a computer several people log in to"),
+			timeout: fs.String("timeout", "", "how long the app may take before its answer's head when a client says no X-Delta-Timeout, in seconds (at most 600); "+
+				"without it, the owner app's own timeout (delta apps add --timeout on its computer), else no limit, as a client given the app's own URL would wait"),
 		}
 	},
 	Run: func(e *Env, o any, args []string) error {
@@ -82,7 +85,7 @@ var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list |
 		if len(args) == 2 {
 			addr = args[1]
 		}
-		f, err := c.Forward(e.Ctx, peer, app, addr, *opts.token)
+		f, err := c.PutForward(e.Ctx, peer, app, localapi.ForwardRequest{Listen: addr, Token: *opts.token, Timeout: *opts.timeout})
 		if err != nil {
 			return apiExit("forward", e.DownErr(err))
 		}
@@ -113,6 +116,9 @@ func forwardLine(f localapi.Forward) string {
 	}
 	if f.Token {
 		state += "\t(asks for the token)"
+	}
+	if f.Timeout != "" {
+		state += "\ttimeout " + f.Timeout + " s"
 	}
 	if !f.Open {
 		state = "not open: " + f.Error + " (delta forward " + f.Peer + "/" + f.App + " opens it again)"

@@ -334,8 +334,13 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 }
 
 // appsCommand is `delta apps add|list|remove`.
-var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
-	Run: func(e *Env, _ any, args []string) error {
+var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout SECONDS|none] | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
+	Flags: func(fs *flag.FlagSet) any {
+		return fs.String("timeout", "", "with add: how long the app may take before its answer's head when a request says no X-Delta-Timeout, "+
+			"in seconds (at most 600), or none for no limit; without it the caller's default applies (30 s on the local API, no limit through a forward)")
+	},
+	Run: func(e *Env, o any, args []string) error {
+		timeout := *o.(*string)
 		if len(args) == 0 {
 			args = []string{"list"}
 		}
@@ -359,18 +364,18 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL | remove NAM
 				fmt.Fprintln(e.Stdout, "no apps registered (delta apps add NAME http://127.0.0.1:PORT)")
 			}
 			for _, a := range apps {
-				fmt.Fprintf(e.Stdout, "%s\t%s\n", a.App, a.URL)
+				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\n", a.App, a.URL, appTimeout(a.Timeout))
 			}
 			return nil
 		case args[0] == "add" && len(args) == 3:
-			a, err := c.RegisterApp(e.Ctx, args[1], args[2])
+			a, err := c.PutApp(e.Ctx, args[1], localapi.AppRequest{URL: args[2], Timeout: timeout})
 			if err != nil {
 				return apiExit("apps add", e.DownErr(err))
 			}
 			if e.JSON {
 				return e.PrintJSON(a)
 			}
-			fmt.Fprintf(e.Stdout, "%s\t%s\nforward secret (the app checks X-Delta-Forward-Secret against it): %s\n", a.App, a.URL, a.Secret)
+			fmt.Fprintf(e.Stdout, "%s\t%s\t%s\nforward secret (the app checks X-Delta-Forward-Secret against it): %s\n", a.App, a.URL, appTimeout(a.Timeout), a.Secret)
 			return nil
 		case args[0] == "remove" && len(args) == 2:
 			if err := c.RemoveApp(e.Ctx, args[1]); err != nil {
@@ -381,8 +386,20 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL | remove NAM
 			}
 			return nil
 		}
-		return Exitf(ExitUsage, "apps takes: list | add NAME URL | remove NAME")
+		return Exitf(ExitUsage, "apps takes: list | add NAME URL [--timeout SECONDS|none] | remove NAME")
 	}}
+
+// appTimeout says an app's own timeout (localapi.App.Timeout) as delta
+// apps prints it.
+func appTimeout(t string) string {
+	switch t {
+	case "":
+		return "timeout: the caller's (30 s on the local API, none through a forward)"
+	case "none":
+		return "timeout: none"
+	}
+	return "timeout " + t + " s"
+}
 
 // apiExit gives a refusal of Delta's API its exit code.
 func apiExit(what string, err error) error {

@@ -59,3 +59,38 @@ func TestStatusShowsTransfers(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsLastDrop: each road says when it was last dropped and
+// why, in the log's words, whether it is up again or not (issue 62: nine
+// drops in an hour, none of them shown).
+func TestStatusShowsLastDrop(t *testing.T) {
+	now := time.Now()
+	var b strings.Builder
+	why := "TCP keepalive found a connection dead: read: connection timed out"
+	writeStatus(&b, &localapi.Status{Self: localapi.Self{Name: "laptop"}, Peers: []localapi.PeerStatus{{Name: "studio", Road: "lan", Roads: []localapi.RoadStatus{
+		{Road: "lan", Address: "192.168.1.20:7422", State: localapi.RoadUp, RTTMillis: 1, DroppedAt: now.Add(-12 * time.Second), DroppedWhy: why, DropEvidence: "keepalive"},
+		{Road: "thunderbolt", Address: "169.254.1.2:7422", State: localapi.RoadDown, LastError: why, LastErrorAt: now, DroppedAt: now, DroppedWhy: why, DropEvidence: "keepalive"},
+		{Road: "tailnet", Address: "100.64.0.2:7421", State: localapi.RoadUp},
+	}}}}, now)
+	lines := strings.Split(b.String(), "\n")
+	var lan, tb, ts string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "192.168.1.20"):
+			lan = l
+		case strings.Contains(l, "169.254.1.2"):
+			tb = l
+		case strings.Contains(l, "100.64.0.2"):
+			ts = l
+		}
+	}
+	if !strings.Contains(lan, "last dropped 12 s ago") || !strings.Contains(lan, why) {
+		t.Errorf("the lan road, up again after a drop: %q", lan)
+	}
+	if strings.Count(tb, why) != 1 {
+		t.Errorf("the thunderbolt road, down: its drop said once, not twice: %q", tb)
+	}
+	if strings.Contains(ts, "dropped") {
+		t.Errorf("the tailnet road, never dropped: %q", ts)
+	}
+}

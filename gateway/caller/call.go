@@ -41,8 +41,11 @@ import (
 type Target struct {
 	Peer, App string
 	PathQuery string // escaped, starting with "/", with "?query" if any
-	Timeout   time.Duration
-	Pin       roads.Road
+	// Wait is how long the owner's app may take before its answer's head
+	// (DESIGN §2c): the timeout the app's client said, or its forward's,
+	// else the owner app's own, else Wait.Else.
+	Wait proto.Wait
+	Pin  roads.Road
 	// Host is the Host the app's client used (the local API's or a
 	// forward's), and Prefix the path it wrote before the app's own paths
 	// (/v1/peers/PEER/APP; "" through a forward): the owner app gets them
@@ -110,9 +113,11 @@ type Config struct {
 	OnRevalidated  func()
 	// OnCut counts an answer that broke off on its way to the app (by
 	// what: "read", "call_answer", "session"), OnResume a read resumed on
-	// a fresh road. Required.
+	// a fresh road, OnGaveUp an exchange its app stopped waiting for (by
+	// what: "read", "call", "session"). Required.
 	OnCut    func(what string)
 	OnResume func()
+	OnGaveUp func(what string)
 	// MaxCallBytes is the largest body a call may carry. Required.
 	MaxCallBytes int64
 	// Transfers, if not nil, keeps the transfers under way.
@@ -163,9 +168,11 @@ func newRequestID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-// callGrace is how long past X-Delta-Timeout the caller waits for the
-// owner's reply once the call's body is written: the owner answers
-// outcome_unknown itself at the deadline, and that reply has to travel.
+// callGrace is how long past a timeout said (X-Delta-Timeout, or the
+// forward's) the caller waits for the owner's reply once the call's body
+// is written: the owner answers outcome_unknown itself at the deadline,
+// and that reply has to travel. With no timeout said, the caller waits as
+// long as its app does.
 const callGrace = 3 * time.Second
 
 // Call carries a call to its peer at most once (DESIGN §2, §2a, §4). The
@@ -220,7 +227,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	sent.Del("Cookie") // a session's secret: sent, never kept
 	sent.Del(proto.HeaderAuthorization)
 	sent.Set(proto.HeaderRequestID, rid)
-	sent.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	t.Wait.Set(sent)
 	if c.Digest != "" {
 		sent.Set(proto.HeaderDigest, c.Digest)
 	}
@@ -267,7 +274,7 @@ func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, exist
 		conflict("another request")
 		return
 	}
-	cr.replyExisting(w, r, rid, t.Timeout)
+	cr.replyExisting(w, r, rid, t.Wait.Said)
 }
 
 // callRun is one call being sent: its attempts, and how it ended.
@@ -293,16 +300,19 @@ type callRun struct {
 // records the call as sending, so a crash after its first byte leaves the
 // attempt in the record and no attempt costs a wait of its own.
 func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *record.Call, body *callBody) {
-	// The call goes on if the app hangs up: its outcome must be recorded.
-	// It ends early only when the gateway stops.
+	// The call ends when its app stops waiting (DESIGN §2c: its
+	// exchange, not the road), or when the gateway stops; either way its
+	// outcome is recorded: nothing was sent, or outcome_unknown once its
+	// first byte left, reconciled as any other.
 	if !cr.beginSend() {
-		cr.recordUnsent(w, r, c, nil, &callEnd{o: proto.Unavailable, detail: proto.NotSent("Delta is stopping", t.Peer)}, t.Timeout)
+		cr.recordUnsent(w, r, c, nil, &callEnd{o: proto.Unavailable, detail: proto.NotSent("Delta is stopping", t.Peer)}, t.Wait.Said)
 		return
 	}
 	defer cr.calls.Done()
 	base, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer cancel()
 	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
+	defer context.AfterFunc(r.Context(), cancel)()
 
 	run := &callRun{cr: cr, w: w, r: r, t: t, c: c, body: body, base: base}
 	err := cr.cfg.Peers.Do(base, peerclient.Call, t.Peer, t.Pin, run.attempt)
@@ -323,7 +333,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	}
 	if !run.recorded {
 		// Nothing was sent: recorded at once in its final state.
-		cr.recordUnsent(w, r, c, run.attempts, run.end, t.Timeout)
+		cr.recordUnsent(w, r, c, run.attempts, run.end, t.Wait.Said)
 		return
 	}
 	cr.finishCall(w, r, c, run.attempts, run.end)
@@ -361,13 +371,18 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	}
 	run.attempts = append(run.attempts, at)
 	switch {
+	case err != nil && !sent && run.gone():
+		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
+			detail: proto.NotSent("the app stopped waiting before the call left", run.t.Peer)}
+		run.cr.gaveUp("call", run.t, used, started, "before its first byte")
+		return peerclient.GaveUp(used)
 	case err != nil && !sent:
 		return run.notSent(try.Cand, err, oe)
 	case err != nil:
-		return run.leftUnanswered(try.Cand, used, oe)
+		return run.leftUnanswered(try.Cand, used, oe, started)
 	}
 	v := mapOwnerReply(run.t.Peer, reply)
-	run.end = &callEnd{state: v.state, o: v.o, status: v.status, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
+	run.end = &callEnd{cand: used, state: v.state, o: v.o, status: v.status, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
 	if v.o == proto.Answered {
 		run.end.live = a // its body is read (or streamed) once the loop is done
 	}
@@ -430,7 +445,7 @@ func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res
 	rc.Close()           // nothing was written to it
 	if existing != nil { // the same id, sent by another request meanwhile
 		if run.body.whole {
-			cr.answerExisting(run.w, run.r, c, existing, run.t.Timeout)
+			cr.answerExisting(run.w, run.r, c, existing, run.t.Wait.Said)
 		} else {
 			cr.refuseCall(run.w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s was taken meanwhile by another request, which Delta cannot tell apart from this one (its body streams)", c.RequestID), ""), c.RequestID, run.t.Peer)
 		}
@@ -467,18 +482,27 @@ func (run *callRun) notSent(cand roads.Candidate, err error, oe *h1.Error) peerc
 // leftUnanswered ends an attempt whose call left (some of it) on used and
 // got no complete answer: its outcome is unknown, and it is never sent
 // again.
-func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error) peerclient.Result {
+func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, started time.Time) peerclient.Result {
 	t := run.t
 	detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
+	gone := run.gone() || run.body.srcErr != nil
 	switch {
 	case run.cr.cfg.Ctx.Err() != nil:
 		detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
+		gone = true // not the road's doing either
 	case run.body.srcErr != nil:
 		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", run.body.srcErr, t.Peer, Asking(t.Peer))
+	case gone:
+		detail = fmt.Sprintf("the app stopped waiting after the call left for %s, before its answer came; it may or may not have been carried out; %s", used, Asking(t.Peer))
+		run.cr.gaveUp("call", t, used, started, "after its first byte, before its answer")
 	}
 	run.end = &callEnd{state: record.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
-	return peerclient.LeftUnanswered(cand)
+	return peerclient.LeftUnanswered(cand, peerclient.Judge(peerclient.BeforeHead, gone, oe), oe)
 }
+
+// gone reports whether the call's app stopped waiting (its request's
+// context ended while Delta runs).
+func (run *callRun) gone() bool { return run.r.Context().Err() != nil && run.cr.cfg.Ctx.Err() == nil }
 
 // send writes the call on rc, once: a small body whole with its digest in
 // X-Delta-Digest, a larger one streamed (chunked, after the owner's 100
@@ -489,11 +513,16 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 	cr, t, c, body := run.cr, run.t, run.c, run.body
 	h := t.header(run.r.Header)
 	h.Set(proto.HeaderRequestID, c.RequestID)
-	h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	t.Wait.Set(h)
 	if c.CallerApp != "" {
 		h.Set(proto.HeaderApp, c.CallerApp)
 	}
-	opt := h1.Options{Idle: proto.BodyIdle, Wait: t.Timeout + callGrace}
+	opt := h1.Options{Idle: proto.BodyIdle} // the answer's head: as long as its app waits for it
+	if said := t.Wait.Said; said > 0 {
+		// The owner's Delta replies outcome_unknown itself at the
+		// timeout said; past that and callGrace, it did not.
+		opt.Wait = said + callGrace
+	}
 	// A small body goes whole, as an in-memory reader (written with its
 	// head in one piece); a larger one streams, counted as a transfer.
 	var rd io.Reader = bytes.NewReader(body.head)
@@ -534,6 +563,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 // callEnd is how a call ended: the state recorded, the outcome the app is
 // told with its detail, guarantee and road, and the answer.
 type callEnd struct {
+	cand     roads.Candidate // the road it went on, when it left
 	state    record.CallState
 	o        proto.Outcome
 	status   int // the app's HTTP status when not o's; 0 for o's
@@ -636,14 +666,14 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		writeAnswer(w, ans, whole, c.RequestID, e.road, e.replayed)
 		return
 	}
-	cr.streamAnswer(w, c, e, ahead)
+	cr.streamAnswer(w, r, c, e, ahead)
 }
 
 // streamAnswer passes an answer recorded at its head to the app as it
 // arrives, and records its body (up to proto.MaxStoredAnswer; else its
 // digest) once it has passed. A body that breaks off is never ended as if
 // whole: the app's connection is cut.
-func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd, ahead []byte) {
+func (cr *Caller) streamAnswer(w http.ResponseWriter, r *http.Request, c *record.Call, e *callEnd, ahead []byte) {
 	a := e.live
 	defer a.Body.Close()
 	again := ""
@@ -652,6 +682,7 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 	}
 	relay.Head(w, a.StatusCode, a.Header, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.Answered), proto.HeaderRequestID, c.RequestID,
 		proto.HeaderRoute, e.road, "Connection", "close", proto.HeaderReplayed, again)
+	relay.PassHead(w, len(ahead) > 0 || a.Buffered() > 0)
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
 		x = cr.cfg.Transfers.Start(localapi.TransferCall, c.Peer, c.App, c.Path, e.road)
@@ -670,6 +701,14 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, c *record.Call, e *callEnd
 		cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)
 	}
 	if err != nil {
+		if errors.Is(err, relay.ErrWriterGone) || r.Context().Err() != nil && cr.cfg.Ctx.Err() == nil {
+			// Its answer was recorded at its head; the app's client went
+			// away while its body came (DESIGN §2c: the road is kept).
+			cr.cfg.OnGaveUp("call")
+			cr.cfg.Log.Info("an app stopped waiting: its call's answer is ended, and the road kept", "request_id", c.RequestID, "peer", c.Peer, "road", e.road, "bytes", n)
+			relay.Abort()
+		}
+		cr.cfg.Peers.Ended(e.cand, peerclient.Judge(peerclient.InBody, false, err), err)
 		cr.cfg.OnCut("call_answer")
 		cr.cfg.Log.Warn("a call's answer broke off on its way to the app; its connection is cut so it cannot take the answer for whole",
 			"request_id", c.RequestID, "peer", c.Peer, "bytes", n, "err", err)
@@ -764,9 +803,14 @@ func writeAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, rid, ro
 }
 
 // replyExisting answers a repeat of a call already in the journal with that
-// call's outcome; if it is still being sent, it waits for it first.
+// call's outcome; if it is still being sent, it waits for it first: as
+// long as the earlier one may wait for its owner (the timeout said, else
+// as long as this app waits).
 func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid string, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(r.Context(), timeout+callGrace+8*time.Second)
+	ctx, cancel := context.WithCancel(r.Context())
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(r.Context(), timeout+callGrace+8*time.Second)
+	}
 	defer cancel()
 	var c *record.Call
 	for {

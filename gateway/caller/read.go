@@ -11,7 +11,6 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/doors"
@@ -25,29 +24,31 @@ import (
 	"github.com/delta-roads/delta/gateway/transfer"
 )
 
-// readGrace is how long past the connect timeout and X-Delta-Timeout a read
-// waits for the head of the owner's reply, and past X-Delta-Timeout
-// through a silence of its body (the owner's Delta ends an answer its app
-// left silent first).
+// readGrace is how long past the connect timeout and a timeout the app's
+// client said (X-Delta-Timeout, or its forward's) a read waits for the
+// head of the owner's reply: the owner's Delta answers 504 itself at that
+// timeout, and its reply has to travel. With no timeout said, the owner
+// app's own timeout (or none) decides, and this side waits as long as
+// its client does.
 const readGrace = time.Second
 
 // MaxResumes is how many times one read's answer is continued on a fresh
 // road (DESIGN §2a).
 const MaxResumes = 3
 
-// Causes a read's context ends with, so that its failure names them.
-var (
-	errHeadTimeout = errors.New("no answer's head in time")
-	errSilent      = errors.New("the answer's body was silent for too long")
-)
+// errHeadTimeout is the cause a read's context ends with when the owner's
+// Delta did not reply by the timeout said and readGrace, so that its
+// failure names it.
+var errHeadTimeout = errors.New("no answer's head in time")
 
 // Read carries a read to its peer: fresh answers come from the cache, a
 // failing thunderbolt/lan road is dropped and one fresh road is tried, and
 // when the peer cannot be reached a stored answer is served as stale
-// (DESIGN §5). The answer streams to the app as it arrives; X-Delta-Timeout
-// bounds the wait for its head and each silence of its body, never the
-// whole transfer; a body whose road is lost is continued on a fresh road
-// when it can be, and otherwise cut, never ended as if whole (§2a).
+// (DESIGN §5). The answer's head is passed on as it arrives, and its body
+// streams: no limit of Delta's own bounds a quiet answer (§2c); a body
+// whose road is lost is continued on a fresh road when it can be, and
+// otherwise cut, never ended as if whole (§2a). A client that stops
+// waiting ends its own read and nothing else: the road is kept.
 func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	key := readcache.KeyAt(t.Peer, t.App, t.PathQuery, t.Host+t.Prefix)
 	// Only GET is cached, and not with a cookie: the cache is shared by
@@ -89,11 +90,11 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	err = cr.cfg.Peers.Do(r.Context(), peerclient.Read, t.Peer, t.Pin, rd.attempt)
 	fail := rd.fail
 	var un *peerclient.Unattempted
-	if errors.As(err, &un) && !un.FellBack { // after a fall-back, the first failure is the answer
+	if errors.As(err, &un) && !un.FellBack && !fail.gaveUp { // after a fall-back, the first failure is the answer
 		fail = readFailure{o: un.Outcome(), roadFault: true, g: un.Guarantee(), road: string(un.Road), detail: un.Detail}
 	}
-	if fail.o == "" {
-		return // answered
+	if fail.o == "" || fail.gaveUp {
+		return // answered, or nobody waits for it
 	}
 	// Stale only when the peer could not be reached: an owner app that is
 	// down or slow is the owner's answer, not a reason to show old data
@@ -135,7 +136,7 @@ type readRun struct {
 // header (a resumption's range); its context ends with a cause.
 func (rd *readRun) request(ctx context.Context, try peerclient.Try, extra http.Header) (*http.Request, error) {
 	h := rd.t.header(rd.r.Header)
-	h.Set(proto.HeaderTimeout, proto.FormatTimeout(rd.t.Timeout))
+	rd.t.Wait.Set(h)
 	if app := rd.r.Header.Get(proto.HeaderApp); app != "" {
 		h.Set(proto.HeaderApp, app)
 	}
@@ -170,10 +171,11 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-// roundTrip sends req on the peer's pool and waits for the head (the
-// connect timeout, X-Delta-Timeout and readGrace); interim 103 answers go
-// to onEarly. The body of a returned answer is watched by silence: the
-// returned cancel ends it.
+// roundTrip sends req on the peer's pool and waits for the head: as long
+// as the app's client does, or, when it said a timeout, until the owner's
+// Delta should have replied (the connect timeout, the timeout and
+// readGrace); interim 103 answers go to onEarly. The returned cancel ends
+// the exchange (its body).
 func (rd *readRun) roundTrip(try peerclient.Try, extra http.Header, onEarly func(int, textproto.MIMEHeader) error) (*http.Response, roads.Candidate, error, error, context.CancelCauseFunc, error) {
 	ctx, cancel := context.WithCancelCause(rd.r.Context())
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got1xxResponse: onEarly})
@@ -182,9 +184,14 @@ func (rd *readRun) roundTrip(try peerclient.Try, extra http.Header, onEarly func
 		cancel(nil)
 		return nil, try.Cand, nil, nil, nil, err
 	}
-	head := time.AfterFunc(try.Cand.Road.ConnectTimeout()+rd.t.Timeout+readGrace, func() { cancel(errHeadTimeout) })
+	var head *time.Timer
+	if said := rd.t.Wait.Said; said > 0 {
+		head = time.AfterFunc(try.Cand.Road.ConnectTimeout()+said+readGrace, func() { cancel(errHeadTimeout) })
+	}
 	resp, used, dialErr, err := rd.cr.cfg.Peers.RoundTrip(req, try.Cand)
-	head.Stop()
+	if head != nil {
+		head.Stop()
+	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 			err = fmt.Errorf("%w (%v)", cause, err)
@@ -222,14 +229,17 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 		return peerclient.Replied()
 	}
 	if err != nil {
-		if dialErr == nil {
-			cr.cfg.Router.Report(used, 0, err) // the connection broke or timed out after connecting
+		if rd.gone() {
+			rd.fail = readFailure{gaveUp: true}
+			cr.gaveUp("read", t, used, started, "before the answer's head")
+			return peerclient.GaveUp(used)
 		}
 		rd.fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
 			detail: fmt.Sprintf("%s did not answer the read: %v", used, err)}
 		if dialErr != nil {
 			rd.fail.g = proto.NothingSent
 		}
+		j := peerclient.Judge(peerclient.BeforeHead, false, err)
 		var mm *pintls.MismatchError
 		switch {
 		case errors.As(err, &mm):
@@ -238,11 +248,11 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 			cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 		case errors.Is(err, errHeadTimeout):
 			rd.fail.o = proto.Timeout
-			rd.fail.detail = fmt.Sprintf("%s did not answer the read within %s", used, used.Road.ConnectTimeout()+t.Timeout+readGrace)
+			rd.fail.detail = fmt.Sprintf("%s did not reply to the read within %s, although its app's timeout was %s (the road is being probed)",
+				used, used.Road.ConnectTimeout()+t.Wait.Said+readGrace, t.Wait.Said)
 		}
-		return peerclient.ExchangeFailed(used, cand, dialErr, errors.New(rd.fail.detail))
+		return peerclient.ExchangeFailed(used, cand, dialErr, j, errors.New(rd.fail.detail))
 	}
-	cr.cfg.Router.Report(used, cr.cfg.Now().Sub(started), nil)
 	reply := peerclient.Classify(resp)
 	if reply.Err == proto.PeerAnswered && resp.StatusCode == http.StatusNotModified && rd.validate != nil {
 		// The stored answer is still the owner's: served again, freshened
@@ -273,16 +283,35 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 	return peerclient.Replied() // the owner's answer
 }
 
+// gone reports whether the read's app (its client) stopped waiting: its
+// request's context ended (its connection closed, or it went away).
+func (rd *readRun) gone() bool { return rd.r.Context().Err() != nil }
+
+// gaveUp logs and counts an exchange that its app stopped waiting for,
+// what (a read, a call, a session) on used's road, begun at started,
+// where it stood: it is ended, and the road kept (DESIGN §2c).
+func (cr *Caller) gaveUp(what string, t Target, used roads.Candidate, started time.Time, where string) {
+	cr.cfg.OnGaveUp(what)
+	cr.cfg.Log.Info("an app stopped waiting: its "+what+" is ended, and the road kept", "peer", t.Peer, "app", t.App, "path", t.PathQuery,
+		"road", used.Road, "after", cr.cfg.Now().Sub(started).Round(time.Millisecond), "where", where)
+}
+
 // relay streams the owner app's answer to the app, keeping a copy for the
-// cache when it may be stored and fits; a body whose road is lost part way
-// is continued on a fresh road (resume), and one that cannot be is cut.
+// cache when it may be stored and fits; its head is passed on at once. A
+// body whose road is lost part way is continued on a fresh road
+// (resume), and one that cannot be, or that the owner's end broke off,
+// is cut.
 func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, cand roads.Candidate) {
 	cr, w, t := rd.cr, rd.w, rd.t
+	started := cr.cfg.Now()
 	defer func() { cancel(nil); resp.Body.Close() }()
 	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, rd.r.Method, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRoute, string(cand.Road))
 	cr.cfg.OnRead(proto.Answered)
 	if rd.r.Method == http.MethodHead {
 		return
+	}
+	if resp.ContentLength != 0 {
+		relay.PassHead(w, relay.Ready(resp.Body))
 	}
 	// A copy is kept only of an answer the cache may store (known before
 	// its body: status, no-store, Vary: *, a length over the limit, an
@@ -307,13 +336,7 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		x = cr.cfg.Transfers.Start(localapi.TransferRead, t.Peer, t.App, t.PathQuery, string(cand.Road))
 		defer x.Done()
 	}
-	// The owner's Delta watches its app's silences with the same
-	// timeout and ends the answer itself (a close this side sees arrive:
-	// the app's fault, the road kept); this side waits readGrace more, so
-	// that only a road that carries nothing at all is taken for a dead
-	// one.
-	silence := t.Timeout + readGrace
-	var src io.Reader = relay.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
+	var src io.Reader = resp.Body
 	stored := false
 	store := func() {
 		if body, ok := keep.Kept(); ok && !stored {
@@ -334,40 +357,50 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		firstKeep = nil // the tee keeps it
 	}
 	n, err := flowTo(w, src, firstKeep, x)
-	last := resp // the answer whose body ends the read: its trailers follow
-	for resumes := 0; err != nil && !errors.Is(err, relay.ErrWriterGone); resumes++ {
-		validator, why := Resumable(rd.r.Method, rd.r.Header, resp)
+	last := resp  // the answer whose body ends the read: its trailers follow
+	broke := true // err is a body's breaking off (not a resumption's failure)
+	for resumes := 0; err != nil; resumes++ {
+		if errors.Is(err, relay.ErrWriterGone) || rd.gone() {
+			// The app's client went away: its read ends there, and
+			// nothing else does.
+			cr.gaveUp("read", t, cand, started, fmt.Sprintf("after %d bytes of the answer", n))
+			relay.Abort()
+		}
+		why, dropped := "", false
+		if broke {
+			j := peerclient.Judge(peerclient.InBody, false, err)
+			cr.cfg.Peers.Ended(cand, j, err)
+			dropped = j.Cut || j.Evidence != ""
+			if !dropped {
+				// The owner's end closed the connection short of the
+				// answer's end, or broke its framing: its app broke off,
+				// or its Delta stopped. Not the road's doing unless the
+				// probe it now gets fails (DESIGN §2b, §2c): cut, and not
+				// resumed (the same owner would break it again).
+				why = "the owner's end broke the answer off (its app broke off, or its Delta stopped); the road is kept unless its probe fails"
+			}
+		}
+		validator, notResumable := Resumable(rd.r.Method, rd.r.Header, resp)
+		if why == "" {
+			why = notResumable
+		}
 		if why == "" && resumes >= MaxResumes {
 			why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
 		}
-		ownerEnded := EndedByOwner(err)
-		if ownerEnded {
-			// The owner's Delta closed the connection short of the
-			// answer's end: its app broke off (the road carried the
-			// close, so it works). The app's fault, not the road's: the
-			// road stays, and the answer is cut (DESIGN §2b).
-			why = "the owner's end closed the connection short of the answer's end (its app broke off, or its Delta stopped); the road carried the close, so it is kept"
-		}
-		if why != "" || rd.r.Context().Err() != nil {
-			if why == "" {
-				why = "the app went away"
-			}
+		if why != "" {
 			cr.cfg.OnCut("read")
 			cr.cfg.Log.Warn("a read's answer broke off and cannot be resumed; the app's connection is cut so it cannot take the answer for whole",
-				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why, "road_kept", ownerEnded)
+				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why,
+				"road_dropped", dropped)
 			relay.Abort()
-		}
-		if cand.Road.Local() {
-			cr.cfg.Router.Invalidate(t.Peer, cand.Road, fmt.Errorf("a read's answer broke off on it: %w", err))
-			cr.cfg.Peers.CloseIdle(t.Peer)
 		}
 		cr.cfg.OnResume()
 		cr.cfg.Log.Info("a read's answer broke off; resuming it on a fresh road", "peer", t.Peer, "app", t.App, "path", t.PathQuery,
 			"road", cand.Road, "bytes", n, "err", err, "resumption", resumes+1)
 		var next *http.Response
 		next, cand, err = rd.resume(resp, validator, n)
-		if err != nil {
-			continue
+		if broke = err == nil; !broke {
+			continue // tried again, up to MaxResumes
 		}
 		if x != nil {
 			x.SetRoad(string(cand.Road))
@@ -378,24 +411,11 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 		n += m
 		last = next
 	}
-	if err != nil {
-		return // the app went away
-	}
 	relay.Trailers(w, last.Trailer)
 	if keep == nil || len(last.Trailer) > 0 {
 		return // nothing to keep
 	}
 	store() // an answer of unknown length, or one resumed
-}
-
-// EndedByOwner reports whether err, a read's answer breaking off, is the
-// owner's Delta ending it short (the connection closed, or reset, by the
-// other end): what it does when its app breaks off an answer. Such a
-// close came over the road, so the road works; a road's own failure is a
-// silence, a timeout, or this computer closing the connection (its
-// interface lost).
-func EndedByOwner(err error) bool {
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // beforeLast calls last once the reads from r reach left bytes, before
@@ -434,7 +454,10 @@ func (rd *readRun) resume(first *http.Response, validator string, n int64) (*htt
 		}
 		if err != nil {
 			last = fmt.Errorf("%s: %w", used, err)
-			return peerclient.ExchangeFailed(used, try.Cand, dialErr, err)
+			if rd.gone() {
+				return peerclient.GaveUp(used)
+			}
+			return peerclient.ExchangeFailed(used, try.Cand, dialErr, peerclient.Judge(peerclient.BeforeHead, false, err), err)
 		}
 		if why := Continues(first, resp, n); why != "" {
 			cancel(nil)
@@ -442,8 +465,6 @@ func (rd *readRun) resume(first *http.Response, validator string, n int64) (*htt
 			last = fmt.Errorf("%s did not continue the answer: %s", rd.t.Peer, why)
 			return peerclient.Replied()
 		}
-		silence := rd.t.Timeout + readGrace // as in relay
-		resp.Body = relay.Silenced(resp.Body, silence, func() { cancel(fmt.Errorf("%w (%s)", errSilent, silence)) })
 		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 		out, cand = resp, used
 		return peerclient.Replied()

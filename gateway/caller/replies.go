@@ -75,6 +75,9 @@ type readFailure struct {
 	// door), as opposed to the owner app's: only the road's leads to a
 	// fallback.
 	roadFault bool
+	// gaveUp reports that the app's client stopped waiting: nobody is
+	// told anything, and the road is kept (DESIGN §2c).
+	gaveUp bool
 }
 
 // mapOwnerReadReply turns an owner's own reply to a read into what the app

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/delta-roads/delta/gateway/doors"
 	"github.com/delta-roads/delta/gateway/h1"
@@ -42,7 +43,7 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(cr.cfg.Ctx, cancel)()
-	o := &openRun{cr: cr, r: r, t: t, ctx: ctx, upgrade: upgrade}
+	o := &openRun{cr: cr, r: r, t: t, ctx: ctx, upgrade: upgrade, started: cr.cfg.Now()}
 	err := cr.cfg.Peers.Do(ctx, peerclient.Call, t.Peer, t.Pin, o.attempt)
 	a, fail, road, firstErr := o.a, o.fail, o.road, o.firstErr
 	var un *peerclient.Unattempted
@@ -51,6 +52,9 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		fail = firstErr
 	case errors.As(err, &un):
 		fail = &readFailure{o: un.Outcome(), g: un.Guarantee(), road: string(un.Road), detail: un.Detail}
+	}
+	if fail != nil && fail.gaveUp {
+		return // nobody waits for it
 	}
 	if fail != nil || a == nil {
 		if fail == nil {
@@ -67,6 +71,9 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		// The owner app declined the upgrade: its answer, as a read's.
 		defer a.Body.Close()
 		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRoute, road)
+		if a.ContentLength != 0 && r.Method != http.MethodHead {
+			relay.PassHead(w, a.Buffered() > 0)
+		}
 		if _, err := flowTo(w, a.Body, nil, nil); err != nil {
 			if !errors.Is(err, relay.ErrWriterGone) {
 				cr.cfg.OnCut("read")
@@ -108,6 +115,7 @@ type openRun struct {
 	t        Target
 	ctx      context.Context
 	upgrade  string
+	started  time.Time
 	a        *h1.Answer
 	fail     *readFailure
 	firstErr *readFailure
@@ -119,6 +127,11 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 	cr, r, t := o.cr, o.r, o.t
 	cand := try.Cand
 	rc, err := cr.cfg.Peers.Dial(o.ctx, cand)
+	if err != nil && r.Context().Err() != nil {
+		o.fail = &readFailure{gaveUp: true, o: proto.Unavailable}
+		cr.gaveUp("session", t, cand, o.started, "while connecting")
+		return peerclient.GaveUp(cand)
+	}
 	if err != nil {
 		o.fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(cand.Road),
 			detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", h1.IsTimeout(err)), err), t.Peer)}
@@ -130,7 +143,7 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 	o.road = string(rc.Cand.Road)
 	h := t.header(r.Header)
 	session.Request(h, o.upgrade)
-	h.Set(proto.HeaderTimeout, proto.FormatTimeout(t.Timeout))
+	t.Wait.Set(h)
 	if app := r.Header.Get(proto.HeaderApp); app != "" {
 		h.Set(proto.HeaderApp, app)
 	}
@@ -140,7 +153,11 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 		o.fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
 		return peerclient.Replied()
 	}
-	o.a, err = h1.Once(o.ctx, rc, req, h1.Options{Wait: t.Timeout + readGrace})
+	var opt h1.Options // the 101: as long as the app waits for it, or the timeout said
+	if said := t.Wait.Said; said > 0 {
+		opt.Wait = said + readGrace
+	}
+	o.a, err = h1.Once(o.ctx, rc, req, opt)
 	var oe *h1.Error
 	switch {
 	case err != nil && errors.As(err, &oe) && !oe.Sent:
@@ -153,7 +170,12 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 	case err != nil:
 		o.fail = &readFailure{o: proto.Unknown, road: o.road, detail: fmt.Sprintf(
 			"the session's opening left for %s and no answer came (%v); a session is never opened twice: open a new one", rc.Cand, err)}
-		return peerclient.LeftUnanswered(rc.Cand)
+		gone := r.Context().Err() != nil
+		if gone {
+			o.fail.gaveUp = true
+			cr.gaveUp("session", t, rc.Cand, o.started, "waiting for its opening's answer")
+		}
+		return peerclient.LeftUnanswered(rc.Cand, peerclient.Judge(peerclient.BeforeHead, gone, err), err)
 	}
 	reply := peerclient.Classify(o.a.Response)
 	if reply.Err == proto.PeerAnswered {

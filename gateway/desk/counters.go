@@ -50,6 +50,10 @@ func (s *Counters) DoorRefusal()    { s.Inc("door_refusals") }
 // reads_cut_call_answer.
 func (s *Counters) Cut(what string) { s.Inc("answers_cut_" + what) }
 
+// GaveUp counts an exchange its app stopped waiting for (gave_up_read,
+// gave_up_call, gave_up_session): ended, and its road kept.
+func (s *Counters) GaveUp(what string) { s.Inc("gave_up_" + what) }
+
 // connect counts a connect to a road (road_connects_lan), or a caller that
 // joined one in flight instead (road_connects_joined_lan).
 func (s *Counters) Connect(road roads.Road, joined bool) {

@@ -24,10 +24,10 @@ type Limits struct {
 	// Header is how long a client has for its request's headers; Request
 	// for the whole request, its body included (a body announced and
 	// never sent is dropped then). Idle closes a keep-alive connection no
-	// request uses. The handler itself is not bounded: a call may wait
-	// for its owner, and a ?wait= long-poll, up to 600 s (the server lifts
-	// the read deadline once the body is read, and still sees a client
-	// that goes away).
+	// request uses. The handler itself is not bounded: a call waiting for
+	// its owner, a long-poll, an event stream run as long as their client
+	// waits (DESIGN §2c: the server lifts the read deadline once the body
+	// is read, and still sees a client that goes away).
 	Header, Request, Idle time.Duration
 	// PerSource caps the connections one source address holds at once
 	// (0: no cap); one over it is answered Busy (nothing is carried out)

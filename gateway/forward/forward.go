@@ -50,12 +50,24 @@ type Spec struct {
 	Peer string `json:"peer"`
 	App  string `json:"app"`
 	// Listen is the address as bound (the port a port 0 was given).
-	Listen    string    `json:"listen"`
-	Token     bool      `json:"token,omitempty"`
+	Listen string `json:"listen"`
+	Token  bool   `json:"token,omitempty"`
+	// Timeout is the forward's own wait for an answer's head when its
+	// client says no X-Delta-Timeout, in X-Delta-Timeout's form; "" for
+	// none: the owner app's own timeout, else no limit (DESIGN §2c).
+	Timeout   string    `json:"timeout,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 func (s Spec) key() string { return s.Peer + "/" + s.App }
+
+// Wait is how long a request through the forward may wait for its
+// answer's head, when its client says no X-Delta-Timeout: the forward's
+// Timeout, else the owner app's own, else no limit.
+func (s Spec) Wait() proto.Wait {
+	d, _ := proto.ParseLimit(s.Timeout) // checked by Add and load
+	return proto.Wait{Said: max(d, 0)}
+}
 
 // Admitted is what a request let in by a forward's guard carries on.
 type Admitted struct {
@@ -173,6 +185,10 @@ func (s *Set) load() ([]Spec, error) {
 			s.cfg.Log.Warn("a kept forward is not valid and is not opened", "forward", sp.key(), "err", err)
 			continue
 		}
+		if _, err := checkTimeout(sp.Timeout); err != nil {
+			s.cfg.Log.Warn("a kept forward is not valid and is not opened", "forward", sp.key(), "err", err)
+			continue
+		}
 		out = append(out, sp)
 	}
 	return out, nil
@@ -229,6 +245,19 @@ func checkSpec(peer, app, listen string) (string, error) {
 	return net.JoinHostPort(h, p), nil
 }
 
+// checkTimeout checks a forward's timeout and returns it as kept: seconds
+// as X-Delta-Timeout writes them, or "" for none ("none" is none).
+func checkTimeout(v string) (string, error) {
+	d, err := proto.ParseLimit(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if d < 0 {
+		return "", nil
+	}
+	return proto.FormatLimit(d), nil
+}
+
 // open listens for sp and serves it; the caller holds s.mu.
 func (s *Set) open(sp Spec) (*fw, error) {
 	ln, err := net.Listen("tcp", sp.Listen)
@@ -248,11 +277,17 @@ func (s *Set) open(sp Spec) (*fw, error) {
 	return f, nil
 }
 
-// Add opens a forward to app on peer on listen ("" keeps the address it
-// has, or DefaultListen), asking for the token if token, and keeps it.
-// A forward to the same app is changed: moved to the new address (opened
-// there before the old one closes), or only its token changed.
-func (s *Set) Add(peer, app, listen string, token bool) (localapi.Forward, error) {
+// Add opens a forward to app on peer as req says: on req.Listen ("" keeps
+// the address it has, or DefaultListen), asking for the token if
+// req.Token, with its own timeout req.Timeout; and keeps it. A forward to
+// the same app is changed: moved to the new address (opened there before
+// the old one closes), or only its token and timeout changed.
+func (s *Set) Add(peer, app string, req localapi.ForwardRequest) (localapi.Forward, error) {
+	listen, token := req.Listen, req.Token
+	timeout, err := checkTimeout(req.Timeout)
+	if err != nil {
+		return localapi.Forward{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -271,14 +306,14 @@ func (s *Set) Add(peer, app, listen string, token bool) (localapi.Forward, error
 	}
 	if old != nil && old.ln != nil && sameAddr(old.spec.Listen, addr) {
 		prev := old.spec
-		old.spec.Token = token
+		old.spec.Token, old.spec.Timeout = token, timeout
 		if err := s.save(); err != nil {
 			old.spec = prev
 			return localapi.Forward{}, err
 		}
 		return info(old), nil
 	}
-	sp := Spec{Peer: peer, App: app, Listen: addr, Token: token, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
+	sp := Spec{Peer: peer, App: app, Listen: addr, Token: token, Timeout: timeout, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
 	if old != nil && old.ln != nil {
 		// The old one holds its port until the new one is open.
 		if p := portOf(addr); p != 0 && p == portOf(old.spec.Listen) {
@@ -412,7 +447,7 @@ func (s *Set) Close() {
 }
 
 func info(f *fw) localapi.Forward {
-	v := localapi.Forward{Peer: f.spec.Peer, App: f.spec.App, Listen: f.spec.Listen, Token: f.spec.Token,
+	v := localapi.Forward{Peer: f.spec.Peer, App: f.spec.App, Listen: f.spec.Listen, Token: f.spec.Token, Timeout: f.spec.Timeout,
 		Open: f.ln != nil, CreatedAt: f.spec.CreatedAt, URL: "http://" + f.spec.Listen + "/"}
 	if f.err != nil {
 		v.Error = f.err.Error()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/gcpace"
+	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 func TestName(t *testing.T) {
@@ -107,7 +108,7 @@ func TestSet(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := s.Add("studio", "notes", "", false)
+	f, err := s.Add("studio", "notes", localapi.ForwardRequest{})
 	if err != nil || !f.Open || !strings.HasPrefix(f.URL, "http://127.0.0.1:") || f.BrowserURL == "" {
 		t.Fatalf("Add: %+v %v", f, err)
 	}
@@ -135,7 +136,7 @@ func TestSet(t *testing.T) {
 		{"stu/dio", "notes", "", "peer name"},
 		{"studio", "", "", "app name"},
 	} {
-		if _, err := s.Add(bad.peer, bad.app, bad.listen, false); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.says) {
+		if _, err := s.Add(bad.peer, bad.app, localapi.ForwardRequest{Listen: bad.listen}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.says) {
 			t.Errorf("Add(%q, %q, %q): %v, want %q", bad.peer, bad.app, bad.listen, err, bad.says)
 		}
 	}
@@ -143,8 +144,14 @@ func TestSet(t *testing.T) {
 		t.Fatal("a refused change closed the forward")
 	}
 	<-served
-	// The token: the guard asks CheckAuth, which says no.
-	if f2, err := s.Add("studio", "notes", "", true); err != nil || f2.URL != f.URL || !f2.Token {
+	// A timeout that is not seconds is refused, naming it; the forward
+	// stays as it was.
+	if _, err := s.Add("studio", "notes", localapi.ForwardRequest{Timeout: "soon"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `timeout "soon"`) {
+		t.Errorf("a timeout of soon: %v", err)
+	}
+	// The token: the guard asks CheckAuth, which says no. The timeout is
+	// changed in place, and each request is served with it.
+	if f2, err := s.Add("studio", "notes", localapi.ForwardRequest{Token: true, Timeout: "45"}); err != nil || f2.URL != f.URL || !f2.Token || f2.Timeout != "45" {
 		t.Fatalf("token on: %+v %v", f2, err)
 	}
 	if code := get(f.URL + "x"); code != 401 {
@@ -157,17 +164,17 @@ func TestSet(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if l := s.List(); len(l) != 1 || l[0].URL != f.URL || !l[0].Token || !l[0].Open {
+	if l := s.List(); len(l) != 1 || l[0].URL != f.URL || !l[0].Token || !l[0].Open || l[0].Timeout != "45" {
 		t.Fatalf("after a restart: %+v", l)
 	}
 	// Port 0 on the address it has is the port it has.
-	if same, err := s.Add("studio", "notes", "127.0.0.1:0", true); err != nil || same.URL != f.URL {
+	if same, err := s.Add("studio", "notes", localapi.ForwardRequest{Listen: "127.0.0.1:0", Token: true}); err != nil || same.URL != f.URL {
 		t.Fatalf("asked again on port 0: %+v %v", same, err)
 	}
 	// Moved: open on the new address, closed on the old.
 	free, _ := net.Listen("tcp", "127.0.0.1:0")
 	free.Close()
-	moved, err := s.Add("studio", "notes", free.Addr().String(), false)
+	moved, err := s.Add("studio", "notes", localapi.ForwardRequest{Listen: free.Addr().String()})
 	if err != nil || moved.URL == f.URL || get(moved.URL+"x") != 204 || get(f.URL+"x") != 0 {
 		t.Fatalf("moved: %+v %v", moved, err)
 	}
@@ -183,7 +190,7 @@ func TestSet(t *testing.T) {
 	// A port taken at the start: listed as not open, with why.
 	s = New(cfg)
 	s.Start()
-	f, _ = s.Add("studio", "notes", "", false)
+	f, _ = s.Add("studio", "notes", localapi.ForwardRequest{})
 	s.Close()
 	ln, err := net.Listen("tcp", f.Listen)
 	if err != nil {

@@ -68,6 +68,17 @@ type Transport struct {
 // the key it is pooled under.
 type PoolKeyer interface{ PoolKey() string }
 
+// Busier is a connection told when an exchange takes it (true) and when
+// the pool has it back (false): a road's watch of its quiet exchanges
+// (peerclient.RoadConn).
+type Busier interface{ SetBusy(bool) }
+
+func setBusy(c net.Conn, busy bool) {
+	if b, ok := c.(Busier); ok {
+		b.SetBusy(busy)
+	}
+}
+
 // conn is one connection and its buffers.
 type conn struct {
 	t    *Transport
@@ -126,6 +137,7 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 			t.mu.Lock()
 			continue
 		}
+		setBusy(c.nc, true)
 		return c, true, nil
 	}
 	t.mu.Unlock()
@@ -143,6 +155,7 @@ func (t *Transport) get(ctx context.Context, host string) (c *conn, reused bool,
 	c.bw = bufio.NewWriterSize(&c.wc, writeBufSize)
 	c.idleTimer = time.AfterFunc(time.Hour, c.idleExpired)
 	c.idleTimer.Stop()
+	setBusy(nc, true)
 	return c, false, nil
 }
 
@@ -166,6 +179,7 @@ func (t *Transport) put(c *conn) {
 	}
 	t.idle[c.host] = append(t.idle[c.host], c)
 	c.pooled, c.idleSince = true, time.Now()
+	setBusy(c.nc, false)
 	if !c.timerSet {
 		c.timerSet = true
 		c.idleTimer.Reset(t.idleTimeout())
@@ -337,9 +351,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func isReset(err error) bool { return errors.Is(err, syscall.ECONNRESET) }
 
-// errClosedEarly is a new connection closed by the other end before any of
-// the answer came.
-var errClosedEarly = errors.New("h1: the connection was closed before an answer came")
+// ErrClosedEarly is a new connection closed (or reset) by the other end
+// before any of the answer came.
+var ErrClosedEarly = errors.New("h1: the connection was closed before an answer came")
 
 // errNothingWritten marks a request whose writing failed before any byte
 // of it reached the connection (net/http's nothingWrittenError).
@@ -400,7 +414,7 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request, trace *httptrac
 			if reused {
 				return nil, fmt.Errorf("%w: %v", errClosedIdle, err)
 			}
-			return nil, fmt.Errorf("%w: %v", errClosedEarly, err)
+			return nil, fmt.Errorf("%w: %v", ErrClosedEarly, err)
 		}
 		return nil, err
 	}
@@ -466,6 +480,16 @@ func (b *Body) Read(p []byte) (int, error) {
 		b.finish(false)
 	}
 	return n, err
+}
+
+// Buffered is how many bytes of the answer have arrived and wait to be
+// read (its body's, and a chunked body's framing): a Read now takes them
+// without waiting. 0 once the body has ended.
+func (b *Body) Buffered() int {
+	if b.isDone() {
+		return 0
+	}
+	return b.c.br.Buffered()
 }
 
 func (b *Body) isDone() bool {

@@ -159,8 +159,8 @@ func TestClosedIdleConnection(t *testing.T) {
 	}()
 	before := dials.Load()
 	req, _ = http.NewRequest(http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
-	if _, err := tr.RoundTrip(req); !errors.Is(err, errClosedEarly) || dials.Load() != before+1 {
-		t.Errorf("a new connection closed before an answer: %v after %d dials, want errClosedEarly after one", err, dials.Load()-before)
+	if _, err := tr.RoundTrip(req); !errors.Is(err, ErrClosedEarly) || dials.Load() != before+1 {
+		t.Errorf("a new connection closed before an answer: %v after %d dials, want ErrClosedEarly after one", err, dials.Load()-before)
 	}
 }
 

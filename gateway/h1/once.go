@@ -64,9 +64,11 @@ type Response struct {
 // Options adjust an exchange. The zero value bounds it by the context
 // alone.
 type Options struct {
-	// Idle ends the exchange when writing the request or reading the
-	// answer's body makes no progress for this long. If 0, only the
-	// context bounds them.
+	// Idle ends the exchange when writing the request makes no progress
+	// for this long (a body that stops moving, DESIGN §2a). If 0, only the
+	// context bounds it. The answer's body has no such limit: once its
+	// head is in, a quiet answer lives as long as the context (DESIGN
+	// §2c).
 	Idle time.Duration
 	// Wait is how long the answer's head may take once the request is
 	// written whole. If 0, only the context bounds it.
@@ -132,14 +134,18 @@ func OnceWhole(ctx context.Context, conn net.Conn, req *http.Request, maxBody in
 	return &Response{Response: a.Response, Bytes: body}, nil
 }
 
-// Answer is an answer whose body streams. Reading Body past the head moves
-// under Options.Idle; closing Body closes the connection. Every error from
-// Body is an *Error (the request was sent).
+// Answer is an answer whose body streams. Reading Body past the head is
+// bounded by the exchange's context alone; closing Body closes the
+// connection. Every error from Body is an *Error (the request was sent).
 type Answer struct {
 	*http.Response
 	conn *onceConn
 	br   *bufio.Reader
 }
+
+// Buffered is how many bytes of the answer have arrived past its head and
+// wait to be read from Body.
+func (a *Answer) Buffered() int { return a.br.Buffered() }
 
 // ReadSmall reads the body whole when its length is known and at most
 // limit bytes; otherwise what has arrived already (ReadAhead). whole
@@ -387,10 +393,9 @@ var (
 // context; and a kill when the context ends.
 type onceConn struct {
 	net.Conn
-	wrote    atomic.Bool
-	idle     time.Duration
-	hard     time.Time // the context's deadline; zero if none
-	bodyIdle atomic.Bool
+	wrote atomic.Bool
+	idle  time.Duration
+	hard  time.Time // the context's deadline; zero if none
 	// head sits under the reader: it bounds the answer's head, interim
 	// answers included, until the body begins (bodyBegins).
 	head   *proto.HeadLimit
@@ -467,18 +472,11 @@ func (c *onceConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-func (c *onceConn) Read(p []byte) (int, error) {
-	if c.idle > 0 && c.bodyIdle.Load() {
-		c.setRead(c.idle, false)
-	}
-	return c.Conn.Read(p)
-}
-
-// bodyBegins ends the head: its bound is lifted, and reads move under the
-// idle limit.
+// bodyBegins ends the head: its bound is lifted, and so is the wait for
+// it: the body's reads are bounded by the context alone.
 func (c *onceConn) bodyBegins() {
 	c.head.Unlimit()
-	c.bodyIdle.Store(true)
+	c.setRead(0, false)
 }
 
 func (c *onceConn) kill() {

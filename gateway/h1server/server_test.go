@@ -357,3 +357,59 @@ func TestDeadlineBesideWatch(t *testing.T) {
 		t.Fatal("the hang-up watch never began while the handler ran for 20 × WatchAfter")
 	}
 }
+
+// TestOutlastsReadTimeout: a handler that runs past the server's
+// ReadTimeout, once its request's body is read, keeps its context while
+// its client waits, whether the request was served here (a GET) or handed
+// to net/http (a POST with a body, a DELETE without one); and still sees
+// its client hang up after that (issue 62: a call waiting for its owner,
+// a long-poll). ReadTimeout bounds the request, never the handler.
+func TestOutlastsReadTimeout(t *testing.T) {
+	const readTimeout = 150 * time.Millisecond
+	type seen struct {
+		method string
+		err    error
+	}
+	outlived := make(chan seen, 3)
+	hungUp := make(chan string, 3)
+	s := New(&http.Server{ReadTimeout: readTimeout, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+			outlived <- seen{r.Method, r.Context().Err()}
+			return
+		case <-time.After(4 * readTimeout): // the point: time passing past ReadTimeout
+		}
+		outlived <- seen{r.Method, nil}
+		<-r.Context().Done()
+		hungUp <- r.Method
+	})})
+	ln := listen(t)
+	serve(t, s, ln)
+	for _, raw := range []string{
+		"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi",
+		"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, raw)
+		got := <-outlived
+		if got.err != nil {
+			t.Errorf("%s: the handler's context ended (%v) %s after it began, past ReadTimeout, while its client waited", got.method, got.err, 4*readTimeout)
+		}
+		c.Close()
+		if got.err == nil {
+			select {
+			case m := <-hungUp:
+				if m != got.method {
+					t.Fatalf("hung up: %s, want %s", m, got.method)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s: the handler's context did not end in 10 s after its client hung up", got.method)
+			}
+		}
+	}
+}

@@ -269,14 +269,22 @@ func TestDurableOnDisk(t *testing.T) {
 
 func TestApps(t *testing.T) {
 	db, _, _ := open(t)
-	a, err := db.PutApp(ctx, "notes", "http://127.0.0.1:1")
+	a, err := db.PutApp(ctx, "notes", "http://127.0.0.1:1", 0)
 	if err != nil || len(a.Secret) < 16 {
 		t.Fatalf("%v %v", a, err)
 	}
-	b, _ := db.PutApp(ctx, "notes", "http://127.0.0.1:2")
+	b, _ := db.PutApp(ctx, "notes", "http://127.0.0.1:2", 45*time.Second)
 	got, _ := db.App(ctx, "notes")
-	if b.Secret != a.Secret || got.URL != "http://127.0.0.1:2" || got.Secret != a.Secret {
+	if b.Secret != a.Secret || got.URL != "http://127.0.0.1:2" || got.Secret != a.Secret || got.Timeout != 45*time.Second {
 		t.Errorf("re-registered: %+v", got)
+	}
+	// No limit is kept as such, and read back by a journal opened anew
+	// (not only from its cache of apps).
+	if _, err := db.PutApp(ctx, "notes", "http://127.0.0.1:2", proto.NoLimit); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := db.Apps(ctx); err != nil || len(all) != 1 || all[0].Timeout != proto.NoLimit {
+		t.Errorf("apps after --timeout none: %+v %v", all, err)
 	}
 	if err := db.DeleteApp(ctx, "notes"); err != nil {
 		t.Fatal(err)

@@ -290,6 +290,10 @@ type Forward struct {
 	// Token reports whether the forward asks for the local token (Basic,
 	// any user name, or Bearer).
 	Token bool `json:"token"`
+	// Timeout is the forward's own wait for an answer's head when its
+	// client says no X-Delta-Timeout (seconds); "" for none: the owner
+	// app's own timeout applies, else there is no limit (DESIGN §2c).
+	Timeout string `json:"timeout,omitempty"`
 	// Open reports whether it listens now; Error says why not.
 	Open      bool      `json:"open"`
 	Error     string    `json:"error,omitempty"`
@@ -303,6 +307,9 @@ type ForwardRequest struct {
 	Listen string `json:"listen,omitempty"`
 	// Token asks for the local token on the forward.
 	Token bool `json:"token,omitempty"`
+	// Timeout is Forward.Timeout: seconds (as X-Delta-Timeout writes
+	// them), or "" or "none" for none.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // ForwardsPath is the local API's list of forwards; ForwardPath one.

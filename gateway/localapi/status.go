@@ -127,6 +127,13 @@ type RoadStatus struct {
 	RecentRTTs  []float64 `json:"recent_rtt_ms,omitempty"`
 	LastError   string    `json:"last_error,omitempty"`
 	LastErrorAt time.Time `json:"last_error_at,omitzero"`
+	// DroppedAt is when the road was last dropped on evidence (DESIGN
+	// §2c), DroppedWhy why, in the log's words, and DropEvidence the kind
+	// of evidence (connect, netwatch, probe, closed, keepalive); zero and
+	// empty if it never was since Delta started.
+	DroppedAt    time.Time `json:"dropped_at,omitzero"`
+	DroppedWhy   string    `json:"dropped_why,omitempty"`
+	DropEvidence string    `json:"drop_evidence,omitempty"`
 	// Hint names a known cause of LastError, "" for none.
 	Hint RoadHint `json:"hint,omitempty"`
 	// Path says how the tailnet road gets there: "direct ADDR" or
@@ -144,6 +151,9 @@ type RouteCounters struct {
 	HoldDownRefusals uint64            `json:"hold_down_refusals"`
 	RacesWon         map[string]uint64 `json:"races_won"`     // by road
 	Invalidations    map[string]uint64 `json:"invalidations"` // by cause
+	// Drops counts the roads dropped on evidence, by its kind (connect,
+	// netwatch, probe, closed, keepalive: DESIGN §2c).
+	Drops map[string]uint64 `json:"drops"`
 	// Upkeep is what was sent to peers only to keep the roads known, by
 	// kind (probe, hello, ticket).
 	Upkeep map[string]Traffic `json:"upkeep,omitempty"`
@@ -274,10 +284,24 @@ type CallerSettlement struct {
 type App struct {
 	App string `json:"app"`
 	URL string `json:"url"`
+	// Timeout is how long the app may take before its answer's head when
+	// a request says no X-Delta-Timeout (DESIGN §2c): seconds, "none" for
+	// no limit, or "" when it has none of its own (the caller's default
+	// applies: 30 s on the local API, no limit through a forward).
+	Timeout string `json:"timeout,omitempty"`
 	// Secret arrives with every forwarded request as
 	// X-Delta-Forward-Secret (in the answer to PUT /v1/apps/{app} only).
 	Secret    string    `json:"secret,omitempty"`
 	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}
+
+// AppRequest is the body of PUT /v1/apps/{app}.
+type AppRequest struct {
+	// URL is where the app listens: http://127.0.0.1:PORT.
+	URL string `json:"url"`
+	// Timeout is App.Timeout: seconds (as X-Delta-Timeout writes them),
+	// "none", or "" for none of its own.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // PingRoad is what a ping learned of one road to a peer (POST

@@ -6,6 +6,7 @@
 package localroads
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/netwatch"
 )
@@ -220,12 +222,14 @@ func (ls *Listeners) openLocked(spec string) (Listener, error) {
 		return Listener{}, err
 	}
 	hostport := net.JoinHostPort(addr, strconv.Itoa(ls.cfg.Port))
-	ln, err := net.Listen("tcp", hostport)
+	// A caller whose road died is found by its keepalive.
+	lc := net.ListenConfig{KeepAliveConfig: roadfacts.KeepAlive}
+	ln, err := lc.Listen(context.Background(), "tcp", hostport)
 	if errors.Is(err, syscall.EADDRINUSE) && ls.cfg.PortFallback {
 		// Another user's Delta has the default port (ports are per
 		// computer): a free one, kept for every address, and hello
 		// tells the peers.
-		if ln, err = net.Listen("tcp", net.JoinHostPort(addr, "0")); err == nil {
+		if ln, err = lc.Listen(context.Background(), "tcp", net.JoinHostPort(addr, "0")); err == nil {
 			taken := ls.cfg.Port
 			ls.cfg.Port = ln.Addr().(*net.TCPAddr).Port
 			ls.cfg.PortFallback = false // chosen: the same one on every address from now on

@@ -49,8 +49,8 @@ func FuzzLocalRequest(f *testing.F) {
 		if !strings.HasPrefix(tg.PathQuery, "/") || strings.ContainsRune(tg.PathQuery, 0) || proto.UncleanPath(path) != "" {
 			t.Fatalf("%q accepted with the path %q", raw, tg.PathQuery)
 		}
-		if tg.Timeout <= 0 || tg.Timeout > proto.MaxTimeout {
-			t.Fatalf("%q accepted with the timeout %v", raw, tg.Timeout)
+		if w := tg.Wait; w.Said < 0 || w.Said > proto.MaxTimeout || w.Else != proto.DefaultTimeout || (w.Said == 0) != (r.Header.Get(proto.HeaderTimeout) == "") {
+			t.Fatalf("%q accepted with the wait %+v", raw, w)
 		}
 		if path != "/" && !strings.HasSuffix(r.URL.EscapedPath(), path) || (r.URL.RawQuery != "") != strings.Contains(tg.PathQuery, "?") {
 			t.Fatalf("%q: the path after the names, %q, is not what the app wrote (%q)", raw, tg.PathQuery, r.URL.EscapedPath())

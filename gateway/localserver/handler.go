@@ -130,6 +130,7 @@ func (g *Handler) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	if rc, ok := g.cfg.Router.(roads.Counted); ok {
 		c := rc.RouteCounters()
 		writeFamily(w, "delta_route_invalidations_total", "Roads dropped, by cause.", "cause", c.Invalidations)
+		writeFamily(w, "delta_route_drops_total", "Roads dropped, by the evidence that dropped them (connect, netwatch, probe, closed, keepalive).", "evidence", c.Drops)
 		writeFamily(w, "delta_route_races_won_total", "Connects won in a race across roads, by road.", "road", c.RacesWon)
 		if len(c.Upkeep) > 0 {
 			req, bytes := map[string]uint64{}, map[string]uint64{}

@@ -237,7 +237,7 @@ func (g *Handler) ServeForward(w http.ResponseWriter, r *http.Request, sp forwar
 		return
 	}
 	t := caller.Target{Peer: sp.Peer, App: sp.App, Host: a.Host, Cookie: a.Cookie, Authorization: a.Authorization,
-		PathQuery: r.URL.EscapedPath()}
+		PathQuery: r.URL.EscapedPath(), Wait: sp.Wait()}
 	if r.URL.RawQuery != "" {
 		t.PathQuery += "?" + r.URL.RawQuery
 	}
@@ -303,16 +303,20 @@ func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 	if r.URL.RawQuery != "" {
 		t.PathQuery += "?" + r.URL.RawQuery
 	}
+	t.Wait.Else = proto.DefaultTimeout // the local API's, when neither the app nor its owner says one
 	o, detail := parseOptions(r, &t)
 	return t, o, detail
 }
 
 // parseOptions reads what an app may say of a request in Delta's headers
-// (X-Delta-Timeout, X-Delta-Route) into t, and checks t's path.
+// (X-Delta-Timeout, X-Delta-Route) into t, and checks t's path. A
+// timeout said replaces the one t has (a forward's own).
 func parseOptions(r *http.Request, t *caller.Target) (proto.Outcome, string) {
 	var err error
-	if t.Timeout, err = proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout)); err != nil {
-		return proto.BadRequest, proto.NotSent(err.Error(), "")
+	if v := r.Header.Get(proto.HeaderTimeout); v != "" {
+		if t.Wait.Said, err = proto.ParseTimeout(v); err != nil {
+			return proto.BadRequest, proto.NotSent(err.Error(), "")
+		}
 	}
 	if v := r.Header.Get(proto.HeaderRoute); v != "" {
 		if t.Pin, err = roads.Parse(v); err != nil {
@@ -639,7 +643,7 @@ func (g *Handler) handleListApps(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []localapi.App{}
 	for _, a := range apps {
-		out = append(out, localapi.App{App: a.Name, URL: a.URL, UpdatedAt: a.UpdatedAt.UTC()})
+		out = append(out, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), UpdatedAt: a.UpdatedAt.UTC()})
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"apps": out})
 }
@@ -650,11 +654,14 @@ func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.BadRequest, err.Error())
 		return
 	}
-	var body struct {
-		URL string `json:"url"`
-	}
+	var body localapi.AppRequest
 	if err := proto.DecodeObject(r.Body, 64<<10, &body); err != nil {
-		localError(w, proto.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"}: `+err.Error())
+		localError(w, proto.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"} (and, if it likes, "timeout": SECONDS or "none"): `+err.Error())
+		return
+	}
+	timeout, err := proto.ParseLimit(body.Timeout)
+	if err != nil {
+		localError(w, proto.BadRequest, "the app's "+err.Error())
 		return
 	}
 	u, err := checkAppURL(body.URL)
@@ -676,13 +683,13 @@ func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a, err := g.cfg.DB.PutApp(r.Context(), name, u)
+	a, err := g.cfg.DB.PutApp(r.Context(), name, u, timeout)
 	if err != nil {
 		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
-	g.cfg.Log.Info("app registered", "app", name, "url", a.URL)
-	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
+	g.cfg.Log.Info("app registered", "app", name, "url", a.URL, "timeout", proto.FormatLimit(a.Timeout))
+	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
 // checkAppURL accepts only http URLs on a loopback address with a port
@@ -764,13 +771,14 @@ func (g *Handler) handleListForwards(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePutForward opens (or changes) the forward to a peer's app:
-// {"listen": "127.0.0.1:0", "token": false}, both optional.
+// {"listen": "127.0.0.1:0", "token": false, "timeout": "45"}, each
+// optional.
 func (g *Handler) handlePutForward(w http.ResponseWriter, r *http.Request) {
 	peer, app := r.PathValue("peer"), r.PathValue("app")
 	var body localapi.ForwardRequest
 	if r.ContentLength != 0 {
 		if err := proto.DecodeObject(r.Body, 16<<10, &body); err != nil {
-			localError(w, proto.BadRequest, `the body is not {"listen": "127.0.0.1:PORT", "token": false} (both may be left out): `+err.Error())
+			localError(w, proto.BadRequest, `the body is not {"listen": "127.0.0.1:PORT", "token": false, "timeout": SECONDS} (each may be left out): `+err.Error())
 			return
 		}
 	}
@@ -782,7 +790,7 @@ func (g *Handler) handlePutForward(w http.ResponseWriter, r *http.Request) {
 		localError(w, proto.NotFound, roads.UnknownPeer(peer, roads.PeerNames(g.cfg.Router)))
 		return
 	}
-	f, err := g.forwards.Add(peer, app, body.Listen, body.Token)
+	f, err := g.forwards.Add(peer, app, body)
 	switch {
 	case errors.Is(err, forward.ErrInvalid):
 		localError(w, proto.BadRequest, err.Error())

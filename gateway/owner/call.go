@@ -403,10 +403,15 @@ type appResult struct {
 }
 
 // forward hands a call whose body arrived whole to its app, once, and
-// passes on its answer. It keeps waiting past the caller's deadline (up to
-// ExtraWait more) so that the app's answer is recorded.
+// passes on its answer. It keeps waiting past the caller's deadline, or
+// past the caller going away, up to ExtraWait more, so that the app's
+// answer is recorded. With no timeout (t.timeout 0) there is no deadline:
+// the caller is answered when its app answers.
 func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, rid string, b *callBody) {
-	deadline := time.Now().Add(t.timeout) // from the moment the whole body is here
+	var deadline time.Time // from the moment the whole body is here; zero: none
+	if t.timeout > 0 {
+		deadline = time.Now().Add(t.timeout)
+	}
 	if b.said != "" {
 		w.Header().Set(proto.HeaderDigest, b.said) // on every reply from here
 	}
@@ -446,8 +451,12 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 			close(gone)
 		}
 	}()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	var late <-chan time.Time // the deadline: the caller is told outcome_unknown, and the app's answer is still recorded
+	if !deadline.IsZero() {
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		late = timer.C
+	}
 	select {
 	case res := <-done:
 		took = true
@@ -469,7 +478,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 		default:
 			peerError(w, http.StatusServiceUnavailable, proto.PeerUnknown, fmt.Sprintf("%s is stopping and app %s has not answered; the call is recorded as interrupted", o.cfg.Self().Name, t.app.Name))
 		}
-	case <-timer.C:
+	case <-late:
 		peerError(w, http.StatusBadGateway, proto.PeerUnknown, fmt.Sprintf("app %s on %s has not answered within %s; %s keeps waiting for it (up to %s more) and records its answer",
 			t.app.Name, o.cfg.Self().Name, view.Span(t.timeout), o.cfg.Self().Name, view.Span(ExtraWait)))
 	case <-r.Context().Done():
@@ -478,11 +487,32 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 }
 
 // askApp sends the call to the app once and records what came of it
-// (Delta's background work: Close waits for it).
+// (Delta's background work: Close waits for it). The app has until
+// ExtraWait past the deadline, or, with none, past the caller going away
+// (gone closed).
 func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody, deadline time.Time, done chan<- *appResult, gone <-chan struct{}) {
 	defer b.close()
 	ctx, cancel := context.WithCancel(o.cfg.Ctx)
 	defer cancel()
+	wait := time.Duration(0) // the head's: the context's alone
+	if deadline.IsZero() {
+		go func() { // ends with askApp (ctx)
+			select {
+			case <-gone:
+			case <-ctx.Done():
+				return
+			}
+			t := time.NewTimer(ExtraWait)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	} else {
+		wait = time.Until(deadline) + ExtraWait
+	}
 	var out *appResult
 	a, err := func() (*h1.Answer, error) {
 		conn, err := dialApp(ctx, req.URL.Host)
@@ -490,7 +520,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 			return nil, h1.ConnectError(err)
 		}
 		// Interim answers (102, 103) are never the answer: the final one is.
-		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: time.Until(deadline) + ExtraWait, QuickAck: true})
+		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: wait, QuickAck: true})
 	}()
 	b.close() // written whole (or refused): the spool is no longer needed
 	var oe *h1.Error
@@ -561,6 +591,7 @@ func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state pro
 func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult, digest string) {
 	a := res.live
 	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderDigest, digest)
+	relay.PassHead(w, len(res.ahead) > 0 || a.Buffered() > 0)
 	if err := o.recordStream(t, rid, res, w); err != nil {
 		relay.Abort() // cut: never ended as if whole
 	}

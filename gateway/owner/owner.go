@@ -229,6 +229,8 @@ func refuse(w http.ResponseWriter, status int, e proto.PeerError, cause string) 
 type ownerTarget struct {
 	app       *journal.App
 	pathQuery string
+	// timeout is how long the app may take before its answer's head
+	// (proto.Wait.For): 0 is no limit.
 	timeout   time.Duration
 	visitor   Visitor
 	callerApp string
@@ -248,7 +250,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
 	}
-	timeout, err := proto.ParseTimeout(r.Header.Get(proto.HeaderTimeout))
+	wait, err := proto.ParseWait(r.Header)
 	if err != nil {
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
@@ -262,7 +264,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not read its app registry (%v)", o.cfg.Self().Name, err))
 		return
 	}
-	t := ownerTarget{app: app, pathQuery: rest, timeout: timeout, visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
+	t := ownerTarget{app: app, pathQuery: rest, timeout: wait.For(app.Timeout), visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
 	if h := r.Header.Get(proto.HeaderHost); h != "" && httpguts.ValidHostHeader(h) {
 		t.host = h
 	}
@@ -306,7 +308,9 @@ func (o *Owner) appHeaders(req *http.Request, t ownerTarget, remaining time.Dura
 		h.Set(proto.HeaderApp, t.callerApp)
 	}
 	h.Set(proto.HeaderSecret, t.app.Secret)
-	h.Set(proto.HeaderTimeout, proto.FormatTimeout(remaining))
+	if remaining > 0 { // none: no limit
+		h.Set(proto.HeaderTimeout, proto.FormatTimeout(remaining))
+	}
 	if t.auth != "" {
 		h.Set("Authorization", t.auth)
 	}

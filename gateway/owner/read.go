@@ -15,19 +15,19 @@ import (
 	"github.com/delta-roads/delta/gateway/relay"
 )
 
-// Causes a read's context ends with.
-var (
-	errAppHead   = errors.New("no answer's head from the app in time")
-	errAppSilent = errors.New("the app's answer was silent for too long")
-)
+// errAppHead is the cause a read's context ends with when its app sent no
+// head within its timeout.
+var errAppHead = errors.New("no answer's head from the app in time")
 
 // ownerRead forwards a read to the local app on pooled connections. The
-// answer streams (each piece flushed as it comes: an event stream or a
-// long poll reaches the caller as written), interim 103 answers are
-// passed on, and a body that breaks off is cut, never ended as if whole
-// (the handler is aborted). X-Delta-Timeout bounds the wait for the app's
-// head and each silence of its body (DESIGN §2a), never the whole
-// transfer.
+// answer's head is passed on as it comes, and its body streams (each
+// piece flushed as it comes: an event stream or a long poll reaches the
+// caller as written), interim 103 answers are passed on, and a body that
+// breaks off is cut, never ended as if whole (the handler is aborted).
+// The app's timeout (t.timeout: the one the request says, else the app's
+// own, else the caller's default; 0 none) bounds the wait for its head;
+// nothing of Delta's bounds its body: a quiet answer lives as long as the
+// app and the caller keep it (DESIGN §2c).
 //
 // It is a reverse proxy of its own rather than httputil.ReverseProxy:
 // that one, told to flush every write, flushes the head alone from a
@@ -36,8 +36,10 @@ var (
 func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	head := time.AfterFunc(t.timeout, func() { cancel(errAppHead) })
-	defer head.Stop()
+	var head *time.Timer
+	if t.timeout > 0 {
+		head = time.AfterFunc(t.timeout, func() { cancel(errAppHead) })
+	}
 
 	out, err := o.appRequest(ctx, r, t, w)
 	if err != nil {
@@ -45,7 +47,9 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		return
 	}
 	resp, err := o.appTransport().RoundTrip(out)
-	head.Stop()
+	if head != nil {
+		head.Stop()
+	}
 	if err != nil {
 		var de dialError
 		switch {
@@ -60,11 +64,14 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		}
 		return
 	}
-	body := relay.Silenced(resp.Body, t.timeout, func() { cancel(fmt.Errorf("%w (%s)", errAppSilent, t.timeout)) })
+	body := resp.Body
 	defer body.Close()
 
 	// Only this Delta speaks for itself: the app's X-Delta-* go nowhere.
 	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, r.Method, proto.HeaderOutcome, string(proto.PeerAnswered))
+	if resp.ContentLength != 0 && r.Method != http.MethodHead {
+		relay.PassHead(w, relay.Ready(body))
+	}
 	if _, err := relay.Flow(w, body, nil); err != nil {
 		// The app broke off, fell silent, or the caller went away: the
 		// caller's connection is cut, so that it cannot take what came

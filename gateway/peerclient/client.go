@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/h1"
@@ -55,7 +56,10 @@ type Client struct {
 	cfg Config
 
 	liveMu sync.Mutex
-	live   map[*RoadConn]struct{} // connections bound to an interface
+	live   map[*RoadConn]struct{} // every connection open, on every road
+
+	quiet     roads.Signal // a connection became busy while quietIdle: the quiet watch looks
+	quietIdle atomic.Bool  // the quiet watch sleeps until a connection becomes busy
 
 	poolMu sync.Mutex
 	pools  map[string]*h1.Transport // by peer
@@ -125,10 +129,16 @@ type Result struct {
 	// it presents tickets.
 	Road        roads.Road
 	NeedsTicket bool
-	// Tried are the roads a fall-back drops (those a dial raced, or the
-	// road the connection was on); Reason why.
+	// Tried are the roads the attempt tried (those a dial raced, or the
+	// road the connection was on): a fall-back passes over them; Reason
+	// is why they failed.
 	Tried  []roads.Road
 	Reason error
+	// Evidence, when not "", is what the failure proves of the roads in
+	// Tried: Do drops them for it (DESIGN §2c). Suspect has the attempt's
+	// road probed at once instead: its failure proved nothing by itself.
+	Evidence roads.Evidence
+	Suspect  bool
 }
 
 // Do runs the attempt loop for one exchange of kind with peer: choose a
@@ -155,6 +165,9 @@ func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road,
 			}
 		}
 		res := attempt(Try{Cand: cand, Ticket: tk})
+		if kind != Question {
+			c.evidence(peer, res)
+		}
 		switch Next(Facts{Kind: kind, Verdict: res.Verdict, Sent: res.Sent, RoadFault: res.RoadFault,
 			NeedsTicket: res.NeedsTicket, Local: res.Road.Local(), Pinned: pin != "", Renewed: renewed, FellBack: fellBack, Tries: tries}) {
 		case Stop:
@@ -163,23 +176,30 @@ func (c *Client) Do(ctx context.Context, kind Kind, peer string, pin roads.Road,
 			renewed = true
 		case FallBack:
 			fellBack = true
-			if kind != Question {
-				if c.cfg.OnFallBack != nil {
-					c.cfg.OnFallBack()
-				}
-				for _, road := range res.Tried {
-					if road.Local() {
-						c.cfg.Router.Invalidate(peer, road, res.Reason)
-					}
-				}
-			}
-			if kind == Read {
-				c.CloseIdle(peer)
+			if kind != Question && c.cfg.OnFallBack != nil {
+				c.cfg.OnFallBack()
 			}
 			exclude = append(exclude, res.Tried...)
 			if kind != Question {
 				exclude = append(exclude, c.stillPassed(first)...)
 			}
+		}
+	}
+}
+
+// evidence acts on what an attempt's failure proved of peer's roads:
+// evidence drops the roads it tried (the router tells the gateway, which
+// cuts their other exchanges: roads.RoadLost); a suspicion has its road
+// probed at once.
+func (c *Client) evidence(peer string, res Result) {
+	switch {
+	case res.Evidence != "":
+		for _, road := range res.Tried {
+			c.cfg.Router.Invalidate(peer, road, &roads.DropError{Evidence: res.Evidence, Err: res.Reason})
+		}
+	case res.Suspect:
+		if s, ok := c.cfg.Router.(roads.Suspecter); ok && res.Reason != nil {
+			s.Suspect(peer, res.Road, res.Reason.Error())
 		}
 	}
 }
@@ -217,17 +237,16 @@ func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, err
 		release()
 		return nil, err
 	}
-	rc.OnClose = release
-	if rc.Cand.Interface != "" {
+	rc.client = c
+	rc.SetBusy(true) // dialled for an exchange; a pool marks it idle when it has it back
+	c.liveMu.Lock()
+	c.live[rc] = struct{}{}
+	c.liveMu.Unlock()
+	rc.OnClose = func() {
 		c.liveMu.Lock()
-		c.live[rc] = struct{}{}
+		delete(c.live, rc)
 		c.liveMu.Unlock()
-		rc.OnClose = func() {
-			c.liveMu.Lock()
-			delete(c.live, rc)
-			c.liveMu.Unlock()
-			release()
-		}
+		release()
 	}
 	return rc, nil
 }
@@ -246,6 +265,8 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 		router.Report(cand, time.Since(start), nil)
 		return &RoadConn{Conn: conn, Cand: cand}, nil
 	}
+	// A connect under way is not cancelled by a caller that stops
+	// waiting (Race): its verdict, whenever it comes, is the road's.
 	first := cand
 	first.Next = nil
 	rc, took, lost, err := Race(ctx, roads.Choice{First: first, Next: cand.Next}, roads.Stagger,
@@ -261,6 +282,14 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 	if w, ok := router.(roads.RaceCounter); ok {
 		w.Won(rc.Cand.Road)
 	}
+	if l, ok := router.(roads.RaceLoser); ok {
+		// A better road still connecting lost this race: the next
+		// exchanges take the winner first, not the stagger again, until
+		// the loser's connect (or a probe) proves it (issue 62).
+		for _, o := range rc.Outrun {
+			l.LostRace(o)
+		}
+	}
 	if len(lost) > 0 {
 		// A road that failed outright is a fall-back, raced or not: a
 		// lan or thunderbolt road is dropped, as Do drops it.
@@ -270,7 +299,7 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 		}
 		for _, f := range lost {
 			if f.Cand.Road.Local() {
-				router.Invalidate(f.Cand.Peer, f.Cand.Road, f.Err)
+				router.Invalidate(f.Cand.Peer, f.Cand.Road, &roads.DropError{Evidence: roads.EvidenceConnect, Err: f.Err})
 			}
 		}
 	}
@@ -283,17 +312,29 @@ func (c *Client) dialRoad(ctx context.Context, cand roads.Candidate) (*RoadConn,
 // instead of either waiting for a timeout to learn the road is gone. It
 // returns how many it closed.
 func (c *Client) DropInterface(iface string) int {
+	return c.dropWhere(func(rc *RoadConn) bool { return rc.Cand.Interface == iface }, &roads.InterfaceLostError{Interface: iface})
+}
+
+// DropRoad closes every connection to peer on road, idle or busy, because
+// the road was dropped on evidence (why): every exchange on it ends now
+// (DESIGN §2c), a read's resumed on a fresh road or cut, a call's
+// outcome_unknown, each failing with a *CutError that says why. It
+// returns how many it closed.
+func (c *Client) DropRoad(peer string, road roads.Road, why error) int {
+	return c.dropWhere(func(rc *RoadConn) bool { return rc.Cand.Peer == peer && rc.Cand.Road == road }, why)
+}
+
+func (c *Client) dropWhere(match func(*RoadConn) bool, why error) int {
 	c.liveMu.Lock()
 	var drop []*RoadConn
 	for rc := range c.live {
-		if rc.Cand.Interface == iface {
+		if match(rc) {
 			drop = append(drop, rc)
 		}
 	}
 	c.liveMu.Unlock()
 	for _, rc := range drop {
-		// Closing is the point; an error means it was closed already.
-		_ = rc.Conn.Close()
+		rc.drop(why)
 	}
 	return len(drop)
 }
@@ -322,6 +363,11 @@ func (c *Client) RoundTrip(req *http.Request, cand roads.Candidate) (resp *http.
 	})
 	resp, err = c.pool(cand.Peer).RoundTrip(req.WithContext(ctx))
 	used, dialErr = st.get()
+	if err == nil {
+		// An answer's head came over the road: it works (the time it
+		// took is the app's as much as the road's).
+		c.cfg.Router.Report(used, roads.Unmeasured, nil)
+	}
 	return resp, used, dialErr, err
 }
 

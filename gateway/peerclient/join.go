@@ -95,13 +95,14 @@ func (c *Client) joinDial(cand roads.Candidate) func(ctx context.Context) (net.C
 			c.fl.mu.Unlock()
 			c.cfg.OnConnect(road, false)
 			conn, err := dial(ctx)
-			if err != nil {
+			f.err, f.abandoned = err, err != nil && ctx.Err() != nil
+			if err != nil && !f.abandoned {
 				// Told at once, not when a race that raced it ends: a
 				// timeout arms the road's hold-down for the callers still
-				// to come.
+				// to come. A connect its caller stopped waiting for is no
+				// verdict on the road (DESIGN §2c).
 				c.cfg.Router.Report(cand, 0, err)
 			}
-			f.err, f.abandoned = err, err != nil && ctx.Err() != nil
 			close(f.done)
 			if err == nil || f.abandoned {
 				c.fl.mu.Lock()

@@ -32,7 +32,7 @@ func (c *Client) Question(ctx context.Context, peer string, build func(Try) (*ht
 			if h1.IsTimeout(err) && ctx.Err() != nil {
 				return GaveUp(used) // past the question's own deadline no other road will do
 			}
-			return ExchangeFailed(used, cand, dialErr, err)
+			return ExchangeFailed(used, cand, dialErr, Judge(BeforeHead, false, err), err)
 		}
 		var reply Reply
 		reply, answerErr = read(resp)

@@ -6,22 +6,107 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/roads"
 )
 
 // RoadConn is a connection that knows the candidate it was dialled for.
+// It notes when bytes last moved on it and whether an exchange is using
+// it (the quiet watch, WatchQuiet), and, once its road was dropped and it
+// was closed for that (DropRoad, DropInterface), its reads and writes
+// fail with a *CutError that says so.
 type RoadConn struct {
 	net.Conn
 	Cand roads.Candidate
 	// Lost are the better roads of a race that failed before this one
 	// connected (refused, unreachable): nothing was written to them.
 	Lost []Failure
+	// Outrun are the better roads of a race whose connects were still
+	// under way when this one won (roads.RaceLoser).
+	Outrun []roads.Candidate
 	// OnClose, if not nil, is called once when the connection is closed.
 	OnClose func()
 	once    sync.Once
+
+	cut    atomic.Pointer[error] // why its road was dropped, once it was
+	moved  atomic.Int64          // when bytes last moved (Unix ns), or it began
+	busy   atomic.Bool           // an exchange is using it (SetBusy)
+	client *Client               // told when it becomes busy, for the quiet watch
 }
+
+// Read reads, noting that bytes moved; a connection closed because its
+// road was dropped fails with a *CutError.
+func (c *RoadConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.moved.Store(time.Now().UnixNano())
+	}
+	if err != nil {
+		err = c.cutError(err)
+	}
+	return n, err
+}
+
+// Write writes, as Read reads.
+func (c *RoadConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.moved.Store(time.Now().UnixNano())
+	}
+	if err != nil {
+		err = c.cutError(err)
+	}
+	return n, err
+}
+
+func (c *RoadConn) cutError(err error) error {
+	if why := c.cut.Load(); why != nil {
+		return &CutError{Road: c.Cand.Road, Why: *why, Err: err}
+	}
+	return err
+}
+
+// SetBusy is told by the HTTP client (h1) when an exchange takes the
+// connection and when it gives it back. A connection that is never given
+// back (a call's, a session's) stays busy until it closes.
+func (c *RoadConn) SetBusy(busy bool) {
+	if c.busy.Swap(busy) == busy {
+		return
+	}
+	if busy {
+		c.moved.Store(time.Now().UnixNano())
+		if c.client != nil && c.client.quietIdle.CompareAndSwap(true, false) {
+			// The quiet watch sleeps with nothing to watch: wake it. (When
+			// it watches already, its next look is no later than this
+			// connection could have gone quiet: no wake, on the hot path.)
+			c.client.quiet.Notify()
+		}
+	}
+}
+
+// drop closes the connection because its road was dropped on why.
+func (c *RoadConn) drop(why error) {
+	c.cut.CompareAndSwap(nil, &why)
+	// Closing is the point; an error means it was closed already.
+	_ = c.Close()
+}
+
+// CutError is an exchange's failure because this Delta closed its
+// connection: the road was dropped on evidence (Why: a *roads.DropError,
+// or a roads.InterfaceLostError).
+type CutError struct {
+	Road roads.Road
+	Why  error
+	Err  error // what the read or write returned
+}
+
+func (e *CutError) Error() string {
+	return fmt.Sprintf("the %s road was dropped (%v), and its connections closed", e.Road, e.Why)
+}
+
+func (e *CutError) Unwrap() []error { return []error{e.Why, e.Err} }
 
 // PoolKey is where the connection goes, its road's address: h1 pools it
 // under that, not under the address its first request asked for (a raced
@@ -114,7 +199,13 @@ func Race(ctx context.Context, ch roads.Choice, stagger time.Duration, late func
 			pending--
 			if r.err == nil {
 				drain()
-				return &RoadConn{Conn: r.conn, Cand: cands[r.i]}, time.Since(start), fails, nil
+				rc := &RoadConn{Conn: r.conn, Cand: cands[r.i]}
+				for i := range r.i {
+					if i < started && !failed(fails, cands[i]) {
+						rc.Outrun = append(rc.Outrun, cands[i])
+					}
+				}
+				return rc, time.Since(start), fails, nil
 			}
 			fails = append(fails, Failure{Cand: cands[r.i], Err: r.err, Took: r.took})
 			if started < len(cands) {
@@ -131,6 +222,16 @@ func Race(ctx context.Context, ch roads.Choice, stagger time.Duration, late func
 			}
 		}
 	}
+}
+
+// failed reports whether c is among fails.
+func failed(fails []Failure, c roads.Candidate) bool {
+	for _, f := range fails {
+		if f.Cand.Road == c.Road && f.Cand.Address == c.Address && f.Cand.Interface == c.Interface {
+			return true
+		}
+	}
+	return false
 }
 
 func raceError(fails []Failure) error {

@@ -18,23 +18,26 @@ import (
 // made, a journal that cannot record it).
 func Replied() Result { return Result{Verdict: Done} }
 
-// DialFailed: connecting for cand failed, so nothing was sent; a
-// fall-back drops every road the dial raced.
+// DialFailed: connecting for cand failed, so nothing was sent: evidence
+// against every road the dial raced, which a fall-back passes over.
 func DialFailed(cand roads.Candidate, err error) Result {
-	return Result{Verdict: Failed, RoadFault: true, Road: cand.Road, Tried: RacedRoads(cand), Reason: err}
+	return Result{Verdict: Failed, RoadFault: true, Road: cand.Road, Tried: RacedRoads(cand), Reason: err, Evidence: roads.EvidenceConnect}
 }
 
-// FailedOn: the attempt failed on cand's road alone, its fault and not the
-// owner app's (connected, and the request was not taken; or the owner's
-// Delta answered with a road's failure).
+// FailedOn: the attempt failed on cand's road alone and not for the owner
+// app (the owner's Delta answered with a failure of its door or its
+// road): a fall-back takes another road, and nothing is proved of this
+// one.
 func FailedOn(cand roads.Candidate, err error) Result {
 	return Result{Verdict: Failed, RoadFault: true, Road: cand.Road, Tried: []roads.Road{cand.Road}, Reason: err}
 }
 
 // LeftUnanswered: the request (some of it) left on cand's road and no
-// answer came. Nothing that sends at most once is tried again after it.
-func LeftUnanswered(cand roads.Candidate) Result {
-	return Result{Verdict: Failed, Sent: true, RoadFault: true, Road: cand.Road}
+// answer came, for what j says of the road (err). Nothing that sends at
+// most once is tried again after it.
+func LeftUnanswered(cand roads.Candidate, j Judgment, err error) Result {
+	return Result{Verdict: Failed, Sent: true, RoadFault: !j.GaveUp, Road: cand.Road, Tried: []roads.Road{cand.Road},
+		Reason: err, Evidence: j.Evidence, Suspect: j.Suspect}
 }
 
 // RefusedAtDoor: the peer's door answered 401 on cand's road; a new
@@ -45,13 +48,21 @@ func RefusedAtDoor(cand roads.Candidate, why error) Result {
 
 // ExchangeFailed: a pooled exchange (RoundTrip: a read, a question) got no
 // answer. used is the road it went on, asked the candidate it was made
-// for, and dialErr its dial's own failure (then nothing was sent).
-func ExchangeFailed(used, asked roads.Candidate, dialErr, err error) Result {
-	return Result{Verdict: Failed, RoadFault: true, Road: used.Road, Tried: TriedRoads(used, asked, dialErr), Reason: err}
+// for, and dialErr its dial's own failure (then nothing was sent, and the
+// failed connect is the evidence); otherwise j is what the failure says of
+// the road (Judge).
+func ExchangeFailed(used, asked roads.Candidate, dialErr error, j Judgment, err error) Result {
+	r := Result{Verdict: Failed, RoadFault: true, Road: used.Road, Tried: TriedRoads(used, asked, dialErr), Reason: err,
+		Evidence: j.Evidence, Suspect: j.Suspect}
+	if dialErr != nil {
+		r.Evidence, r.Suspect = roads.EvidenceConnect, false
+	}
+	return r
 }
 
-// GaveUp: the exchange ended because its asker stopped waiting (its own
-// deadline), which says nothing of the road: no fall-back.
+// GaveUp: the exchange ended because its asker stopped waiting (an app's
+// client went away), which says nothing of the road: no fall-back, no
+// drop (DESIGN §2c).
 func GaveUp(used roads.Candidate) Result { return Result{Verdict: Failed, Road: used.Road} }
 
 // Unattempted is why Do made no attempt, or no further one: the router

@@ -139,6 +139,12 @@ const (
 	// (through a forward that asks for no token), from the caller's Delta
 	// to the owner's, which gives it to its app as Authorization.
 	HeaderAuthorization = "X-Delta-Authorization"
+	// HeaderTimeoutDefault goes from the caller's Delta to the owner's
+	// with a request whose app said no X-Delta-Timeout (nor its forward):
+	// the wait for the answer's head when the owner's app has no timeout
+	// of its own either, in X-Delta-Timeout's form, or "none" for no
+	// limit (Wait).
+	HeaderTimeoutDefault = "X-Delta-Timeout-Default"
 )
 
 // Paths of the peer API (DESIGN §4), shared by the owner's routes and the
@@ -171,7 +177,9 @@ const (
 	// BodyIdle ends a call's body, in either direction, that makes no
 	// progress for this long (DESIGN §2a).
 	BodyIdle = 30 * time.Second
-	// DefaultTimeout is X-Delta-Timeout when the app gives none.
+	// DefaultTimeout is the local API's wait for an answer's head when
+	// the app gives no X-Delta-Timeout and the owner's app has no timeout
+	// of its own (Wait).
 	DefaultTimeout = 30 * time.Second
 	// MaxTimeout is the largest X-Delta-Timeout.
 	MaxTimeout = 600 * time.Second
@@ -275,6 +283,107 @@ func ParseTimeout(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("X-Delta-Timeout %q is over the limit of 600 seconds", v)
 	}
 	return d, nil
+}
+
+// NoLimit is how a timeout says "none" where a number is kept: an owner
+// app registered with no limit (delta apps add --timeout none).
+const NoLimit time.Duration = -1
+
+// ParseLimit parses a timeout a person gives (delta apps add --timeout,
+// delta forward --timeout): seconds as X-Delta-Timeout writes them, or
+// "none" (NoLimit). Empty is 0: none given.
+func ParseLimit(v string) (time.Duration, error) {
+	switch v {
+	case "":
+		return 0, nil
+	case "none":
+		return NoLimit, nil
+	}
+	d, err := ParseTimeout(v)
+	if err != nil {
+		return 0, fmt.Errorf("timeout %q is neither seconds (as 45 or 2.5, at most 600) nor none (%v)", v,
+			strings.TrimPrefix(err.Error(), fmt.Sprintf("X-Delta-Timeout %q ", v)))
+	}
+	return d, nil
+}
+
+// FormatLimit writes a timeout as ParseLimit reads it: "" for 0, "none"
+// for NoLimit.
+func FormatLimit(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d < 0:
+		return "none"
+	}
+	return FormatTimeout(d)
+}
+
+// Wait is how long an owner's app may take before its answer's head
+// (DESIGN §2c): the timeout the request says, else the owner app's own,
+// else Else. Once the head has been passed on, no limit of Delta's own
+// bounds the answer: a quiet body lives as long as the app and its client
+// keep it.
+type Wait struct {
+	// Said is the timeout the request carries: its client's
+	// X-Delta-Timeout, or the forward's own (delta forward --timeout).
+	// 0: none was said.
+	Said time.Duration
+	// Else is the wait when none was said and the owner's app has no
+	// timeout of its own: DefaultTimeout on the local API; 0, no limit,
+	// through a forward (as Caddy's reverse_proxy has none).
+	Else time.Duration
+}
+
+// Set writes w for the owner's Delta: X-Delta-Timeout when one was said,
+// else X-Delta-Timeout-Default.
+func (w Wait) Set(h http.Header) {
+	if w.Said > 0 {
+		h.Set(HeaderTimeout, FormatTimeout(w.Said))
+		return
+	}
+	h.Del(HeaderTimeout)
+	if w.Else > 0 {
+		h.Set(HeaderTimeoutDefault, FormatTimeout(w.Else))
+	} else {
+		h.Set(HeaderTimeoutDefault, "none")
+	}
+}
+
+// ParseWait reads what Set wrote. A request with neither header (from a
+// Delta older than DESIGN §2c) waits DefaultTimeout, as it asked then.
+func ParseWait(h http.Header) (Wait, error) {
+	var w Wait
+	var err error
+	if v := h.Get(HeaderTimeout); v != "" {
+		w.Said, err = ParseTimeout(v)
+		return w, err
+	}
+	switch v := h.Get(HeaderTimeoutDefault); v {
+	case "":
+		w.Else = DefaultTimeout
+	case "none":
+	default:
+		if w.Else, err = ParseTimeout(v); err != nil {
+			return w, fmt.Errorf("%s: %w", HeaderTimeoutDefault, err)
+		}
+	}
+	return w, nil
+}
+
+// For is the wait for an owner app whose own timeout is app (0: it has
+// none; NoLimit: it has no limit): the one said, else the app's, else
+// Else. 0 is no limit.
+func (w Wait) For(app time.Duration) time.Duration {
+	switch {
+	case w.Said > 0:
+		return w.Said
+	case app < 0:
+		return 0
+	case app > 0:
+		return app
+	}
+	return w.Else
 }
 
 // FormatTimeout writes d as an X-Delta-Timeout value (millisecond precision,

@@ -5,10 +5,12 @@
 // answer's head (its headers without hop-by-hop ones and Delta's, its
 // length, the trailers it announces), Flow its body as it arrives,
 // Trailers what came after the body, and Abort cuts an answer that broke
-// off, so that nobody takes it for a whole one. Around them: a silence
-// limit on a body read (Silenced), an idle limit on a body received
-// (ProgressBody), a copy kept as a body passes (KeptBody), and the copy
-// buffers (CopyBuffers, BigBuffers).
+// off, so that nobody takes it for a whole one. The head is passed on as
+// it arrives (PassHead), and no limit of Delta's own bounds an answer in
+// progress: a quiet body lives as long as the app and its client keep it
+// (DESIGN §2c). Around them: an idle limit on a body received
+// (ProgressBody: an upload that stops moving), a copy kept as a body
+// passes (KeptBody), and the copy buffers (CopyBuffers, BigBuffers).
 package relay
 
 import (
@@ -23,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/proto"
@@ -70,6 +71,27 @@ func Head(w http.ResponseWriter, status int, header http.Header, length int64, t
 		}
 	}
 	w.WriteHeader(status)
+}
+
+// PassHead sends the head written to w (Head) at once, unless ready: the
+// answer's first body bytes have arrived with it, and go in the same
+// write (the first Flow). An answer's head is passed on when it arrives,
+// not held for its body (DESIGN §2c): a long-poll's client has its 200
+// at once, and its body when the event comes. It reports whether w took
+// it.
+func PassHead(w http.ResponseWriter, ready bool) error {
+	if ready {
+		return nil
+	}
+	return flusherOf(w)()
+}
+
+// Ready reports whether body has bytes waiting (a body of Delta's HTTP
+// client, h1, says how many it holds): a read now takes them without
+// waiting.
+func Ready(body io.Reader) bool {
+	b, ok := body.(interface{ Buffered() int })
+	return ok && b.Buffered() > 0
 }
 
 // Trailers writes what came after an answer's body (trailer, read once
@@ -181,13 +203,21 @@ type progressBody struct {
 	rc   io.ReadCloser
 	ctl  *http.ResponseController
 	idle time.Duration
+	end  bool // read to its end: no deadline is set again
 }
 
 func (b *progressBody) Read(p []byte) (int, error) {
+	if b.end {
+		// The server lifted the read deadline at the body's end, to watch
+		// for its client hanging up: one set again now would end the
+		// request when it passed (DESIGN §2c).
+		return 0, io.EOF
+	}
 	// An error means the writer cannot set deadlines (a test recorder):
 	// the door's own limits stand then.
 	_ = b.ctl.SetReadDeadline(time.Now().Add(b.idle))
 	n, err := b.rc.Read(p)
+	b.end = err == io.EOF
 	if err != nil && err != io.EOF {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -198,71 +228,6 @@ func (b *progressBody) Read(p []byte) (int, error) {
 }
 
 func (b *progressBody) Close() error { return b.rc.Close() }
-
-// Silenced is body under a silence limit: when no byte arrives for idle,
-// silent is called (it cancels the exchange that carries body, with its
-// cause). X-Delta-Timeout bounds each silence of an answer's body this
-// way, never the whole transfer (DESIGN §2a).
-func Silenced(body io.ReadCloser, idle time.Duration, silent func()) io.ReadCloser {
-	s := &silence{ReadCloser: body, idle: idle, silent: silent, began: time.Now()}
-	s.mu.Lock()
-	s.timer = time.AfterFunc(idle, s.expired)
-	s.mu.Unlock()
-	return s
-}
-
-// silence is Silenced's body. Its timer is not moved at every read (a
-// timer moved wakes another thread of the Go runtime, and a body is
-// read in many pieces): each read notes when bytes came, and the timer,
-// when it fires, is set again for the rest of the silence allowed since
-// then, or calls silent if none is left.
-type silence struct {
-	io.ReadCloser
-	idle   time.Duration
-	silent func()
-	began  time.Time
-	last   atomic.Int64 // when bytes last came, since began
-
-	mu      sync.Mutex
-	timer   *time.Timer
-	stopped bool
-}
-
-func (s *silence) Read(p []byte) (int, error) {
-	n, err := s.ReadCloser.Read(p)
-	if n > 0 {
-		s.last.Store(int64(time.Since(s.began)))
-	}
-	if err != nil {
-		s.stop()
-	}
-	return n, err
-}
-
-func (s *silence) expired() {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		return
-	}
-	if rest := s.idle - (time.Since(s.began) - time.Duration(s.last.Load())); rest > 0 {
-		s.timer.Reset(rest)
-		s.mu.Unlock()
-		return
-	}
-	s.stopped = true
-	s.mu.Unlock()
-	s.silent()
-}
-
-func (s *silence) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	s.timer.Stop()
-	s.mu.Unlock()
-}
-
-func (s *silence) Close() error { s.stop(); return s.ReadCloser.Close() }
 
 // ErrWriterGone marks a Flow that stopped because the side it wrote to
 // would not take more (the app went away).

@@ -1,16 +1,14 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // TestKeptBodyLike: a body that is the one it is like keeps no copy of its
@@ -99,66 +97,26 @@ func TestHead(t *testing.T) {
 	}
 }
 
-// TestSilencedBoundsEachSilence: a body that keeps coming, a byte at a
-// time, for three times the silence allowed is never cut; once it stops,
-// silent is called, once; a body read to its end or closed never calls
-// it.
-func TestSilencedBoundsEachSilence(t *testing.T) {
-	const idle = 400 * time.Millisecond
-	pr, pw := io.Pipe()
-	var silents atomic.Int32
-	cut := make(chan struct{})
-	body := Silenced(pr, idle, func() {
-		if silents.Add(1) == 1 {
-			close(cut)
-		}
-		pw.CloseWithError(errors.New("silent"))
-	})
-	go func() {
-		tick := time.NewTicker(idle / 8)
-		defer tick.Stop()
-		for end := time.Now().Add(3 * idle); time.Now().Before(end); {
-			<-tick.C
-			if _, err := pw.Write([]byte("x")); err != nil {
-				return
-			}
-		}
-		// then nothing more: silence
-	}()
-	got, err := io.ReadAll(body)
-	if err == nil || err.Error() != "silent" {
-		t.Fatalf("ReadAll = %d bytes, %v; want the body cut by its silence", len(got), err)
-	}
-	if len(got) < 16 {
-		t.Errorf("cut after %d bytes: a body that kept coming was cut", len(got))
-	}
-	<-cut
-	body.Close()
-	if n := silents.Load(); n != 1 {
-		t.Errorf("silent called %d times, want once", n)
-	}
-
-	// Read to its end, or closed: never silent.
-	for _, closed := range []bool{false, true} {
-		called := make(chan struct{}, 1)
-		b := Silenced(io.NopCloser(strings.NewReader("whole")), 10*time.Millisecond, func() { called <- struct{}{} })
-		if closed {
-			b.Close()
-		} else if _, err := io.ReadAll(b); err != nil {
+// TestPassHead: a head is sent at once unless the body's first bytes
+// are here to go with it (Ready: a reader that says what it holds).
+func TestPassHead(t *testing.T) {
+	for _, ready := range []bool{false, true} {
+		w := httptest.NewRecorder()
+		Head(w, 200, http.Header{"Content-Type": {"text/event-stream"}}, -1, nil, "GET")
+		if err := PassHead(w, ready); err != nil {
 			t.Fatal(err)
 		}
-		s := b.(*silence)
-		s.mu.Lock()
-		stopped := s.stopped && !s.timer.Stop()
-		s.mu.Unlock()
-		if !stopped {
-			t.Errorf("closed=%v: the timer is still set after the body's end", closed)
+		if w.Flushed == ready {
+			t.Errorf("ready=%v: flushed %v", ready, w.Flushed)
 		}
-		select {
-		case <-called:
-			t.Errorf("closed=%v: silent called for a body that ended", closed)
-		default:
-		}
+	}
+	br := bufio.NewReader(strings.NewReader("data: 1\n\n"))
+	if Ready(br) {
+		t.Error("Ready before anything was read into the buffer")
+	}
+	br.Peek(1)
+	if !Ready(br) || Ready(strings.NewReader("x")) {
+		t.Error("Ready: a buffer holding bytes is ready; a reader that cannot say is not")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 )
@@ -61,6 +62,20 @@ var table = []struct {
 	{LAN, Facts{Rank: 1, ConnectTimeout: 3 * time.Second, HoldDown: 5 * time.Second, Local: true, BeliefLifetime: 30 * time.Second}},
 	{Tailnet, Facts{Rank: 2, ConnectTimeout: 8 * time.Second, HoldDown: 10 * time.Second, BeliefLifetime: 5 * time.Minute}},
 }
+
+// KeepAlive is the TCP keepalive of every connection between two Deltas
+// on a lan or thunderbolt road, at both ends (the dial and the TLS
+// listener): a connection whose road died while its interface stayed up
+// (a cable pulled at the far end, a peer that lost power or slept) fails
+// once it has carried nothing for Idle and Count probes went unanswered,
+// one every Interval: within 11 s (DESIGN §2c), where an answer that is
+// only quiet (a long-poll, an event stream) lives on, its road answering
+// the probes. Go sets it alike on Linux (TCP_KEEPIDLE, TCP_KEEPINTVL,
+// TCP_KEEPCNT) and macOS (TCP_KEEPALIVE, TCP_KEEPINTVL, TCP_KEEPCNT). On
+// Linux a connection bound to its interface also has TCP_USER_TIMEOUT set
+// to the road's connect timeout (BindControl), which ends it at the first
+// probe unanswered past that: within Idle + Interval, 7 s.
+var KeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 2 * time.Second, Count: 3}
 
 // All lists the roads in order of preference.
 var All = func() []Road {

@@ -111,6 +111,73 @@ var (
 	ErrLocalNetwork = errors.New("macOS may be blocking Local Network access for Delta: allow it in System Settings › Privacy & Security › Local Network")
 )
 
+// Evidence is what proves a road dead (DESIGN §2c): only these drop a
+// road. An app that answers late, breaks its answer or is cancelled by its
+// client, and an answer that is quiet, are never evidence.
+type Evidence string
+
+// The kinds of evidence.
+const (
+	// EvidenceConnect: a connect or TLS handshake (with its pin check) on
+	// the road failed.
+	EvidenceConnect Evidence = "connect"
+	// EvidenceNetwatch: netwatch saw the road's interface go down, lose
+	// its address or vanish.
+	EvidenceNetwatch Evidence = "netwatch"
+	// EvidenceProbe: the road's probe (a ping to the peer's Delta) failed.
+	EvidenceProbe Evidence = "probe"
+	// EvidenceClosed: the peer's Delta closed or reset a connection when
+	// no app caused it (before an answer's head, when the owner answers
+	// every failure of its app itself).
+	EvidenceClosed Evidence = "closed"
+	// EvidenceKeepalive: TCP keepalive found a connection on the road dead
+	// (its probes went unanswered).
+	EvidenceKeepalive Evidence = "keepalive"
+)
+
+// Words are the evidence as a person reads it in the log, delta status,
+// the menu and the page.
+func (e Evidence) Words() string {
+	switch e {
+	case EvidenceConnect:
+		return "a connect failed"
+	case EvidenceNetwatch:
+		return "its interface went"
+	case EvidenceProbe:
+		return "its probe failed"
+	case EvidenceClosed:
+		return "the peer's Delta closed a connection that no app had ended"
+	case EvidenceKeepalive:
+		return "TCP keepalive found a connection dead"
+	}
+	return string(e)
+}
+
+// DropError is why a road was dropped: the evidence and the failure that
+// showed it.
+type DropError struct {
+	Evidence Evidence
+	Err      error
+}
+
+func (e *DropError) Error() string { return e.Evidence.Words() + ": " + e.Err.Error() }
+func (e *DropError) Unwrap() error { return e.Err }
+
+// EvidenceOf is the evidence err carries (a *DropError, an interface
+// lost), or EvidenceConnect: a road's failure told without its evidence
+// is a failed connect (Router.Report's).
+func EvidenceOf(err error) Evidence {
+	var d *DropError
+	var lost *InterfaceLostError
+	switch {
+	case errors.As(err, &d):
+		return d.Evidence
+	case errors.As(err, &lost):
+		return EvidenceNetwatch
+	}
+	return EvidenceConnect
+}
+
 // InterfaceLostError drops the roads over a local interface that went
 // down, lost its address or vanished.
 type InterfaceLostError struct{ Interface string }
@@ -151,6 +218,11 @@ type Answerer interface {
 	AnsweredSince(peer string, road Road, t time.Time) bool
 }
 
+// Unmeasured is the round trip reported for a use that shows the road
+// works but measured no round trip of it (an answer's head came; the
+// app's own time is in it).
+const Unmeasured time.Duration = -1
+
 // Router chooses roads.
 type Router interface {
 	// Known reports whether peer is one of this computer's peers.
@@ -159,10 +231,15 @@ type Router interface {
 	// empty, only that road is considered; roads in exclude are skipped.
 	// Errors wrap ErrUnknownPeer or ErrNoRoad.
 	Choose(ctx context.Context, peer string, pin Road, exclude ...Road) (Candidate, error)
-	// Report tells the router how a use of c went: err nil for success
-	// (with the time it took to connect), or the failure.
+	// Report tells the router how a connect (or a probe) on c went: err
+	// nil for success (with the time it took), or its failure, which is
+	// evidence of its own (EvidenceOf: a failed connect unless it says
+	// otherwise). Nothing else is reported as a failure: a road is never
+	// held to account for an app or a client (DESIGN §2c).
 	Report(c Candidate, rtt time.Duration, err error)
-	// Invalidate drops the current choice of road for peer.
+	// Invalidate drops peer's road on evidence (reason: a *DropError, or
+	// an InterfaceLostError), and tells whoever follows its events
+	// (RoadLost) so that every exchange on it is cut.
 	Invalidate(peer string, road Road, reason error)
 	// Peers describes every known peer and its roads, for status.
 	Peers() []localapi.PeerStatus
@@ -207,6 +284,23 @@ type RaceCounter interface {
 	Won(road Road)
 }
 
+// RaceLoser is a Router told of a better road whose connect was still
+// under way when a worse one won the race: it is not chosen first again
+// until it has proved itself (a connect or a probe that answers), so that
+// a silent road does not cost every exchange the stagger again while its
+// connect runs to its timeout.
+type RaceLoser interface {
+	LostRace(c Candidate)
+}
+
+// Suspecter is a Router asked to look at a road at once, without
+// dropping it: an exchange on it has been quiet a long time, or an answer
+// on it broke off in a way that proves nothing by itself. Only the probe's
+// failure drops the road.
+type Suspecter interface {
+	Suspect(peer string, road Road, why string)
+}
+
 // Kinds of upkeep traffic.
 const (
 	UpkeepProbe  = "probe"
@@ -231,6 +325,10 @@ const (
 	// pooled connections are closed so the next read takes it, and its
 	// unknown calls are asked about at once.
 	RoadUp
+	// RoadLost: Peer's Road was dropped on evidence (Why): every
+	// connection on it is closed at once, busy ones too, so that every
+	// exchange on it ends now and its app is told.
+	RoadLost
 )
 
 // Event is one thing that happened to the roads, for the gateway to act on.
@@ -238,7 +336,9 @@ type Event struct {
 	Kind      EventKind
 	Interface string   // InterfaceLost
 	Peers     []string // InterfaceLost: the peers with a road over it
-	Peer      string   // RoadUp
+	Peer      string   // RoadUp, RoadLost
+	Road      Road     // RoadLost
+	Why       error    // RoadLost: a *DropError
 }
 
 // EventSource is a Router that tells what happened to the roads (the

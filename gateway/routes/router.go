@@ -2,6 +2,7 @@ package routes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -65,18 +66,53 @@ func (r *Router) AnsweredSince(peer string, road roads.Road, t time.Time) bool {
 }
 
 // Report implements roads.Router. A success on a peer none of whose roads
-// was believed up is told as roads.RoadUp: the peer is back.
+// was believed up is told as roads.RoadUp: the peer is back. A failure
+// that drops the road is told as roads.RoadLost: its exchanges are cut.
 func (r *Router) Report(c roads.Candidate, rtt time.Duration, err error) {
 	back := err == nil && !r.book.AnyUp(c.Peer)
-	r.book.Report(c, rtt, err)
+	if r.book.Report(c, rtt, err) {
+		r.lost(c.Peer, c.Road, err)
+	}
 	if back {
 		r.Tell(roads.Event{Kind: roads.RoadUp, Peer: c.Peer})
 	}
 }
 
-// Invalidate implements roads.Router.
+// Invalidate implements roads.Router: the road is dropped, and told as
+// roads.RoadLost when it was not down already.
 func (r *Router) Invalidate(peer string, road roads.Road, reason error) {
-	r.book.Invalidate(peer, road, reason)
+	if r.book.Invalidate(peer, road, reason) {
+		r.lost(peer, road, reason)
+	}
+}
+
+// lost tells the gateway that peer's road was dropped on evidence why.
+func (r *Router) lost(peer string, road roads.Road, why error) {
+	if d := (*roads.DropError)(nil); !errors.As(why, &d) {
+		why = &roads.DropError{Evidence: roads.EvidenceOf(why), Err: why}
+	}
+	r.Tell(roads.Event{Kind: roads.RoadLost, Peer: peer, Road: road, Why: why})
+}
+
+// suspectAge is the youngest check a suspicion probes again: an exchange
+// that broke off, or went quiet, a moment after the road answered a probe
+// does not ask for another.
+const suspectAge = 2 * time.Second
+
+// Suspect implements roads.Suspecter: peer's road is probed at once
+// unless it was checked within suspectAge; the probe's failure, not the
+// suspicion, drops it.
+func (r *Router) Suspect(peer string, road roads.Road, why string) {
+	if r.book.Recheck(peer, road, suspectAge) {
+		r.log.Debug("road suspect: probing it now", "peer", peer, "road", road, "why", why)
+		r.Kick()
+	}
+}
+
+// LostRace implements roads.RaceLoser.
+func (r *Router) LostRace(c roads.Candidate) {
+	r.book.LostRace(c)
+	r.Kick()
 }
 
 // Peers implements roads.Router.
@@ -226,7 +262,7 @@ func (r *Router) probe(ctx context.Context, c roads.Candidate) {
 		return // stopping: not a verdict on the road
 	}
 	if err != nil {
-		err = fmt.Errorf("probe: %w", err)
+		err = &roads.DropError{Evidence: roads.EvidenceProbe, Err: err}
 	}
 	was := r.best(c.Peer) // as the book had it when the answer came
 	r.Report(c, time.Since(start), err)
@@ -256,4 +292,6 @@ var (
 	_ roads.Counted     = (*Router)(nil)
 	_ roads.RaceCounter = (*Router)(nil)
 	_ roads.Answerer    = (*Router)(nil)
+	_ roads.Suspecter   = (*Router)(nil)
+	_ roads.RaceLoser   = (*Router)(nil)
 )

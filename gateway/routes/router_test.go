@@ -43,8 +43,18 @@ func TestRouterProbesAndTells(t *testing.T) {
 	if slices.Sort(seen); !slices.Equal(seen, []roads.Road{roads.LAN, roads.Thunderbolt}) {
 		t.Errorf("probed %v, want each road once", seen)
 	}
-	if e := <-r.Events(); e.Kind != roads.RoadUp || e.Peer != "studio" {
-		t.Errorf("event %+v, want studio's road up", e)
+	// The refused road is told as lost (its exchanges are cut), the other
+	// as up, in either order.
+	lost, up := false, false
+	for !lost || !up {
+		switch e := <-r.Events(); {
+		case e.Kind == roads.RoadUp && e.Peer == "studio":
+			up = true
+		case e.Kind == roads.RoadLost && e.Peer == "studio" && e.Road == roads.Thunderbolt && roads.EvidenceOf(e.Why) == roads.EvidenceProbe:
+			lost = true
+		default:
+			t.Fatalf("event %+v, want studio's lan up and its thunderbolt lost to its probe", e)
+		}
 	}
 	for {
 		ps := r.Peers()
@@ -66,11 +76,15 @@ func TestRouterProbesAndTells(t *testing.T) {
 			break
 		}
 	}
-	if st := r.Peers()[0].Roads[1]; st.State != localapi.RoadDown || st.LastError != "interface en0 went down or lost its address" {
+	if st := r.Peers()[0].Roads[1]; st.State != localapi.RoadDown || st.LastError != "its interface went: interface en0 went down or lost its address" ||
+		st.DropEvidence != "netwatch" || st.DroppedWhy != st.LastError || st.DroppedAt.IsZero() {
 		t.Errorf("lan after en0 went: %+v", st)
 	}
 	if got := r.RouteCounters().Invalidations["InterfaceDown"]; got != 1 {
 		t.Errorf("invalidations by InterfaceDown: %d, want 1", got)
+	}
+	if got := r.RouteCounters().Drops["netwatch"]; got != 1 {
+		t.Errorf("drops on netwatch's evidence: %d, want 1", got)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"syscall"
@@ -104,8 +105,17 @@ type entry struct {
 	heldAt     time.Time
 	burstUntil time.Time
 	// recheck: probe it now, though it is believed up (a better road to
-	// the same peer was dropped; Invalidate).
+	// the same peer was dropped, Invalidate; an exchange on it is
+	// suspect, Recheck).
 	recheck bool
+	// lostRaceAt: a worse road won a race while this one's connect was
+	// still under way (LostRace). Until it answers again it is not chosen
+	// first (lostRace).
+	lostRaceAt time.Time
+	// droppedAt is when the road was last dropped on evidence, and
+	// dropped why (a *roads.DropError): what a person is shown.
+	droppedAt time.Time
+	dropped   error
 	// offline: the tailnet's map says the peer is offline, last seen at
 	// offlineSince; offlineAt is when the book last learned it went
 	// offline, kept once it is back: an answer from before it is not
@@ -137,6 +147,27 @@ func (e *entry) believedDown(now time.Time) bool {
 }
 
 func (e *entry) held(now time.Time) bool { return now.Before(e.heldUntil) }
+
+// down: its last verdict was a failure (it has not answered since; a
+// failure at the same instant as an answer is the later).
+func (e *entry) down() bool { return !e.downAt.IsZero() && !e.downAt.Before(e.upAt) }
+
+// lostRace: a worse road won a race while this one was connecting, and it
+// has not answered since.
+func (e *entry) lostRace() bool { return !e.lostRaceAt.IsZero() && !e.upAt.After(e.lostRaceAt) }
+
+// drop records that the road was dropped on why at now; it reports
+// whether it was a drop (the road was not down already), which is logged
+// and followed by the gateway (roads.RoadLost).
+func (e *entry) drop(now time.Time, why error) bool {
+	was := e.down()
+	e.downAt, e.lastErr, e.hint = now, why.Error(), roads.HintOf(why)
+	if was {
+		return false
+	}
+	e.droppedAt, e.dropped = now, why
+	return true
+}
 
 // measuredAgain: an answer now only measures the road again. It answered
 // last, recently enough (within twice its belief lifetime: the next probe
@@ -186,7 +217,7 @@ func New(now func() time.Time, log *slog.Logger) *Book {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Book{now: now, log: log, peers: map[string][]*entry{},
-		c: localapi.RouteCounters{RacesWon: map[string]uint64{}, Invalidations: map[string]uint64{}}}
+		c: localapi.RouteCounters{RacesWon: map[string]uint64{}, Invalidations: map[string]uint64{}, Drops: map[string]uint64{}}}
 }
 
 // Set replaces a peer's candidates; what is known of an unchanged
@@ -210,6 +241,11 @@ func (b *Book) Set(peer string, cands []roads.Candidate) {
 			for _, o := range old {
 				if o.cand.Road == c.Road && o.cand.Address != c.Address {
 					e.movedAt = e.learnedAt
+				}
+				if o.cand.Road == c.Road && o.dropped != nil {
+					// The road's last drop stays shown when it moves to
+					// another address or interface (netwatch rebinding it).
+					e.droppedAt, e.dropped = o.droppedAt, o.dropped
 				}
 			}
 		}
@@ -320,6 +356,7 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 			refusal, refusedAt = err, at
 		}
 	}
+	var behind []roads.Candidate // usable roads that lost a race: after the others
 	for _, e := range es {
 		switch {
 		case slices.Contains(exclude, e.cand.Road):
@@ -331,10 +368,13 @@ func (b *Book) Choose(peer string, pin roads.Road, exclude ...roads.Road) (Choic
 			passed = append(passed, e.cand.Road)
 		case e.believedDown(now):
 			passed = append(passed, e.cand.Road)
+		case e.lostRace():
+			behind = append(behind, e.cand)
 		default:
 			usable = append(usable, e.cand)
 		}
 	}
+	usable = append(usable, behind...)
 	if len(usable) == 0 {
 		if refusal != nil {
 			if errors.Is(refusal, roads.ErrHeldDown) {
@@ -373,15 +413,18 @@ func (b *Book) find(c roads.Candidate) *entry {
 	return nil
 }
 
-// Report records how a use of c went. A connect timeout arms the road's
-// hold-down.
-func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
+// Report records how a connect or a probe on c went. A failure is
+// evidence against the road (roads.EvidenceOf: a failed connect unless it
+// says otherwise); a timeout arms the road's hold-down. It reports
+// whether a failure dropped the road (it was not down already): the drop
+// is logged, and the road's exchanges are to be cut.
+func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) (dropped bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.find(c)
 	if e == nil {
 		b.notify()
-		return
+		return false
 	}
 	now := b.now()
 	if err == nil && e.measuredAgain(now) {
@@ -391,13 +434,38 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) {
 	}
 	e.checkedAt, e.recheck = now, false
 	if err == nil {
-		e.upAt, e.rtt, e.lastErr, e.hint, e.heldUntil = now, rtt, "", "", time.Time{}
-		e.rtts = roads.AppendRTT(e.rtts, float64(rtt.Microseconds())/1000)
-		return
+		e.upAt, e.lastErr, e.hint, e.heldUntil = now, "", "", time.Time{}
+		if rtt >= 0 { // a use that measured nothing (roads.Unmeasured) leaves the round trips as they were
+			e.rtt = rtt
+			e.rtts = roads.AppendRTT(e.rtts, float64(rtt.Microseconds())/1000)
+		}
+		return false
 	}
-	e.downAt, e.lastErr, e.hint = now, err.Error(), roads.HintOf(err)
+	why := err
+	if d := (*roads.DropError)(nil); !errors.As(err, &d) {
+		why = &roads.DropError{Evidence: roads.EvidenceOf(err), Err: err}
+	}
+	dropped = e.drop(now, why)
 	if h1.IsTimeout(err) {
 		e.heldUntil, e.heldCause, e.heldAt = now.Add(c.Road.HoldDown()), fmt.Sprintf("connect to %s timed out after %.1f s", c, c.Road.ConnectTimeout().Seconds()), now
+	}
+	if dropped {
+		b.c.Drops[string(roads.EvidenceOf(why))]++
+		b.log.Info("route dropped", "peer", c.Peer, "road", c.Road, "evidence", roads.EvidenceOf(why), "cause", Cause(err), "err", err)
+	}
+	return dropped
+}
+
+// LostRace records that a worse road won a race while c's connect was
+// still under way: c is not chosen first until it answers (a late
+// connect, a probe), and it is probed at once.
+func (b *Book) LostRace(c roads.Candidate) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e := b.find(c); e != nil && !e.lostRace() {
+		e.lostRaceAt = b.now()
+		e.recheck = true
+		b.notify()
 	}
 }
 
@@ -427,17 +495,20 @@ func Cause(err error) string {
 	return "Other"
 }
 
-// Invalidate drops the belief in a road: it is not chosen again until its
-// hold-down time has passed or a probe finds it up. The peer's worse roads
-// believed up on a check older than BeliefLifetime (the tailnet's, which
-// lives longer) are probed at once: they take the requests now.
-func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
-	cause := Cause(reason)
-	b.log.Info("route dropped", "peer", peer, "road", road, "cause", cause, "err", reason)
+// Invalidate drops a road on evidence (reason: a *roads.DropError or a
+// roads.InterfaceLostError): it is not chosen again until its hold-down
+// time has passed or a probe finds it up. The peer's worse roads believed
+// up on a check older than BeliefLifetime (the tailnet's, which lives
+// longer) are probed at once: they take the requests now. It reports
+// whether the road was dropped now (it was not down already).
+func (b *Book) Invalidate(peer string, road roads.Road, reason error) (dropped bool) {
+	cause, ev := Cause(reason), roads.EvidenceOf(reason)
+	if d := (*roads.DropError)(nil); !errors.As(reason, &d) {
+		reason = &roads.DropError{Evidence: ev, Err: reason}
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer b.notify()
-	b.c.Invalidations[cause]++
 	now := b.now()
 	for _, e := range b.peers[peer] {
 		if e.cand.Road != road {
@@ -450,13 +521,22 @@ func (b *Book) Invalidate(peer string, road roads.Road, reason error) {
 			// Report).
 			continue
 		}
-		e.upAt, e.downAt, e.lastErr, e.hint = time.Time{}, now, reason.Error(), roads.HintOf(reason)
+		if e.drop(now, reason) {
+			dropped = true
+		}
+		e.upAt = time.Time{}
+	}
+	if dropped {
+		b.c.Invalidations[cause]++
+		b.c.Drops[string(ev)]++
+		b.log.Info("route dropped", "peer", peer, "road", road, "evidence", ev, "cause", cause, "err", reason)
 	}
 	for _, e := range b.peers[peer] {
 		if e.cand.Road.Rank() > road.Rank() && e.believedUp(now) && now.Sub(e.checkedAt) >= BeliefLifetime {
 			e.recheck = true
 		}
 	}
+	return dropped
 }
 
 // Recheck asks for peer's road to be probed at once if it is believed up
@@ -598,14 +678,8 @@ func (b *Book) Won(road roads.Road) {
 func (b *Book) Counters() localapi.RouteCounters {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	c := localapi.RouteCounters{HoldDownRefusals: b.c.HoldDownRefusals, RacesWon: map[string]uint64{}, Invalidations: map[string]uint64{}}
-	for k, v := range b.c.RacesWon {
-		c.RacesWon[k] = v
-	}
-	for k, v := range b.c.Invalidations {
-		c.Invalidations[k] = v
-	}
-	return c
+	return localapi.RouteCounters{HoldDownRefusals: b.c.HoldDownRefusals, RacesWon: maps.Clone(b.c.RacesWon),
+		Invalidations: maps.Clone(b.c.Invalidations), Drops: maps.Clone(b.c.Drops)}
 }
 
 // Peers describes every peer's roads, for status.
@@ -644,6 +718,9 @@ func (b *Book) Peers() []localapi.PeerStatus {
 				RTTMillis: float64(e.rtt.Microseconds()) / 1000, RecentRTTs: slices.Clone(e.rtts), LastError: e.lastErr, Hint: e.hint, CheckedAt: e.checkedAt}
 			if e.lastErr != "" {
 				st.LastErrorAt = e.downAt
+			}
+			if e.dropped != nil {
+				st.DroppedAt, st.DroppedWhy, st.DropEvidence = e.droppedAt, e.dropped.Error(), string(roads.EvidenceOf(e.dropped))
 			}
 			switch {
 			case e.believedUp(now):

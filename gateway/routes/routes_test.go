@@ -460,3 +460,74 @@ func TestStateChangedLeavesOutRoundTrips(t *testing.T) {
 		t.Error("an invalidated road did not wake StateChanged")
 	}
 }
+
+// TestLostRace: a road that lost a race while connecting goes behind the
+// roads that did not, and is probed at once, until it answers (a late
+// connect, a probe); then it is first again.
+func TestLostRace(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	b.Set("studio", cands())
+	tb := cands()[2]
+	b.LostRace(tb)
+	ch, err := b.Choose("studio", "")
+	if err != nil || ch.First.Road != roads.LAN || len(ch.Next) != 2 || ch.Next[1].Road != roads.Thunderbolt {
+		t.Fatalf("after thunderbolt lost a race: %+v %v; want lan, then tailnet, then thunderbolt", ch, err)
+	}
+	if due, _ := b.Due(); !slices.ContainsFunc(due, func(c roads.Candidate) bool { return c.Road == roads.Thunderbolt }) {
+		t.Errorf("a road that lost a race is not probed at once: due %v", due)
+	}
+	if ch, _ := b.Choose("studio", roads.Thunderbolt); ch.First.Road != roads.Thunderbolt {
+		t.Errorf("pinned to a road that lost a race: %+v", ch)
+	}
+	clk.add(time.Second)
+	b.Report(tb, 3*time.Millisecond, nil) // its connect came in late
+	if ch, _ := b.Choose("studio", ""); ch.First.Road != roads.Thunderbolt {
+		t.Errorf("after it answered: first %s, want thunderbolt", ch.First.Road)
+	}
+}
+
+// TestDropsAreNewsOnce: a failure drops a road (logged, counted and told)
+// only when it was not down already; what dropped it stays shown when the
+// road is up again, and when it moves to another address; an answer that
+// measured nothing (roads.Unmeasured) keeps the round trips.
+func TestDropsAreNewsOnce(t *testing.T) {
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b := New(clk.now, nil)
+	b.Set("studio", cands())
+	lan := cands()[1]
+	b.Report(lan, 2*time.Millisecond, nil)
+	clk.add(time.Second)
+	if !b.Report(lan, 0, &roads.DropError{Evidence: roads.EvidenceProbe, Err: syscall.ECONNREFUSED}) {
+		t.Fatal("a road up, then its probe failed: not dropped")
+	}
+	clk.add(time.Second)
+	if b.Report(lan, 0, syscall.ECONNREFUSED) || b.Invalidate("studio", roads.LAN, &roads.DropError{Evidence: roads.EvidenceKeepalive, Err: syscall.ETIMEDOUT}) {
+		t.Error("a road down already was dropped again")
+	}
+	if got := b.Counters().Drops; got["probe"] != 1 || len(got) != 1 {
+		t.Errorf("drops %v, want one on a probe's evidence", got)
+	}
+	clk.add(time.Minute)
+	b.Report(lan, time.Millisecond, nil)
+	moved := lan
+	moved.Address = "192.168.1.21:7422"
+	b.Set("studio", []roads.Candidate{cands()[0], moved, cands()[2]})
+	for _, p := range b.Peers() {
+		for _, r := range p.Roads {
+			if r.Road != string(roads.LAN) {
+				continue
+			}
+			if r.DropEvidence != "probe" || !strings.Contains(r.DroppedWhy, "its probe failed") || r.DroppedAt.IsZero() {
+				t.Errorf("the lan road, up again and moved: dropped %q %q at %v; want its last drop still shown", r.DropEvidence, r.DroppedWhy, r.DroppedAt)
+			}
+		}
+	}
+	b2 := New(clk.now, nil)
+	b2.Set("studio", cands())
+	b2.Report(lan, 2*time.Millisecond, nil)
+	b2.Report(lan, roads.Unmeasured, nil)
+	if st := b2.Peers()[0].Roads; !slices.ContainsFunc(st, func(r localapi.RoadStatus) bool { return r.Road == "lan" && r.RTTMillis == 2 && len(r.RecentRTTs) == 1 }) {
+		t.Errorf("an unmeasured answer changed the round trips: %+v", st)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/relay"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/transfer"
 )
 
@@ -51,12 +52,14 @@ func Relay(near net.Conn, nearR io.Reader, far net.Conn, farR io.Reader, x *tran
 	return first
 }
 
-// KeepAliveConfig is a session's TCP keepalive: a road that goes silent
-// with its interface up (a peer that lost power, a cable pulled at the
-// far end) ends the session within about Idle + Interval × Count, 30 s,
-// instead of never (issue 34 U1). A session with a live road and idle
-// apps stays open as long as they like; WebSockets have their own pings.
-var KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: 15 * time.Second, Interval: 5 * time.Second, Count: 3}
+// KeepAliveConfig is a session's TCP keepalive, both ends': every
+// connection between two Deltas on a lan or thunderbolt road has it
+// (roadfacts.KeepAlive), so a road that goes silent with its interface up
+// (a peer that lost power, a cable pulled at the far end) ends the
+// session within Idle + Interval × Count, 11 s, instead of never (issue
+// 34 U1, issue 62). A session with a live road and idle apps stays open
+// as long as they like; WebSockets have their own pings.
+var KeepAliveConfig = roadfacts.KeepAlive
 
 // KeepAlive sets KeepAliveConfig on c's TCP connection, looking beneath
 // wrappers (TLS, a road's connection) for it, and reports whether it

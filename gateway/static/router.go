@@ -197,7 +197,7 @@ func dialer(c roads.Candidate, seal *Seal) func(context.Context) (net.Conn, erro
 
 // dialRaw connects over TCP.
 func dialRaw(ctx context.Context, road roads.Road, addr, iface string) (net.Conn, error) {
-	d := net.Dialer{Timeout: road.ConnectTimeout()}
+	d := net.Dialer{Timeout: road.ConnectTimeout(), KeepAliveConfig: roadfacts.KeepAlive}
 	if iface != "" {
 		d.Control = roadfacts.BindControl(iface, road)
 	}
@@ -277,4 +277,6 @@ var (
 	_ roads.Counted        = (*Router)(nil)
 	_ roads.NearbyReporter = (*Router)(nil)
 	_ roads.Answerer       = (*Router)(nil) // a fall-back may take a passed road that answered since
+	_ roads.Suspecter      = (*Router)(nil)
+	_ roads.RaceLoser      = (*Router)(nil)
 )

@@ -3,7 +3,6 @@ package static
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,9 +44,10 @@ func TestStaticChoose(t *testing.T) {
 	if _, err := s.Choose(ctx, "nobody", ""); !errors.Is(err, roads.ErrUnknownPeer) {
 		t.Errorf("unknown peer: %v", err)
 	}
-	s.Invalidate("studio", roads.Thunderbolt, errors.New("cable pulled"))
+	s.Invalidate("studio", roads.Thunderbolt, &roads.DropError{Evidence: roads.EvidenceNetwatch, Err: errors.New("cable pulled")})
 	ps := s.Peers()
-	if len(ps) != 1 || ps[0].Road != string(roads.LAN) || ps[0].Roads[0].State != localapi.RoadDown || ps[0].Roads[0].LastError != "cable pulled" {
+	if len(ps) != 1 || ps[0].Road != string(roads.LAN) || ps[0].Roads[0].State != localapi.RoadDown || ps[0].Roads[0].LastError != "its interface went: cable pulled" ||
+		ps[0].Roads[0].DropEvidence != "netwatch" {
 		t.Errorf("status after invalidating thunderbolt: %+v", ps)
 	}
 }
@@ -93,13 +93,13 @@ func TestStaticSignalsAndKeepsRecentRTTs(t *testing.T) {
 		t.Fatalf("recent RTTs %v: want the last %d, oldest first", rtts, roads.RecentRTTs)
 	}
 	wake := s.Changed()
-	s.Invalidate("studio", roads.LAN, fmt.Errorf("interface en0 went down"))
+	s.Invalidate("studio", roads.LAN, &roads.InterfaceLostError{Interface: "en0"})
 	select {
 	case <-wake:
 	default:
 		t.Fatal("invalidating a road did not wake the follower")
 	}
-	if st := s.Peers()[0].Roads[0]; st.State != localapi.RoadDown || st.LastError != "interface en0 went down" {
+	if st := s.Peers()[0].Roads[0]; st.State != localapi.RoadDown || st.LastError != "its interface went: interface en0 went down or lost its address" {
 		t.Errorf("after invalidation: %+v", st)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/delta-roads/delta/gateway/owner"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/rawsock"
+	"github.com/delta-roads/delta/gateway/roadfacts"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/statedir"
 	"github.com/delta-roads/delta/gateway/ticket"
@@ -278,7 +279,8 @@ func listenPeer(fc *statedir.Config, peerListen string) (net.Listener, error) {
 	if addr == "" {
 		addr = DefaultPeerListen
 	}
-	ln, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{KeepAliveConfig: roadfacts.KeepAlive} // a caller whose road died is found by its keepalive
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("static: the peer API cannot listen on %s (--peer-listen, or peer_listen in %s): %w", addr, statedir.ConfigFile, err)
 	}

@@ -211,3 +211,22 @@ func TestListening(t *testing.T) {
 		t.Errorf("an app gone: %q", got)
 	}
 }
+
+// TestLastDropOnPage: the page's roads say when each was last dropped and
+// why, or that it never was since Delta started.
+func TestLastDropOnPage(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	snap := view.Snapshot{Self: localapi.Self{Name: "laptop"}, Peers: []localapi.PeerStatus{{Name: "studio", Road: "lan", Roads: []localapi.RoadStatus{
+		{Road: "lan", Address: "192.168.1.20:7422", State: localapi.RoadUp, DroppedAt: now.Add(-2 * time.Minute), DroppedWhy: "the peer's Delta closed a connection that no app had ended: EOF", DropEvidence: "closed"},
+		{Road: "tailnet", Address: "100.64.0.2:7421", State: localapi.RoadUp},
+	}}}}
+	page := render(t, snap, now, "")
+	lan := page[strings.Index(page, "192.168.1.20:7422"):strings.Index(page, "100.64.0.2:7421")]
+	if !strings.Contains(lan, `<td class="dropped">the peer&#39;s Delta closed a connection that no app had ended: EOF<br><span class="muted nowrap">2 min ago, at `) {
+		t.Errorf("the lan road's last drop:\n%s", lan)
+	}
+	ts := page[strings.Index(page, "100.64.0.2:7421"):]
+	if !strings.Contains(ts[:strings.Index(ts, "</tr>")], "never since Delta started") {
+		t.Errorf("the tailnet road, never dropped:\n%.600s", ts)
+	}
+}

@@ -53,10 +53,17 @@ func (n *Node) AnsweredSince(peer string, road roads.Road, t time.Time) bool {
 // Report implements roads.Router.
 func (n *Node) Report(c roads.Candidate, rtt time.Duration, err error) { n.router.Report(c, rtt, err) }
 
-// Invalidate implements roads.Router.
+// Invalidate implements roads.Router (routes.Router.Invalidate: a road
+// dropped on evidence is told as roads.RoadLost).
 func (n *Node) Invalidate(peer string, road roads.Road, reason error) {
-	n.book.Invalidate(peer, road, reason)
+	n.router.Invalidate(peer, road, reason)
 }
+
+// Suspect implements roads.Suspecter (routes.Router.Suspect).
+func (n *Node) Suspect(peer string, road roads.Road, why string) { n.router.Suspect(peer, road, why) }
+
+// LostRace implements roads.RaceLoser (routes.Router.LostRace).
+func (n *Node) LostRace(c roads.Candidate) { n.router.LostRace(c) }
 
 // Peers implements roads.Router: the route book's peers, then the
 // remembered ones not found again yet.
@@ -180,7 +187,7 @@ func (n *Node) dialLocal(ctx context.Context, p *peer, road roads.Road, addr, if
 			pin = p.hello.Pin
 		}
 		n.mu.Unlock()
-		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: roadfacts.BindControl(iface, road)}
+		d := net.Dialer{Timeout: road.ConnectTimeout(), Control: roadfacts.BindControl(iface, road), KeepAliveConfig: roadfacts.KeepAlive}
 		began := time.Now()
 		raw, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
@@ -239,4 +246,6 @@ var (
 	_ roads.Watchable      = (*Node)(nil)
 	_ roads.StateWatchable = (*Node)(nil)
 	_ roads.Answerer       = (*Node)(nil)
+	_ roads.Suspecter      = (*Node)(nil)
+	_ roads.RaceLoser      = (*Node)(nil)
 )

@@ -27,7 +27,9 @@ export type Body = string | Uint8Array | Readable | AsyncIterable<Uint8Array> | 
 export interface ReadOptions {
   /** Ask for a road: "thunderbolt", "lan" or "tailnet" (`X-Delta-Route`). */
   route?: string;
-  /** How long Delta waits for the owner, seconds (`X-Delta-Timeout`, at most 600). */
+  /** How long the owner app may take to begin its answer, seconds
+   * (`X-Delta-Timeout`, at most 600). Unset: the owner app's own timeout,
+   * else Delta's 30 s. It never bounds the body once it has begun. */
   timeout?: number;
   headers?: Record<string, string>;
   progress?: Progress;

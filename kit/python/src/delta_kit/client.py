@@ -334,8 +334,11 @@ class Client:
         """Read path from app on peer (GET) and hold the whole answer; for
         answers of any size, :meth:`stream`. A read is safe: Delta may retry
         it on a fresh road, resume it, or serve a cached answer marked
-        ``stale``. Raises :class:`Unavailable` (or a kind of it),
-        :class:`Cut`, :class:`BadInput`, :class:`DeltaDown`."""
+        ``stale``. ``timeout`` is how long the owner app may take to begin
+        its answer, in seconds (X-Delta-Timeout); 0: the owner app's own,
+        else Delta's 30 s. It never bounds the body once it has begun.
+        Raises :class:`Unavailable` (or a kind of it), :class:`Cut`,
+        :class:`BadInput`, :class:`DeltaDown`."""
         with self.stream(peer, app, path, route=route, timeout=timeout, headers=headers, progress=progress) as r:
             return r.answer(r.read())
 
