@@ -44,9 +44,13 @@ func need(t *testing.T, progs ...string) {
 
 // serve runs a server program as a process of the test, ended (SIGKILL)
 // when the test ends, and waits until addr takes connections.
-func serve(t *testing.T, addr string, argv ...string) {
+func serve(t *testing.T, addr string, argv ...string) { serveEnv(t, addr, nil, argv...) }
+
+// serveEnv is serve with env added to the program's environment.
+func serveEnv(t *testing.T, addr string, env []string, argv ...string) {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	var log gatewaytest.LogBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
