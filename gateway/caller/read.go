@@ -51,6 +51,11 @@ var errHeadTimeout = errors.New("no answer's head in time")
 // waiting ends its own read and nothing else: the road is kept.
 func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	key := readcache.KeyAt(t.Peer, t.App, t.PathQuery, t.Host+t.Prefix)
+	if t.Authorization != "" {
+		// A client's own login (through a forward): its answers are its
+		// own, found only by the same credentials (issue 63, D1).
+		key = readcache.Credentialed(key, t.Authorization)
+	}
 	// Only GET is cached, and not with a cookie: the cache is shared by
 	// every app on this computer, and a cookie's answer is its holder's.
 	isGet := r.Method == http.MethodGet
@@ -320,7 +325,9 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	var keep *relay.KeptBody
 	// An answer with trailers is not kept: the cache keeps no trailers,
 	// and one served without them would not be the answer.
-	if rd.isGet && len(resp.Trailer) == 0 {
+	// An answer to a request with its client's own credentials is kept
+	// only when the app said a shared cache may keep it (RFC 9111 §3.5).
+	if rd.isGet && len(resp.Trailer) == 0 && (t.Authorization == "" || readcache.SharedWithCredentials(resp.Header)) {
 		if admitted = cr.cfg.Cache.Storable(resp.StatusCode, rd.r.Header, resp.Header, resp.ContentLength); admitted != nil {
 			keep = &relay.KeptBody{Limit: cr.cfg.Cache.MaxEntry()}
 			if rd.stored != nil {

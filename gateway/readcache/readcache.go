@@ -13,6 +13,8 @@ package readcache
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"slices"
 	"strconv"
@@ -126,6 +128,34 @@ func Key(peer, app, pathQuery string) string {
 // answers of every other door.
 func KeyAt(peer, app, pathQuery, door string) string {
 	return Key(peer, app, pathQuery) + "\x00@" + door
+}
+
+// Credentialed is base for an answer to a request that carried its
+// client's own credentials (the Authorization header a client sends an app
+// through a forward): found only by a request with the same credentials,
+// never by one with others or none, fresh or stale (issue 63, D1). The key
+// holds a SHA-256 of them, not the credentials. Invalidate(Key(…)) drops
+// it with the rest.
+func Credentialed(base, authorization string) string {
+	sum := sha256.Sum256([]byte(authorization))
+	return base + "\x00#" + hex.EncodeToString(sum[:])
+}
+
+// SharedWithCredentials reports whether an answer to a request with
+// Authorization may be stored (RFC 9111 §3.5): only when the app said so,
+// with public or must-revalidate. (§3.5 allows s-maxage too, which gives
+// a shared cache a lifetime; this cache is a private one, which ignores
+// s-maxage, §5.2.2.10, so it would store an answer it could never serve
+// fresh.) Delta's cache serves every app and every client of this
+// computer: even then only the same credentials find it (Credentialed).
+func SharedWithCredentials(resp http.Header) bool {
+	d := Directives(resp)
+	for _, k := range []string{"public", "must-revalidate"} {
+		if _, ok := d[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func variant(base string, names []string, req http.Header) string {
