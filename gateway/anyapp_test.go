@@ -18,6 +18,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // seenApp is an owner app that keeps what each request brought it (the
@@ -563,4 +564,38 @@ func TestUpgradeRequiredKeepsUpgrade(t *testing.T) {
 			t.Errorf("a 426 (%v): %d, Upgrade %q, Connection %q", hdr, r.Status, r.Header.Get("Upgrade"), r.Header.Get("Connection"))
 		}
 	}
+}
+
+// TestClientOriginNeverReachesApp (issue 63, D7): of the headers that
+// proxies use to tell an app about its client, whatever a client sends
+// (any spelling, underscores included) never reaches the owner app,
+// through a forward or on /v1/peers/…, on a read, a call or a session's
+// opening: only Delta's own Forwarded, X-Forwarded-Host, -Proto and
+// -Prefix do.
+func TestClientOriginNeverReachesApp(t *testing.T) {
+	laptop, _, app := seenPair(t, "web")
+	f := forwardTo(t, laptop, "web", false)
+	sent := []string{"X-Forwarded-Port", "9", "X-Forwarded-Ssl", "on", "X-Forwarded-Scheme", "https", "X-Forwarded-Server", "evil",
+		"X-Forwarded-Uri", "/admin", "X-Original-URL", "/admin", "X-Rewrite-URL", "/admin", "X-Client-IP", "10.0.0.1",
+		"True-Client-IP", "10.0.0.1", "X-Real-IP", "10.0.0.1", "X_Forwarded_For", "10.0.0.1", "X_Forwarded_Host", "evil.example",
+		"Forwarded", "for=10.0.0.1", "CF-Connecting-IP", "10.0.0.1"}
+	ours := map[string]bool{"Forwarded": true, "X-Forwarded-Host": true, "X-Forwarded-Proto": true, "X-Forwarded-Prefix": true}
+	check := func(how string) {
+		t.Helper()
+		s := app.last(t)
+		for k, vs := range s.Header {
+			if proto.IsClientOrigin(k) && !ours[k] {
+				t.Errorf("%s: the app got %s: %q", how, k, vs)
+			}
+			if v := strings.Join(vs, ","); ours[k] && (strings.Contains(v, "10.0.0.1") || strings.Contains(v, "evil")) {
+				t.Errorf("%s: the app got the client's value as %s: %q", how, k, vs)
+			}
+		}
+	}
+	plain(t, "GET", f.URL+"echo", "", sent...)
+	check("a read through the forward")
+	plain(t, "POST", f.URL+"echo", "x", sent...)
+	check("a call through the forward")
+	laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil, sent...)
+	check("a read on /v1/peers")
 }

@@ -119,9 +119,7 @@ func (o *Owner) appRequest(ctx context.Context, r *http.Request, t ownerTarget, 
 	out.Header = r.Header.Clone()
 	te := proto.HasToken(r.Header.Values("Te"), "trailers")
 	proto.StripHop(out.Header)
-	for _, k := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
-		out.Header.Del(k)
-	}
+	proto.StripClientOrigin(out.Header) // only this Delta's go to the app (appHeaders)
 	if te {
 		out.Header.Set("Te", "trailers")
 	}

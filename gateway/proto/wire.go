@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -116,16 +118,51 @@ func writeJSON(w http.ResponseWriter, status int, v any, indent string) {
 func ForwardHeaders(in http.Header) http.Header {
 	h := in.Clone()
 	StripHop(h)
-	for _, k := range forwardedHeaders {
-		h.Del(k)
-	}
+	StripClientOrigin(h)
 	h.Del("Content-Length")
 	return h
 }
 
-// forwardedHeaders say where a request came from; a client's own values
-// are never passed on as Delta's.
-var forwardedHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Prefix", "X-Real-Ip"}
+// StripClientOrigin removes every header that proxies use to tell an app
+// about its client (IsClientOrigin): an app's client may send any of them,
+// and the app would take them for its proxy's (issue 63, D7). Delta sets
+// only its own (Forwarded, X-Forwarded-Host, -Proto, -Prefix) at the
+// owner.
+func StripClientOrigin(h http.Header) {
+	for k := range h {
+		if IsClientOrigin(k) {
+			delete(h, k)
+		}
+	}
+}
+
+// clientOrigin are the names, folded (lower case, "_" read as "-"), of
+// the headers proxies and CDNs set to say where a request came from,
+// beside the X-Forwarded- family (any name that begins so).
+var clientOrigin = []string{"forwarded", "x-forwarded", "x-real-ip", "x-client-ip", "true-client-ip", "x-original-url", "x-rewrite-url",
+	"x-original-host", "x-host", "x-cluster-client-ip", "cf-connecting-ip", "fastly-client-ip", "x-proxyuser-ip", "client-ip"}
+
+// IsClientOrigin reports whether header name k is one that proxies use to
+// tell an app about its client (Forwarded, the X-Forwarded-* family,
+// X-Real-IP, X-Client-IP, True-Client-IP, X-Original-URL, X-Rewrite-URL,
+// and their kin), however it is spelled: case is folded and "_" read as
+// "-", as CGI, WSGI, PHP and Rack read X_Forwarded_For as
+// HTTP_X_FORWARDED_FOR.
+func IsClientOrigin(k string) bool {
+	f := make([]byte, len(k))
+	for i := range len(k) {
+		c := k[i]
+		switch {
+		case c == '_':
+			c = '-'
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		f[i] = c
+	}
+	name := string(f)
+	return strings.HasPrefix(name, "x-forwarded-") || slices.Contains(clientOrigin, name)
+}
 
 // NotSent phrases what an app is told of a request that never left this
 // computer: the cause, then "nothing was sent" (to peer, when one is

@@ -15,3 +15,22 @@ func TestGuaranteeWords(t *testing.T) {
 		}
 	}
 }
+
+// TestIsClientOrigin: every header that proxies use to tell an app about
+// its client is known, however it is spelled (issue 63, D7); others are
+// not.
+func TestIsClientOrigin(t *testing.T) {
+	for _, k := range []string{"Forwarded", "X-Forwarded-For", "x-forwarded-host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Ssl",
+		"X-Forwarded-Scheme", "X-Forwarded-Server", "X-Forwarded-Uri", "X-Forwarded-Prefix", "X_Forwarded_For", "x_forwarded_proto", "X-FORWARDED-FOR",
+		"X-Original-URL", "X-Rewrite-URL", "X-Real-IP", "X-Client-IP", "True-Client-IP", "X_Real_Ip", "X-Original-Host", "X-Host",
+		"X-Cluster-Client-IP", "CF-Connecting-IP", "Fastly-Client-IP", "X-Forwarded"} {
+		if !IsClientOrigin(k) {
+			t.Errorf("%s is not taken for a client's origin", k)
+		}
+	}
+	for _, k := range []string{"Host", "Origin", "Referer", "X-Forwarder", "Forwarded-For-Me", "X-Delta-Host", "Accept", "Destination"} {
+		if IsClientOrigin(k) {
+			t.Errorf("%s is taken for a client's origin", k)
+		}
+	}
+}
