@@ -283,6 +283,9 @@ func parsePeer(v string) (name, id string, road roads.Road, addr string, err err
 	if _, _, err := net.SplitHostPort(rest); err != nil {
 		return "", "", "", "", fmt.Errorf("peer %s: %q is not HOST:PORT: %v", name, rest, err)
 	}
+	if err := static.CheckPort(rest); err != nil {
+		return "", "", "", "", fmt.Errorf("peer %s: %w", name, err)
+	}
 	return name, id, road, rest, nil
 }
 

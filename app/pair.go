@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -47,9 +48,13 @@ var idCommand = &cli.Command{Name: "id", Summary: "this computer's ID, which the
 // (and road) written into config.json, the peer added when it is new. Once
 // every peer has an ID the network key, if any, is dropped: the roads are
 // TLS pinned to the IDs from the next start on.
-var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] …",
+var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] … [--replace]",
 	Summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it); Delta uses it from its next start",
-	Run: func(e *cli.Env, _ any, args []string) error {
+	Flags: func(fs *flag.FlagSet) any {
+		return fs.Bool("replace", false, "replace the ID of a peer paired already (delta pair says which, and asks for this first)")
+	},
+	Run: func(e *cli.Env, o any, args []string) error {
+		replace := *o.(*bool)
 		if len(args) == 0 {
 			return cli.Exitf(cli.ExitUsage, "pair: name a peer, NAME=ID or NAME=ID@HOST:PORT (its ID as delta id prints it there)")
 		}
@@ -61,9 +66,14 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		if !fc.PeersGiven {
 			return cli.Exitf(cli.ExitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one)", path)
 		}
+		var replaced []string
 		for _, a := range args {
-			if err := pairPeer(fc, a); err != nil {
+			was, err := pairPeer(fc, a, replace)
+			if err != nil {
 				return cli.Exitf(cli.ExitUsage, "pair: %v; nothing was written", err)
+			}
+			if was != "" {
+				replaced = append(replaced, was)
 			}
 		}
 		own, err := ownID(e.StateDir, fc.Name)
@@ -96,6 +106,9 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		if err := statedir.WriteJSON(path, fc); err != nil {
 			return cli.Exitf(cli.ExitFailed, "pair: write %s: %v", path, err)
 		}
+		for _, r := range replaced {
+			fmt.Fprintln(e.Stdout, r)
+		}
 		fmt.Fprintf(e.Stdout, "Paired in %s: %s.%s\n", path, peerWords(fc.Peers), missing)
 		again := "Start"
 		if _, err := os.Stat(filepath.Join(e.StateDir, "local.json")); err == nil {
@@ -105,31 +118,42 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		return nil
 	}}
 
-// pairPeer sets one NAME=ID[@[ROAD@]HOST:PORT] in fc.
-func pairPeer(fc *statedir.Config, v string) error {
+// pairPeer sets one NAME=ID[@[ROAD@]HOST:PORT] in fc. A peer paired with
+// another ID already keeps it unless replace (issue 63, D10: a stranger's
+// ID taking a paired peer's name without a word); when it is replaced,
+// replaced says which ID went.
+func pairPeer(fc *statedir.Config, v string, replace bool) (replaced string, err error) {
 	name, id, road, addr, err := parsePeer(v)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if id == "" {
-		return fmt.Errorf("%q names no ID: NAME=ID@HOST:PORT (delta id prints it on %s)", v, name)
+		return "", fmt.Errorf("%q names no ID: NAME=ID@HOST:PORT (delta id prints it on %s)", v, name)
 	}
 	if _, err := identity.Parse(id); err != nil {
-		return err
+		return "", err
 	}
 	for i := range fc.Peers {
 		p := &fc.Peers[i]
-		if p.Name == name {
-			p.ID = id
-			if addr != "" {
-				p.Roads[road] = addr
-			}
-			return nil
+		if p.Name != name {
+			continue
 		}
+		if p.ID != "" && p.ID != id {
+			if !replace {
+				return "", fmt.Errorf("%s is paired already with the ID %s, and %s is another: a computer that is not %s could be asking to take its place; "+
+					"if %s has a new ID (its state folder was made anew), pair it again with --replace", name, p.ID, id, name, name)
+			}
+			replaced = fmt.Sprintf("%s's ID was %s; it is %s now.", name, p.ID, id)
+		}
+		p.ID = id
+		if addr != "" {
+			p.Roads[road] = addr
+		}
+		return replaced, nil
 	}
 	if addr == "" {
-		return errors.New("peer " + name + " is new here: give its address too, NAME=ID@HOST:PORT")
+		return "", errors.New("peer " + name + " is new here: give its address too, NAME=ID@HOST:PORT")
 	}
 	fc.Peers = append(fc.Peers, roads.StaticPeer{Name: name, ID: id, Roads: map[roads.Road]string{road: addr}})
-	return nil
+	return "", nil
 }

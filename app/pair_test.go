@@ -37,6 +37,8 @@ func TestPair(t *testing.T) {
 		{[]string{"studio=NOPE-NOPE"}, "not a Delta ID"},
 		{[]string{"kitchen=" + kitchenID}, "give its address too"},
 		{[]string{"studio=" + own}, "this computer's own id"},
+		{[]string{"studio=" + studioID + "@127.0.0.1:99999"}, `port "99999", not one of 1-65535`},
+		{[]string{"studio=" + studioID + "@127.0.0.1:0"}, `port "0", not one of 1-65535`},
 	} {
 		out, errOut, code := delta(t, append(append([]string{"pair"}, bad.args...), "--state-dir", dir)...)
 		if code == cli.ExitOK || !strings.Contains(errOut, bad.says) {
@@ -58,5 +60,23 @@ func TestPair(t *testing.T) {
 	}
 	if !strings.Contains(out, "This computer's ID is "+own) || !strings.Contains(out, "Start Delta here") {
 		t.Errorf("pair's words: %s", out)
+	}
+
+	// Another ID for a peer paired already: refused, naming both, until
+	// --replace; then said (issue 63, D10).
+	idOut, _, _ = delta(t, "id", "--state-dir", t.TempDir())
+	strangerID := strings.TrimSpace(idOut)
+	before, _ = os.ReadFile(filepath.Join(dir, statedir.ConfigFile))
+	out, errOut, code = delta(t, "pair", "studio="+strangerID, "--state-dir", dir)
+	if code != cli.ExitUsage || !strings.Contains(errOut, "studio is paired already with the ID "+studioID) || !strings.Contains(errOut, "--replace") {
+		t.Errorf("another ID for studio: exit %d, %q %q", code, out, errOut)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, statedir.ConfigFile)); string(after) != string(before) {
+		t.Fatal("a refused replacement changed the config")
+	}
+	out, errOut, code = delta(t, "pair", "studio="+strangerID, "--replace", "--state-dir", dir)
+	wantCode(t, "pair studio --replace", code, cli.ExitOK, out, errOut)
+	if !strings.Contains(out, "studio's ID was "+studioID+"; it is "+strangerID+" now.") {
+		t.Errorf("pair --replace did not say which ID it replaced: %s", out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -86,7 +87,23 @@ func CheckPeers(peers []roads.StaticPeer) error {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
 				return fmt.Errorf("peer %q: %s address %q is not host:port: %w", p.Name, road, addr, err)
 			}
+			if err := CheckPort(addr); err != nil {
+				return fmt.Errorf("peer %q: %s %w", p.Name, road, err)
+			}
 		}
+	}
+	return nil
+}
+
+// CheckPort says why addr's port is not one a peer can listen on (1 to
+// 65535, in digits), or nil (issue 63, D10: delta pair wrote 99999).
+func CheckPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return fmt.Errorf("address %q has port %q, not one of 1-65535", addr, port)
 	}
 	return nil
 }
