@@ -95,6 +95,13 @@ func bugreportParts(e *cli.Env) ([]reportPart, []string) {
 				secrets = append(secrets, a.Secret)
 			}
 		}
+		if fws, err := c.Forwards(e.Ctx); err == nil {
+			for _, f := range fws {
+				if f.Secret != "" { // a --token forward's own
+					secrets = append(secrets, f.Secret)
+				}
+			}
+		}
 	}
 	parts = append(parts, reportPart{"status.json", "delta status --json, or why not", st})
 	logDir, err := cli.LogFolder(e.StateDir)

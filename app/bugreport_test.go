@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/app/cli"
+	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/statedir"
 )
@@ -45,6 +47,13 @@ func TestCrashLeavesATrace(t *testing.T) {
 func TestBugreport(t *testing.T) {
 	laptop, _, _ := startPair(t)
 	laptop.c.Must(t, "GET", "/v1/peers/studio/notes/hello", nil)
+	// A forward that asks for a secret of its own: the status shows it;
+	// the report never does.
+	r := laptop.c.Must(t, "PUT", "/v1/forwards/studio/notes", []byte(`{"token": true}`))
+	var fw localapi.Forward
+	if err := json.Unmarshal(r.Body, &fw); err != nil || fw.Secret == "" {
+		t.Fatalf("a --token forward: %d %s", r.Status, r.Body)
+	}
 	// A network key left in a config that pairs by ID (it signs nothing
 	// there) is still a secret of the older kind: the report redacts it.
 	cfgPath := filepath.Join(laptop.dir, statedir.ConfigFile)
@@ -86,8 +95,9 @@ func TestBugreport(t *testing.T) {
 		}
 	}
 	for name, body := range files {
-		if strings.Contains(body, laptop.c.Token) || strings.Contains(body, fc.NetworkKey) || strings.Contains(body, "PRIVATE KEY") || len(key) == 0 || strings.Contains(body, string(key)) {
-			t.Errorf("%s holds the local token, the network key or this computer's private key", name)
+		if strings.Contains(body, laptop.c.Token) || strings.Contains(body, fc.NetworkKey) || strings.Contains(body, "PRIVATE KEY") || len(key) == 0 || strings.Contains(body, string(key)) ||
+			strings.Contains(body, fw.Secret) {
+			t.Errorf("%s holds the local token, the network key, this computer's private key or a forward's secret", name)
 		}
 	}
 	_, errOut, code = delta(t, "bugreport", "--state-dir", laptop.dir, "--out", out)

@@ -320,22 +320,29 @@ func TestForwardGuard(t *testing.T) {
 		t.Errorf("the journal holds other calls than the three let in: %s", calls.Body)
 	}
 
-	// --token: Basic with any user name, or Bearer.
+	// --token: the forward's own secret (never the local token, issue 63
+	// D5), as Basic with any user name, or Bearer.
 	ft := forwardTo(t, laptop, "web", true)
+	if len(ft.Secret) < 20 || ft.Secret == laptop.g.Token() {
+		t.Fatalf("a --token forward's secret: %q", ft.Secret)
+	}
 	resp, body := plain(t, "GET", ft.URL+"echo", "")
 	if resp.StatusCode != 401 || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic realm=") || !strings.Contains(body, "nothing was sent") {
-		t.Errorf("no token: %d %v %s", resp.StatusCode, resp.Header, body)
+		t.Errorf("no secret: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
 	n := app.count()
-	u := strings.Replace(ft.URL, "http://", "http://anyone:"+laptop.g.Token()+"@", 1)
+	if resp, body := plain(t, "GET", ft.URL+"echo", "", "Authorization", "Bearer "+laptop.g.Token()); resp.StatusCode != 401 {
+		t.Errorf("the local token on a --token forward: %d %s; want 401, it takes its own secret alone", resp.StatusCode, body)
+	}
+	u := strings.Replace(ft.URL, "http://", "http://anyone:"+ft.Secret+"@", 1)
 	if resp, body := plain(t, "GET", u+"echo", ""); resp.StatusCode != 200 {
 		t.Errorf("Basic: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := plain(t, "GET", ft.URL+"echo", "", "Authorization", "Bearer "+laptop.g.Token()); resp.StatusCode != 200 {
+	if resp, body := plain(t, "GET", ft.URL+"echo", "", "Authorization", "Bearer "+ft.Secret); resp.StatusCode != 200 {
 		t.Errorf("Bearer: %d %s", resp.StatusCode, body)
 	}
 	if s := app.last(t); s.Header.Get("Authorization") != "" {
-		t.Errorf("the token reached the app: %q", s.Header.Get("Authorization"))
+		t.Errorf("the secret reached the app: %q", s.Header.Get("Authorization"))
 	}
 	if app.count() != n+2 {
 		t.Errorf("the app got %d requests, want 2", app.count()-n)

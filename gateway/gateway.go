@@ -397,7 +397,7 @@ func (g *Gateway) Start() (err error) {
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
 	g.local = localserver.New(localserver.Config{Backend: g, DB: g.db, Caller: g.caller, Router: g.router, Counters: g.stats, Page: g.page,
 		Token: g.token, StateDir: dir, OwnDoors: g.ownDoors, Log: g.log, Now: g.now})
-	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.local.ServeForward, CheckAuth: g.local.CheckAuth,
+	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.local.ServeForward,
 		PageCookie: statuspage.SessionCookie, Limits: g.localLimits(), ErrLog: errLog, Log: g.log, Now: g.now})
 	g.local.SetForwards(g.forwards) // made with the local API's ServeForward; made before anything serves
 	g.localSrv = doors.Server(g.local, errLog, g.localLimits())

@@ -25,7 +25,7 @@ var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list |
 		return &forwardOpts{
 			list:   fs.Bool("list", false, "list this computer's forwards"),
 			remove: fs.Bool("remove", false, "close and forget the forward to PEER/APP"),
-			token:  fs.Bool("token", false, "ask for the local token on the forward (Basic with any user name, or Bearer): for a computer several people log in to"),
+			token:  fs.Bool("token", false, "ask for a secret of the forward's own (printed, and shown by --list; Basic with any user name and the secret as the password, or Bearer): for a computer several people log in to"),
 			timeout: fs.String("timeout", "", "how long the app may take before its answer's head when a client says no X-Delta-Timeout, in seconds (at most 600); "+
 				"without it, the owner app's own timeout (delta apps add --timeout on its computer), else no limit, as a client given the app's own URL would wait"),
 		}
@@ -96,6 +96,9 @@ var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list |
 		if f.BrowserURL != "" {
 			fmt.Fprintf(e.Stderr, "in a browser: %s (its own name: its cookies stay its own)\n", f.BrowserURL)
 		}
+		if f.Secret != "" {
+			fmt.Fprintf(e.Stderr, "it asks for its own secret (not Delta's token): give the app %s\n", withSecret(f.URL, f.Secret))
+		}
 		return nil
 	}}
 
@@ -115,7 +118,7 @@ func forwardLine(f localapi.Forward) string {
 		state += "\t" + f.BrowserURL
 	}
 	if f.Token {
-		state += "\t(asks for the token)"
+		state += "\t(asks for its secret: " + withSecret(f.URL, f.Secret) + ")"
 	}
 	if f.Timeout != "" {
 		state += "\ttimeout " + f.Timeout + " s"
@@ -124,4 +127,10 @@ func forwardLine(f localapi.Forward) string {
 		state = "not open: " + f.Error + " (delta forward " + f.Peer + "/" + f.App + " opens it again)"
 	}
 	return f.Peer + "/" + f.App + "\t" + state
+}
+
+// withSecret is a forward's URL with its secret as the password, as an app
+// given only a URL sends it (any user name).
+func withSecret(url, secret string) string {
+	return strings.Replace(url, "http://", "http://delta:"+secret+"@", 1)
 }

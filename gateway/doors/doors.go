@@ -8,10 +8,13 @@ package doors
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/base64"
 	"fmt"
 	"log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +41,44 @@ type Limits struct {
 	// Busy writes the refusal of a connection over the cap (before it
 	// the connection is marked to close). If nil, a 503 door_busy.
 	Busy func(w http.ResponseWriter)
+}
+
+// CheckSecret says why an Authorization header does not carry secret, or
+// "": "Bearer <secret>", or Basic credentials with the secret as the
+// password and any user name (what restic's rest:http://delta:SECRET@…
+// and a browser's prompt send). where names the secret for a person (the
+// file that holds it, the command that shows it). The comparison takes
+// the same time whatever matches.
+func CheckSecret(auth, secret, where string) string {
+	if auth == "" {
+		return "the request has no Authorization header (Bearer <secret>, or Basic with the secret as the password; it is " + where + ")"
+	}
+	scheme, cred, _ := strings.Cut(auth, " ")
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+		if !sameSecret(strings.TrimSpace(cred), secret) {
+			return "the bearer token does not match " + where
+		}
+	case strings.EqualFold(scheme, "Basic"):
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
+		if err != nil {
+			return "the Authorization header's Basic credentials are not base64"
+		}
+		_, pass, ok := strings.Cut(string(raw), ":")
+		if !ok {
+			return "the Authorization header's Basic credentials are not USER:PASSWORD"
+		}
+		if !sameSecret(pass, secret) {
+			return "the Basic password does not match " + where + " (any user name, the secret as the password)"
+		}
+	default:
+		return "the Authorization header is neither \"Bearer <secret>\" nor Basic credentials with the secret as the password"
+	}
+	return ""
+}
+
+func sameSecret(have, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(have), []byte(want)) == 1
 }
 
 // BusyWithin is how long a connection over its source's cap has to send

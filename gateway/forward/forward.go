@@ -15,6 +15,7 @@
 package forward
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,7 +52,11 @@ type Spec struct {
 	App  string `json:"app"`
 	// Listen is the address as bound (the port a port 0 was given).
 	Listen string `json:"listen"`
+	// Token reports whether the forward asks for Secret, its own secret
+	// (never the local token: whoever holds the forward's port while
+	// Delta is down would have it, issue 63 D5).
 	Token  bool   `json:"token,omitempty"`
+	Secret string `json:"secret,omitempty"`
 	// Timeout is the forward's own wait for an answer's head when its
 	// client says no X-Delta-Timeout, in X-Delta-Timeout's form; "" for
 	// none: the owner app's own timeout, else no limit (DESIGN §2c).
@@ -88,9 +93,6 @@ type Config struct {
 	Dir string
 	// Serve carries an admitted request to s's app on s's peer. Required.
 	Serve func(w http.ResponseWriter, r *http.Request, s Spec, a Admitted)
-	// CheckAuth says why an Authorization header does not carry the local
-	// token, or "" (a forward with Token). Required.
-	CheckAuth func(authorization string) string
 	// PageCookie is the name of Delta's own page cookie, which never
 	// reaches an app.
 	PageCookie string
@@ -151,6 +153,14 @@ func (s *Set) Start() error {
 	var failed []string
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	renewed := false
+	for i := range specs {
+		if specs[i].Token && specs[i].Secret == "" {
+			// Kept before forwards had secrets of their own (they took
+			// the local token): one of its own now, which --list shows.
+			specs[i].Secret, renewed = rand.Text(), true
+		}
+	}
 	for _, sp := range specs {
 		f, err := s.open(sp)
 		if err != nil {
@@ -158,6 +168,12 @@ func (s *Set) Start() error {
 			failed = append(failed, fmt.Sprintf("%s on %s: %v", sp.key(), sp.Listen, err))
 		}
 		s.fws[sp.key()] = f
+	}
+	if renewed {
+		if err := s.save(); err != nil {
+			failed = append(failed, err.Error())
+		}
+		s.cfg.Log.Warn("forwards that asked for the local token now ask for a secret of their own: delta forward --list shows it, for their apps")
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("forwards not opened (delta forward PEER/APP opens one again): %s", strings.Join(failed, "; "))
@@ -304,16 +320,23 @@ func (s *Set) Add(peer, app string, req localapi.ForwardRequest) (localapi.Forwa
 	if err != nil {
 		return localapi.Forward{}, err
 	}
+	secret := ""
+	if token {
+		secret = rand.Text() // a secret of its own
+		if old != nil && old.spec.Secret != "" {
+			secret = old.spec.Secret // kept while it asks for one
+		}
+	}
 	if old != nil && old.ln != nil && sameAddr(old.spec.Listen, addr) {
 		prev := old.spec
-		old.spec.Token, old.spec.Timeout = token, timeout
+		old.spec.Token, old.spec.Secret, old.spec.Timeout = token, secret, timeout
 		if err := s.save(); err != nil {
 			old.spec = prev
 			return localapi.Forward{}, err
 		}
 		return info(old), nil
 	}
-	sp := Spec{Peer: peer, App: app, Listen: addr, Token: token, Timeout: timeout, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
+	sp := Spec{Peer: peer, App: app, Listen: addr, Token: token, Secret: secret, Timeout: timeout, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
 	if old != nil && old.ln != nil {
 		// The old one holds its port until the new one is open.
 		if p := portOf(addr); p != 0 && p == portOf(old.spec.Listen) {
@@ -447,7 +470,7 @@ func (s *Set) Close() {
 }
 
 func info(f *fw) localapi.Forward {
-	v := localapi.Forward{Peer: f.spec.Peer, App: f.spec.App, Listen: f.spec.Listen, Token: f.spec.Token, Timeout: f.spec.Timeout,
+	v := localapi.Forward{Peer: f.spec.Peer, App: f.spec.App, Listen: f.spec.Listen, Token: f.spec.Token, Secret: f.spec.Secret, Timeout: f.spec.Timeout,
 		Open: f.ln != nil, CreatedAt: f.spec.CreatedAt, URL: "http://" + f.spec.Listen + "/"}
 	if f.err != nil {
 		v.Error = f.err.Error()
@@ -473,10 +496,10 @@ func (s *Set) handler(f *fw) http.Handler {
 		}
 		a := Admitted{Host: r.Host}
 		if sp.Token {
-			if why := s.cfg.CheckAuth(r.Header.Get("Authorization")); why != "" {
+			if why := doors.CheckSecret(r.Header.Get("Authorization"), sp.Secret, "this forward's secret (delta forward --list shows it)"); why != "" {
 				doors.RefuseAndClose(w)
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Basic realm="Delta forward %s/%s"`, sp.Peer, sp.App))
-				proto.WriteError(w, http.StatusUnauthorized, proto.ErrorBody{Error: string(proto.Unauthorized), Detail: proto.NotSent("this forward asks for the local token: "+why, ""), Peer: sp.Peer}.With(proto.NothingSent))
+				proto.WriteError(w, http.StatusUnauthorized, proto.ErrorBody{Error: string(proto.Unauthorized), Detail: proto.NotSent("this forward asks for its secret: "+why, ""), Peer: sp.Peer}.With(proto.NothingSent))
 				return
 			}
 		} else {

@@ -102,7 +102,7 @@ func TestCookies(t *testing.T) {
 func TestSet(t *testing.T) {
 	dir := t.TempDir()
 	served := make(chan Spec, 10)
-	cfg := Config{Dir: dir, CheckAuth: func(string) string { return "no" },
+	cfg := Config{Dir: dir,
 		Serve: func(w http.ResponseWriter, r *http.Request, s Spec, a Admitted) { served <- s; w.WriteHeader(204) }}
 	s := New(cfg)
 	if err := s.Start(); err != nil {
@@ -149,13 +149,34 @@ func TestSet(t *testing.T) {
 	if _, err := s.Add("studio", "notes", localapi.ForwardRequest{Timeout: "soon"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `timeout "soon"`) {
 		t.Errorf("a timeout of soon: %v", err)
 	}
-	// The token: the guard asks CheckAuth, which says no. The timeout is
-	// changed in place, and each request is served with it.
-	if f2, err := s.Add("studio", "notes", localapi.ForwardRequest{Token: true, Timeout: "45"}); err != nil || f2.URL != f.URL || !f2.Token || f2.Timeout != "45" {
+	// The token: the forward asks for a secret of its own (issue 63, D5:
+	// never the local token). The timeout is changed in place.
+	f2, err := s.Add("studio", "notes", localapi.ForwardRequest{Token: true, Timeout: "45"})
+	if err != nil || f2.URL != f.URL || !f2.Token || f2.Timeout != "45" || len(f2.Secret) < 20 {
 		t.Fatalf("token on: %+v %v", f2, err)
 	}
 	if code := get(f.URL + "x"); code != 401 {
-		t.Errorf("without the token: %d", code)
+		t.Errorf("without the secret: %d", code)
+	}
+	withSecret := func(u, secret string) int {
+		req, _ := http.NewRequest("GET", u, nil)
+		req.SetBasicAuth("app", secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := withSecret(f.URL+"x", "not-it"); code != 401 {
+		t.Errorf("with another secret: %d", code)
+	}
+	if code := withSecret(f.URL+"x", f2.Secret); code != 204 {
+		t.Errorf("with the forward's secret: %d", code)
+	}
+	<-served
+	if again, _ := s.Add("studio", "notes", localapi.ForwardRequest{Token: true, Timeout: "45"}); again.Secret != f2.Secret {
+		t.Errorf("asked again, the secret changed: %q, was %q", again.Secret, f2.Secret)
 	}
 	s.Close()
 
@@ -164,7 +185,7 @@ func TestSet(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if l := s.List(); len(l) != 1 || l[0].URL != f.URL || !l[0].Token || !l[0].Open || l[0].Timeout != "45" {
+	if l := s.List(); len(l) != 1 || l[0].URL != f.URL || !l[0].Token || !l[0].Open || l[0].Timeout != "45" || l[0].Secret != f2.Secret {
 		t.Fatalf("after a restart: %+v", l)
 	}
 	// Port 0 on the address it has is the port it has.

@@ -287,9 +287,12 @@ type Forward struct {
 	// cookies a browser keeps apart from every other port's.
 	URL        string `json:"url"`
 	BrowserURL string `json:"browser_url,omitempty"`
-	// Token reports whether the forward asks for the local token (Basic,
-	// any user name, or Bearer).
-	Token bool `json:"token"`
+	// Token reports whether the forward asks for Secret (Basic with any
+	// user name and Secret as the password, or Bearer Secret): a secret
+	// of the forward's own, never the local token, for the person to give
+	// the app that uses the forward.
+	Token  bool   `json:"token"`
+	Secret string `json:"secret,omitempty"`
 	// Timeout is the forward's own wait for an answer's head when its
 	// client says no X-Delta-Timeout (seconds); "" for none: the owner
 	// app's own timeout applies, else there is no limit (DESIGN §2c).
@@ -305,7 +308,7 @@ type ForwardRequest struct {
 	// Listen is a loopback address; port 0 takes a free port. If empty,
 	// 127.0.0.1:0, or the address it has already.
 	Listen string `json:"listen,omitempty"`
-	// Token asks for the local token on the forward.
+	// Token has the forward ask for a secret of its own (Forward.Secret).
 	Token bool `json:"token,omitempty"`
 	// Timeout is Forward.Timeout: seconds (as X-Delta-Timeout writes
 	// them), or "" or "none" for none.

@@ -2,7 +2,6 @@ package localserver
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -81,10 +80,6 @@ func (g *Handler) SetForwards(fs *forward.Set) { g.forwards = fs }
 
 // ServeHTTP serves the local API.
 func (g *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.h.ServeHTTP(w, r) }
-
-func checkToken(have, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(have), []byte(want)) == 1
-}
 
 func (g *Handler) handlePing(w http.ResponseWriter, r *http.Request) {
 	peer := r.PathValue("peer")

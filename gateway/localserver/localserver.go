@@ -182,31 +182,7 @@ func (g *Handler) guardLocal(next http.Handler) http.Handler {
 // the token as the password and any user name (DESIGN §2b: what restic's
 // rest:http://delta:TOKEN@127.0.0.1:7420/… and a browser's prompt send).
 func (g *Handler) CheckAuth(auth string) string {
-	if auth == "" {
-		return "the request has no Authorization header (Bearer <token>, or Basic with the token as the password; the token is in " + g.cfg.StateDir + "/local-token)"
-	}
-	scheme, cred, _ := strings.Cut(auth, " ")
-	switch {
-	case strings.EqualFold(scheme, "Bearer"):
-		if !checkToken(strings.TrimSpace(cred), g.cfg.Token) {
-			return "the bearer token does not match " + g.cfg.StateDir + "/local-token"
-		}
-	case strings.EqualFold(scheme, "Basic"):
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred))
-		if err != nil {
-			return "the Authorization header's Basic credentials are not base64"
-		}
-		_, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return "the Authorization header's Basic credentials are not USER:PASSWORD"
-		}
-		if !checkToken(pass, g.cfg.Token) {
-			return "the Basic password does not match " + g.cfg.StateDir + "/local-token (any user name, the token as the password)"
-		}
-	default:
-		return "the Authorization header is neither \"Bearer <token>\" nor Basic credentials with the token as the password"
-	}
-	return ""
+	return doors.CheckSecret(auth, g.cfg.Token, g.cfg.StateDir+"/local-token")
 }
 
 func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
