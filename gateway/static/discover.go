@@ -2,6 +2,12 @@ package static
 
 import (
 	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,33 +34,81 @@ import (
 // once (three times, 300 ms apart) when an interface gains an address;
 // and it listens for its peers' announcements on DiscoveryPort.
 //
-// An announcement proves nothing: it only says where to try. One from a
-// paired ID moves (or adds) that peer's road on the network it came from,
-// and the road is probed at once; the pinned handshake still decides
-// whether anything is sent there. One from an ID that is not paired is
-// kept for a while as "nearby, not paired", for status and the page, with
-// the command that would pair it. Announcements from this computer's own
-// ID, from outside a lan or thunderbolt network, or that do not parse are
-// ignored.
+// An announcement proves who made it (issue 63, D2): it carries its
+// computer's certificate, whose SHA-256 is the ID it claims, and is signed
+// with that certificate's key over its ID, port, name and time; one whose
+// signature does not verify, or that is not newer than the last one heard
+// from that ID (or more than FreshFor from this computer's clock), is
+// ignored, so that a recorded one cannot be told again. Even then it only
+// says where to try: one from a paired ID moves (or adds) that peer's road
+// on the network it came from only once the pinned handshake has
+// succeeded at the new address (Router.Learn), since the address is the
+// packet's source, not something signed. One from an ID that is not
+// paired is kept for a while as "nearby, not paired" (at most MaxNearby,
+// the oldest forgotten first), with its name only when it is a valid
+// peer name that no paired peer has (D3, D4), and with the command that
+// would pair it, built from the ID and the address alone. Announcements
+// from this computer's own ID, from outside a lan or thunderbolt network,
+// or that do not parse are ignored.
 
 // DiscoveryPort is the UDP port announcements go to.
 const DiscoveryPort = 7422
 
 // AnnounceEvery is how often a Delta announces itself when nothing
-// changes; NearbyFor is how long an unpaired announcement is shown.
+// changes; NearbyFor is how long an unpaired announcement is shown;
+// MaxNearby is how many are kept at once; FreshFor is how far an
+// announcement's time may be from this computer's clock.
 const (
 	AnnounceEvery = 30 * time.Second
 	NearbyFor     = 2 * AnnounceEvery
+	MaxNearby     = 64
+	FreshFor      = 10 * time.Minute
 )
 
 // announceMagic starts every announcement.
-const announceMagic = "DELTA-ANNOUNCE/1 "
+const announceMagic = "DELTA-ANNOUNCE/2 "
 
 // Announcement is what a Delta says of itself.
 type Announcement struct {
 	ID   string `json:"id"`
 	Port int    `json:"port"` // its peer API's TCP port
 	Name string `json:"name,omitempty"`
+	// At is when it was made (Unix milliseconds): each is newer than the
+	// last, so a recorded one cannot be told again.
+	At int64 `json:"at"`
+	// Cert is its computer's certificate (DER), whose SHA-256 is ID, and
+	// Sig that certificate's key's signature of the rest (Signed).
+	Cert []byte `json:"cert"`
+	Sig  []byte `json:"sig"`
+}
+
+// Signed is what an announcement's signature covers: its ID, port, name
+// and time, each told apart.
+func (a Announcement) Signed() []byte {
+	return fmt.Appendf(nil, "delta-announce/2\x00%s\x00%d\x00%s\x00%d", a.ID, a.Port, a.Name, a.At)
+}
+
+// Sign gives the announcement its certificate and signature, made with
+// cert's key (at a.At, set already).
+func (a *Announcement) Sign(cert *tls.Certificate) error {
+	signer, ok := cert.PrivateKey.(crypto.Signer)
+	if !ok || len(cert.Certificate) == 0 {
+		return errors.New("local discovery: this computer's certificate has no key to sign with")
+	}
+	a.Cert = cert.Certificate[0]
+	opts, msg := crypto.SignerOpts(crypto.SHA256), a.Signed()
+	if _, ed := signer.Public().(ed25519.PublicKey); ed {
+		opts = crypto.Hash(0)
+	} else {
+		h := sha256.Sum256(msg)
+		msg = h[:]
+	}
+	sig, err := signer.Sign(rand.Reader, msg, opts)
+	if err != nil {
+		return fmt.Errorf("local discovery: sign an announcement: %w", err)
+	}
+	a.Sig = sig
+	return nil
 }
 
 // Marshal is the announcement's packet.
@@ -63,8 +117,10 @@ func (a Announcement) Marshal() []byte {
 	return append([]byte(announceMagic), b...)
 }
 
-// ParseAnnouncement reads a packet; a packet that is not one is an error
-// naming why.
+// ParseAnnouncement reads a packet and checks that it is what it says: a
+// packet that is not one, or whose certificate is not its ID's, or whose
+// signature does not verify, is an error naming why. A name that is not a
+// valid peer name is dropped (the rest stands).
 func ParseAnnouncement(b []byte) (Announcement, identity.ID, error) {
 	var a Announcement
 	if !strings.HasPrefix(string(b), announceMagic) {
@@ -80,7 +136,35 @@ func ParseAnnouncement(b []byte) (Announcement, identity.ID, error) {
 	if a.Port <= 0 || a.Port > 65535 {
 		return a, id, fmt.Errorf("a Delta announcement with port %d", a.Port)
 	}
+	if identity.FromCert(a.Cert) != id {
+		return a, id, fmt.Errorf("an announcement from %s whose certificate is not that ID's", id.Short())
+	}
+	cert, err := x509.ParseCertificate(a.Cert)
+	if err != nil {
+		return a, id, fmt.Errorf("an announcement from %s whose certificate does not parse: %w", id.Short(), err)
+	}
+	algo := x509.ECDSAWithSHA256
+	switch cert.PublicKeyAlgorithm {
+	case x509.Ed25519:
+		algo = x509.PureEd25519
+	case x509.RSA:
+		algo = x509.SHA256WithRSA
+	}
+	if err := cert.CheckSignature(algo, a.Signed(), a.Sig); err != nil {
+		return a, id, fmt.Errorf("an announcement from %s whose signature does not verify: %w", id.Short(), err)
+	}
+	if a.Name != "" && proto.CheckName("peer", a.Name) != nil {
+		a.Name = "" // not a name a person may be shown or pair by (D4)
+	}
 	return a, id, nil
+}
+
+// Fresh reports whether an announcement made at at (Unix ms) may be
+// believed at now after last, the newest one heard from that ID (0: none):
+// newer than it, and within FreshFor of now.
+func Fresh(at, last int64, now time.Time) bool {
+	d := time.Duration(now.UnixMilli()-at) * time.Millisecond
+	return at > last && d < FreshFor && d > -FreshFor
 }
 
 // Heard is what an announcement means here, a pure decision: move the
@@ -144,9 +228,15 @@ type Discovery struct {
 	Log        *slog.Logger
 	Now        func() time.Time
 
+	// Cert is this computer's certificate, whose key signs its
+	// announcements. Required.
+	Cert *tls.Certificate
+
 	conn   *net.UDPConn
 	mu     sync.Mutex
 	nearby map[identity.ID]localapi.Nearby
+	last   map[identity.ID]int64 // the newest announcement heard from each ID (Unix ms)
+	sent   int64                 // the time of the last announcement made
 	burst  chan struct{}
 	once   sync.Once
 
@@ -174,6 +264,7 @@ func (d *Discovery) Start() error {
 	d.mu.Lock()
 	d.conn = pc.(*net.UDPConn)
 	d.nearby = map[identity.ID]localapi.Nearby{}
+	d.last = map[identity.ID]int64{}
 	d.mu.Unlock()
 	return nil
 }
@@ -267,7 +358,18 @@ func broadcast(n netip.Prefix) (netip.Addr, bool) {
 // discovery that listens on loopback (two Deltas on one machine, tests)
 // sends only to Extra: it never broadcasts on the machine's networks.
 func (d *Discovery) Announce() {
-	pkt := Announcement{ID: d.Self.String(), Port: d.Port, Name: d.Name}.Marshal()
+	d.mu.Lock()
+	at := max(d.now().UnixMilli(), d.sent+1) // each newer than the last, whatever the clock does
+	d.sent = at
+	d.mu.Unlock()
+	a := Announcement{ID: d.Self.String(), Port: d.Port, Name: d.Name, At: at}
+	if err := a.Sign(d.Cert); err != nil {
+		if d.Log != nil {
+			d.Log.Warn("local discovery cannot sign this computer's announcement; it is not sent", "err", err)
+		}
+		return
+	}
+	pkt := a.Marshal()
 	st := d.State()
 	if host, _, err := net.SplitHostPort(d.ListenAddr); err == nil && proto.IsLoopbackHost(host) {
 		st = nil
@@ -310,19 +412,60 @@ func (d *Discovery) listen() {
 		}
 		a, id, err := ParseAnnouncement(buf[:n])
 		if err != nil {
+			if d.Log != nil {
+				d.Log.Debug("local discovery: an announcement ignored", "from", from, "err", err)
+			}
 			continue
 		}
 		h := Decide(a, id, from.Addr(), d.Self, d.IDs, d.State())
+		if h.Ignore != "" {
+			continue
+		}
+		d.mu.Lock()
+		fresh := Fresh(a.At, d.last[id], d.now())
+		if fresh && (h.Peer != "" || d.last[id] != 0) {
+			d.last[id] = a.At // kept for paired IDs, and for the nearby ones kept (forgotten with them)
+		}
+		d.mu.Unlock()
+		if !fresh {
+			if d.Log != nil {
+				d.Log.Debug("local discovery: an announcement ignored: not newer than the last one from its ID, or far from this computer's clock", "from", from, "id", id.Short())
+			}
+			continue
+		}
 		switch {
 		case h.Peer != "":
 			d.Learn(h.Peer, h.Road, h.Address)
 		case h.Nearby:
-			d.mu.Lock()
-			d.nearby[id] = localapi.Nearby{ID: id.String(), Name: a.Name, Road: string(h.Road), Address: h.Address, SeenAt: d.now(),
-				Pair: pairLine(a.Name, id, h.Road, h.Address)}
-			d.mu.Unlock()
+			d.keepNearby(id, a, h)
 		}
 	}
+}
+
+// keepNearby keeps an unpaired ID heard, at most MaxNearby of them (the
+// oldest forgotten first), with its name only when no paired peer has it
+// (a stranger never takes a paired peer's name, D4).
+func (d *Discovery) keepNearby(id identity.ID, a Announcement, h Heard) {
+	name := a.Name
+	if _, paired := d.IDs[name]; paired {
+		name = ""
+	}
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.nearby[id]; !ok && len(d.nearby) >= MaxNearby {
+		var oldest identity.ID
+		for k, n := range d.nearby {
+			if oldest.IsZero() || n.SeenAt.Before(d.nearby[oldest].SeenAt) {
+				oldest = k
+			}
+		}
+		delete(d.nearby, oldest)
+		delete(d.last, oldest)
+	}
+	d.nearby[id] = localapi.Nearby{ID: id.String(), Name: name, Road: string(h.Road), Address: h.Address, SeenAt: now,
+		Pair: pairLine(id, h.Road, h.Address)}
+	d.last[id] = a.At
 }
 
 func (d *Discovery) now() time.Time {
@@ -332,11 +475,11 @@ func (d *Discovery) now() time.Time {
 	return time.Now()
 }
 
-// pairLine is the command that pairs an ID heard nearby.
-func pairLine(name string, id identity.ID, road roads.Road, addr string) string {
-	if name == "" {
-		name = "NAME"
-	}
+// pairLine is the command that pairs an ID heard nearby, under a name the
+// person chooses (NAME): never built from what a stranger calls itself
+// (D4).
+func pairLine(id identity.ID, road roads.Road, addr string) string {
+	const name = "NAME"
 	r := ""
 	if road == roads.Thunderbolt {
 		r = "thunderbolt@"
@@ -356,6 +499,7 @@ func (d *Discovery) Nearby() []localapi.Nearby {
 	for id, n := range d.nearby {
 		if d.now().Sub(n.SeenAt) > NearbyFor {
 			delete(d.nearby, id)
+			delete(d.last, id)
 			continue
 		}
 		out = append(out, n)

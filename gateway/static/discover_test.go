@@ -2,10 +2,13 @@ package static_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/pintls"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/static"
 	"github.com/delta-roads/delta/kit"
@@ -28,21 +32,89 @@ func someID(b byte) identity.ID {
 	return id
 }
 
+// certFor makes a computer's certificate (as pintls makes one per state
+// folder) and returns it with its ID.
+func certFor(t *testing.T, name string) (*tls.Certificate, identity.ID) {
+	t.Helper()
+	cert, _, err := pintls.LoadOrCreate(t.TempDir(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cert, identity.FromCert(cert.Certificate[0])
+}
+
+// signed is a's packet signed with cert, at at (Unix ms).
+func signed(t *testing.T, cert *tls.Certificate, id identity.ID, port int, name string, at int64) []byte {
+	t.Helper()
+	a := static.Announcement{ID: id.String(), Port: port, Name: name, At: at}
+	if err := a.Sign(cert); err != nil {
+		t.Fatal(err)
+	}
+	return a.Marshal()
+}
+
+// TestAnnouncementWire: an announcement proves who made it: its
+// certificate is its ID's and its signature covers its ID, port, name and
+// time; anything else is refused, naming why. A name that is not a peer
+// name is dropped (issue 63, D2, D4).
 func TestAnnouncementWire(t *testing.T) {
-	id := someID(1)
-	a := static.Announcement{ID: id.String(), Port: 7421, Name: "studio"}
-	got, gid, err := static.ParseAnnouncement(a.Marshal())
-	if err != nil || got != a || gid != id {
+	cert, id := certFor(t, "studio")
+	other, _ := certFor(t, "stranger")
+	now := time.Now().UnixMilli()
+	got, gid, err := static.ParseAnnouncement(signed(t, cert, id, 7421, "studio", now))
+	if err != nil || gid != id || got.Port != 7421 || got.Name != "studio" || got.At != now {
 		t.Fatalf("round trip: %+v %v %v", got, gid, err)
+	}
+	if a, _, err := static.ParseAnnouncement(signed(t, cert, id, 7421, "studio; curl x | sh", now)); err != nil || a.Name != "" {
+		t.Errorf("a name that is no peer name: %q %v, want it dropped", a.Name, err)
+	}
+	tampered := func(f func(*static.Announcement)) string {
+		a := static.Announcement{ID: id.String(), Port: 7421, Name: "studio", At: now}
+		if err := a.Sign(cert); err != nil {
+			t.Fatal(err)
+		}
+		f(&a)
+		return string(a.Marshal())
 	}
 	for _, bad := range []struct{ pkt, says string }{
 		{"hello", "not a Delta announcement"},
-		{"DELTA-ANNOUNCE/1 {", "not JSON"},
-		{`DELTA-ANNOUNCE/1 {"id": "nope", "port": 1}`, "not a Delta ID"},
-		{`DELTA-ANNOUNCE/1 {"id": "` + id.String() + `", "port": 70000}`, "port 70000"},
+		{"DELTA-ANNOUNCE/2 {", "not JSON"},
+		{`DELTA-ANNOUNCE/2 {"id": "nope", "port": 1}`, "not a Delta ID"},
+		{`DELTA-ANNOUNCE/2 {"id": "` + id.String() + `", "port": 70000}`, "port 70000"},
+		{`DELTA-ANNOUNCE/1 {"id": "` + id.String() + `", "port": 7421, "name": "studio"}`, "not a Delta announcement"},
+		{`DELTA-ANNOUNCE/2 {"id": "` + id.String() + `", "port": 7421}`, "certificate is not that ID's"},
+		{tampered(func(a *static.Announcement) { a.Cert = other.Certificate[0] }), "certificate is not that ID's"},
+		{tampered(func(a *static.Announcement) { a.Port = 7999 }), "signature does not verify"},
+		{tampered(func(a *static.Announcement) { a.At++ }), "signature does not verify"},
+		{tampered(func(a *static.Announcement) { a.Name = "kitchen" }), "signature does not verify"},
+		{tampered(func(a *static.Announcement) { a.Sig[len(a.Sig)-1] ^= 1 }), "signature does not verify"},
 	} {
 		if _, _, err := static.ParseAnnouncement([]byte(bad.pkt)); err == nil || !strings.Contains(err.Error(), bad.says) {
-			t.Errorf("%q: %v, want %q", bad.pkt, err, bad.says)
+			t.Errorf("%.60q…: %v, want %q", bad.pkt, err, bad.says)
+		}
+	}
+}
+
+// TestFresh: an announcement is believed only when newer than the last
+// one from its ID and within FreshFor of this computer's clock: a
+// recorded one cannot be told again.
+func TestFresh(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	ms := now.UnixMilli()
+	for _, tc := range []struct {
+		at, last int64
+		want     bool
+	}{
+		{ms, 0, true},
+		{ms, ms - 1, true},
+		{ms, ms, false}, // the same one again
+		{ms - 1000, ms, false},
+		{ms - static.FreshFor.Milliseconds() - 1, 0, false},
+		{ms + static.FreshFor.Milliseconds() + 1, 0, false},
+		{ms - static.FreshFor.Milliseconds() + 1000, 0, true},
+	} {
+		if got := static.Fresh(tc.at, tc.last, now); got != tc.want {
+			t.Errorf("Fresh(now%+d ms, last now%+d ms) = %v", tc.at-ms, tc.last-ms, got)
 		}
 	}
 }
@@ -96,11 +168,16 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDiscoveryOnLoopback: a Discovery announces to its targets, learns a
-// paired peer's road from its announcement, and keeps an unpaired one as
-// nearby, with the line that would pair it.
+// TestDiscoveryOnLoopback: a Discovery announces itself, signed, to its
+// targets; learns a paired peer's road from its announcement, once (the
+// same packet told again is not believed, nor one signed by another key);
+// and keeps an unpaired one as nearby, without a paired peer's name, with
+// a line that would pair it under a name the person chooses, and at most
+// MaxNearby of them.
 func TestDiscoveryOnLoopback(t *testing.T) {
-	self, studio, stranger := someID(1), someID(2), someID(3)
+	selfCert, self := certFor(t, "laptop")
+	studioCert, studio := certFor(t, "studio")
+	strangerCert, stranger := certFor(t, "stranger")
 	heard, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +185,7 @@ func TestDiscoveryOnLoopback(t *testing.T) {
 	defer heard.Close()
 	var mu sync.Mutex
 	var learned []string
-	d := &static.Discovery{Self: self, Name: "laptop", Port: 7421, IDs: map[string]identity.ID{"studio": studio},
+	d := &static.Discovery{Self: self, Cert: selfCert, Name: "laptop", Port: 7421, IDs: map[string]identity.ID{"studio": studio},
 		Learn: func(peer string, road roads.Road, addr string) {
 			mu.Lock()
 			learned = append(learned, peer+" "+string(road)+" "+addr)
@@ -124,7 +201,7 @@ func TestDiscoveryOnLoopback(t *testing.T) {
 	go func() { defer close(done); d.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
-	// It announced itself at start.
+	// It announced itself at start, signed.
 	buf := make([]byte, 2048)
 	heard.SetReadDeadline(time.Now().Add(10 * time.Second))
 	n, _, err := heard.ReadFrom(buf)
@@ -134,28 +211,61 @@ func TestDiscoveryOnLoopback(t *testing.T) {
 	if a, id, err := static.ParseAnnouncement(buf[:n]); err != nil || id != self || a.Port != 7421 || a.Name != "laptop" {
 		t.Fatalf("its announcement: %+v %v", a, err)
 	}
-	// studio's and a stranger's announcements, from loopback.
-	send := func(id identity.ID, port int, name string) {
+	send := func(pkt []byte) {
 		c, err := net.Dial("udp4", d.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		c.Write(static.Announcement{ID: id.String(), Port: port, Name: name}.Marshal())
+		c.Write(pkt)
 	}
-	send(studio, 7521, "studio")
-	send(stranger, 7621, "kitchen")
+	now := time.Now().UnixMilli()
+	studioPkt := signed(t, studioCert, studio, 7521, "studio", now)
+	send(studioPkt)
+	send(studioPkt) // told again: not believed
+	// studio's ID, signed by the stranger's key: refused.
+	forged := static.Announcement{ID: studio.String(), Port: 7999, At: now + 1}
+	forged.Sign(strangerCert)
+	send(forged.Marshal())
+	// A stranger that calls itself studio.
+	send(signed(t, strangerCert, stranger, 7621, "studio", now))
 	gatewaytest.WaitFor(t, 10*time.Second, "studio's road learned and the stranger nearby", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(learned) == 1 && len(d.Nearby()) == 1
+		return len(learned) >= 1 && len(d.Nearby()) == 1
 	})
-	if learned[0] != "studio lan 127.0.0.1:7521" {
-		t.Fatalf("learned %q", learned[0])
+	send(signed(t, studioCert, studio, 7522, "studio", now+2)) // newer: believed
+	gatewaytest.WaitFor(t, 10*time.Second, "studio's newer announcement", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(learned) == 2
+	})
+	mu.Lock()
+	if learned[0] != "studio lan 127.0.0.1:7521" || learned[1] != "studio lan 127.0.0.1:7522" {
+		t.Errorf("learned %q; want 7521 once (its copy and the forged one not believed), then 7522", learned)
 	}
+	mu.Unlock()
 	nb := d.Nearby()[0]
-	if nb.ID != stranger.String() || nb.Name != "kitchen" || nb.Pair != "delta pair kitchen="+stranger.String()+"@127.0.0.1:7621" {
-		t.Fatalf("nearby: %+v", nb)
+	if nb.ID != stranger.String() || nb.Name != "" || nb.Pair != "delta pair NAME="+stranger.String()+"@127.0.0.1:7621" {
+		t.Fatalf("nearby: %+v; want no name (a paired peer's), and a line with NAME", nb)
+	}
+
+	// A flood of strangers: at most MaxNearby are kept (D3).
+	for i := range static.MaxNearby + 20 {
+		c, id := certFor(t, fmt.Sprint("flood", i))
+		send(signed(t, c, id, 7000+i, fmt.Sprint("flood", i), time.Now().UnixMilli()))
+	}
+	last := "flood" + fmt.Sprint(static.MaxNearby+19)
+	gatewaytest.WaitFor(t, 30*time.Second, "the last stranger of the flood nearby", func() bool {
+		for _, n := range d.Nearby() {
+			if n.Name == last {
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(d.Nearby()); n > static.MaxNearby {
+		t.Errorf("%d strangers kept, want at most %d", n, static.MaxNearby)
 	}
 }
 
@@ -182,7 +292,12 @@ func TestFoundAfterItMoved(t *testing.T) {
 	}
 	defer conn.Close()
 	began := time.Now()
-	conn.Write([]byte(`DELTA-ANNOUNCE/1 {"id": "` + studioID.String() + `", "port": ` + port + `, "name": "studio"}`))
+	studioCert, _, err := pintls.LoadOrCreate(studio.Dir, "studio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	conn.Write(signed(t, &studioCert, studioID, p, "studio", time.Now().UnixMilli()))
 	var took time.Duration
 	gatewaytest.WaitFor(t, 10*time.Second, "a call reaches studio at its new address", func() bool {
 		a, err := c.Call(ctx, "studio", "owner", "POST", "/answer/after", []byte("found"), nil)
@@ -198,11 +313,11 @@ func TestFoundAfterItMoved(t *testing.T) {
 	}
 	// A Delta that is not paired, heard: shown in laptop's status with the
 	// line that would pair it, and given no road.
-	stranger := someID(9)
-	conn.Write([]byte(`DELTA-ANNOUNCE/1 {"id": "` + stranger.String() + `", "port": 7999, "name": "kitchen"}`))
+	strangerCert, stranger := certFor(t, "kitchen")
+	conn.Write(signed(t, strangerCert, stranger, 7999, "kitchen", time.Now().UnixMilli()))
 	gatewaytest.WaitFor(t, 10*time.Second, "laptop's status shows the stranger nearby", func() bool {
 		st, err := c.Status(ctx)
-		return err == nil && len(st.Nearby) == 1 && st.Nearby[0].Pair == "delta pair kitchen="+stranger.String()+"@127.0.0.1:7999"
+		return err == nil && len(st.Nearby) == 1 && st.Nearby[0].Name == "kitchen" && st.Nearby[0].Pair == "delta pair NAME="+stranger.String()+"@127.0.0.1:7999"
 	})
 	if st, _ := c.Status(ctx); len(st.Peers) != 1 {
 		t.Fatalf("a stranger's announcement made a peer: %+v", st.Peers)
@@ -226,5 +341,51 @@ func TestAnnounceBlocked(t *testing.T) {
 		if got := static.AnnounceBlocked(tc.goos, tc.err); got != tc.want {
 			t.Errorf("AnnounceBlocked(%s, %v) = %t", tc.goos, tc.err, got)
 		}
+	}
+}
+
+// TestMoveTriedFirst (issue 63, D2): an announcement that studio really
+// made, told from an address where studio is not (a recording replayed
+// from another host, or an address studio has left), does not move
+// laptop's road: the pinned handshake there fails, the road stays where
+// it was, and calls go on being answered.
+func TestMoveTriedFirst(t *testing.T) {
+	laptop, studio := gatewaytest.SealedPairFinding(t, "laptop", "studio", func(a string) string { return a }, "127.0.0.1:0")
+	c, app := withOwner(t, laptop, studio)
+	ctx := context.Background()
+	call := func(id string) error {
+		a, err := c.Call(ctx, "studio", "owner", "POST", "/answer/"+id, []byte("x"), nil)
+		if err == nil && a.Status != 201 {
+			err = fmt.Errorf("status %d", a.Status)
+		}
+		return err
+	}
+	if err := call("before"); err != nil {
+		t.Fatal(err)
+	}
+	disc := laptop.Router.(*static.Router).Discovery()
+	gatewaytest.WaitFor(t, 10*time.Second, "laptop's discovery listens", func() bool { return disc.Addr() != nil })
+	studioCert, _, err := pintls.LoadOrCreate(studio.Dir, "studio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, deadPort, _ := net.SplitHostPort(gatewaytest.DeadAddr(t))
+	p, _ := strconv.Atoi(deadPort)
+	conn, err := net.Dial("udp4", disc.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.Write(signed(t, &studioCert, idOf(t, studio.Dir), p, "studio", time.Now().UnixMilli()))
+	gatewaytest.WaitFor(t, 10*time.Second, "laptop to try the address and keep the road", func() bool {
+		return laptop.Log.Contains("did not prove itself")
+	})
+	for i := range 5 {
+		if err := call(fmt.Sprint("after-", i)); err != nil {
+			t.Fatalf("call %d after the announcement: %v; the road moved to where studio is not", i, err)
+		}
+	}
+	if app.Effects("/answer/after-4") != 1 || laptop.Log.Contains("a peer's road moved") {
+		t.Errorf("the road moved, or a call was lost")
 	}
 }

@@ -2,6 +2,7 @@ package static
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -45,6 +46,12 @@ type Router struct {
 
 	mu     sync.Mutex
 	ifaces netwatch.State
+	// trying are the moves heard (peer road → address) whose pinned
+	// handshake is under way (Learn); learnCtx ends them when Probe
+	// returns, and learning is waited for then.
+	trying   map[string]string
+	learnCtx context.Context
+	learning sync.WaitGroup
 }
 
 // NewRouter checks the configured peers and returns a router for them,
@@ -126,10 +133,61 @@ func (s *Router) state() netwatch.State {
 	return s.ifaces
 }
 
-// Learn moves peer's road to addr (a paired peer's announcement): the
-// book gets its candidates again and the new road is probed at once. The
-// pinned handshake still decides whether anything is sent there.
+// Learn moves peer's road to addr (a paired peer's announcement) once the
+// pinned handshake has succeeded there, in the background (one try at a
+// time for each of a peer's roads): the book then gets its candidates
+// again and the new road is probed at once. Until then, and when it
+// fails, the road stays where it was.
 func (s *Router) Learn(peer string, road roads.Road, addr string) {
+	s.mu.Lock()
+	var p *roads.StaticPeer
+	for i := range s.peers {
+		if s.peers[i].Name == peer {
+			p = &s.peers[i]
+		}
+	}
+	key := peer + " " + string(road)
+	ctx := s.learnCtx
+	if p == nil || p.Roads[road] == addr || s.trying[key] == addr || ctx == nil {
+		s.mu.Unlock()
+		return
+	}
+	if s.trying == nil {
+		s.trying = map[string]string{}
+	}
+	s.trying[key] = addr
+	try := roads.StaticPeer{Name: peer, ID: p.ID, Roads: map[roads.Road]string{road: addr}}
+	st, seal := s.ifaces, s.seal
+	s.learning.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.learning.Done()
+		// Tried before it is believed (issue 63, D2): the address is an
+		// announcement's source, which anyone can send from; only the
+		// pinned handshake proves the peer is there.
+		err := errors.New("no road to try")
+		if cs := Candidates(try, st, seal); len(cs) == 1 {
+			var conn net.Conn
+			if conn, err = cs[0].Dial(ctx); err == nil {
+				conn.Close()
+			}
+		}
+		s.mu.Lock()
+		if s.trying[key] == addr {
+			delete(s.trying, key)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			s.log.Warn("local discovery: an announcement named an address where the peer did not prove itself; its road stays where it was",
+				"peer", peer, "road", road, "address", addr, "err", err)
+			return
+		}
+		s.move(peer, road, addr)
+	}()
+}
+
+// move sets peer's road to addr, proved there (Learn).
+func (s *Router) move(peer string, road roads.Road, addr string) {
 	s.mu.Lock()
 	changed := false
 	for i := range s.peers {
@@ -238,6 +296,10 @@ const FirstProbe = 2 * time.Second
 // and, from FirstProbe on, probes the roads that are due, until ctx ends.
 func (s *Router) Probe(ctx context.Context) {
 	defer s.kept.Close() // after the probes, which routes.Router.Probe waits for
+	s.mu.Lock()
+	s.learnCtx = ctx
+	s.mu.Unlock()
+	defer s.learning.Wait() // the moves being tried end with ctx
 	mon, err := s.watch(netwatch.Options{OnChange: s.onNetChange, Logger: s.log})
 	if err != nil {
 		s.log.Warn("static mode cannot follow the network interfaces; roads are dropped only when they fail", "err", err)

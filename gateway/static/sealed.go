@@ -319,5 +319,5 @@ func discovery(fc *statedir.Config, seal *Seal, name string, peerAddr net.Addr, 
 	if ta, ok := peerAddr.(*net.TCPAddr); ok {
 		port = ta.Port
 	}
-	return &Discovery{Self: seal.ID, Name: name, Port: port, IDs: ids, Learn: router.Learn, State: router.state, ListenAddr: listen}, nil
+	return &Discovery{Self: seal.ID, Cert: &seal.Cert, Name: name, Port: port, IDs: ids, Learn: router.Learn, State: router.state, ListenAddr: listen}, nil
 }
