@@ -606,3 +606,37 @@ func TestClientOriginNeverReachesApp(t *testing.T) {
 	laptop.c.Must(t, "GET", "/v1/peers/studio/web/echo", nil, sent...)
 	check("a read on /v1/peers")
 }
+
+// TestReplayOnlyThroughItsDoor (issue 63, D9): a call's recorded outcome
+// is told again only through the door it came in by. Through a forward
+// without a token, a repeat of a request id and body that a call made
+// with the token used gets a conflict that names nothing of that call
+// (not its answer, method, target or time), and the reverse; a repeat
+// through the same door gets the recorded answer, replayed.
+func TestReplayOnlyThroughItsDoor(t *testing.T) {
+	laptop, _, app := seenPair(t, "web")
+	f := forwardTo(t, laptop, "web", false)
+	r := laptop.c.Must(t, "POST", "/v1/peers/studio/web/secret-report", []byte("x"), "X-Delta-Request-Id", "d9-token")
+	if r.Status != 200 || r.Outcome() != "answered" {
+		t.Fatalf("the call with the token: %d %s", r.Status, r.Body)
+	}
+	n := app.count()
+	resp, body := plain(t, "POST", f.URL+"secret-report", "x", "X-Delta-Request-Id", "d9-token")
+	if resp.StatusCode != 409 || strings.Contains(body, "secret-report") || strings.Contains(body, "POST") || strings.Contains(body, `"Method"`) ||
+		!strings.Contains(body, "another door") || !strings.Contains(body, "nothing was sent") {
+		t.Errorf("the token's request id repeated through a forward: %d %s; want 409 naming nothing of it", resp.StatusCode, body)
+	}
+	// Through the forward, its own: replayed there, refused on the local API.
+	if resp, body := plain(t, "POST", f.URL+"notes", "y", "X-Delta-Request-Id", "d9-forward"); resp.StatusCode != 200 {
+		t.Fatalf("a call through the forward: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := plain(t, "POST", f.URL+"notes", "y", "X-Delta-Request-Id", "d9-forward"); resp.StatusCode != 200 || resp.Header.Get("X-Delta-Replayed") != "true" {
+		t.Errorf("the forward's own call repeated through it: %d, replayed %q", resp.StatusCode, resp.Header.Get("X-Delta-Replayed"))
+	}
+	if r := laptop.c.Must(t, "POST", "/v1/peers/studio/web/notes", []byte("y"), "X-Delta-Request-Id", "d9-forward"); r.Status != 409 || strings.Contains(string(r.Body), "/notes") {
+		t.Errorf("the forward's request id repeated on the local API: %d %s", r.Status, r.Body)
+	}
+	if app.count() != n+1 {
+		t.Errorf("the app got %d calls, want the forward's one alone", app.count()-n)
+	}
+}

@@ -57,6 +57,10 @@ type Target struct {
 	// Delta's page cookie aside. A read that carries one is neither
 	// served from nor stored in the cache, which every app here shares.
 	Cookie string
+	// Door is how the request came in: "" the local API (with its token),
+	// "forward PEER/APP" a forward. A call's outcome is told again only
+	// through the door it came in by (issue 63, D9).
+	Door string
 	// Authorization is the app's own Authorization header, through a
 	// forward that asks for no token (a rest-server's password, a WebDAV
 	// login): it goes to the owner app as it is, carried between the
@@ -194,6 +198,9 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	// it holds must still get its recorded outcome (or 409).
 	existing, err := cr.cfg.DB.Call(r.Context(), rid)
 	switch {
+	case err == nil && existing.Door != t.Door:
+		cr.refuseCall(w, proto.Conflict, otherDoor(rid), rid, t.Peer)
+		return
 	case err == nil:
 		cr.repeat(w, r, t, existing)
 		return
@@ -218,7 +225,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), rid, t.Peer)
 		return
 	}
-	c := &record.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp,
+	c := &record.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp, Door: t.Door,
 		Method: r.Method, Path: t.PathQuery, Digest: body.Digest()}
 	// What a person may have to check later: the headers as sent (the
 	// ticket aside) and the body (its size once it has passed, when it
@@ -600,6 +607,10 @@ func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *record
 // by another request: the same request (same digest) gets that call's
 // outcome, another one 409.
 func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *record.Call, timeout time.Duration) {
+	if existing.Door != c.Door {
+		cr.refuseCall(w, proto.Conflict, otherDoor(c.RequestID), c.RequestID, c.Peer)
+		return
+	}
 	if existing.Digest != c.Digest || c.Digest == "" {
 		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
 		return
@@ -742,6 +753,14 @@ func (cr *Caller) invalidate(c *record.Call, ans *record.Answer) {
 		}
 		cr.cfg.Cache.Invalidate(readcache.Key(c.Peer, c.App, pq))
 	}
+}
+
+// otherDoor is the conflict of a request id in use by a call that came in
+// by another door: nothing of that call is told (issue 63, D9: through a
+// forward without a token, anyone could have had the answer of a call made
+// with it, or its method, target and time).
+func otherDoor(rid string) string {
+	return proto.NotSent(fmt.Sprintf("request id %s is in use on this computer by a call that came in by another door (the local API with its token, or another forward); nothing of it is told here: choose another request id", rid), "")
 }
 
 // refuseCall counts and writes an outcome that is not recorded in the

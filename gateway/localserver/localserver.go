@@ -213,7 +213,7 @@ func (g *Handler) ServeForward(w http.ResponseWriter, r *http.Request, sp forwar
 		return
 	}
 	t := caller.Target{Peer: sp.Peer, App: sp.App, Host: a.Host, Cookie: a.Cookie, Authorization: a.Authorization,
-		PathQuery: r.URL.EscapedPath(), Wait: sp.Wait()}
+		PathQuery: r.URL.EscapedPath(), Wait: sp.Wait(), Door: "forward " + sp.Peer + "/" + sp.App}
 	if r.URL.RawQuery != "" {
 		t.PathQuery += "?" + r.URL.RawQuery
 	}

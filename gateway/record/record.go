@@ -42,6 +42,10 @@ type Call struct {
 	Peer      string
 	App       string
 	CallerApp string
+	// Door is how the call came in: "" the local API (with the token),
+	// "forward PEER/APP" a forward. Its outcome is told again only
+	// through the same door.
+	Door      string
 	Method    string
 	Path      string
 	Digest    string
