@@ -45,7 +45,10 @@ vet: deps
 vet-darwin: deps
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet $(DARWIN_PKGS)
 
-# unit runs every test. As root, each test binary runs inside a network
+# unit runs every test. The tests that mostly wait (apps that wait for a
+# minute, Syncthing's page idle for 90 s, roads that die under quiet
+# answers) run in parallel with each other, four at a time (-parallel 4),
+# on the packages of tsnet, which are not run under -race. As root, each test binary runs inside a network
 # namespace with loopback only (tools/offline-ns), so that nothing a test
 # starts (delta processes, tsnet nodes, Chromium) can leave the machine, and
 # the run fails if anything tried. Without root (as on the macOS runner)
@@ -61,8 +64,8 @@ unit: deps
 	  x="$(CURDIR)/tools/offline-ns exec $(OFFLINE_NS)"; status=0; set -o pipefail; \
 	  echo "$(GO) test -json -exec '$$x' -race -timeout 15m $(RACE_PKGS) | $(GO) run ./tools/testlog"; \
 	  $(GO) test -json -exec "$$x" -race -timeout 15m $(RACE_PKGS) | $(GO) run ./tools/testlog || status=1; \
-	  echo "$(GO) test -json -exec '$$x' -timeout 15m $(TSNET_PKGS) | $(GO) run ./tools/testlog"; \
-	  $(GO) test -json -exec "$$x" -timeout 15m $(TSNET_PKGS) | $(GO) run ./tools/testlog || status=1; \
+	  echo "$(GO) test -json -exec '$$x' -timeout 20m -parallel 4 $(TSNET_PKGS) | $(GO) run ./tools/testlog"; \
+	  $(GO) test -json -exec "$$x" -timeout 20m -parallel 4 $(TSNET_PKGS) | $(GO) run ./tools/testlog || status=1; \
 	  tools/offline-ns check $(OFFLINE_NS) || status=1; \
 	  exit $$status; \
 	else \
@@ -70,7 +73,7 @@ unit: deps
 	  export TS_NO_LOGS_NO_SUPPORT=true; \
 	  set -o pipefail; status=0; \
 	  $(GO) test -json -race -timeout 15m $(RACE_PKGS) | $(GO) run ./tools/testlog || status=1; \
-	  $(GO) test -json -timeout 15m $(TSNET_PKGS) | $(GO) run ./tools/testlog || status=1; \
+	  $(GO) test -json -timeout 20m -parallel 4 $(TSNET_PKGS) | $(GO) run ./tools/testlog || status=1; \
 	  exit $$status; \
 	fi
 

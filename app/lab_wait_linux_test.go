@@ -29,6 +29,7 @@ import (
 // evidence and shown with it, and once the road is back the call settles
 // with what its app did.
 func TestLabRoadDiesUnderQuietAnswer(t *testing.T) {
+	t.Parallel() // it waits for its roads to die and its calls to settle, beside the other long tests
 	l := newStaticLab(t)
 	root := t.TempDir()
 	laptop := &proc{name: "laptop", dir: filepath.Join(root, "laptop")}

@@ -482,6 +482,7 @@ func (q *quietPair) ends(t *testing.T, cut time.Time, within time.Duration) (rea
 // owner once it runs again, honestly: it cannot know what its app did
 // (needs_person).
 func TestRoadDiesUnderQuietAnswer(t *testing.T) {
+	t.Parallel() // it waits for its roads to die and its calls to settle, beside the other long tests
 	laptop, studio := twoProcs(t)
 	studio.start(t)
 	laptop.start(t)
