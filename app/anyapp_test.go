@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,12 +94,23 @@ func runJob(t *testing.T, env []string, argv ...string) (string, time.Duration) 
 // as a person would, and returns the URL it printed.
 func forwardURL(t *testing.T, laptop *proc, app string) string {
 	t.Helper()
+	u, _ := forwardURLs(t, laptop, app)
+	return u
+}
+
+// forwardURLs opens a forward to studio's app and returns its URL and its
+// URL for a browser (its own name, as delta forward prints it).
+func forwardURLs(t *testing.T, laptop *proc, app string) (u, browser string) {
+	t.Helper()
 	out, errOut, code := delta(t, "--state-dir", laptop.dir, "forward", "studio/"+app)
-	u := strings.TrimSpace(out)
+	u = strings.TrimSpace(out)
 	if code != cli.ExitOK || !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasSuffix(u, "/") {
 		t.Fatalf("delta forward studio/%s: exit %d, %q %s", app, code, out, errOut)
 	}
-	return u
+	if _, rest, ok := strings.Cut(errOut, "in a browser: "); ok {
+		browser, _, _ = strings.Cut(rest, " ")
+	}
+	return u, browser
 }
 
 // ratio logs a job's time direct and through Delta.
@@ -301,8 +313,11 @@ func TestAnyAppInBrowser(t *testing.T) {
 	py := pythonAiohttp(t)
 	ctx := browser(t)
 	laptop, addr := aiohttpPair(t, py, "web")
-	u := forwardURL(t, laptop, "web")
+	u, own := forwardURLs(t, laptop, "web")
 	fport := strings.TrimSuffix(u[strings.LastIndex(u, ":")+1:], "/")
+	if !strings.HasPrefix(own, "http://web.studio.") || !strings.HasSuffix(own, ".localhost:"+fport+"/") {
+		t.Fatalf("the forward's own name: %q", own)
+	}
 
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -311,8 +326,8 @@ func TestAnyAppInBrowser(t *testing.T) {
 	}
 	text, _ := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("body")))
 	loc, _ := chromedp.Run(tctx, chromedp.Location())
-	if want := "http://web.studio.localhost:" + fport + "/"; loc != want || !strings.Contains(text, "host web.studio.localhost:"+fport) {
-		t.Errorf("after the login the browser is at %s, showing %q; want %s, and the app seeing that host", loc, text, want)
+	if host := strings.TrimSuffix(strings.TrimPrefix(own, "http://"), "/"); loc != own || !strings.Contains(text, "host "+host) {
+		t.Errorf("after the login the browser is at %s, showing %q; want %s, and the app seeing that host", loc, text, own)
 	}
 
 	// Another site's page posts a form to the forward (a simple POST,
@@ -347,6 +362,98 @@ func TestAnyAppInBrowser(t *testing.T) {
 	}
 }
 
+// TestForwardCookiesStayItsOwn: browsers keep cookies per host name, not
+// per port, and let a page set one for a parent domain. A forward's own
+// name holds a random label (APP.PEER.LABEL.localhost, issue 63 D6 and
+// D8), so in Chromium the app's login cookie reaches no listener on
+// another port under the name forwards had before, and no cookie the app
+// sets for a parent domain of its name (or for PEER.localhost) reaches
+// the same peer's other forward.
+func TestForwardCookiesStayItsOwn(t *testing.T) {
+	py := pythonAiohttp(t)
+	ctx := browser(t)
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	addr := freeAddr(t)
+	serve(t, addr, py, "testdata/anyapp_server.py", addr[strings.LastIndex(addr, ":")+1:])
+	studio.register(t, "web", "http://"+addr)
+	studio.register(t, "other", "http://"+addr)
+	webURL, web := forwardURLs(t, laptop, "web")
+	_, other := forwardURLs(t, laptop, "other")
+	webHost := strings.TrimSuffix(strings.TrimPrefix(web, "http://"), "/")
+	webName, _, _ := strings.Cut(webHost, ":")
+	if !strings.HasPrefix(webName, "web.studio.") || !strings.HasPrefix(other, "http://other.studio.") {
+		t.Fatalf("the forwards' own names: %q, %q", web, other)
+	}
+
+	// A listener of someone else's on another port: it records the
+	// cookies each request brings.
+	var mu sync.Mutex
+	var spied []string
+	spy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/" { // not the browser's /favicon.ico
+			mu.Lock()
+			spied = append(spied, r.Host+" "+r.Header.Get("Cookie"))
+			mu.Unlock()
+		}
+		io.WriteString(w, "<p>spy</p>")
+	}))
+	defer spy.Close()
+	spyPort := spy.URL[strings.LastIndex(spy.URL, ":")+1:]
+
+	tctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	show := func(u, text string) string {
+		t.Helper()
+		if err := chromedp.Do(tctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.Search(`//*[contains(text(), "`+text+`")]`))); err != nil {
+			t.Fatalf("%s in Chromium: %v", u, err)
+		}
+		body, _ := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("body")))
+		return body
+	}
+	show(webURL, "logged in") // the login cookie, HttpOnly, under the forward's own name
+	// The app sets cookies for every parent domain a page may name: its
+	// own name's parent, studio.localhost (under the name forwards had
+	// before labels, the parent of every forward to studio), localhost.
+	parents := map[string]string{"parent": webName[len("web."):], "peer": "studio.localhost", "all": "localhost"}
+	for name, domain := range parents {
+		show(web+"wide?name="+name+"&domain="+domain, "set "+name)
+	}
+	mine := show(web+"cookies", "cookies:")
+	if !strings.Contains(mine, "sid=s3cret") || !strings.Contains(mine, "parent=1") {
+		t.Errorf("the forward's own cookies did not come back to it: %q", mine)
+	}
+	t.Logf("the app's own name brings %q", mine)
+
+	// The peer's other forward, under its own name.
+	theirs := show(other+"cookies", "cookies:")
+	for _, c := range []string{"sid=", "parent=", "peer="} {
+		if strings.Contains(theirs, c) {
+			t.Errorf("another forward to studio was sent the web app's cookie %s: %q", c, theirs)
+		}
+	}
+	// The listener on another port, named as forwards were named before
+	// labels, and as their peer.
+	for _, h := range []string{"web.studio.localhost", "studio.localhost", webName} {
+		show("http://"+h+":"+spyPort+"/", "spy")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(spied) != 3 {
+		t.Fatalf("the listener saw %d requests, want 3: %q", len(spied), spied)
+	}
+	for _, s := range spied[:2] {
+		if strings.Contains(s, "sid=") || strings.Contains(s, "parent=") || strings.Contains(s, "peer=") {
+			t.Errorf("a listener on another port was sent the forward's cookies: %q", s)
+		}
+	}
+	// Under the forward's own name, with its label, a listener on another
+	// port would get them: browsers do not keep ports apart. The label
+	// is what keeps that name from a page that does not know it.
+	t.Logf("under the forward's own name, another port is sent %q", spied[2])
+}
+
 // TestForwardCommand: delta forward, --list and --remove, and what they
 // say of bad input.
 func TestForwardCommand(t *testing.T) {
@@ -356,7 +463,7 @@ func TestForwardCommand(t *testing.T) {
 	S := []string{"--state-dir", laptop.dir}
 	u := forwardURL(t, laptop, "notes")
 	out, errOut, code := delta(t, append(S, "forward", "--list")...)
-	if code != cli.ExitOK || !strings.Contains(out, "studio/notes\t"+u+"\thttp://notes.studio.localhost:") {
+	if code != cli.ExitOK || !strings.Contains(out, "studio/notes\t"+u+"\thttp://notes.studio.") {
 		t.Errorf("--list: exit %d %q %s", code, out, errOut)
 	}
 	for _, tc := range []struct {

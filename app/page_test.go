@@ -35,7 +35,7 @@ func browser(t *testing.T) context.Context {
 		// Chromium looks names up for its own services even with the
 		// flags above (the offline namespace guard counted 40 look-ups):
 		// it may resolve nothing, and the page is on 127.0.0.1 (a
-		// forward also by its own name, APP.PEER.localhost, which
+		// forward also by its own name, APP.PEER.LABEL.localhost, which
 		// Chromium resolves to loopback by itself).
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost, EXCLUDE *.localhost"),
 		chromedp.Flag("disable-domain-reliability", true),

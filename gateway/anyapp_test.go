@@ -251,14 +251,53 @@ func TestForward(t *testing.T) {
 	if err != nil || !strings.Contains(string(kept), f.Listen) {
 		t.Fatalf("forwards.json: %v %s", err, kept)
 	}
+	// The notes forward as it was kept before forwards' names had labels.
+	var file struct {
+		Forwards []map[string]any `json:"forwards"`
+	}
+	if err := json.Unmarshal(kept, &file); err != nil || len(file.Forwards) != 2 {
+		t.Fatalf("forwards.json: %v %s", err, kept)
+	}
+	for _, sp := range file.Forwards {
+		if sp["app"] == "notes" {
+			delete(sp, "label")
+		}
+	}
+	old, _ := json.Marshal(file)
 	laptop.g.Close()
+	if err := os.WriteFile(filepath.Join(laptop.dir, "forwards.json"), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	laptop.start(t) // its own peer listener stays closed: it only sends here
 	if resp, body = plain(t, "GET", f.URL+"echo", ""); resp.StatusCode != 200 {
 		t.Fatalf("after a restart the forward answered %d %s", resp.StatusCode, body)
 	}
 	r := laptop.c.Must(t, "GET", "/v1/forwards", nil)
-	if !strings.Contains(string(r.Body), f.Listen) {
-		t.Errorf("the list: %s", r.Body)
+	var list struct {
+		Forwards []localapi.Forward `json:"forwards"`
+	}
+	if err := json.Unmarshal(r.Body, &list); err != nil || len(list.Forwards) != 2 {
+		t.Fatalf("the list: %v %s", err, r.Body)
+	}
+	for _, g := range list.Forwards {
+		switch g.App {
+		case "web": // its own name, and so a browser's cookies, kept
+			if g.Listen != f.Listen || g.BrowserURL != f.BrowserURL {
+				t.Errorf("after a restart web is %s %s, was %s %s", g.Listen, g.BrowserURL, f.Listen, f.BrowserURL)
+			}
+		case "notes": // given a label, and kept with it
+			n, _, _ := strings.Cut(strings.TrimPrefix(g.BrowserURL, "http://"), ":")
+			if parts := strings.Split(n, "."); len(parts) != 4 || parts[0] != "notes" || parts[1] != "studio" || g.BrowserURL == fn.BrowserURL {
+				t.Errorf("a forward kept before labels has the name %q (was %q)", g.BrowserURL, fn.BrowserURL)
+			}
+			if now, _ := os.ReadFile(filepath.Join(laptop.dir, "forwards.json")); strings.Count(string(now), `"label"`) != 2 {
+				t.Errorf("its label was not kept: %s", now)
+			}
+		}
+	}
+	// Opened again as it is: the same name.
+	if g := forwardTo(t, laptop, "web", false); g.BrowserURL != f.BrowserURL {
+		t.Errorf("opened again, web is %s, was %s", g.BrowserURL, f.BrowserURL)
 	}
 	if r := laptop.c.Must(t, "DELETE", "/v1/forwards/studio/web", nil); r.Status != 204 {
 		t.Fatalf("remove: %d %s", r.Status, r.Body)
@@ -284,6 +323,10 @@ func TestForwardGuard(t *testing.T) {
 	laptop, _, app := seenPair(t, "web")
 	f := forwardTo(t, laptop, "web", false)
 	port := f.Listen[strings.LastIndex(f.Listen, ":")+1:]
+	own := strings.TrimSuffix(strings.TrimPrefix(f.BrowserURL, "http://"), "/") // web.studio.LABEL.localhost:PORT
+	if !strings.HasPrefix(own, "web.studio.") || !strings.HasSuffix(own, ".localhost:"+port) || own == "web.studio.localhost:"+port {
+		t.Fatalf("the forward's own name: %q", f.BrowserURL)
+	}
 	refused := []struct {
 		name, method string
 		hdr          []string
@@ -291,6 +334,7 @@ func TestForwardGuard(t *testing.T) {
 	}{
 		{"rebinding", "GET", []string{"Host", "evil.example:" + port}, "DNS-rebinding guard"},
 		{"another port", "GET", []string{"Host", "127.0.0.1:1"}, "DNS-rebinding guard"},
+		{"another forward's label", "GET", []string{"Host", "web.studio.aaaaaaaaaaaaa.localhost:" + port}, "DNS-rebinding guard"},
 		{"a simple POST from another site", "POST", []string{"Origin", "http://evil.example", "Content-Type", "application/x-www-form-urlencoded"}, "another site"},
 		{"a POST from another loopback port", "POST", []string{"Origin", "http://127.0.0.1:7420"}, "another site"},
 		{"Origin null", "POST", []string{"Origin", "null"}, "another site"},
@@ -309,15 +353,24 @@ func TestForwardGuard(t *testing.T) {
 	// Its own origin, and its own name, pass.
 	for _, hdr := range [][]string{
 		{"Origin", "http://127.0.0.1:" + port, "Sec-Fetch-Site", "same-origin"},
-		{"Host", "web.studio.localhost:" + port, "Origin", "http://web.studio.localhost:" + port},
+		{"Host", own, "Origin", "http://" + own},
+		{"Host", "web.studio.localhost:" + port}, // its name before labels: as its address
 		{"Host", "localhost:" + port},
 	} {
 		if resp, body := plain(t, "POST", f.URL+"x", "a=1", hdr...); resp.StatusCode != 200 {
 			t.Errorf("%v: %d %s", hdr, resp.StatusCode, body)
 		}
 	}
-	if calls := laptop.c.Must(t, "GET", "/v1/calls", nil); strings.Count(string(calls.Body), `"request_id"`) != 3 {
-		t.Errorf("the journal holds other calls than the three let in: %s", calls.Body)
+	// A browser's navigation to its address, or to the name forwards had
+	// before labels, is sent on to its own name.
+	for _, host := range []string{"127.0.0.1:" + port, "web.studio.localhost:" + port} {
+		resp, body := plain(t, "GET", f.URL+"page?x=1", "", "Host", host, "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Site", "none")
+		if loc := resp.Header.Get("Location"); resp.StatusCode != 307 || loc != f.BrowserURL+"page?x=1" {
+			t.Errorf("a navigation to %s: %d to %q %s", host, resp.StatusCode, loc, body)
+		}
+	}
+	if calls := laptop.c.Must(t, "GET", "/v1/calls", nil); strings.Count(string(calls.Body), `"request_id"`) != 4 {
+		t.Errorf("the journal holds other calls than the four let in: %s", calls.Body)
 	}
 
 	// --token: the forward's own secret (never the local token, issue 63

@@ -52,7 +52,7 @@ func TestBadInput(t *testing.T) {
 		{name: "wrong token", hdr: []string{"Authorization", "Bearer nope"}, status: 401, outcome: "unauthorized", detail: "does not match"},
 		{name: "Basic with a wrong password", hdr: []string{"Authorization", "Basic eDp5"}, status: 401, outcome: "unauthorized", detail: "the Basic password does not match"},
 		{name: "Basic not base64", hdr: []string{"Authorization", "Basic !!"}, status: 401, outcome: "unauthorized", detail: "not base64"},
-		{name: "neither Bearer nor Basic", hdr: []string{"Authorization", "Digest x"}, status: 401, outcome: "unauthorized", detail: "neither \"Bearer <token>\" nor Basic"},
+		{name: "neither Bearer nor Basic", hdr: []string{"Authorization", "Digest x"}, status: 401, outcome: "unauthorized", detail: "neither \"Bearer <secret>\" nor Basic"},
 		{name: "a PROPFIND's body over 1 MiB", method: "PROPFIND", body: bytes.Repeat([]byte("x"), 1<<20+1), status: 413, outcome: "bad_request", detail: "a PROPFIND carries at most 1048576 bytes"},
 		{name: "foreign Host", hdr: []string{"Host", "evil.example:7420"}, status: 400, outcome: "bad_request", detail: "not a loopback name"},
 		{name: "TRACE", method: "TRACE", status: 405, outcome: "bad_request", detail: "TRACE is not carried"},

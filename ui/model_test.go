@@ -295,7 +295,7 @@ func TestMenuLabel(t *testing.T) {
 // each with Copy URL (and Copy browser URL), or why it is not open.
 func TestForwardsInMenu(t *testing.T) {
 	s := view.Snapshot{Peers: []localapi.PeerStatus{studio(localapi.RoadUp, time.Time{})}, Forwards: []localapi.Forward{
-		{Peer: "studio", App: "notes", URL: "http://127.0.0.1:4100/", BrowserURL: "http://notes.studio.localhost:4100/", Open: true},
+		{Peer: "studio", App: "notes", URL: "http://127.0.0.1:4100/", BrowserURL: "http://notes.studio.k3x9q7m2vd8ra.localhost:4100/", Open: true},
 		{Peer: "studio", App: "dav", URL: "http://127.0.0.1:4101/", Error: "listen tcp 127.0.0.1:4101: bind: address already in use"},
 		{Peer: "elsewhere", App: "x", URL: "http://127.0.0.1:4102/", Open: true},
 	}}

@@ -57,6 +57,10 @@ type Spec struct {
 	// Delta is down would have it, issue 63 D5).
 	Token  bool   `json:"token,omitempty"`
 	Secret string `json:"secret,omitempty"`
+	// Label is the random label of the forward's own name,
+	// APP.PEER.LABEL.localhost (Name), kept so that its name, and a
+	// browser's cookies for it, stay the same across starts.
+	Label string `json:"label,omitempty"`
 	// Timeout is the forward's own wait for an answer's head when its
 	// client says no X-Delta-Timeout, in X-Delta-Timeout's form; "" for
 	// none: the owner app's own timeout, else no limit (DESIGN §2c).
@@ -160,6 +164,12 @@ func (s *Set) Start() error {
 			// the local token): one of its own now, which --list shows.
 			specs[i].Secret, renewed = rand.Text(), true
 		}
+		if !labelRe.MatchString(specs[i].Label) {
+			// Kept before forwards' names had labels (or its label was
+			// edited into one that is not a host label): one now. A
+			// browser's navigation to its old name is sent on to the new.
+			specs[i].Label, renewed = newLabel(), true
+		}
 	}
 	for _, sp := range specs {
 		f, err := s.open(sp)
@@ -173,7 +183,7 @@ func (s *Set) Start() error {
 		if err := s.save(); err != nil {
 			failed = append(failed, err.Error())
 		}
-		s.cfg.Log.Warn("forwards that asked for the local token now ask for a secret of their own: delta forward --list shows it, for their apps")
+		s.cfg.Log.Warn("kept forwards given what they lacked: a secret of their own for those that ask for one, and a label in their browser names; delta forward --list shows both")
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("forwards not opened (delta forward PEER/APP opens one again): %s", strings.Join(failed, "; "))
@@ -282,7 +292,7 @@ func (s *Set) open(sp Spec) (*fw, error) {
 	}
 	ta := ln.Addr().(*net.TCPAddr)
 	sp.Listen = ta.String()
-	f := &fw{spec: sp, ln: ln, door: door{ip: ta.IP, port: ta.Port, name: Name(sp.Peer, sp.App)}}
+	f := &fw{spec: sp, ln: ln, door: door{ip: ta.IP, port: ta.Port, name: Name(sp.Peer, sp.App, sp.Label), plain: Name(sp.Peer, sp.App, "")}}
 	f.srv = doors.Server(s.handler(f), s.cfg.ErrLog, s.cfg.Limits)
 	s.wg.Add(1)
 	go func() {
@@ -336,7 +346,11 @@ func (s *Set) Add(peer, app string, req localapi.ForwardRequest) (localapi.Forwa
 		}
 		return info(old), nil
 	}
-	sp := Spec{Peer: peer, App: app, Listen: addr, Token: token, Secret: secret, Timeout: timeout, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
+	label := newLabel()
+	if old != nil && old.spec.Label != "" {
+		label = old.spec.Label // its name, and a browser's cookies for it, stay
+	}
+	sp := Spec{Peer: peer, App: app, Listen: addr, Token: token, Secret: secret, Label: label, Timeout: timeout, CreatedAt: s.cfg.Now().UTC().Truncate(time.Second)}
 	if old != nil && old.ln != nil {
 		// The old one holds its port until the new one is open.
 		if p := portOf(addr); p != 0 && p == portOf(old.spec.Listen) {
@@ -475,7 +489,7 @@ func info(f *fw) localapi.Forward {
 	if f.err != nil {
 		v.Error = f.err.Error()
 	}
-	if n := Name(f.spec.Peer, f.spec.App); n != "" {
+	if n := Name(f.spec.Peer, f.spec.App, f.spec.Label); n != "" {
 		v.BrowserURL = "http://" + net.JoinHostPort(n, strconv.Itoa(portOf(f.spec.Listen))) + "/"
 	}
 	return v

@@ -15,25 +15,32 @@ import (
 )
 
 func TestName(t *testing.T) {
-	for _, tc := range []struct{ peer, app, want string }{
-		{"studio", "notes", "notes.studio.localhost"},
-		{"Studio", "Notes", "notes.studio.localhost"},
-		{"my-mac", "dav2", "dav2.my-mac.localhost"},
-		{"studio", "my_app", ""}, // not a host label
-		{"studio.home", "x", ""}, // a dot would make it another name
-		{"-studio", "notes", ""}, // a label does not start with a hyphen
-		{"studio", "notes-", ""}, // nor end with one
-		{strings.Repeat("a", 63), "x", "x." + strings.Repeat("a", 63) + ".localhost"},
+	for _, tc := range []struct{ peer, app, label, want string }{
+		{"studio", "notes", "k3x9", "notes.studio.k3x9.localhost"},
+		{"studio", "notes", "", "notes.studio.localhost"}, // the name before labels
+		{"Studio", "Notes", "K3X9", "notes.studio.k3x9.localhost"},
+		{"my-mac", "dav2", "q7", "dav2.my-mac.q7.localhost"},
+		{"studio", "my_app", "k3x9", ""}, // not a host label
+		{"studio.home", "x", "k3x9", ""}, // a dot would make it another name
+		{"-studio", "notes", "k3x9", ""}, // a label does not start with a hyphen
+		{"studio", "notes-", "k3x9", ""}, // nor end with one
+		{"studio", "notes", "a.b", ""},
+		{strings.Repeat("a", 63), "x", "k", "x." + strings.Repeat("a", 63) + ".k.localhost"},
 	} {
-		if got := Name(tc.peer, tc.app); got != tc.want {
-			t.Errorf("Name(%q, %q) = %q, want %q", tc.peer, tc.app, got, tc.want)
+		if got := Name(tc.peer, tc.app, tc.label); got != tc.want {
+			t.Errorf("Name(%q, %q, %q) = %q, want %q", tc.peer, tc.app, tc.label, got, tc.want)
 		}
+	}
+	// Each forward's label its own, and a host label.
+	a, b := newLabel(), newLabel()
+	if a == b || !labelRe.MatchString(a) || len(a) < 12 {
+		t.Errorf("labels %q and %q", a, b)
 	}
 }
 
 // TestGuard: the guard's decisions, from the request alone.
 func TestGuard(t *testing.T) {
-	d := door{ip: net.ParseIP("127.0.0.1"), port: 4100, name: "notes.studio.localhost"}
+	d := door{ip: net.ParseIP("127.0.0.1"), port: 4100, name: "notes.studio.k3x9.localhost", plain: "notes.studio.localhost"}
 	for _, tc := range []struct {
 		name   string
 		host   string
@@ -43,15 +50,17 @@ func TestGuard(t *testing.T) {
 	}{
 		{"its address", "127.0.0.1:4100", nil, bareHost, ""},
 		{"localhost", "localhost:4100", nil, bareHost, ""},
-		{"its own name", "notes.studio.localhost:4100", nil, ownName, ""},
-		{"its own name, any case, fully qualified", "Notes.Studio.Localhost.:4100", nil, ownName, ""},
+		{"its own name", "notes.studio.k3x9.localhost:4100", nil, ownName, ""},
+		{"its own name, any case, fully qualified", "Notes.Studio.K3X9.Localhost.:4100", nil, ownName, ""},
+		{"its name before labels: as its address", "notes.studio.localhost:4100", nil, bareHost, ""},
+		{"another label", "notes.studio.zzzz.localhost:4100", nil, foreignHost, "DNS-rebinding"},
 		{"another port", "127.0.0.1:4101", nil, foreignHost, "DNS-rebinding"},
 		{"no port (80)", "127.0.0.1", nil, foreignHost, "DNS-rebinding"},
 		{"another name", "evil.example:4100", nil, foreignHost, "DNS-rebinding"},
 		{"another forward's name", "dav.studio.localhost:4100", nil, foreignHost, "DNS-rebinding"},
 		{"another loopback address", "127.0.0.2:4100", nil, foreignHost, "DNS-rebinding"},
 		{"its own origin", "127.0.0.1:4100", []string{"Origin", "http://127.0.0.1:4100"}, bareHost, ""},
-		{"its own name's origin", "notes.studio.localhost:4100", []string{"Origin", "http://notes.studio.localhost:4100"}, ownName, ""},
+		{"its own name's origin", "notes.studio.k3x9.localhost:4100", []string{"Origin", "http://notes.studio.k3x9.localhost:4100"}, ownName, ""},
 		{"another site's origin", "127.0.0.1:4100", []string{"Origin", "http://evil.example"}, bareHost, "another site"},
 		{"Delta's page's origin", "127.0.0.1:4100", []string{"Origin", "http://127.0.0.1:7420"}, bareHost, "another site"},
 		{"https origin", "127.0.0.1:4100", []string{"Origin", "https://127.0.0.1:4100"}, bareHost, "another site"},

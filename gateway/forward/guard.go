@@ -1,6 +1,8 @@
 package forward
 
 import (
+	"crypto/rand"
+	"encoding/base32"
 	"fmt"
 	"net"
 	"net/http"
@@ -17,26 +19,52 @@ type Refusal struct {
 }
 
 // door is what the guard knows of one forward: its port, the loopback
-// address it listens on, and its own name (APP.PEER.localhost; "" when
-// the names are not host labels).
+// address it listens on, its own name (APP.PEER.LABEL.localhost; "" when
+// the names are not host labels), and the name forwards had before they
+// had labels (APP.PEER.localhost), which is served as its bare address
+// is: a browser's navigation is sent on to its own name, and a browser's
+// cookies for it are not passed on.
 type door struct {
-	ip   net.IP
-	port int
-	name string
+	ip    net.IP
+	port  int
+	name  string
+	plain string
 }
 
 // Name is the forward's own loopback name for app on peer,
-// APP.PEER.localhost in lower case, or "" when either is not a host label
-// (RFC 1123: letters, digits and inner hyphens; Delta's names may also hold
-// dots and underscores). Browsers resolve every *.localhost name to
-// loopback by themselves (RFC 6761 §6.3) and keep cookies per host name,
-// not per port: under its own name a forward's cookies are its own.
-func Name(peer, app string) string {
-	if !labelRe.MatchString(peer) || !labelRe.MatchString(app) {
+// APP.PEER.LABEL.localhost in lower case (APP.PEER.localhost when label is
+// ""), or "" when app or peer is not a host label (RFC 1123: letters,
+// digits and inner hyphens; Delta's names may also hold dots and
+// underscores). Browsers resolve every *.localhost name to loopback by
+// themselves (RFC 6761 §6.3) and keep cookies per host name, not per port:
+// under its own name a forward's cookies are its own, and LABEL, random
+// and kept with the forward, makes the name one that no other listener
+// can be given by a page that does not know it (issue 63, D6: without it,
+// a listener on another port under APP.PEER.localhost was sent the app's
+// login cookie), and that no other forward shares a parent domain of (D8:
+// an app's Domain=PEER.localhost cookie reached the peer's other
+// forwards).
+func Name(peer, app, label string) string {
+	if !labelRe.MatchString(peer) || !labelRe.MatchString(app) || label != "" && !labelRe.MatchString(label) {
 		return ""
 	}
-	return strings.ToLower(app + "." + peer + ".localhost")
+	if label == "" {
+		return strings.ToLower(app + "." + peer + ".localhost")
+	}
+	return strings.ToLower(app + "." + peer + "." + label + ".localhost")
 }
+
+// newLabel is a forward's random name label (nameLabelBytes bytes of
+// randomness, lower-case base32).
+func newLabel() string {
+	b := make([]byte, nameLabelBytes)
+	rand.Read(b)
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+// nameLabelBytes is how random a forward's name label is: 64 bits (13
+// base32 letters), which a page cannot guess by trying names.
+const nameLabelBytes = 8
 
 var labelRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
 
@@ -64,7 +92,7 @@ func (d door) host(hostport string) hostKind {
 	switch {
 	case d.name != "" && h == d.name:
 		return ownName
-	case h == "localhost" && d.ip.IsLoopback():
+	case h == "localhost" && d.ip.IsLoopback(), d.plain != "" && h == d.plain:
 		return bareHost
 	}
 	if ip := net.ParseIP(h); ip != nil && ip.Equal(d.ip) {

@@ -283,8 +283,9 @@ type Forward struct {
 	// is the port it was given, kept for every start).
 	Listen string `json:"listen"`
 	// URL is http://LISTEN/; BrowserURL, when the names allow one,
-	// http://APP.PEER.localhost:PORT/, the forward's own name, whose
-	// cookies a browser keeps apart from every other port's.
+	// http://APP.PEER.LABEL.localhost:PORT/, the forward's own name
+	// (LABEL random, kept with it), whose cookies a browser keeps apart
+	// from every other listener's and every other forward's.
 	URL        string `json:"url"`
 	BrowserURL string `json:"browser_url,omitempty"`
 	// Token reports whether the forward asks for Secret (Basic with any
