@@ -11,6 +11,7 @@ import (
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/proto"
 )
 
 // TestBadInput: every malformed request gets a clear JSON error naming the
@@ -205,3 +206,43 @@ func TestUnknownApp(t *testing.T) {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// TestStreamedCallOverTheLimit: a call whose body has no length (chunked)
+// and grows past this computer's max_call_bytes is cut at the limit. Its
+// first bytes have left by then, but the owner gives its app a streamed
+// body only whole, with the caller's count of it, which a cut body never
+// has: the app is told 413 bad_request, carried_out false, at once, and
+// the journal says not_carried_out; studio's app sees nothing (issue 63,
+// U6: it was told outcome_unknown).
+func TestStreamedCallOverTheLimit(t *testing.T) {
+	checkNoLeaks(t)
+	laptop, studio := pair(t, func(n *node) { n.cfg.MaxCallBytes = 8 << 20 })
+	app := gatewaytest.StartOwnerApp(t)
+	studio.register(t, "notes", app.URL)
+	body := &endless{}
+	body.n.Store(9 << 20)
+	req, _ := http.NewRequest("POST", laptop.c.URL+"/v1/peers/studio/notes/answer/big", io.NopCloser(body))
+	req.ContentLength = -1 // chunked
+	req.Header.Set("Authorization", "Bearer "+laptop.c.Token)
+	req.Header.Set(proto.HeaderRequestID, "big-1")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		t.Fatalf("the app got no answer: %v (%d bytes of its body read)", err, body.read.Load())
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var eb proto.ErrorBody
+	json.Unmarshal(b, &eb)
+	if resp.StatusCode != 413 || resp.Header.Get(proto.HeaderOutcome) != "bad_request" || eb.Guarantee() != proto.NotCarried ||
+		!strings.Contains(eb.Detail, "over the limit of 8388608 bytes") || !strings.HasSuffix(eb.Detail, "nothing was carried out") {
+		t.Fatalf("a streamed call over the limit: %d %s %s", resp.StatusCode, resp.Header.Get(proto.HeaderOutcome), b)
+	}
+	t.Logf("told: %s", eb.Detail)
+	c, err := laptop.g.Journal().Call(context.Background(), "big-1")
+	if err != nil || c.State != "not_carried_out" || c.Detail != eb.Detail {
+		t.Errorf("its record: %v %+v", err, c)
+	}
+	if app.Requests() != 0 {
+		t.Errorf("studio's app got %d requests", app.Requests())
+	}
+}

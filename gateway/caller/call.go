@@ -497,6 +497,17 @@ func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, sta
 	case run.cr.cfg.Ctx.Err() != nil:
 		detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
 		gone = true // not the road's doing either
+	case errors.Is(run.body.srcErr, errTooLarge):
+		// Cut here, at this side's own limit, before the body's end: an
+		// owner gives its app a streamed body only once it has arrived
+		// whole, with this side's count of it (the trailer
+		// X-Delta-Body-Passed, sent only at the body's end), so this
+		// call cannot have been carried out, whatever its owner saw. It
+		// is settled so at once (issue 63, U6), and the app may send it
+		// again, smaller or to a computer that takes more.
+		run.end = &callEnd{state: record.NotCarriedOut, o: proto.BadRequest, status: http.StatusRequestEntityTooLarge, g: proto.NotCarried, road: string(used.Road),
+			detail: proto.NotCarriedOut(fmt.Sprintf("%s there, before its end, and %s gives an app a streamed body only once it has arrived whole", run.body.srcErr, t.Peer))}
+		return peerclient.LeftUnanswered(cand, peerclient.Judge(peerclient.BeforeHead, true, oe), oe)
 	case run.body.srcErr != nil:
 		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", run.body.srcErr, t.Peer, Asking(t.Peer))
 	case gone:
