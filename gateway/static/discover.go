@@ -38,7 +38,8 @@ import (
 // computer's certificate, whose SHA-256 is the ID it claims, and is signed
 // with that certificate's key over its ID, port, name and time; one whose
 // signature does not verify, or that is not newer than the last one heard
-// from that ID (or more than FreshFor from this computer's clock), is
+// from that ID on that road (or more than FreshFor from this computer's
+// clock), is
 // ignored, so that a recorded one cannot be told again. Even then it only
 // says where to try: one from a paired ID moves (or adds) that peer's road
 // on the network it came from only once the pinned handshake has
@@ -235,12 +236,27 @@ type Discovery struct {
 	conn   *net.UDPConn
 	mu     sync.Mutex
 	nearby map[identity.ID]localapi.Nearby
-	last   map[identity.ID]int64 // the newest announcement heard from each ID (Unix ms)
-	sent   int64                 // the time of the last announcement made
+	last   map[heardOn]int64 // the newest announcement heard from each ID on each road (Unix ms)
+	sent   int64             // the time of the last announcement made
 	burst  chan struct{}
 	once   sync.Once
 
 	blockedOnce sync.Once
+}
+
+// heardOn is an ID on a road. An announcement goes to every network at
+// once, the same one on each: freshness is kept per road, or the copy
+// that came by lan would make the one by thunderbolt a replay.
+type heardOn struct {
+	id   identity.ID
+	road roads.Road
+}
+
+// forget drops what was kept of id's announcements. d.mu is held.
+func (d *Discovery) forget(id identity.ID) {
+	for _, r := range roads.LocalRoads {
+		delete(d.last, heardOn{id, r})
+	}
 }
 
 func (d *Discovery) bursts() chan struct{} {
@@ -264,7 +280,7 @@ func (d *Discovery) Start() error {
 	d.mu.Lock()
 	d.conn = pc.(*net.UDPConn)
 	d.nearby = map[identity.ID]localapi.Nearby{}
-	d.last = map[identity.ID]int64{}
+	d.last = map[heardOn]int64{}
 	d.mu.Unlock()
 	return nil
 }
@@ -422,9 +438,10 @@ func (d *Discovery) listen() {
 			continue
 		}
 		d.mu.Lock()
-		fresh := Fresh(a.At, d.last[id], d.now())
-		if fresh && (h.Peer != "" || d.last[id] != 0) {
-			d.last[id] = a.At // kept for paired IDs, and for the nearby ones kept (forgotten with them)
+		on := heardOn{id, h.Road}
+		fresh := Fresh(a.At, d.last[on], d.now())
+		if fresh && (h.Peer != "" || d.last[on] != 0) {
+			d.last[on] = a.At // kept for paired IDs, and for the nearby ones kept (forgotten with them)
 		}
 		d.mu.Unlock()
 		if !fresh {
@@ -461,11 +478,11 @@ func (d *Discovery) keepNearby(id identity.ID, a Announcement, h Heard) {
 			}
 		}
 		delete(d.nearby, oldest)
-		delete(d.last, oldest)
+		d.forget(oldest)
 	}
 	d.nearby[id] = localapi.Nearby{ID: id.String(), Name: name, Road: string(h.Road), Address: h.Address, SeenAt: now,
 		Pair: pairLine(id, h.Road, h.Address)}
-	d.last[id] = a.At
+	d.last[heardOn{id, h.Road}] = a.At
 }
 
 func (d *Discovery) now() time.Time {
@@ -499,7 +516,7 @@ func (d *Discovery) Nearby() []localapi.Nearby {
 	for id, n := range d.nearby {
 		if d.now().Sub(n.SeenAt) > NearbyFor {
 			delete(d.nearby, id)
-			delete(d.last, id)
+			d.forget(id)
 			continue
 		}
 		out = append(out, n)
