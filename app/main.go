@@ -133,7 +133,7 @@ func modeConflict(static bool, given map[string]bool) error {
 	}
 	if static {
 		return fmt.Errorf("%w: %s is for tailnet mode, and this Delta runs in static mode (config.json names peers): "+
-			"its peer API listens in plain TCP on --peer-listen or config.json's peer_listen, and it joins no tailnet", errUsage, strings.Join(parts, ", "))
+			"its peer API listens on --peer-listen or config.json's peer_listen, and it joins no tailnet", errUsage, strings.Join(parts, ", "))
 	}
 	return fmt.Errorf("%w: %s is for static mode, and this Delta runs in tailnet mode (config.json names no peers): "+
 		"its peers reach it over the tailnet and over TLS on --lan-port; delta init --static makes a static config", errUsage, strings.Join(parts, ", "))
@@ -172,9 +172,10 @@ of two modes, chosen by config.json in the state folder:
                  there, and over TLS on their lan and thunderbolt addresses.
   static mode    "mode": "static" with peers by address (delta init
                  --static writes it): nothing of Tailscale's is contacted;
-                 the peer API listens in plain TCP on --peer-listen, and
-                 tickets signed with the shared network key keep out
-                 whoever lacks it.
+                 the peer API listens on --peer-listen, every road TLS 1.3
+                 pinned to the computers' IDs (delta id, delta pair); an
+                 older config with a shared network key and no IDs is
+                 plain TCP.
 
 A config.json with a network key and no peers is refused, never run as
 tailnet mode.
