@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -388,5 +389,33 @@ func TestFlagTypos(t *testing.T) {
 	_, errOut, _ := delta(t, "status", "-h")
 	if strings.Count(errOut, "usage: delta status") != 1 || strings.Contains(errOut, " \n") {
 		t.Errorf("delta status -h:\n%q", errOut)
+	}
+}
+
+// TestNoStateInvented: only init and run make a state folder. Every other
+// command, given one that does not exist (a mistyped --state-dir), says so,
+// exits non-zero and makes nothing: delta id once made the folder and a
+// new identity there, printed its ID and exited 0 (issue 65, item 5).
+func TestNoStateInvented(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "alpah")
+	for _, tc := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"id"}, cli.ExitFailed, "does not exist"},
+		{[]string{"pair", "beta=" + strings.Repeat("A", 7) + "@127.0.0.1:7502"}, cli.ExitFailed, "does not exist"},
+		{[]string{"status"}, cli.ExitDeltaDown, "does not exist"},
+		{[]string{"calls"}, cli.ExitDeltaDown, "does not exist"},
+		{[]string{"apps"}, cli.ExitDeltaDown, "does not exist"},
+		{[]string{"forward", "--list"}, cli.ExitDeltaDown, "does not exist"},
+	} {
+		out, errOut, code := delta(t, append(tc.args, "--state-dir", missing)...)
+		if code != tc.code || !strings.Contains(errOut, tc.says) || !strings.Contains(errOut, missing) {
+			t.Errorf("delta %s on a missing folder: exit %d, %q %q", strings.Join(tc.args, " "), code, out, errOut)
+		}
+		if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("delta %s made the missing state folder", strings.Join(tc.args, " "))
+		}
 	}
 }

@@ -64,21 +64,35 @@ func TestBadStarts(t *testing.T) {
 	}
 }
 
-// TestFirstStartWords: a new folder is named in the log, and an old one is
-// not called new. (A plain-TCP peer listener off loopback, once warned
-// about, is refused now: TestBadStarts.)
+// TestFirstStartWords: a folder nothing prepared (a mistyped one, which
+// would start a new tailnet Delta) is named in the log as new; one that
+// delta init prepared is not (it was warned "no identity yet", issue 65),
+// and neither is an old one. (A plain-TCP peer listener off loopback,
+// once warned about, is refused now: TestBadStarts.)
 func TestFirstStartWords(t *testing.T) {
+	const warned = "a new state folder"
+	dead := "http://" + gatewaytest.DeadAddr(t)
+	p := &proc{name: "laptop", dir: filepath.Join(t.TempDir(), "lapotp"),
+		args: []string{"--control-url", dead, "--hostname", "laptop", "--lan-addrs", "127.0.0.1", "--lan-port", strconv.Itoa(freePortT(t))}}
+	p.start(t)
+	gatewaytest.WaitFor(t, 10*time.Second, "the words", func() bool {
+		return p.log.Contains(warned) && p.log.Contains("state_dir="+p.dir)
+	})
+	p.kill(t)
+	// Started again on the same folder: not new.
+	p.start(t)
+	gatewaytest.WaitFor(t, 10*time.Second, "delta started", func() bool { return p.log.Contains("delta started") })
+	if p.log.Contains(warned) {
+		t.Fatalf("an old folder was called new:\n%s", p.log)
+	}
+
+	// Prepared (config.json and identity, as delta init writes them):
+	// its first start is said as such, not warned about.
 	laptop, _ := twoProcs(t)
 	laptop.start(t)
-	gatewaytest.WaitFor(t, 10*time.Second, "the words", func() bool {
-		return laptop.log.Contains("a new state folder") && laptop.log.Contains("state_dir="+laptop.dir)
-	})
-	laptop.kill(t)
-	// Started again on the same folder: not new.
-	laptop.start(t)
 	gatewaytest.WaitFor(t, 10*time.Second, "delta started", func() bool { return laptop.log.Contains("delta started") })
-	if laptop.log.Contains("a new state folder") {
-		t.Fatalf("an old folder was called new:\n%s", laptop.log)
+	if laptop.log.Contains(warned) || !laptop.log.Contains("the first start with this state folder") {
+		t.Fatalf("a folder delta init prepared, at its first start:\n%s", laptop.log)
 	}
 }
 

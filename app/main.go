@@ -242,8 +242,7 @@ func run(args []string, stderr io.Writer) error {
 	if err := canRun(journal.Usable); err != nil {
 		return err
 	}
-	_, statErr := os.Stat(filepath.Join(s.stateDir, statedir.JournalFile))
-	fresh := errors.Is(statErr, os.ErrNotExist)
+	fresh, prepared := firstStart(s.stateDir)
 	if err := os.MkdirAll(s.stateDir, 0o700); err != nil {
 		return fmt.Errorf("make state folder: %w", err)
 	}
@@ -296,7 +295,10 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if fresh {
+	switch {
+	case fresh && prepared:
+		log.Info("the first start with this state folder, which delta init or pair prepared: its journal is made now", "state_dir", s.stateDir)
+	case fresh:
 		log.Warn("a new state folder: this Delta has no journal or identity yet and makes them now; if you meant another folder, stop and pass --state-dir",
 			"state_dir", s.stateDir)
 	}
@@ -555,4 +557,20 @@ func parseRoads(v string) (map[string]roads.Road, error) {
 		m[name] = r
 	}
 	return m, nil
+}
+
+// firstStart says whether dir holds no journal yet (Delta's first start
+// with it), and whether something prepared it all the same (delta init
+// wrote its config.json, or its identity is made): only an unprepared one
+// is worth a warning that a mistyped folder may be meant.
+func firstStart(dir string) (fresh, prepared bool) {
+	if _, err := os.Stat(filepath.Join(dir, statedir.JournalFile)); !errors.Is(err, os.ErrNotExist) {
+		return false, true
+	}
+	for _, f := range append([]string{statedir.ConfigFile}, statedir.IdentityFiles...) {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true, true
+		}
+	}
+	return true, false
 }

@@ -33,8 +33,8 @@ var idCommand = &cli.Command{Name: "id", Summary: "this computer's ID, which the
 				name = "delta"
 			}
 		}
-		if err := os.MkdirAll(e.StateDir, 0o700); err != nil {
-			return cli.Exitf(cli.ExitFailed, "id: the state folder: %v", err)
+		if err := cli.StateFolderExists(e.StateDir); err != nil {
+			return cli.Exitf(cli.ExitFailed, "id: %v", err)
 		}
 		id, err := ownID(e.StateDir, name)
 		if err != nil {
@@ -57,6 +57,9 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		replace := *o.(*bool)
 		if len(args) == 0 {
 			return cli.Exitf(cli.ExitUsage, "pair: name a peer, NAME=ID or NAME=ID@HOST:PORT (its ID as delta id prints it there)")
+		}
+		if err := cli.StateFolderExists(e.StateDir); err != nil {
+			return cli.Exitf(cli.ExitFailed, "pair: %v", err)
 		}
 		path := filepath.Join(e.StateDir, statedir.ConfigFile)
 		fc, err := statedir.ReadConfig(e.StateDir)

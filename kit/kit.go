@@ -140,6 +140,9 @@ func (c *Client) endpoint(reload bool) (string, string, error) {
 	}
 	lf, err := localapi.ReadLocal(c.StateDir)
 	if errors.Is(err, os.ErrNotExist) {
+		if _, serr := os.Stat(c.StateDir); errors.Is(serr, os.ErrNotExist) {
+			return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: errors.New("the folder does not exist: no Delta has run with it (a mistyped state folder?)")}
+		}
 		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json: Delta is not running for this folder")}
 	}
 	if err != nil {

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,27 +16,44 @@ const CrashFile = "crash.log"
 // LogFolder makes and returns the folder for Delta's logs (DESIGN §7:
 // macOS ~/Library/Logs/Delta; elsewhere the state folder).
 func LogFolder(stateDir string) (string, error) {
-	dir := stateDir
-	if runtime.GOOS == "darwin" {
-		if home, err := os.UserHomeDir(); err == nil {
-			dir = filepath.Join(home, "Library", "Logs", "Delta")
-		}
-	}
+	dir := logFolder(stateDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("make log folder: %w", err)
 	}
 	return dir, nil
 }
 
+// logFolder is LogFolder's path, not made.
+func logFolder(stateDir string) string {
+	if runtime.GOOS == "darwin" {
+		if home, err := os.UserHomeDir(); err == nil {
+			return filepath.Join(home, "Library", "Logs", "Delta")
+		}
+	}
+	return stateDir
+}
+
+// StateFolderExists says, for a command that must not make one, that
+// stateDir is not a folder: a mistyped --state-dir would otherwise become
+// a new Delta's (issue 65, item 5). Only init and run make a state folder.
+func StateFolderExists(stateDir string) error {
+	fi, err := os.Stat(stateDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("the state folder %s does not exist: no Delta has run with it, and nothing was made (delta init makes one, delta runs one; if you meant another folder, pass it with --state-dir)", stateDir)
+	case err != nil:
+		return fmt.Errorf("the state folder %s: %w", stateDir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("the state folder %s is not a folder", stateDir)
+	}
+	return nil
+}
+
 // LastCrash says when Delta last crashed with stateDir, from crash.log in
 // its log folder: its time and path, or a zero time when it never did
 // (the file is empty or absent).
 func LastCrash(stateDir string) (time.Time, string) {
-	dir, err := LogFolder(stateDir)
-	if err != nil {
-		return time.Time{}, ""
-	}
-	path := filepath.Join(dir, CrashFile)
+	path := filepath.Join(logFolder(stateDir), CrashFile) // only looked at: nothing is made
 	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
 		return fi.ModTime(), path
 	}
