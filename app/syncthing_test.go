@@ -60,7 +60,11 @@ func TestSyncthingIdleInBrowser(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serveEnv(t, gui, []string{"STNOUPGRADE=1"}, "syncthing", "serve", "--no-browser", "--no-restart", "--home="+home)
+	// One process: even with --no-restart, syncthing serve starts a
+	// monitor that runs Syncthing itself as a child in a process group of
+	// its own, which outlived the monitor's SIGKILL and every test run.
+	// STMONITORED is how the monitor tells that child it is the one.
+	serveEnv(t, gui, []string{"STNOUPGRADE=1", "STMONITORED=1"}, "syncthing", "serve", "--no-browser", "--no-restart", "--home="+home)
 	studio.register(t, "syncthing", "http://"+gui)
 	u := forwardURL(t, laptop, "syncthing")
 
