@@ -1,6 +1,9 @@
 // Package static is static mode as a plug: peers named in the state
 // folder's config.json. Attach wires it into a gateway.Config the way the
-// tailnet node's Attach does; nothing is joined and nothing is discovered.
+// tailnet node's Attach does; no tailnet is joined. Paired peers whose
+// addresses change are found again by local discovery (discover.go:
+// signed announcements, believed only once the pinned handshake succeeds
+// at the new address).
 //
 // Peers named with their IDs (package identity) are reached over TLS 1.3
 // pinned to each ID both ways, and each computer signs its tickets with its
