@@ -238,10 +238,13 @@ func (c *Client) Dial(ctx context.Context, cand roads.Candidate) (*RoadConn, err
 		return nil, err
 	}
 	rc.client = c
-	rc.SetBusy(true) // dialled for an exchange; a pool marks it idle when it has it back
 	c.liveMu.Lock()
 	c.live[rc] = struct{}{}
 	c.liveMu.Unlock()
+	// Dialled for an exchange; a pool marks it idle when it has it back.
+	// Busy only once it is in live: the quiet watch this wakes must find
+	// it there, or it would sleep again with a busy connection unwatched.
+	rc.SetBusy(true)
 	rc.OnClose = func() {
 		c.liveMu.Lock()
 		delete(c.live, rc)
