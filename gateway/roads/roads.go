@@ -163,6 +163,16 @@ type DropError struct {
 func (e *DropError) Error() string { return e.Evidence.Words() + ": " + e.Err.Error() }
 func (e *DropError) Unwrap() error { return e.Err }
 
+// AsDrop is err as the reason a road was dropped: err itself when it
+// carries a *DropError already, else err with the evidence it carries
+// (EvidenceOf), so that what is logged and shown names its evidence.
+func AsDrop(err error) error {
+	if d := (*DropError)(nil); errors.As(err, &d) {
+		return err
+	}
+	return &DropError{Evidence: EvidenceOf(err), Err: err}
+}
+
 // EvidenceOf is the evidence err carries (a *DropError, an interface
 // lost), or EvidenceConnect: a road's failure told without its evidence
 // is a failed connect (Router.Report's).

@@ -2,7 +2,6 @@ package routes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -88,10 +87,7 @@ func (r *Router) Invalidate(peer string, road roads.Road, reason error) {
 
 // lost tells the gateway that peer's road was dropped on evidence why.
 func (r *Router) lost(peer string, road roads.Road, why error) {
-	if d := (*roads.DropError)(nil); !errors.As(why, &d) {
-		why = &roads.DropError{Evidence: roads.EvidenceOf(why), Err: why}
-	}
-	r.Tell(roads.Event{Kind: roads.RoadLost, Peer: peer, Road: road, Why: why})
+	r.Tell(roads.Event{Kind: roads.RoadLost, Peer: peer, Road: road, Why: roads.AsDrop(why)})
 }
 
 // suspectAge is the youngest check a suspicion probes again: an exchange

@@ -441,10 +441,7 @@ func (b *Book) Report(c roads.Candidate, rtt time.Duration, err error) (dropped 
 		}
 		return false
 	}
-	why := err
-	if d := (*roads.DropError)(nil); !errors.As(err, &d) {
-		why = &roads.DropError{Evidence: roads.EvidenceOf(err), Err: err}
-	}
+	why := roads.AsDrop(err)
 	dropped = e.drop(now, why)
 	if h1.IsTimeout(err) {
 		e.heldUntil, e.heldCause, e.heldAt = now.Add(c.Road.HoldDown()), fmt.Sprintf("connect to %s timed out after %.1f s", c, c.Road.ConnectTimeout().Seconds()), now
@@ -503,9 +500,7 @@ func Cause(err error) string {
 // whether the road was dropped now (it was not down already).
 func (b *Book) Invalidate(peer string, road roads.Road, reason error) (dropped bool) {
 	cause, ev := Cause(reason), roads.EvidenceOf(reason)
-	if d := (*roads.DropError)(nil); !errors.As(reason, &d) {
-		reason = &roads.DropError{Evidence: ev, Err: reason}
-	}
+	reason = roads.AsDrop(reason)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer b.notify()
