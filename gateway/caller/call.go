@@ -487,12 +487,13 @@ func (run *callRun) notSent(cand roads.Candidate, err error, oe *h1.Error) peerc
 }
 
 // leftUnanswered ends an attempt whose call left (some of it) on used and
-// got no complete answer: its outcome is unknown, and it is never sent
-// again.
+// got no complete answer: its outcome is unknown (or, cut at this side's
+// own size limit, not carried out), and it is never sent again.
 func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, started time.Time) peerclient.Result {
 	t := run.t
 	detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
 	gone := run.gone() || run.body.srcErr != nil
+	end := &callEnd{state: record.Unknown, o: proto.Unknown, road: string(used.Road)}
 	switch {
 	case run.cr.cfg.Ctx.Err() != nil:
 		detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
@@ -505,16 +506,16 @@ func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, sta
 		// call cannot have been carried out, whatever its owner saw. It
 		// is settled so at once (issue 63, U6), and the app may send it
 		// again, smaller or to a computer that takes more.
-		run.end = &callEnd{state: record.NotCarriedOut, o: proto.BadRequest, status: http.StatusRequestEntityTooLarge, g: proto.NotCarried, road: string(used.Road),
-			detail: proto.NotCarriedOut(fmt.Sprintf("%s there, before its end, and %s gives an app a streamed body only once it has arrived whole", run.body.srcErr, t.Peer))}
-		return peerclient.LeftUnanswered(cand, peerclient.Judge(peerclient.BeforeHead, true, oe), oe)
+		end.state, end.o, end.status, end.g = record.NotCarriedOut, proto.BadRequest, http.StatusRequestEntityTooLarge, proto.NotCarried
+		detail = proto.NotCarriedOut(fmt.Sprintf("%s there, before its end, and %s gives an app a streamed body only once it has arrived whole", run.body.srcErr, t.Peer))
 	case run.body.srcErr != nil:
 		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", run.body.srcErr, t.Peer, Asking(t.Peer))
 	case gone:
 		detail = fmt.Sprintf("the app stopped waiting after the call left for %s, before its answer came; it may or may not have been carried out; %s", used, Asking(t.Peer))
 		run.cr.gaveUp("call", t, used, started, "after its first byte, before its answer")
 	}
-	run.end = &callEnd{state: record.Unknown, o: proto.Unknown, detail: detail, road: string(used.Road)}
+	end.detail = detail
+	run.end = end
 	return peerclient.LeftUnanswered(cand, peerclient.Judge(peerclient.BeforeHead, gone, oe), oe)
 }
 
@@ -837,11 +838,12 @@ func writeAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, rid, ro
 // long as the earlier one may wait for its owner (the timeout said, else
 // as long as this app waits).
 func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid string, timeout time.Duration) {
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx := r.Context()
 	if timeout > 0 {
-		ctx, cancel = context.WithTimeout(r.Context(), timeout+callGrace+8*time.Second)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout+callGrace+8*time.Second)
+		defer cancel()
 	}
-	defer cancel()
 	var c *record.Call
 	for {
 		changed := cr.cfg.DB.Changed()
