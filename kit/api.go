@@ -260,7 +260,8 @@ func (c *Client) LoginLink(ctx context.Context) (string, error) {
 // (DESIGN §2b): a loopback URL that carries every request to that app,
 // with no prefix and no token. listen is a loopback address ("" keeps the
 // forward's address, or takes a free port on 127.0.0.1); token asks for
-// the local token on it.
+// a secret of the forward's own on it (Forward.Secret; never the local
+// token).
 func (c *Client) Forward(ctx context.Context, peer, app, listen string, token bool) (*localapi.Forward, error) {
 	return c.PutForward(ctx, peer, app, localapi.ForwardRequest{Listen: listen, Token: token})
 }

@@ -157,18 +157,20 @@ func (s *Set) Start() error {
 	var failed []string
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	renewed := false
+	secrets, labels := 0, 0
 	for i := range specs {
 		if specs[i].Token && specs[i].Secret == "" {
 			// Kept before forwards had secrets of their own (they took
 			// the local token): one of its own now, which --list shows.
-			specs[i].Secret, renewed = rand.Text(), true
+			specs[i].Secret = rand.Text()
+			secrets++
 		}
 		if !labelRe.MatchString(specs[i].Label) {
 			// Kept before forwards' names had labels (or its label was
 			// edited into one that is not a host label): one now. A
 			// browser's navigation to its old name is sent on to the new.
-			specs[i].Label, renewed = newLabel(), true
+			specs[i].Label = newLabel()
+			labels++
 		}
 	}
 	for _, sp := range specs {
@@ -179,11 +181,12 @@ func (s *Set) Start() error {
 		}
 		s.fws[sp.key()] = f
 	}
-	if renewed {
+	if secrets+labels > 0 {
 		if err := s.save(); err != nil {
 			failed = append(failed, err.Error())
 		}
-		s.cfg.Log.Warn("kept forwards given what they lacked: a secret of their own for those that ask for one, and a label in their browser names; delta forward --list shows both")
+		s.cfg.Log.Warn("kept forwards given what they lacked (kept before Delta gave them): a secret of their own where the local token was asked for, and a label in their browser names; delta forward --list shows both",
+			"new_secrets", secrets, "new_labels", labels)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("forwards not opened (delta forward PEER/APP opens one again): %s", strings.Join(failed, "; "))

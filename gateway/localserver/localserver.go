@@ -182,7 +182,7 @@ func (g *Handler) guardLocal(next http.Handler) http.Handler {
 // the token as the password and any user name (DESIGN §2b: what restic's
 // rest:http://delta:TOKEN@127.0.0.1:7420/… and a browser's prompt send).
 func (g *Handler) CheckAuth(auth string) string {
-	return doors.CheckSecret(auth, g.cfg.Token, g.cfg.StateDir+"/local-token")
+	return doors.CheckSecret(auth, g.cfg.Token, "the local token in "+g.cfg.StateDir+"/local-token")
 }
 
 func localError(w http.ResponseWriter, o proto.Outcome, detail string) {

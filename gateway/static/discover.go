@@ -39,8 +39,7 @@ import (
 // with that certificate's key over its ID, port, name and time; one whose
 // signature does not verify, or that is not newer than the last one heard
 // from that ID on that road (or more than FreshFor from this computer's
-// clock), is
-// ignored, so that a recorded one cannot be told again. Even then it only
+// clock), is ignored, so that a recorded one cannot be told again. Even then it only
 // says where to try: one from a paired ID moves (or adds) that peer's road
 // on the network it came from only once the pinned handshake has
 // succeeded at the new address (Router.Learn), since the address is the

@@ -2,7 +2,6 @@ package static
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -165,7 +164,7 @@ func (s *Router) Learn(peer string, road roads.Road, addr string) {
 		// Tried before it is believed (issue 63, D2): the address is an
 		// announcement's source, which anyone can send from; only the
 		// pinned handshake proves the peer is there.
-		err := errors.New("no road to try")
+		err := fmt.Errorf("%s is not a road this Delta dials", road)
 		if cs := Candidates(try, st, seal); len(cs) == 1 {
 			var conn net.Conn
 			if conn, err = cs[0].Dial(ctx); err == nil {
