@@ -226,7 +226,7 @@ func TestCommandLine(t *testing.T) {
 		Receipts []localapi.Receipt
 	}
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs.Receipts) < 2 || recs.Receipts[0].RequestID != "cli-reset2" || !recs.Receipts[0].ToCheck ||
-		string(recs.Receipts[0].Request.Body()) != "water the plants" {
+		string(recs.Receipts[0].Request.Body) != "water the plants" {
 		t.Fatalf("receipts --json: %v\n%s", err, out)
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "cli-reset2", "--note", "the plants are watered")...)

@@ -308,12 +308,12 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 	d.pause("an unsettled write")
 	d.say("alpha's Delta asks beta's Delta by request id until it knows (1 s, 2 s, 5 s, …):")
 	sctx, cancel := context.WithTimeout(ctx, demoWait)
-	rec, err := alpha.c.Settle(sctx, lost)
+	rec, err := alpha.c.WaitSettled(sctx, lost)
 	cancel()
 	if d.expect(err == nil && rec.State == "carried_out", "it settled as carried out, with the app's own answer%s", unless(err == nil && rec.State == "carried_out", err, rec)) {
 		d.say("   %s", rec.Detail)
 		if rec.Answer != nil {
-			d.say("   the answer, kept for the app: %d %s", rec.Answer.Status, strings.TrimSpace(string(rec.Answer.Body())))
+			d.say("   the answer, kept for the app: %d %s", rec.Answer.Status, strings.TrimSpace(string(rec.Answer.Body)))
 		}
 	}
 	d.pause("settled")
@@ -329,13 +329,13 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 		d.say("   %s", unknown.Detail)
 	}
 	sctx, cancel = context.WithTimeout(ctx, demoWait)
-	rec, err = alpha.c.Settle(sctx, person)
+	rec, err = alpha.c.WaitSettled(sctx, person)
 	cancel()
 	if d.expect(err == nil && rec.State == "needs_person", "it needs a person: beta's Delta cannot say whether the app acted%s", unless(err == nil && rec.State == "needs_person", err, rec)) {
 		d.say("   %s", rec.Detail)
 		d.say("   What was sent is kept with the call, so a person can tell which write it was:")
 		if full, err := alpha.c.CallRecord(ctx, person); err == nil && full.Request != nil {
-			d.say("   %s", strings.TrimSpace(string(full.Request.Body())))
+			d.say("   %s", strings.TrimSpace(string(full.Request.Body)))
 		}
 		d.say("   On beta, `delta receipts` (or its status page) shows what it received: app_unknown.")
 	}
@@ -351,7 +351,7 @@ func (d *demo) tour(ctx context.Context, alpha *child, app *notes.App) {
 		note = "no such note in beta's notes app"
 	}
 	state := map[bool]string{true: "carried_out", false: "not_carried_out"}[found]
-	rec, err = alpha.c.SettleByPerson(ctx, person, state, note)
+	rec, err = alpha.c.Settle(ctx, person, state, note)
 	if d.expect(err == nil && rec.State == state && rec.SettledBy == "a person", "the person's settlement is recorded: %s%s", state, unless(err == nil && rec.State == state && rec.SettledBy == "a person", err, rec)) {
 		d.say("   %s; Delta stops asking beta.", rec.Detail)
 	}

@@ -42,7 +42,7 @@ func waitDirect(t *testing.T, p *proc, peer string) localapi.Direct {
 
 // TestReadsAroundADownDelta: with the caller's Delta SIGKILLed, reads go
 // on directly to the owner's Delta over the lan road (the kit and `delta
-// get`, marked direct), calls do not (LocalDeltaDown, nothing at the
+// get`, marked direct), calls do not (DeltaDown, nothing at the
 // owner), a read ticket is refused for anything but a read and writes
 // nothing, and once it has expired reads say so.
 func TestReadsAroundADownDelta(t *testing.T) {
@@ -74,7 +74,7 @@ func TestReadsAroundADownDelta(t *testing.T) {
 	// A call never goes around Delta.
 	id := kit.NewRequestID()
 	_, err = kc.Call(context.Background(), "studio", "notes", "POST", "/answer/direct", []byte("x"), &kit.CallOptions{RequestID: id})
-	var down *kit.LocalDeltaDown
+	var down *kit.DeltaDown
 	if !errors.As(err, &down) || !strings.Contains(err.Error(), "nothing was sent") || app.RequestsFor(id) != 0 {
 		t.Errorf("a call with the local Delta down: %v (the owner app saw it %d times)", err, app.RequestsFor(id))
 	}
@@ -173,7 +173,7 @@ func TestReadsAroundADownDeltaTLS(t *testing.T) {
 		t.Fatalf("a direct read over pinned TLS: %+v %v", ans, err)
 	}
 	_, err = kc.Get(context.Background(), "studio", "notes", "/x", &kit.ReadOptions{Route: "tailnet"})
-	var down *kit.LocalDeltaDown
+	var down *kit.DeltaDown
 	if !errors.As(err, &down) || !strings.Contains(err.Error(), "the tailnet road lives inside Delta") {
 		t.Errorf("a direct read pinned to the tailnet: %v", err)
 	}

@@ -88,7 +88,7 @@ func TestSquatterGetsNothing(t *testing.T) {
 			}
 		}
 		kc, err := kit.Open(laptop.dir)
-		var down *kit.LocalDeltaDown
+		var down *kit.DeltaDown
 		if err == nil { // direct.json was left: Open succeeds, requests are refused
 			_, err = kc.Call(context.Background(), "studio", "notes", "POST", "/answer/squat", []byte("the secret body"), nil)
 			if _, serr := kc.Status(context.Background()); !errors.As(serr, &down) {

@@ -64,11 +64,11 @@ func TestReceiptsRoundTrip(t *testing.T) {
 	if rc.State != "app_unknown" || !rc.ToCheck || rc.Caller != "laptop" || rc.Digest != c.Digest {
 		t.Fatalf("studio's receipt: %+v (the call's digest %s)", rc, c.Digest)
 	}
-	if rc.Request == nil || string(rc.Request.Body()) != `{"text":"pay the rent"}` || rc.Request.Size != 23 || rc.Request.Headers.Get("Content-Type") != "application/json" {
+	if rc.Request == nil || string(rc.Request.Body) != `{"text":"pay the rent"}` || rc.Request.Size != 23 || rc.Request.Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("what studio kept of the call: %+v", rc.Request)
 	}
 	for _, h := range []string{"Authorization", "X-Delta-Forward-Secret", "X-Delta-Digest"} {
-		if v := rc.Request.Headers.Get(h); v != "" {
+		if v := rc.Request.Header.Get(h); v != "" {
 			t.Errorf("studio kept %s: %q", h, v)
 		}
 	}

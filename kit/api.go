@@ -85,11 +85,24 @@ func (c *Client) Calls(ctx context.Context, state string) ([]localapi.Call, erro
 	return out.Calls, err
 }
 
-// Settle waits until call id's outcome is known for good or needs a
+// A call's states, as its record's State says them (CallRecord,
+// WaitSettled, Calls): the same words in every kit
+// (kit/contract/operations.json).
+const (
+	StateSending       = "sending"
+	StateAnswered      = "answered"
+	StateUnavailable   = "unavailable"
+	StateUnknown       = "unknown"
+	StateCarriedOut    = "carried_out"
+	StateNotCarriedOut = "not_carried_out"
+	StateNeedsPerson   = "needs_person"
+)
+
+// WaitSettled waits until call id's outcome is known for good or needs a
 // person, and returns its record: carried_out (with the owner's answer),
 // not_carried_out, needs_person, or, for a call that was not unknown,
 // answered or unavailable. It returns ctx's error when ctx ends first.
-func (c *Client) Settle(ctx context.Context, id string) (*localapi.Call, error) {
+func (c *Client) WaitSettled(ctx context.Context, id string) (*localapi.Call, error) {
 	for {
 		wait := 600 * time.Second
 		if dl, ok := ctx.Deadline(); ok {
@@ -151,12 +164,12 @@ func (c *Client) ForgetReceived(ctx context.Context, id, caller string) ([]local
 	return out.Receipts, err
 }
 
-// SettleByPerson records a person's settlement of an unknown or
+// Settle records a person's settlement of an unknown or
 // needs_person call: state is "carried_out" (it happened) or
 // "not_carried_out" (it did not), with what they saw. Delta then stops
 // asking the owner. A call in another state is an *APIError with Outcome
 // "conflict".
-func (c *Client) SettleByPerson(ctx context.Context, id, state, note string) (*localapi.Call, error) {
+func (c *Client) Settle(ctx context.Context, id, state, note string) (*localapi.Call, error) {
 	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionSettle), map[string]string{"state": state, "note": note}, &r)
 	return &r, err

@@ -37,6 +37,8 @@ type contractCase struct {
 		AgeSeconds     *int    `json:"age_seconds"`
 		Body           *string `json:"body"`
 		DetailContains string  `json:"detail_contains"`
+		NothingSent    *bool   `json:"nothing_sent"`
+		NotCarriedOut  *bool   `json:"not_carried_out"`
 	} `json:"expect"`
 }
 
@@ -55,6 +57,7 @@ func contractType(err error) string {
 	var u *Unavailable
 	var unknown *OutcomeUnknown
 	var conflict *Conflict
+	var bad *BadInput
 	switch {
 	case err == nil:
 		return "answer"
@@ -62,7 +65,7 @@ func contractType(err error) string {
 		return "outcome_unknown"
 	case errors.As(err, &conflict):
 		return "conflict"
-	case errors.As(err, &u) && u.Outcome == "bad_request":
+	case errors.As(err, &bad):
 		return "bad_input"
 	case errors.As(err, &u) && u.NothingSent:
 		return "nothing_sent"
@@ -132,12 +135,18 @@ func TestContract(t *testing.T) {
 			}
 			var detail, rid, peer, road, outcome string
 			status := 0
+			nothingSent, notCarried := false, false
 			var u *Unavailable
 			var unknown *OutcomeUnknown
 			var conflict *Conflict
+			var bad *BadInput
 			switch {
 			case errors.As(err, &u):
 				detail, rid, peer, road, outcome, status = u.Detail, u.RequestID, u.Peer, u.Road, u.Outcome, u.Status
+				nothingSent, notCarried = u.NothingSent, u.NotCarriedOut || u.NothingSent
+			case errors.As(err, &bad):
+				detail, rid, outcome, status = bad.Detail, bad.RequestID, "bad_request", bad.Status
+				nothingSent, notCarried = bad.NothingSent, true
 			case errors.As(err, &unknown):
 				detail, rid, peer, outcome, status = unknown.Detail, unknown.RequestID, unknown.Peer, "outcome_unknown", c.Status
 			case errors.As(err, &conflict):
@@ -156,6 +165,10 @@ func TestContract(t *testing.T) {
 				t.Errorf("road %q, want %q", road, *e.Road)
 			case !strings.Contains(detail, e.DetailContains):
 				t.Errorf("detail %q does not say %q", detail, e.DetailContains)
+			case e.NothingSent != nil && nothingSent != *e.NothingSent:
+				t.Errorf("nothing sent %v, want %v", nothingSent, *e.NothingSent)
+			case e.NotCarriedOut != nil && notCarried != *e.NotCarriedOut:
+				t.Errorf("not carried out %v, want %v", notCarried, *e.NotCarriedOut)
 			}
 		})
 	}

@@ -26,9 +26,9 @@ const HeaderDirect = "X-Delta-Direct"
 // <state>/direct.json, bound to the road's interface. A read only: a call
 // never goes around Delta. When it cannot (no file, no road, no fresh
 // ticket), the answer is down, naming why.
-func (c *Client) readDirect(ctx context.Context, down *LocalDeltaDown, peer, app, path string, h http.Header) (*http.Response, error) {
+func (c *Client) readDirect(ctx context.Context, down *DeltaDown, peer, app, path string, h http.Header) (*http.Response, error) {
 	because := func(why string) error {
-		return &LocalDeltaDown{StateDir: down.StateDir, URL: down.URL, Err: fmt.Errorf("%w; and it cannot be read around: %s", down.Err, why)}
+		return &DeltaDown{StateDir: down.StateDir, URL: down.URL, Err: fmt.Errorf("%w; and it cannot be read around: %s", down.Err, why)}
 	}
 	d, err := localapi.ReadDirect(c.StateDir)
 	if errors.Is(err, os.ErrNotExist) {

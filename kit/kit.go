@@ -23,12 +23,12 @@
 //	case errors.As(err, &unavailable):
 //		fmt.Println("not carried out:", unavailable.Detail) // safe to try again later
 //	case errors.As(err, &unknown):
-//		rec, err := c.Settle(ctx, id) // Delta asks studio until it knows
+//		rec, err := c.WaitSettled(ctx, id) // Delta asks studio until it knows
 //		if err == nil {
 //			fmt.Println("settled:", rec.State) // carried_out, not_carried_out or needs_person
 //		}
 //	default:
-//		log.Print(err) // *kit.LocalDeltaDown, *kit.Conflict: nothing was sent
+//		log.Print(err) // *kit.DeltaDown, *kit.Conflict: nothing was sent
 //	}
 //
 // An app that owns data registers with its Delta (Client.RegisterApp) and
@@ -95,16 +95,16 @@ type Client struct {
 // Open returns a client of the Delta whose state folder is stateDir; ""
 // is the default folder (DELTA_STATE_DIR, else DESIGN §7's for this OS).
 // It reads local.json and the token. When Delta is not running it returns
-// a *LocalDeltaDown that names the folder it looked in, unless Delta left
+// a *DeltaDown that names the folder it looked in, unless Delta left
 // what reads need to go on without it (direct.json): then the client is
 // returned, its reads go directly to the peer, and everything else is
-// answered *LocalDeltaDown.
+// answered *DeltaDown.
 func Open(stateDir string) (*Client, error) {
 	if stateDir == "" {
 		stateDir = localapi.DefaultStateDir()
 	}
 	if stateDir == "" {
-		return nil, &LocalDeltaDown{Err: errors.New("no state folder: set DELTA_STATE_DIR (HOME is not set either)")}
+		return nil, &DeltaDown{Err: errors.New("no state folder: set DELTA_STATE_DIR (HOME is not set either)")}
 	}
 	c := &Client{StateDir: stateDir}
 	// Every new connection to the local API is proven to be this
@@ -141,19 +141,19 @@ func (c *Client) endpoint(reload bool) (string, string, error) {
 	lf, err := localapi.ReadLocal(c.StateDir)
 	if errors.Is(err, os.ErrNotExist) {
 		if _, serr := os.Stat(c.StateDir); errors.Is(serr, os.ErrNotExist) {
-			return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: errors.New("the folder does not exist: no Delta has run with it (a mistyped state folder?)")}
+			return "", "", &DeltaDown{StateDir: c.StateDir, Err: errors.New("the folder does not exist: no Delta has run with it (a mistyped state folder?)")}
 		}
-		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json: Delta is not running for this folder")}
+		return "", "", &DeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json: Delta is not running for this folder")}
 	}
 	if err != nil {
-		return "", "", &LocalDeltaDown{StateDir: c.StateDir, Err: err}
+		return "", "", &DeltaDown{StateDir: c.StateDir, Err: err}
 	}
 	if leftBehind(c.StateDir, lf) {
-		return "", "", &LocalDeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: errLeftBehind}
+		return "", "", &DeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: errLeftBehind}
 	}
 	tok, err := localapi.ReadToken(c.StateDir)
 	if err != nil {
-		return "", "", &LocalDeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: err}
+		return "", "", &DeltaDown{StateDir: c.StateDir, URL: lf.URL, Err: err}
 	}
 	c.url, c.token = lf.URL, tok
 	return c.url, c.token, nil
@@ -233,7 +233,7 @@ type CallOptions struct {
 // road when the first is lost, and serve a cached answer marked Stale
 // when the peer cannot be reached. Errors: *Unavailable (no answer;
 // Outcome says why), *Cut (the answer broke off: what came is not the
-// whole), *LocalDeltaDown.
+// whole), *DeltaDown.
 func (c *Client) Get(ctx context.Context, peer, app, path string, opt *ReadOptions) (*Answer, error) {
 	r, err := c.Stream(ctx, peer, app, path, opt)
 	if err != nil {
@@ -270,7 +270,7 @@ func (c *Client) Stream(ctx context.Context, peer, app, path string, opt *ReadOp
 	}
 	setCommon(h, c.App, opt.Route, opt.Timeout)
 	resp, _, err := c.send(ctx, c.reads, http.MethodGet, peerPath(peer, app, path), nil, 0, h)
-	var down *LocalDeltaDown
+	var down *DeltaDown
 	if errors.As(err, &down) {
 		// A read goes on while this computer's Delta is down: directly to
 		// the peer, with the read ticket Delta left (writes never do).
@@ -292,10 +292,12 @@ func (c *Client) Stream(ctx context.Context, peer, app, path string, opt *ReadOp
 //   - an *Answer, nil: the owner app's answer (any HTTP status);
 //   - *Unavailable: it was not carried out: nothing was sent
 //     (NothingSent), or the owner proved it did not act; Detail says why;
+//   - *BadInput: Delta (or the kit) refused it as malformed; not carried
+//     out;
 //   - *OutcomeUnknown: it left and no answer came; Delta never sends it
-//     again and reconciles it; Settle waits for what happened;
+//     again and reconciles it; WaitSettled waits for what happened;
 //   - *Conflict: the request id is in use for another request;
-//   - *LocalDeltaDown: this computer's Delta is not running; nothing was
+//   - *DeltaDown: this computer's Delta is not running; nothing was
 //     sent.
 func (c *Client) Call(ctx context.Context, peer, app, method, path string, body []byte, opt *CallOptions) (*Answer, error) {
 	return c.CallStream(ctx, peer, app, method, path, bytes.NewReader(body), int64(len(body)), opt)
@@ -311,7 +313,7 @@ func (c *Client) CallStream(ctx context.Context, peer, app, method, path string,
 	}
 	switch method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodConnect, http.MethodTrace, "PROPFIND", "REPORT", "SEARCH", "QUERY":
-		return nil, fmt.Errorf("kit: %q is not a call's method; reads (safe methods) go through Get, or plain HTTP to a forward", method)
+		return nil, &BadInput{Detail: fmt.Sprintf("%q is not a call's method; reads (safe methods) go through Get, or plain HTTP to a forward; nothing was sent", method), RequestID: opt.RequestID, NothingSent: true}
 	}
 	id := opt.RequestID
 	if id == "" {
@@ -328,14 +330,14 @@ func (c *Client) CallStream(ctx context.Context, peer, app, method, path string,
 	}
 	resp, handedOver, err := c.send(ctx, c.calls, method, peerPath(peer, app, path), body, size, h)
 	if err != nil {
-		var down *LocalDeltaDown
+		var down *DeltaDown
 		if errors.As(err, &down) {
 			down.RequestID = id
 			return nil, down
 		}
 		if handedOver {
 			return nil, &OutcomeUnknown{RequestID: id, Peer: peer, Detail: fmt.Sprintf(
-				"the call was handed to this computer's Delta and no answer came back from it (%v); Delta may have sent it: Settle(%q) tells", err, id)}
+				"the call was handed to this computer's Delta and no answer came back from it (%v); Delta may have sent it, and its record under request id %s will say what happened (Delta, once running, never sends it again and asks the owner)", err, id)}
 		}
 		return nil, err
 	}
@@ -347,15 +349,15 @@ func (c *Client) CallStream(ctx context.Context, peer, app, method, path string,
 	a := &r.Answer
 	a.Body, err = io.ReadAll(r.Body)
 	if err != nil {
-		// Recorded before it was told: Settle reads it back.
-		return nil, &OutcomeUnknown{RequestID: a.RequestID, Peer: peer, Detail: fmt.Sprintf("the owner's answer was recorded, but reading it from the local Delta failed (%v): Settle(%q) has it", err, a.RequestID)}
+		// Recorded before it was told: WaitSettled reads it back.
+		return nil, &OutcomeUnknown{RequestID: a.RequestID, Peer: peer, Detail: fmt.Sprintf("the owner's answer was recorded, but reading it from the local Delta failed (%v): its record under request id %s has it", err, a.RequestID)}
 	}
 	return a, nil
 }
 
 // send makes one request to the local API. handedOver reports whether a
 // connection to Delta was made (then a call may have been handed over).
-// A failed connect is a *LocalDeltaDown, after one fresh look at
+// A failed connect is a *DeltaDown, after one fresh look at
 // local.json (Delta may have restarted elsewhere: nothing was sent, so a
 // second connect is safe). body is read at most once.
 func (c *Client) send(ctx context.Context, hc *http.Client, method, path string, body io.Reader, size int64, h http.Header) (*http.Response, bool, error) {
@@ -390,7 +392,7 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, path string,
 		if errors.As(err, &nd) {
 			err = nd
 		}
-		return nil, false, &LocalDeltaDown{StateDir: c.StateDir, URL: base, Err: err}
+		return nil, false, &DeltaDown{StateDir: c.StateDir, URL: base, Err: err}
 	}
 }
 
@@ -455,6 +457,8 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 		return nil, &OutcomeUnknown{RequestID: id, Peer: eb.Peer, Detail: eb.Detail}
 	case "conflict":
 		return nil, &Conflict{RequestID: id, Detail: eb.Detail}
+	case "bad_request":
+		return nil, &BadInput{Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, NothingSent: eb.Sent != nil && !*eb.Sent}
 	}
 	return nil, &Unavailable{Outcome: outcome, Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, Peer: eb.Peer, Road: eb.Road,
 		NothingSent: eb.Sent != nil && !*eb.Sent, NotCarriedOut: eb.CarriedOut != nil && !*eb.CarriedOut}

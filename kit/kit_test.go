@@ -131,11 +131,11 @@ func TestOutcomeUnknownThenSettle(t *testing.T) {
 	app.Release("/apply-then-sleep/1")
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	rec, err := c.Settle(sctx, id)
+	rec, err := c.WaitSettled(sctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.State != "carried_out" || !rec.Settled() || rec.Answer == nil || string(rec.Answer.Body()) != "late" {
+	if rec.State != "carried_out" || !rec.Settled() || rec.Answer == nil || string(rec.Answer.Body) != "late" {
 		t.Fatalf("settled: %+v", rec)
 	}
 	// A call the owner cannot account for needs a person.
@@ -144,7 +144,7 @@ func TestOutcomeUnknownThenSettle(t *testing.T) {
 	if !errors.As(err, &unknown) {
 		t.Fatalf("a call whose app reset: %v", err)
 	}
-	rec, err = c.Settle(sctx, id2)
+	rec, err = c.WaitSettled(sctx, id2)
 	if err != nil || rec.State != "needs_person" || rec.Settled() {
 		t.Fatalf("settled: %+v %v", rec, err)
 	}
@@ -156,14 +156,14 @@ func TestOutcomeUnknownThenSettle(t *testing.T) {
 	if rec, _ := c.CallRecord(ctx, id2); rec.Dismissed {
 		t.Fatalf("dismissed: %+v", rec)
 	}
-	// Settle gives up with ctx.
+	// WaitSettled gives up with ctx.
 	short, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel2()
 	idHeld := kit.NewRequestID()
 	go c.Call(ctx, "studio", "owner", "POST", "/hold/h", nil, &kit.CallOptions{RequestID: idHeld})
 	app.WaitArrived(t, idHeld)
-	if _, err := c.Settle(short, idHeld); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Settle past its ctx: %v", err)
+	if _, err := c.WaitSettled(short, idHeld); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitSettled past its ctx: %v", err)
 	}
 	app.Release("/hold/h")
 }
@@ -182,10 +182,10 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-func TestLocalDeltaDown(t *testing.T) {
+func TestDeltaDown(t *testing.T) {
 	dir := t.TempDir()
 	_, err := kit.Open(dir)
-	var down *kit.LocalDeltaDown
+	var down *kit.DeltaDown
 	if !errors.As(err, &down) || down.StateDir != dir || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("Open on a folder without Delta: %v", err)
 	}

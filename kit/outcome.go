@@ -2,15 +2,19 @@ package kit
 
 import "fmt"
 
-// Unavailable: the request was not carried out. Either nothing was sent
-// (NothingSent: no road, a connect that failed, a bad request, a wrong
-// token), or the owner's Delta proved the app did not act (its door
+// Unavailable: the owner app's answer did not come, and Delta says what
+// it can promise. For a call it is always one of two: nothing was sent
+// (NothingSent: no road, a connect that failed, a wrong token), or the
+// owner's Delta proved the app did not act (NotCarriedOut: its door
 // refused the caller, the app is not registered or was not listening, the
-// body did not arrive whole). Detail says why, in Delta's words. A call
-// refused so may be made again.
+// body did not arrive whole); a call refused so may be made again. A read
+// may also get neither promise (both false: it timed out, or the app broke
+// its answer), and a read may always be asked again. Detail says why, in
+// Delta's words. (Python's and TypeScript's NothingSent and NotCarriedOut
+// are this type with those fields.)
 type Unavailable struct {
 	// Outcome is Delta's X-Delta-Outcome: unavailable, forbidden,
-	// not_found, bad_request, unauthorized, or timeout (reads only).
+	// not_found, unauthorized, or timeout (reads only).
 	Outcome string
 	// Status is the HTTP status Delta answered with.
 	Status    int
@@ -31,9 +35,26 @@ type Unavailable struct {
 
 func (e *Unavailable) Error() string { return e.Outcome + ": " + e.Detail }
 
+// BadInput: the request was malformed, and was refused for it (Delta's
+// bad_request: a request id, timeout, path, Host or size it does not
+// take; or the kit's, before asking Delta, with Status 0). It was not
+// carried out. NothingSent is true unless some of it had left: a streamed
+// call whose body grew past this computer's max_call_bytes is cut there,
+// after its first bytes left and before its owner could have given it to
+// its app (413).
+type BadInput struct {
+	// Status is the HTTP status Delta answered with (0: refused by the kit).
+	Status      int
+	Detail      string
+	RequestID   string
+	NothingSent bool
+}
+
+func (e *BadInput) Error() string { return "bad input: " + e.Detail }
+
 // OutcomeUnknown: the call left and no complete answer came, so nobody
 // knows yet whether the owner acted. Delta never sends it again; it asks
-// the owner by RequestID until it knows. Client.Settle waits for that.
+// the owner by RequestID until it knows. Client.WaitSettled waits for that.
 type OutcomeUnknown struct {
 	RequestID string
 	Peer      string
@@ -44,9 +65,9 @@ func (e *OutcomeUnknown) Error() string {
 	return fmt.Sprintf("outcome unknown (request id %s): %s", e.RequestID, e.Detail)
 }
 
-// LocalDeltaDown: this computer's Delta is not running, or did not take the
+// DeltaDown: this computer's Delta is not running, or did not take the
 // connection. Nothing was sent.
-type LocalDeltaDown struct {
+type DeltaDown struct {
 	// StateDir is the folder looked in; URL where Delta was looked for,
 	// if local.json named it.
 	StateDir string
@@ -56,7 +77,7 @@ type LocalDeltaDown struct {
 	Err       error
 }
 
-func (e *LocalDeltaDown) Error() string {
+func (e *DeltaDown) Error() string {
 	where := "state folder " + e.StateDir
 	if e.StateDir == "" {
 		where = "no state folder"
@@ -67,7 +88,7 @@ func (e *LocalDeltaDown) Error() string {
 	return fmt.Sprintf("Delta is not running (%s): %v; nothing was sent", where, e.Err)
 }
 
-func (e *LocalDeltaDown) Unwrap() error { return e.Err }
+func (e *DeltaDown) Unwrap() error { return e.Err }
 
 // Conflict: the request id is in use on this computer for another request
 // (another method, path or body). Nothing was sent.

@@ -133,7 +133,7 @@ func callWords(r *localapi.Call) string {
 func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 	named := &record.Call{CallerApp: r.CallerApp}
 	if q := r.Request; q != nil {
-		named.Request = &record.Request{Headers: q.Headers}
+		named.Request = &record.Request{Headers: q.Header}
 	}
 	from := view.AppName(named) // as the menu and the page name it
 	fmt.Fprintf(w, "%s  %s → %s on %s: %s %s\n", r.RequestID, from, r.App, r.Peer, r.Method, r.Path)
@@ -185,7 +185,7 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 		fmt.Fprintln(w)
 	}
 	if a := r.Answer; a != nil {
-		fmt.Fprintf(w, "answer:   %d, %d bytes", a.Status, len(a.Body()))
+		fmt.Fprintf(w, "answer:   %d, %d bytes", a.Status, len(a.Body))
 		if a.Omitted {
 			fmt.Fprint(w, " (body not kept: too large)")
 		}
@@ -277,7 +277,7 @@ var settleCommand = &Command{Name: "settle", Args: "ID --carried-out|--not-carri
 		if err != nil {
 			return err
 		}
-		r, err := c.SettleByPerson(e.Ctx, args[0], state, *opts.note)
+		r, err := c.Settle(e.Ctx, args[0], state, *opts.note)
 		if err != nil {
 			return apiExit("settle "+args[0], e.DownErr(err))
 		}
@@ -294,7 +294,7 @@ func writeKept(w io.Writer, label string, q *localapi.SentRequest) {
 	if q == nil {
 		return
 	}
-	kept := &record.Request{Headers: q.Headers, Body: q.Body(), Size: q.Size, Truncated: q.Truncated, Forgotten: q.Forgotten}
+	kept := &record.Request{Headers: q.Header, Body: q.Body, Size: q.Size, Truncated: q.Truncated, Forgotten: q.Forgotten}
 	fmt.Fprintf(w, "%s %s\n", label, view.Excerpt(kept, 2000))
 }
 
@@ -311,8 +311,8 @@ func writeReceipt(w io.Writer, r *localapi.Receipt, now time.Time) {
 		fmt.Fprintln(w, "carried:  "+view.NotKept)
 	} else {
 		writeKept(w, "carried: ", r.Request)
-		for _, k := range slices.Sorted(maps.Keys(r.Request.Headers)) {
-			fmt.Fprintf(w, "  %s: %s\n", k, strings.Join(r.Request.Headers[k], ", "))
+		for _, k := range slices.Sorted(maps.Keys(r.Request.Header)) {
+			fmt.Fprintf(w, "  %s: %s\n", k, strings.Join(r.Request.Header[k], ", "))
 		}
 	}
 	if s := r.CallerSettled; s != nil {

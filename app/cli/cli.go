@@ -94,9 +94,9 @@ func (e *Env) Client() (*kit.Client, error) {
 	return c, nil
 }
 
-// DownErr gives a *kit.LocalDeltaDown its exit code and a hint.
+// DownErr gives a *kit.DeltaDown its exit code and a hint.
 func (e *Env) DownErr(err error) error {
-	var down *kit.LocalDeltaDown
+	var down *kit.DeltaDown
 	if errors.As(err, &down) {
 		return &ExitError{Code: ExitDeltaDown, Err: fmt.Errorf("%w (start it with `delta`, or `make run`; --state-dir names another folder)", err)}
 	}

@@ -241,7 +241,7 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 		un   *kit.Unavailable
 		unk  *kit.OutcomeUnknown
 		cf   *kit.Conflict
-		down *kit.LocalDeltaDown
+		down *kit.DeltaDown
 	)
 	v := AnswerJSON{RequestID: id}
 	var code int
@@ -283,14 +283,14 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 		if cerr != nil {
 			return cerr
 		}
-		rec, serr := c.Settle(e.Ctx, v.RequestID)
+		rec, serr := c.WaitSettled(e.Ctx, v.RequestID)
 		if serr != nil {
 			return Exitf(ExitUnknown, "request id %s: outcome still unknown: %v", v.RequestID, serr)
 		}
 		v.Settled = rec
 		code, msg = stateExit(rec.State), fmt.Sprintf("settled %s: %s", rec.State, rec.Detail)
 		if rec.Answer != nil {
-			bodyJSON(&v, rec.Answer.Body())
+			bodyJSON(&v, rec.Answer.Body)
 			v.Status = rec.Answer.Status
 			if code == ExitOK && rec.Answer.Status >= 400 {
 				code = ExitAppError

@@ -9,7 +9,6 @@ package localapi
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -214,22 +213,15 @@ type Attempt struct {
 }
 
 // Answer is an owner app's answer as a journal keeps it, in a call's
-// record and in what an owner says it knows of a call.
+// record and in what an owner says it knows of a call: the shape of
+// kit.Answer (Header, Body), with the body base64 in JSON.
 type Answer struct {
-	Status     int         `json:"status"`
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
+	Status int         `json:"status"`
+	Header http.Header `json:"headers"`
+	// Body is the kept body (JSON: base64).
+	Body []byte `json:"body_base64"`
 	// Omitted: the body was over 1 MiB and is not kept.
 	Omitted bool `json:"body_omitted,omitempty"`
-}
-
-// Body is the kept body.
-func (a *Answer) Body() []byte { return unbase64(a.BodyBase64) }
-
-// unbase64 decodes a body Delta wrote (valid base64).
-func unbase64(s string) []byte {
-	b, _ := base64.StdEncoding.DecodeString(s)
-	return b
 }
 
 // Step is one step of a call's history.
@@ -246,17 +238,15 @@ type Step struct {
 // to 64 KiB; Truncated when only its size is kept (the call's digest
 // names it).
 type SentRequest struct {
-	Headers    http.Header `json:"headers"`
-	BodyBase64 string      `json:"body_base64"`
-	Size       int         `json:"size"`
-	Truncated  bool        `json:"truncated"`
+	Header http.Header `json:"headers"`
+	// Body is the kept body (JSON: base64).
+	Body      []byte `json:"body_base64"`
+	Size      int    `json:"size"`
+	Truncated bool   `json:"truncated"`
 	// Forgotten: a person had the headers and body dropped (delta
 	// forget); only the size stays.
 	Forgotten bool `json:"forgotten,omitempty"`
 }
-
-// Body is the kept body.
-func (s *SentRequest) Body() []byte { return unbase64(s.BodyBase64) }
 
 // ProofPath is where the local API proves that it holds this state
 // folder's token before a client sends it the token (the kit asks on

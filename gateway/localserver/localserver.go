@@ -9,7 +9,6 @@ package localserver
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -319,8 +318,9 @@ func viewCall(c *record.Call) localapi.Call {
 	}
 	v.Request = sentRequest(c.Request)
 	if c.Answer != nil {
-		v.Answer = &localapi.Answer{Status: c.Answer.Status, Headers: c.Answer.Headers,
-			BodyBase64: base64.StdEncoding.EncodeToString(c.Answer.Body), Omitted: c.Answer.Omitted}
+		// Body never nil: JSON "" (as ever), not null, for an empty one.
+		v.Answer = &localapi.Answer{Status: c.Answer.Status, Header: c.Answer.Headers,
+			Body: append([]byte{}, c.Answer.Body...), Omitted: c.Answer.Omitted}
 	}
 	return v
 }
@@ -480,7 +480,7 @@ func sentRequest(rq *record.Request) *localapi.SentRequest {
 	if rq == nil {
 		return nil
 	}
-	return &localapi.SentRequest{Headers: rq.Headers, BodyBase64: base64.StdEncoding.EncodeToString(rq.Body), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
+	return &localapi.SentRequest{Header: rq.Headers, Body: append([]byte{}, rq.Body...), Size: rq.Size, Truncated: rq.Truncated, Forgotten: rq.Forgotten}
 }
 
 // receiptJSON is a receipt as the local API shows it.

@@ -1,18 +1,22 @@
-"""The shared contract table (kit/contract/outcomes.json): every recorded
-answer of Delta's becomes the outcome the table says, as in the Go and
-TypeScript kits."""
+"""The shared contract tables: every recorded answer of Delta's becomes
+the outcome kit/contract/outcomes.json says, and every operation, option,
+state, outcome type and answer field has the name and unit
+kit/contract/operations.json says, as in the Go and TypeScript kits."""
 
 import email.message
 import http.client
+import inspect
 import io
 import json
 import os
 import unittest
 
+import delta_kit
 from delta_kit import client, outcome_type
 from delta_kit.errors import DeltaError
 
 TABLE = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "outcomes.json")
+OPERATIONS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "operations.json")
 
 
 class _Sock:
@@ -53,6 +57,9 @@ class ContractTest(unittest.TestCase):
                         if k in e:
                             self.assertEqual(getattr(err, k, None), e[k], k)
                     self.assertIn(e.get("detail_contains", ""), err.detail)
+                    for k in ("nothing_sent", "not_carried_out"):
+                        if k in e:
+                            self.assertEqual(getattr(err, k, None), e[k], k)
                     continue
                 self.assertEqual(e["type"], "answer")
                 a = r.answer(r.read())
@@ -65,6 +72,43 @@ class ContractTest(unittest.TestCase):
                         self.assertEqual(got.decode() if isinstance(got, bytes) else got, e[k], k)
                 if "age_seconds" in e:
                     self.assertEqual(a.age, e["age_seconds"])
+
+
+class OperationsTest(unittest.TestCase):
+    def test_operations(self) -> None:
+        with open(OPERATIONS, encoding="utf-8") as f:
+            tab = json.load(f)
+        self.assertGreaterEqual(len(tab["operations"]), 20)
+        for op in tab["operations"]:
+            with self.subTest(op["op"]):
+                name = op["python"]
+                if name is None:
+                    self.assertTrue(op.get("why"), "no Python name and no why")
+                    continue
+                fn = getattr(delta_kit.Client, name, None) or getattr(delta_kit, name, None)
+                self.assertTrue(callable(fn), f"the kit has no {name}")
+                sig = inspect.signature(fn.__init__ if inspect.isclass(fn) else fn)
+                want = op.get("result", {}).get("python")
+                if want and not inspect.isclass(fn):
+                    got = str(sig.return_annotation).replace("wire.", "")
+                    self.assertEqual(got, want, f"{name} returns {got}")
+                for o in op.get("options", []):
+                    if o["python"] is None:
+                        self.assertTrue(o.get("why"), f"option {o['option']}: no Python name and no why")
+                        continue
+                    self.assertIn(o["python"], sig.parameters, f"{name} has no option {o['python']}")
+                    unit = o["unit"].get("python") if isinstance(o["unit"], dict) else None
+                    if unit:
+                        self.assertIn(unit, str(sig.parameters[o["python"]].annotation), f"{name}'s {o['python']}")
+        for s in tab["states"]:
+            self.assertEqual(getattr(delta_kit.State, s.upper()), s)
+        for kind, names in tab["outcomes"].items():
+            self.assertTrue(inspect.isclass(getattr(delta_kit, names["python"], None)), f"outcome {kind}: no {names['python']}")
+        for f, names in tab["answer_fields"].items():
+            if isinstance(names, dict) and names.get("python"):
+                for cls in (delta_kit.Answer, delta_kit.StoredAnswer):
+                    self.assertTrue(hasattr(cls, names["python"]) or names["python"] in cls.__dataclass_fields__,
+                                    f"answer field {f}: {cls.__name__} has no {names['python']}")
 
 
 if __name__ == "__main__":

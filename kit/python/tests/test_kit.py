@@ -18,7 +18,7 @@ import urllib.error
 import urllib.request
 
 from delta_kit import (BadInput, Client, Conflict, Cut, DeltaDown, DeltaOwnerASGI, NotCarriedOut, NotDelta, NothingSent,
-                       OutcomeUnknown, Unavailable, new_request_id, outcome_type)
+                       OutcomeUnknown, State, Unavailable, new_request_id, outcome_type)
 
 import lab
 from ownerapp import OwnerApp, pattern, pattern_sha256
@@ -57,6 +57,10 @@ class Outcomes(WithPair):
         self.assertEqual(r.status, 200)
         self.assertIn("water the plants", json.loads(r.body))
         self.assertFalse(r.stale or r.direct)
+        # What requests and httpx users reach for.
+        self.assertEqual((r.status_code, r.json(), r.content), (200, json.loads(r.body), r.body))
+        self.assertEqual(a.text, "water the plants")
+        self.assertEqual(r.headers["content-type"], "application/json")
         inc = json.loads(self.c.call("studio", "notes", "POST", "/incoming", b"").body)
         self.assertEqual((inc["caller"], inc["caller_app"]), ("laptop", "kit-test"))
         rec = self.c.call_record(rid)
@@ -108,9 +112,12 @@ class Outcomes(WithPair):
             self.c.wait_settled(rid, timeout=1)
         self.app.release("a")
         rec = self.c.wait_settled(rid, timeout=60)
-        self.assertEqual(rec.state, "carried_out")
+        self.assertEqual(rec.state, State.CARRIED_OUT)
         self.assertTrue(rec.settled)
         self.assertEqual(rec.answer.body if rec.answer else None, b"late")
+        # The kept answer is shaped as an Answer: case-insensitive headers, text.
+        assert rec.answer is not None
+        self.assertEqual((rec.answer.headers["content-type"], rec.answer.text, rec.answer.status_code), ("text/plain", "late", 201))
         self.assertEqual(self.app.effects[rid], 1)
         # A person settles one the owner is still holding.
         rid2 = new_request_id()
@@ -226,6 +233,19 @@ class Squatter(unittest.TestCase):
             self.assertIn(b"/v1/proof?nonce=", seen)
             for secret in (b"the-secret-token", b"Bearer", b"for Delta only"):
                 self.assertNotIn(secret, seen)
+
+
+class NoDelta(unittest.TestCase):
+    def test_client_is_made_and_the_first_request_says_delta_is_down(self) -> None:
+        # As httpx.Client() and fetch: making one never fails; a request does.
+        with tempfile.TemporaryDirectory() as d:
+            c = Client(os.path.join(d, "no-such-folder"))
+            with self.assertRaises(DeltaDown) as cm:
+                c.call("studio", "notes", "POST", "/notes", "x")
+            self.assertIn("nothing was sent", str(cm.exception))
+            with self.assertRaises(DeltaDown):
+                c.get("studio", "notes", "/notes")
+            self.assertEqual(c.url, "")
 
 
 class WhileDown(WithPair):

@@ -5,10 +5,9 @@
  * @module
  */
 
-import { existsSync } from "node:fs";
 import { Agent, request, type ClientRequest, type ClientRequestArgs, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 import { connect, type Socket } from "node:net";
-import { basename, join } from "node:path";
+import { basename } from "node:path";
 import type { Duplex, Readable } from "node:stream";
 
 import { readDirect } from "./direct.js";
@@ -27,10 +26,11 @@ export type Body = string | Uint8Array | Readable | AsyncIterable<Uint8Array> | 
 export interface ReadOptions {
   /** Ask for a road: "thunderbolt", "lan" or "tailnet" (`X-Delta-Route`). */
   route?: string;
-  /** How long the owner app may take to begin its answer, seconds
-   * (`X-Delta-Timeout`, at most 600). Unset: the owner app's own timeout,
-   * else Delta's 30 s. It never bounds the body once it has begun. */
-  timeout?: number;
+  /** How long the owner app may take to begin its answer, milliseconds,
+   * as every time in this kit (`X-Delta-Timeout`, at most 600 000). Unset:
+   * the owner app's own timeout, else Delta's 30 s. It never bounds the
+   * body once it has begun. */
+  timeoutMs?: number;
   headers?: Record<string, string>;
   progress?: Progress;
 }
@@ -63,6 +63,34 @@ export interface Answer {
   stale: boolean;
   staleReason: string;
   age: number;
+  /** The body as UTF-8, as fetch's Response.text(). */
+  text(): Promise<string>;
+  /** The body parsed as JSON, as fetch's Response.json(). */
+  json(): Promise<unknown>;
+}
+
+/** The options each operation takes, by name: an option not named here is
+ * refused with a TypeError (a misspelt one would otherwise be ignored in
+ * plain JavaScript). The contract test holds them to
+ * kit/contract/operations.json. */
+export const OPTIONS = {
+  Client: ["stateDir", "app", "now"],
+  get: ["route", "timeoutMs", "headers", "progress"],
+  stream: ["route", "timeoutMs", "headers", "progress"],
+  call: ["route", "timeoutMs", "headers", "progress", "requestId", "size"],
+  waitSettled: ["timeoutMs"],
+  forward: ["listen", "token"],
+} as const;
+
+/** checkOptions throws a TypeError naming each option op does not take. */
+function checkOptions(op: keyof typeof OPTIONS, opts: object): void {
+  const known: readonly string[] = OPTIONS[op];
+  for (const k of Object.keys(opts)) {
+    if (known.includes(k)) continue;
+    const near = known.find((n) => n.toLowerCase().startsWith(k.toLowerCase()) || k.toLowerCase().startsWith(n.toLowerCase()));
+    throw new TypeError(`${op}: unknown option ${JSON.stringify(k)}` + (near ? ` (did you mean ${JSON.stringify(near)}? times are in milliseconds)` : ` (it takes ${known.join(", ")})`) +
+      "; nothing was sent");
+  }
 }
 
 const CHUNK = 256 << 10;
@@ -154,7 +182,7 @@ export class Response implements AsyncIterable<Buffer> {
   answer(body: Buffer): Answer {
     return {
       status: this.status, headers: this.headers, body, road: this.road, requestId: this.requestId, replayed: this.replayed,
-      direct: this.direct, stale: this.stale, staleReason: this.staleReason, age: this.age,
+      direct: this.direct, stale: this.stale, staleReason: this.staleReason, age: this.age, ...wire.bodyMethods(body),
     };
   }
 
@@ -216,10 +244,12 @@ export interface ClientOptions {
  * A client of this computer's Delta, found through the state folder's
  * local.json and local-token (DESIGN §7).
  *
- * `new Client()` opens the default state folder. When Delta is not running
- * it throws {@link DeltaDown} naming the folder, unless Delta left what
- * reads need to go on without it (direct.json): then reads go directly to
- * the peer and everything else throws {@link DeltaDown}.
+ * `new Client()` names the default state folder and, as `fetch` and
+ * `new Agent()` do, never throws: each request finds Delta through the
+ * folder when it is made. When Delta is not running, a request rejects
+ * with {@link DeltaDown} naming the folder, unless Delta left what reads
+ * need to go on without it (direct.json): then reads go directly to the
+ * peer and everything else rejects with {@link DeltaDown}.
  *
  * Every connection to Delta is proven before anything of the app's goes on
  * it: the listener must answer an HMAC of a fresh nonce keyed by the token,
@@ -236,8 +266,8 @@ export class Client {
   readonly #agent: Agent;
 
   constructor(opts: ClientOptions = {}) {
+    checkOptions("Client", opts);
     this.stateDir = opts.stateDir || wire.defaultStateDir();
-    if (!this.stateDir) throw new DeltaDown("no state folder: set DELTA_STATE_DIR (HOME is not set either)");
     this.app = opts.app || programName();
     this.now = opts.now ?? Date.now;
     const self = this;
@@ -248,11 +278,6 @@ export class Client {
       }
     }
     this.#agent = new ProvenAgent({ keepAlive: true, maxSockets: 16, maxFreeSockets: 16 });
-    try {
-      this.endpoint(false);
-    } catch (e) {
-      if (!(e instanceof DeltaDown) || !existsSync(join(this.stateDir, wire.DIRECT_FILE))) throw e;
-    }
   }
 
   /** Closes the pooled connections. */
@@ -273,6 +298,7 @@ export class Client {
 
   private endpoint(reload: boolean): [string, string] {
     if (this.#url && !reload) return [this.#url, this.#token];
+    if (!this.stateDir) throw new DeltaDown("no state folder: set DELTA_STATE_DIR (HOME is not set either)");
     let lf: wire.LocalFile;
     try {
       lf = wire.readLocal(this.stateDir);
@@ -385,6 +411,7 @@ export class Client {
    * {@link BadInput}, {@link DeltaDown}.
    */
   async get(peer: string, app: string, path: string, opts: ReadOptions = {}): Promise<Answer> {
+    checkOptions("get", opts);
     const r = await this.stream(peer, app, path, opts);
     return r.answer(await r.bytes());
   }
@@ -396,6 +423,7 @@ export class Client {
    * read ticket Delta left (direct.json); a call never does.
    */
   async stream(peer: string, app: string, path: string, opts: ReadOptions = {}): Promise<Response> {
+    checkOptions("stream", opts);
     const h = this.headers(opts);
     if (!path.startsWith("/")) path = "/" + path;
     let res: IncomingMessage;
@@ -428,6 +456,7 @@ export class Client {
    * {@link Conflict}, {@link BadInput}, {@link DeltaDown}.
    */
   async call(peer: string, app: string, method: string, path: string, body?: Body, opts: CallOptions = {}): Promise<Answer> {
+    checkOptions("call", opts);
     method = method.toUpperCase();
     if (wire.READ_METHODS.has(method) || method === "" || method === "CONNECT" || method === "TRACE") {
       throw new BadInput(`${JSON.stringify(method)} is not a call's method; reads (safe methods) go through get or stream; nothing was sent`);
@@ -452,7 +481,7 @@ export class Client {
       }
       if (e instanceof HandedOver) {
         throw new OutcomeUnknown(`the call was handed to this computer's Delta and no answer came back from it (${e.message}); ` +
-          `Delta may have sent it: waitSettled(${JSON.stringify(rid)}) tells`, rid, peer);
+          `Delta may have sent it, and its record under request id ${rid} will say what happened (Delta, once running, never sends it again and asks the owner)`, rid, peer);
       }
       throw e;
     }
@@ -462,7 +491,7 @@ export class Client {
     } catch (e) {
       if (e instanceof Cut) {
         throw new OutcomeUnknown(`the owner's answer was recorded, but reading it from the local Delta failed (${e.message}): ` +
-          `waitSettled(${JSON.stringify(r.requestId)}) has it`, r.requestId, peer);
+          `its record under request id ${r.requestId} has it`, r.requestId, peer);
       }
       throw e;
     }
@@ -476,6 +505,7 @@ export class Client {
    * (`code` "ETIMEDOUT") when timeoutMs passes first.
    */
   async waitSettled(requestId: string, opts: { timeoutMs?: number } = {}): Promise<CallRecord> {
+    checkOptions("waitSettled", opts);
     const deadline = opts.timeoutMs === undefined ? undefined : Date.now() + opts.timeoutMs;
     for (;;) {
       let wait = 600;
@@ -558,7 +588,8 @@ export class Client {
    * URL (`url`) that carries every request to that app, with no prefix and
    * no token. `listen` is a loopback address (by default the forward's, or a
    * free port); `token` asks for the local token. */
-  forward(peer: string, app: string, opts: { listen?: string; token?: boolean } = {}): Promise<Record<string, unknown>> {
+  async forward(peer: string, app: string, opts: { listen?: string; token?: boolean } = {}): Promise<Record<string, unknown>> {
+    checkOptions("forward", opts);
     const body: Record<string, unknown> = {};
     if (opts.listen) body.listen = opts.listen;
     if (opts.token) body.token = true;
@@ -618,7 +649,7 @@ export class Client {
     const low = new Set(Object.keys(h).map((k) => k.toLowerCase()));
     if (!low.has(wire.H.app) && this.app) h["X-Delta-App"] = this.app;
     if (opts.route) h["X-Delta-Route"] = opts.route;
-    if (opts.timeout && opts.timeout > 0) h["X-Delta-Timeout"] = Math.min(opts.timeout, 600).toFixed(3);
+    if (opts.timeoutMs && opts.timeoutMs > 0) h["X-Delta-Timeout"] = (Math.min(opts.timeoutMs, 600_000) / 1000).toFixed(3);
     return h;
   }
 }

@@ -115,17 +115,23 @@ export class Conflict extends DeltaError {
 }
 
 /** The request was malformed: Delta refused it (`bad_request`), or the kit
- * did before asking Delta (`status` 0). Nothing was sent. */
+ * did before asking Delta (`status` 0). It was not carried out.
+ * `nothingSent` is true unless some of it had left: a streamed call whose
+ * body grew past this computer's max_call_bytes is cut there, after its
+ * first bytes left and before its owner could have given it to its app
+ * (413). */
 export class BadInput extends DeltaError {
   readonly status: number;
   readonly outcome: string;
   readonly requestId: string;
-  readonly nothingSent = true;
-  constructor(detail: string, status = 0, requestId = "") {
+  readonly nothingSent: boolean;
+  readonly notCarriedOut = true;
+  constructor(detail: string, status = 0, requestId = "", nothingSent = true) {
     super(detail, `bad input: ${detail}`);
     this.status = status;
     this.outcome = "bad_request";
     this.requestId = requestId;
+    this.nothingSent = nothingSent;
   }
 }
 

@@ -26,7 +26,7 @@
  * @module
  */
 
-export { Client, Response, programName } from "./client.js";
+export { Client, OPTIONS, Response, programName } from "./client.js";
 export type { Answer, Body, CallOptions, ClientOptions, Progress, ReadOptions } from "./client.js";
 export {
   APIError, BadInput, Conflict, Cut, DeltaDown, DeltaError, NotCarriedOut, NotDelta, NothingSent, OutcomeUnknown, Unavailable,
@@ -35,7 +35,7 @@ export {
 export type { DownFields, UnavailableFields } from "./errors.js";
 export { checkSecret, incoming, ownerHandler } from "./owner.js";
 export type { Incoming, OwnerHandler } from "./owner.js";
-export { CallRecord, defaultStateDir, newRequestId } from "./wire.js";
+export { CallRecord, State, defaultStateDir, newRequestId } from "./wire.js";
 export type { CallState, StoredAnswer } from "./wire.js";
 
 /** The kit's version. */

@@ -265,7 +265,7 @@ export function errorFor(status: number, reason: string, headers: IncomingHttpHe
   const rid = eb.requestId || header(headers, H.requestId) || requestId;
   if (outcome === "outcome_unknown") return new OutcomeUnknown(detail, rid, eb.peer);
   if (outcome === "conflict") return new Conflict(detail, rid);
-  if (outcome === "bad_request") return new BadInput(detail, status, rid);
+  if (outcome === "bad_request") return new BadInput(detail, status, rid, eb.sent === false);
   const nothingSent = eb.sent === false;
   const notCarriedOut = eb.carriedOut === false || nothingSent;
   const f = { outcome, status, requestId: rid, peer: eb.peer, road: eb.road || header(headers, H.route), nothingSent, notCarriedOut };
@@ -277,14 +277,54 @@ export function errorFor(status: number, reason: string, headers: IncomingHttpHe
 /** An owner app's answer as a journal keeps it (a call's record). */
 export interface StoredAnswer {
   status: number;
-  headers: Record<string, string[]>;
+  /** As an {@link Answer}'s: lower-case names, as node:http gives them. */
+  headers: IncomingHttpHeaders;
   body: Buffer;
   /** The body was too big to keep. */
   omitted: boolean;
+  /** The body as UTF-8, as fetch's Response.text(). */
+  text(): Promise<string>;
+  /** The body parsed as JSON, as fetch's Response.json(). */
+  json(): Promise<unknown>;
+}
+
+/** text() and json() over a body held whole, as fetch's Response has them. */
+export function bodyMethods(body: Buffer): { text(): Promise<string>; json(): Promise<unknown> } {
+  return {
+    text: async () => body.toString("utf8"),
+    json: async () => JSON.parse(body.toString("utf8")) as unknown,
+  };
+}
+
+/** A JSON header map (name: [values]) as node:http's IncomingHttpHeaders:
+ * lower-case names, repeated values joined with ", " (set-cookie kept as a
+ * list). */
+export function incomingHeaders(h: Record<string, unknown>): IncomingHttpHeaders {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) {
+    const vs = (Array.isArray(v) ? v : [v]).map(String);
+    const name = k.toLowerCase();
+    const prev = out[name];
+    if (name === "set-cookie") out[name] = [...(Array.isArray(prev) ? prev : []), ...vs];
+    else out[name] = [...(prev === undefined ? [] : [prev as string]), ...vs].join(", ");
+  }
+  return out as IncomingHttpHeaders;
 }
 
 /** A call's state in the journal. */
 export type CallState = "sending" | "answered" | "unavailable" | "unknown" | "carried_out" | "not_carried_out" | "needs_person";
+
+/** A call's states by name (the same words in every kit:
+ * kit/contract/operations.json). */
+export const State = {
+  Sending: "sending",
+  Answered: "answered",
+  Unavailable: "unavailable",
+  Unknown: "unknown",
+  CarriedOut: "carried_out",
+  NotCarriedOut: "not_carried_out",
+  NeedsPerson: "needs_person",
+} as const satisfies Record<string, CallState>;
 
 /**
  * A call as this computer's journal has it (GET /v1/calls/{id}). `raw`
@@ -339,11 +379,13 @@ export class CallRecord {
     r.history = Array.isArray(v.history) ? (v.history as Record<string, unknown>[]) : [];
     const a = v.answer as Record<string, unknown> | undefined;
     if (a && typeof a === "object") {
+      const body = Buffer.from(typeof a.body_base64 === "string" ? a.body_base64 : "", "base64");
       r.answer = {
         status: typeof a.status === "number" ? a.status : 0,
-        headers: (a.headers as Record<string, string[]>) ?? {},
-        body: Buffer.from(typeof a.body_base64 === "string" ? a.body_base64 : "", "base64"),
+        headers: incomingHeaders((a.headers as Record<string, unknown>) ?? {}),
+        body,
         omitted: a.body_omitted === true,
+        ...bodyMethods(body),
       };
     }
     return r;

@@ -1,7 +1,10 @@
-// The shared contract table (kit/contract/outcomes.json): every recorded
-// answer of Delta's becomes the outcome the table says, as in the Go and
-// Python kits. Each answer is served whole by a loopback listener and read
-// by node:http, as the kit reads Delta's.
+// The shared contract tables: every recorded answer of Delta's becomes the
+// outcome kit/contract/outcomes.json says, as in the Go and Python kits
+// (each answer is served whole by a loopback listener and read by
+// node:http, as the kit reads Delta's); and every operation, option,
+// state, outcome type and answer field has the name, result and unit
+// kit/contract/operations.json says (read from the kit itself and, for
+// results, from its source by the TypeScript compiler).
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -11,10 +14,16 @@ import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 
+import ts from "typescript";
+
 import { answerOf } from "../dist/client.js";
+import * as kit from "../dist/index.js";
 import { DeltaError, outcomeType } from "../dist/index.js";
 
-const TABLE = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "contract", "outcomes.json");
+const HERE = dirname(fileURLToPath(import.meta.url));
+const TABLE = join(HERE, "..", "..", "contract", "outcomes.json");
+const OPERATIONS = join(HERE, "..", "..", "contract", "operations.json");
+const ops = JSON.parse(readFileSync(OPERATIONS, "utf8"));
 
 function raw(c) {
   const body = Buffer.from(typeof c.body === "string" ? c.body : JSON.stringify(c.body));
@@ -47,6 +56,9 @@ test("the contract table", async (t) => {
           if (k in e) assert.equal(err[attr], e[k], k);
         }
         assert.ok(err.detail.includes(e.detail_contains ?? ""), err.detail);
+        for (const [k, attr] of [["nothing_sent", "nothingSent"], ["not_carried_out", "notCarriedOut"]]) {
+          if (k in e) assert.equal(err[attr], e[k], k);
+        }
         return;
       }
       assert.equal(e.type, "answer");
@@ -56,7 +68,61 @@ test("the contract table", async (t) => {
         if (k in e) assert.equal(a[attr], e[k], k);
       }
       if ("body" in e) assert.equal(a.body.toString(), e.body);
+      for (const [f, names] of Object.entries(ops.answer_fields)) {
+        if (names?.typescript) assert.ok(names.typescript in a, `answer field ${f}: an Answer has no ${names.typescript}`);
+      }
       if ("age_seconds" in e) assert.equal(a.age, e.age_seconds);
     });
+  }
+});
+
+/** The return types of Client's methods, as the TypeScript compiler reads
+ * the kit's source. */
+function clientResults() {
+  const program = ts.createProgram([join(HERE, "..", "src", "index.ts")], { strict: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext });
+  const checker = program.getTypeChecker();
+  const out = new Map();
+  const src = program.getSourceFile(join(HERE, "..", "src", "client.ts"));
+  ts.forEachChild(src, (n) => {
+    if (!ts.isClassDeclaration(n) || n.name?.text !== "Client") return;
+    for (const m of n.members) {
+      if (!ts.isMethodDeclaration(m) || !m.name) continue;
+      const sig = checker.getSignatureFromDeclaration(m);
+      out.set(m.name.getText(src), checker.typeToString(checker.getReturnTypeOfSignature(sig)));
+    }
+  });
+  return out;
+}
+
+test("the operations table", () => {
+  assert.ok(ops.operations.length >= 20);
+  const results = clientResults();
+  for (const op of ops.operations) {
+    const name = op.typescript;
+    if (name === null) {
+      assert.ok(op.why, `${op.op}: no TypeScript name and no why`);
+      continue;
+    }
+    const isClass = name === "Client";
+    const fn = isClass ? kit.Client : typeof kit.Client.prototype[name] === "function" ? kit.Client.prototype[name] : kit[name];
+    assert.equal(typeof fn, "function", `${op.op}: the kit has no ${name}`);
+    const want = op.result?.typescript;
+    if (want && !isClass) assert.equal(results.get(name), `Promise<${want}>`, `${op.op}: ${name} returns ${results.get(name)}`);
+    for (const o of op.options ?? []) {
+      if (o.typescript === null) {
+        assert.ok(o.why, `${op.op}: option ${o.option} has no TypeScript name and no why`);
+        continue;
+      }
+      assert.ok(kit.OPTIONS[name]?.includes(o.typescript), `${op.op}: ${name} does not take ${o.typescript}`);
+      if (o.unit?.typescript === "milliseconds") assert.match(o.typescript, /Ms$/, `${op.op}: ${o.typescript} is in milliseconds and says so`);
+    }
+  }
+  for (const s of ops.states) {
+    const camel = s.split("_").map((w) => w[0].toUpperCase() + w.slice(1)).join("");
+    assert.equal(kit.State[camel], s, `state ${s}: State.${camel}`);
+  }
+  for (const [kind, names] of Object.entries(ops.outcomes)) {
+    if (kind === "answer") continue; // an interface: the contract table's answers hold its fields
+    assert.equal(typeof kit[names.typescript], "function", `outcome ${kind}: no ${names.typescript}`);
   }
 });

@@ -14,7 +14,7 @@ import { Readable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 
 import {
-  BadInput, Client, Conflict, Cut, DeltaDown, NotCarriedOut, NotDelta, NothingSent, OutcomeUnknown, Unavailable,
+  BadInput, Client, Conflict, Cut, DeltaDown, NotCarriedOut, NotDelta, NothingSent, OutcomeUnknown, State, Unavailable,
   newRequestId, outcomeType,
 } from "../dist/index.js";
 import { Pair, waitFor } from "./lab.mjs";
@@ -62,6 +62,9 @@ describe("with two Deltas", () => {
     assert.equal(r.status, 200);
     assert.ok(JSON.parse(r.body).includes("water the plants"));
     assert.equal(r.stale || r.direct, false);
+    // What fetch users reach for.
+    assert.deepEqual(await r.json(), JSON.parse(r.body));
+    assert.equal(await a.text(), "water the plants");
     const inc = JSON.parse((await c.call("studio", "notes", "POST", "/incoming", "")).body);
     assert.deepEqual([inc.caller, inc.callerApp], ["laptop", "kit-test"]);
     const rec = await c.callRecord(rid);
@@ -100,7 +103,7 @@ describe("with two Deltas", () => {
 
   test("an unknown outcome, reconciled and waited for", async () => {
     const rid = newRequestId();
-    const e = await c.call("studio", "notes", "POST", "/hold/a", "late", { requestId: rid, timeout: 0.3 }).then(() => null, (x) => x);
+    const e = await c.call("studio", "notes", "POST", "/hold/a", "late", { requestId: rid, timeoutMs: 300 }).then(() => null, (x) => x);
     assert.ok(e instanceof OutcomeUnknown, String(e));
     assert.deepEqual([e.requestId, e.peer, outcomeType(e)], [rid, "studio", "outcome_unknown"]);
     assert.match(e.whatDeltaDoes, /never sends it again/);
@@ -109,13 +112,15 @@ describe("with two Deltas", () => {
     await assert.rejects(c.waitSettled(rid, { timeoutMs: 1000 }), { code: "ETIMEDOUT" });
     app.release("a");
     const rec = await c.waitSettled(rid, { timeoutMs: 60000 });
-    assert.equal(rec.state, "carried_out");
+    assert.equal(rec.state, State.CarriedOut);
     assert.equal(rec.settled, true);
     assert.equal(rec.answer?.body.toString(), "late");
+    // The kept answer is shaped as an Answer: node:http's header names, text().
+    assert.deepEqual([rec.answer?.headers["content-type"], await rec.answer?.text(), rec.answer?.status], ["text/plain", "late", 201]);
     assert.equal(app.effects.get(rid), 1);
     // A person settles one the owner is still holding.
     const rid2 = newRequestId();
-    await assert.rejects(c.call("studio", "notes", "POST", "/hold/b", "x", { requestId: rid2, timeout: 0.3 }), OutcomeUnknown);
+    await assert.rejects(c.call("studio", "notes", "POST", "/hold/b", "x", { requestId: rid2, timeoutMs: 300 }), OutcomeUnknown);
     assert.equal((await c.ask(rid2)).requestId, rid2);
     const rec2 = await c.settle(rid2, "not_carried_out", "I looked: nothing there");
     assert.deepEqual([rec2.state, rec2.settledBy], ["not_carried_out", "a person"]);
@@ -203,6 +208,28 @@ describe("with two Deltas", () => {
     await assert.rejects(down.get("studio", "notes", "/notes", { route: "tailnet" }), /the tailnet road lives inside Delta/);
     down.close();
   });
+});
+
+test("new Client() never throws; the first request says Delta is down", async () => {
+  // As fetch and new Agent(): making one never fails; a request does.
+  const c = new Client({ stateDir: join(tmpdir(), "delta-no-such-folder-" + process.pid) });
+  const e = await c.call("studio", "notes", "POST", "/notes", "x").then(() => null, (x) => x);
+  assert.ok(e instanceof DeltaDown, String(e));
+  assert.match(e.message, /nothing was sent/);
+  await assert.rejects(c.get("studio", "notes", "/notes"), DeltaDown);
+  assert.equal(c.url, "");
+  c.close();
+});
+
+test("an option a method does not take is refused, naming the one meant", async () => {
+  const c = new Client({ stateDir: join(tmpdir(), "delta-no-such-folder-" + process.pid) });
+  // Seconds where milliseconds are meant would be silently ignored in plain JavaScript.
+  await assert.rejects(c.call("studio", "notes", "POST", "/notes", "x", { timeout: 2 }), (e) =>
+    e instanceof TypeError && /unknown option "timeout" \(did you mean "timeoutMs"\? times are in milliseconds\)/.test(e.message) && /nothing was sent/.test(e.message));
+  await assert.rejects(c.waitSettled("x", { timeout: 5 }), /unknown option "timeout" \(did you mean "timeoutMs"/);
+  await assert.rejects(c.get("studio", "notes", "/", { rout: "lan" }), /did you mean "route"/);
+  assert.throws(() => new Client({ statedir: "/tmp" }), /unknown option "statedir" \(did you mean "stateDir"/);
+  c.close();
 });
 
 test("a listener on a dead Delta's port gets no token and no request", async () => {

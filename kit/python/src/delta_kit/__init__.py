@@ -27,12 +27,12 @@ from .client import Answer, Client, Response, program_name
 from .errors import (APIError, BadInput, Conflict, Cut, DeltaDown, DeltaError, NotCarriedOut, NotDelta, NothingSent,
                      OutcomeUnknown, Unavailable)
 from .owner import DeltaOwner, DeltaOwnerASGI, Incoming
-from .wire import CallRecord, StoredAnswer, default_state_dir, new_request_id, outcome_type
+from .wire import CallRecord, State, StoredAnswer, default_state_dir, new_request_id, outcome_type
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "Answer", "Response", "CallRecord", "StoredAnswer", "new_request_id", "default_state_dir",
+    "Client", "Answer", "Response", "CallRecord", "State", "StoredAnswer", "new_request_id", "default_state_dir",
     "program_name", "outcome_type",
     "DeltaError", "Unavailable", "NotCarriedOut", "NothingSent", "OutcomeUnknown", "Conflict", "BadInput",
     "DeltaDown", "NotDelta", "Cut", "APIError",

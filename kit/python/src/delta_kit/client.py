@@ -40,8 +40,10 @@ def program_name() -> str:
 
 
 @dataclass
-class Answer:
-    """The owner app's own answer, whatever its status.
+class Answer(wire.AnswerBody):
+    """The owner app's own answer, whatever its status, with what users of
+    requests and httpx reach for: ``status_code``, ``content``, ``text``,
+    ``json()``.
 
     ``road`` is the road it came over (thunderbolt, lan, tailnet);
     ``request_id`` the call's id; ``replayed``: the call had been made
@@ -190,11 +192,13 @@ class Client:
     """A client of this computer's Delta, found through the state folder's
     local.json and local-token (DESIGN §7). Safe to share between threads.
 
-    ``Client()`` opens the default state folder (``DELTA_STATE_DIR``, else
-    the OS's). When Delta is not running it raises :class:`DeltaDown`
-    naming the folder, unless Delta left what reads need to go on without
-    it (direct.json): then reads go directly to the peer and everything
-    else raises :class:`DeltaDown`.
+    ``Client()`` names the default state folder (``DELTA_STATE_DIR``, else
+    the OS's) and, as ``httpx.Client()`` does, never fails: each request
+    finds Delta through the folder when it is made. When Delta is not
+    running, a request raises :class:`DeltaDown` naming the folder, unless
+    Delta left what reads need to go on without it (direct.json): then
+    reads go directly to the peer and everything else raises
+    :class:`DeltaDown`.
 
     ``app`` names the calling app to the owner (``X-Delta-App``), in the
     menu and in ``delta calls``; by default the program's name.
@@ -203,19 +207,12 @@ class Client:
     def __init__(self, state_dir: Optional[str] = None, *, app: Optional[str] = None,
                  now: Optional[Callable[[], float]] = None) -> None:
         self.state_dir = state_dir or wire.default_state_dir()
-        if not self.state_dir:
-            raise DeltaDown("no state folder: set DELTA_STATE_DIR (HOME is not set either)")
         self.app = app or program_name()
         self.now = now or time.time
         self._lock = threading.Lock()
         self._url = ""
         self._token = ""
         self._idle: list[_Conn] = []
-        try:
-            self._endpoint(False)
-        except DeltaDown:
-            if not os.path.exists(os.path.join(self.state_dir, wire.DIRECT_FILE)):
-                raise
 
     def close(self) -> None:
         """Close the pooled connections."""
@@ -244,6 +241,8 @@ class Client:
         with self._lock:
             if self._url and not reload:
                 return self._url, self._token
+            if not self.state_dir:
+                raise DeltaDown("no state folder: set DELTA_STATE_DIR (HOME is not set either)")
             try:
                 lf = wire.read_local(self.state_dir)
             except FileNotFoundError:

@@ -118,14 +118,20 @@ class Conflict(DeltaError):
 class BadInput(DeltaError, ValueError):
     """The request was malformed: Delta refused it (``bad_request``: a
     request id, timeout, path, Host or size it does not take), or the kit
-    did before asking Delta (``status`` 0). Nothing was sent."""
+    did before asking Delta (``status`` 0). It was not carried out.
+    ``nothing_sent`` is true unless some of it had left: a streamed call
+    whose body grew past this computer's max_call_bytes is cut there, after
+    its first bytes left and before its owner could have given it to its
+    app (413)."""
 
-    def __init__(self, detail: str, *, status: int = 0, outcome: str = "bad_request", request_id: str = "") -> None:
+    def __init__(self, detail: str, *, status: int = 0, outcome: str = "bad_request", request_id: str = "",
+                 nothing_sent: bool = True) -> None:
         super().__init__(detail)
         self.status = status
         self.outcome = outcome
         self.request_id = request_id
-        self.nothing_sent = True
+        self.nothing_sent = nothing_sent
+        self.not_carried_out = True
 
     def __str__(self) -> str:
         return f"bad input: {self.detail}"

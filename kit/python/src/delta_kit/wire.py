@@ -4,8 +4,10 @@ socket; everything here is a plain function."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import hmac
+import http.client
 import json
 import os
 import re
@@ -236,7 +238,7 @@ def error_for(status: int, reason: str, headers: "Mapping[str, str] | Message", 
     if outcome == "conflict":
         return Conflict(detail, request_id=rid)
     if outcome == "bad_request":
-        return BadInput(detail, status=status, request_id=rid)
+        return BadInput(detail, status=status, request_id=rid, nothing_sent=eb.sent is False)
     nothing_sent = eb.sent is False
     not_carried = eb.carried_out is False or nothing_sent
     kind = NothingSent if nothing_sent else NotCarriedOut if not_carried else Unavailable
@@ -268,11 +270,69 @@ def outcome_type(e: Optional[BaseException]) -> str:
     return "other"
 
 
-@dataclass
-class StoredAnswer:
-    """An owner app's answer as a journal keeps it (a call's record)."""
+class State(enum.StrEnum):
+    """A call's states, as :attr:`CallRecord.state` says them (the same
+    words in every kit: kit/contract/operations.json)."""
+    SENDING = "sending"
+    ANSWERED = "answered"
+    UNAVAILABLE = "unavailable"
+    UNKNOWN = "unknown"
+    CARRIED_OUT = "carried_out"
+    NOT_CARRIED_OUT = "not_carried_out"
+    NEEDS_PERSON = "needs_person"
+
+
+class AnswerBody:
+    """What users of requests and httpx reach for on an answer: its
+    ``status_code``, ``content``, ``text`` and ``json()`` (the body is held
+    whole already)."""
     status: int
-    headers: dict[str, list[str]]
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    @property
+    def status_code(self) -> int:
+        """The owner app's HTTP status (``status``)."""
+        return self.status
+
+    @property
+    def content(self) -> bytes:
+        """The body's bytes (``body``)."""
+        return self.body
+
+    @property
+    def text(self) -> str:
+        """The body decoded by its Content-Type's charset (UTF-8 when it
+        names none; bytes that do not decode become U+FFFD)."""
+        charset = self.headers.get_content_charset() if self.headers is not None else None
+        try:
+            return self.body.decode(charset or "utf-8", errors="replace")
+        except LookupError:  # a charset Python does not know
+            return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``json.JSONDecodeError`` if it is not)."""
+        return json.loads(self.body)
+
+
+def header_message(h: Mapping[str, Any]) -> http.client.HTTPMessage:
+    """A JSON header map (name: [values]) as the case-insensitive
+    ``http.client.HTTPMessage`` that :class:`Answer` has too."""
+    m = http.client.HTTPMessage()
+    for k, vs in h.items():
+        for v in vs if isinstance(vs, list) else [vs]:
+            m[k] = str(v)
+    return m
+
+
+@dataclass
+class StoredAnswer(AnswerBody):
+    """An owner app's answer as a journal keeps it (a call's record),
+    shaped as :class:`Answer` is: ``headers`` case-insensitive,
+    ``text``, ``json()``. ``omitted``: the body was over 1 MiB and is not
+    kept."""
+    status: int
+    headers: http.client.HTTPMessage
     body: bytes
     omitted: bool = False
 
@@ -313,7 +373,7 @@ class CallRecord:
         ans = None
         a = v.get("answer")
         if isinstance(a, dict):
-            ans = StoredAnswer(status=a.get("status", 0), headers=a.get("headers") or {},
+            ans = StoredAnswer(status=a.get("status", 0), headers=header_message(a.get("headers") or {}),
                                body=base64.b64decode(a.get("body_base64") or ""), omitted=bool(a.get("body_omitted")))
         names = ("request_id", "peer", "app", "state", "method", "path", "caller_app", "outcome", "detail",
                  "owner_state", "asks", "dismissed", "digest", "settled_by", "settle_note", "created_at", "updated_at")
