@@ -160,7 +160,9 @@ fuzz:
 # DELTA_PKG=path/to/Delta.pkg (built on a Mac) it reads that package back.
 # Then the kits' packages (tools/kits package-check): the Python wheel
 # (python3 -m build) installed into a fresh venv and the npm package (npm
-# pack) into a fresh folder, each running its notes example.
+# pack) into a fresh folder, each running its notes example; and each kit
+# installed from its folder as its README says (Python with a package index
+# and without one, TypeScript from a checkout with no dist/, Go with go work).
 package-check: deps build
 	$(GO) test -count=1 -v ./packaging/ 2>&1 | grep -v '^=== ' ; exit $${PIPESTATUS[0]}
 	@tools/kits package-check
