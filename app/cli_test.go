@@ -241,11 +241,11 @@ func TestCommandLine(t *testing.T) {
 		t.Errorf("a second check-receipt is not refused with the first's words:\n%s", errOut)
 	}
 	out, errOut, code = delta(t, append(S, "check-receipt", "no-such-id")...)
-	wantCode(t, "check-receipt of an id never received", code, cli.ExitUnavailable, out, errOut)
+	wantCode(t, "check-receipt of an id never received", code, cli.ExitNotFound, out, errOut)
 	out, errOut, code = delta(t, append(S, "show-receipt")...)
 	wantCode(t, "show-receipt without an id", code, cli.ExitUsage, out, errOut)
 	out, errOut, code = delta(t, append(L, "show", "no-such-id")...)
-	wantCode(t, "show an unknown id", code, cli.ExitUnavailable, out, errOut)
+	wantCode(t, "show an unknown id", code, cli.ExitNotFound, out, errOut)
 
 	// apps on studio
 	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:9")...)
@@ -262,7 +262,7 @@ func TestCommandLine(t *testing.T) {
 	out, errOut, code = delta(t, append(S, "apps", "remove", "photos")...)
 	wantCode(t, "apps remove", code, cli.ExitOK, out, errOut)
 	out, errOut, code = delta(t, append(S, "apps", "remove", "photos")...)
-	wantCode(t, "apps remove again", code, cli.ExitUnavailable, out, errOut)
+	wantCode(t, "apps remove again", code, cli.ExitNotFound, out, errOut)
 
 	// version, open --print
 	out, errOut, code = delta(t, "version")
@@ -348,7 +348,7 @@ func TestForget(t *testing.T) {
 		t.Errorf("after forget the record says:\n%s", r.Body)
 	}
 	out, errOut, code = delta(t, append(L, "forget", "no-such-call")...)
-	wantCode(t, "forget an unknown call", code, cli.ExitUnavailable, out, errOut)
+	wantCode(t, "forget an unknown call", code, cli.ExitNotFound, out, errOut)
 
 	// A bookkeeping command exits 0 once it did what was asked, whatever
 	// the call's own state (issue 36: forget of a call not carried out

@@ -226,7 +226,7 @@ func callArg(name, summary string, withState bool, do func(e *Env, c *kit.Client
 					code := ExitFailed
 					switch ae.Outcome {
 					case "not_found":
-						code = ExitUnavailable
+						code = ExitNotFound
 					case "conflict": // the call's state does not allow it
 						code = ExitNotNow
 					}

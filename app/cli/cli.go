@@ -45,7 +45,34 @@ const (
 	// ExitStale: a read answered from this computer's cache because the
 	// peer could not be reached (the answer was printed, labelled stale).
 	ExitStale = 11
+	// ExitNotFound: what the command names is not on this computer: no
+	// call with that request id, no receipt, peer, app or forward by that
+	// name.
+	// Never 4: a typo'd id is not a call that was not carried out.
+	ExitNotFound = 12
 )
+
+// ExitCodes is every exit code and what it means: what delta -h prints,
+// and the table in the README and docs/protocol.md (TestExitCodeTables
+// holds them to it).
+var ExitCodes = []struct {
+	Code    int
+	Meaning string
+}{
+	{ExitOK, "done: a read or call answered with a 2xx status; `show`: answered or carried out"},
+	{ExitFailed, "failed for another reason: the message names it"},
+	{ExitUsage, "the command line is wrong: an unknown command or flag, a bad value, a missing argument"},
+	{ExitDeltaDown, "this computer's Delta is not running"},
+	{ExitUnavailable, "not carried out: nothing was sent, or the owner proved it did not act"},
+	{ExitUnknown, "outcome unknown: the call left and no answer came; Delta never sends it again and reconciles it"},
+	{ExitConflict, "the request id is in use for another request"},
+	{ExitAppError, "the owner app answered with an HTTP error status (4xx, 5xx)"},
+	{ExitNeedsPerson, "a person must check: the call's owner cannot say whether it was carried out"},
+	{ExitCut, "the answer broke off and could not be continued: what was printed is not the whole"},
+	{ExitNotNow, "not now: the call's or receipt's state does not allow it (`ask` or `settle` a settled call, `dismiss` one that needs a person, check a receipt checked already)"},
+	{ExitStale, "a stale answer: the peer could not be reached, and what was printed is this computer's cached one (`get --fresh` refuses it)"},
+	{ExitNotFound, "not found: no call with that request id, or no receipt, peer, app or forward by that name, on this computer"},
+}
 
 // ErrUsage marks a bad command line for Delta itself (exit code 2).
 var ErrUsage = errors.New("bad command line")
@@ -387,14 +414,18 @@ Flags may come before or after the command. Every command takes
 that read take --json. "delta COMMAND -h" shows a command's flags, and
 "delta run -h" the flags of Delta itself.
 
-exit codes: 0 done (a read or call answered 2xx) · 1 failed otherwise ·
-2 bad command line · 3 Delta is not running · 4 not carried out (nothing
-was sent, or the owner proved it did not act) · 5 outcome unknown (Delta
-reconciles it) · 6 request id in use for another request · 7 the owner app
-answered with an HTTP error · 8 a person must check · 9 the answer broke
-off (what was printed is not the whole) · 10 the call's state does not
-allow it (ask or settle a settled call, dismiss one that needs a person) ·
-11 a stale answer from this computer's cache (the peer could not be
-reached; get --fresh refuses one)
+exit codes:
 `)
+	for _, x := range ExitCodes {
+		// Wrapped at 78 columns, each line after the first under the meaning.
+		line := fmt.Sprintf("  %2d ", x.Code)
+		for _, word := range strings.Fields(strings.ReplaceAll(x.Meaning, "`", "")) {
+			if len(line)+1+len(word) > 78 {
+				fmt.Fprintln(w, line)
+				line = "     "
+			}
+			line += " " + word
+		}
+		fmt.Fprintln(w, line)
+	}
 }

@@ -408,7 +408,7 @@ func apiExit(what string, err error) error {
 		code := ExitFailed
 		switch ae.Outcome {
 		case "not_found":
-			code = ExitUnavailable
+			code = ExitNotFound
 		case "bad_request":
 			code = ExitUsage
 		case "conflict": // the local API's conflicts are a call's state
