@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -250,9 +252,27 @@ func TestCommandLine(t *testing.T) {
 	// apps on studio
 	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:9")...)
 	wantCode(t, "apps add", code, cli.ExitOK, out, errOut)
-	if !strings.Contains(out, "forward secret") {
-		t.Fatalf("apps add: %s", out)
+	if !strings.Contains(out, "forward secret") || !strings.Contains(out, "optional: ") || strings.Contains(errOut, "replaced") {
+		t.Fatalf("apps add: %s\n%s", out, errOut)
 	}
+	// Replacing an app's URL says what it was (it said nothing: a
+	// forward on the other computer then pointed at a dead port).
+	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:10")...)
+	wantCode(t, "apps add over an app", code, cli.ExitOK, out, errOut)
+	if !strings.Contains(errOut, "replaced app photos: it was http://127.0.0.1:9") {
+		t.Errorf("apps add over an app does not say what it replaced:\n%s", errOut)
+	}
+	out, errOut, code = delta(t, append(S, "apps", "add", "photos", "http://127.0.0.1:9")...)
+	wantCode(t, "apps add over an app", code, cli.ExitOK, out, errOut)
+	// An app that serves the folder holding Delta's state folder is named.
+	served := serveDir(t, filepath.Dir(studio.dir))
+	out, errOut, code = delta(t, append(S, "apps", "add", "files", served)...)
+	wantCode(t, "apps add of a file server over the state folder's parent", code, cli.ExitOK, out, errOut)
+	if !strings.Contains(errOut, "serves this Delta's own local token at "+served+"/"+filepath.Base(studio.dir)+"/local-token") {
+		t.Errorf("apps add does not warn of an app that serves Delta's state folder:\n%s", errOut)
+	}
+	out, errOut, code = delta(t, append(S, "apps", "remove", "files")...)
+	wantCode(t, "apps remove", code, cli.ExitOK, out, errOut)
 	out, errOut, code = delta(t, append(S, "apps", "list")...)
 	if code != 0 || !strings.Contains(out, "notes") || !strings.Contains(out, "photos\thttp://127.0.0.1:9") {
 		t.Fatalf("apps list: %d %s %s", code, out, errOut)
@@ -418,4 +438,13 @@ func TestNoStateInvented(t *testing.T) {
 			t.Fatalf("delta %s made the missing state folder", strings.Join(tc.args, " "))
 		}
 	}
+}
+
+// serveDir serves dir as a plain file server on loopback (as python3 -m
+// http.server does) and returns its URL.
+func serveDir(t *testing.T, dir string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -143,7 +143,7 @@ func (c *Client) endpoint(reload bool) (string, string, error) {
 		if _, serr := os.Stat(c.StateDir); errors.Is(serr, os.ErrNotExist) {
 			return "", "", &DeltaDown{StateDir: c.StateDir, Err: errors.New("the folder does not exist: no Delta has run with it (a mistyped state folder?)")}
 		}
-		return "", "", &DeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json: Delta is not running for this folder")}
+		return "", "", &DeltaDown{StateDir: c.StateDir, Err: errors.New("it has no local.json, which a running Delta writes there")}
 	}
 	if err != nil {
 		return "", "", &DeltaDown{StateDir: c.StateDir, Err: err}

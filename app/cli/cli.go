@@ -125,7 +125,7 @@ func (e *Env) Client() (*kit.Client, error) {
 func (e *Env) DownErr(err error) error {
 	var down *kit.DeltaDown
 	if errors.As(err, &down) {
-		return &ExitError{Code: ExitDeltaDown, Err: fmt.Errorf("%w (start it with `delta`, or `make run`; --state-dir names another folder)", err)}
+		return &ExitError{Code: ExitDeltaDown, Err: fmt.Errorf("%w (start it: open the Delta app, or run delta run; --state-dir names another folder)", err)}
 	}
 	return err
 }

@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -368,14 +372,29 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 			}
 			return nil
 		case args[0] == "add" && len(args) == 3:
+			var was *localapi.App
+			if apps, err := c.Apps(e.Ctx); err == nil {
+				for i := range apps {
+					if apps[i].App == args[1] {
+						was = &apps[i]
+					}
+				}
+			}
 			a, err := c.PutApp(e.Ctx, args[1], localapi.AppRequest{URL: args[2], Timeout: timeout})
 			if err != nil {
 				return apiExit("apps add", e.DownErr(err))
 			}
+			if was != nil && (was.URL != a.URL || was.Timeout != a.Timeout) {
+				fmt.Fprintf(e.Stderr, "delta: replaced app %s: it was %s, %s\n", a.App, was.URL, appTimeout(was.Timeout))
+			}
+			if where := servesStateFolder(e.Ctx, a.URL, e.StateDir); where != "" {
+				fmt.Fprintf(e.Stderr, "delta: warning: app %s serves this Delta's own local token at %s: it serves a folder that holds Delta's state folder (%s), so every peer that may use it can read Delta's secrets. Serve a folder of its own.\n", a.App, where, e.StateDir)
+			}
 			if e.JSON {
 				return e.PrintJSON(a)
 			}
-			fmt.Fprintf(e.Stdout, "%s\t%s\t%s\nforward secret (the app checks X-Delta-Forward-Secret against it): %s\n", a.App, a.URL, appTimeout(a.Timeout), a.Secret)
+			fmt.Fprintf(e.Stdout, "%s\t%s\t%s\nforward secret: %s\n  (optional: Delta sends it as X-Delta-Forward-Secret with every request it forwards; an app that checks it refuses requests that did not come through Delta, from other programs on this computer. kit.Owner, DeltaOwner and ownerHandler check it; an app that does not still works.)\n",
+				a.App, a.URL, appTimeout(a.Timeout), a.Secret)
 			return nil
 		case args[0] == "remove" && len(args) == 2:
 			if err := c.RemoveApp(e.Ctx, args[1]); err != nil {
@@ -453,4 +472,34 @@ func NeedsNewline(terminal bool, written int64, last byte) bool {
 func IsTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// servesStateFolder reports where the app at appURL serves this state
+// folder's local token, or "": a file server pointed at the state folder
+// or at its parent (python3 -m http.server in /tmp, beside /tmp/beta)
+// would hand Delta's secrets to every peer that may use the app (issue
+// 65). It asks only GETs, on loopback, and compares what came with the
+// token; an app that answers otherwise, or not at once, says nothing.
+func servesStateFolder(ctx context.Context, appURL, stateDir string) string {
+	tok, err := os.ReadFile(filepath.Join(stateDir, "local-token"))
+	if err != nil || len(bytes.TrimSpace(tok)) == 0 {
+		return ""
+	}
+	hc := &http.Client{Timeout: 2 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, p := range []string{"/local-token", "/" + url.PathEscape(filepath.Base(stateDir)) + "/local-token"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(appURL, "/")+p, nil)
+		if err != nil {
+			return ""
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return ""
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && bytes.Equal(bytes.TrimSpace(b), bytes.TrimSpace(tok)) {
+			return strings.TrimSuffix(appURL, "/") + p
+		}
+	}
+	return ""
 }

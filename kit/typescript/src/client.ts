@@ -304,7 +304,7 @@ export class Client {
       lf = wire.readLocal(this.stateDir);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") {
-        throw new DeltaDown("it has no local.json: Delta is not running for this folder", { stateDir: this.stateDir });
+        throw new DeltaDown("it has no local.json, which a running Delta writes there", { stateDir: this.stateDir });
       }
       throw new DeltaDown((e as Error).message, { stateDir: this.stateDir });
     }

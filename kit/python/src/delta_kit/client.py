@@ -246,7 +246,7 @@ class Client:
             try:
                 lf = wire.read_local(self.state_dir)
             except FileNotFoundError:
-                raise DeltaDown("it has no local.json: Delta is not running for this folder", state_dir=self.state_dir) from None
+                raise DeltaDown("it has no local.json, which a running Delta writes there", state_dir=self.state_dir) from None
             except (OSError, ValueError) as e:
                 raise DeltaDown(str(e), state_dir=self.state_dir) from None
             if wire.left_behind(self.state_dir, lf):
