@@ -399,6 +399,9 @@ func TestFlagTypos(t *testing.T) {
 		{[]string{"--verbse"}, "flag provided but not defined: -verbse; did you mean --verbose?"},
 		{[]string{"get", "--fersh", "a", "b", "/"}, "did you mean --fresh?"},
 		{[]string{"status", "--zzzzzz"}, "flag provided but not defined: -zzzzzz"},
+		{[]string{"stauts"}, `"stauts" is not a command of delta; did you mean status?`},
+		{[]string{"recipts"}, "did you mean receipts?"},
+		{[]string{"zzzzzz"}, `"zzzzzz" is not a command of delta (delta -h lists them)`},
 	} {
 		out, errOut, code := delta(t, tc.args...)
 		wantCode(t, strings.Join(tc.args, " "), code, cli.ExitUsage, out, errOut)

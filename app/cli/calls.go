@@ -151,7 +151,11 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 	}
 	fmt.Fprintf(w, "made:     %s (%s ago)\n", r.CreatedAt.Local().Format("Mon 2 Jan 15:04:05 MST"), view.Ago(now.Sub(r.CreatedAt)))
 	if r.OwnerState != "" || r.Asks > 0 {
-		fmt.Fprintf(w, "owner:    last said %q; asked %d×", r.OwnerState, r.Asks)
+		if r.OwnerState == "" {
+			fmt.Fprintf(w, "owner:    has said nothing yet; asked %d×", r.Asks)
+		} else {
+			fmt.Fprintf(w, "owner:    last said %q; asked %d×", r.OwnerState, r.Asks)
+		}
 		if !r.NextAskAt.IsZero() && r.State == string(record.Unknown) {
 			fmt.Fprintf(w, ", next at %s", r.NextAskAt.Local().Format("15:04:05"))
 		}

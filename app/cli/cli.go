@@ -250,6 +250,25 @@ func QuietParse(fs *flag.FlagSet, stderr io.Writer, usage func(io.Writer), parse
 	return err
 }
 
+// nearestCommand is "; did you mean NAME?" for the command nearest to a
+// (an edit or two away, or one a prefix of the other), or "".
+func (p *Program) nearestCommand(a string) string {
+	best, bestD := "", 3
+	for _, c := range p.Commands {
+		d := roads.EditDistance(a, c.Name)
+		if len(a) >= 3 && (strings.HasPrefix(c.Name, a) || strings.HasPrefix(a, c.Name)) {
+			d = min(d, 2)
+		}
+		if d < bestD {
+			best, bestD = c.Name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
 // didYouMean names the defined flag nearest to the undefined one err
 // names (an edit or two away, or one a prefix of the other), or "".
 func didYouMean(fs *flag.FlagSet, err error) string {
@@ -320,7 +339,7 @@ func (p *Program) FindCommand(args []string) (string, []string, error) {
 			return "help", nil, nil
 		}
 		if p.lookup(a) == nil {
-			return "", nil, fmt.Errorf("%q is not a command of delta (delta -h lists them)", a)
+			return "", nil, fmt.Errorf("%q is not a command of delta%s (delta -h lists them)", a, p.nearestCommand(a))
 		}
 		rest := append(append([]string{}, args[:i]...), args[i+1:]...)
 		return a, rest, nil
@@ -406,6 +425,10 @@ usage: delta [command] [flags] [arguments]
 commands:
 `)
 	for _, c := range p.Commands {
+		if c.Args == "" {
+			fmt.Fprintf(w, "  %-8s %s\n", c.Name, c.Summary)
+			continue
+		}
 		fmt.Fprintf(w, "  %-8s %s\n  %-8s   %s\n", c.Name, c.Args, "", c.Summary)
 	}
 	fmt.Fprint(w, `

@@ -272,7 +272,9 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 		code, msg = ExitUnavailable, un.Outcome+": "+un.Detail
 	case errors.As(err, &unk):
 		v.Outcome, v.Detail = "outcome_unknown", unk.Detail
-		code, msg = ExitUnknown, fmt.Sprintf("outcome unknown: %s (Delta never sends it again and asks the owner; delta show %s)", unk.Detail, v.RequestID)
+		// Delta's detail says already that it is never sent again and
+		// who is asked; the command adds only where to look.
+		code, msg = ExitUnknown, fmt.Sprintf("outcome unknown: %s (delta show %s)", unk.Detail, v.RequestID)
 	case errors.As(err, &cf):
 		v.Outcome, v.Detail = "conflict", cf.Detail
 		code, msg = ExitConflict, "conflict: "+cf.Detail

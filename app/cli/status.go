@@ -112,7 +112,7 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 				notes = append(notes, "held down until "+r.HeldDownUntil.Local().Format("15:04:05"))
 			}
 			if r.LastError != "" && r.State != localapi.RoadUp && r.LastError != r.DroppedWhy {
-				e := view.Clip(r.LastError, 100)
+				e := view.ClipWords(r.LastError, 240)
 				if !r.LastErrorAt.IsZero() {
 					e = fmt.Sprintf("%s ago: %s", view.Ago(now.Sub(r.LastErrorAt)), e)
 				}
@@ -122,7 +122,7 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 				// Shown up or down: a road dropped and back since is
 				// still news (DESIGN §2c).
 				notes = append(notes, fmt.Sprintf("last dropped %s ago (%s): %s", view.Ago(now.Sub(r.DroppedAt)),
-					r.DroppedAt.Local().Format("15:04:05"), view.Clip(r.DroppedWhy, 100)))
+					r.DroppedAt.Local().Format("15:04:05"), view.ClipWords(r.DroppedWhy, 240)))
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Road, where, state, strings.Join(notes, "; "))
 		}

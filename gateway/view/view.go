@@ -533,6 +533,23 @@ func UnsafeRune(r rune) bool {
 	return false
 }
 
+// ClipWords is Clip cutting between words: an error's words are never cut
+// in the middle ("connectio…"). A single word longer than n is cut as
+// Clip cuts it.
+func ClipWords(s string, n int) string {
+	s = Safe(s)
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	cut := string(r[:n-1])
+	i := strings.LastIndexByte(cut, ' ')
+	if i <= 0 {
+		return cut + "…"
+	}
+	return strings.TrimRight(cut[:i], " ,;:") + " …"
+}
+
 // Clip shortens s, made Safe, to at most n characters, ending in "…" when
 // it cut.
 func Clip(s string, n int) string {

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -132,5 +133,21 @@ func TestSpan(t *testing.T) {
 		if got := Span(d); got != want {
 			t.Errorf("Span(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestClipWords: an error is cut between words, never in one
+// ("connectio…"), and only when it is longer than asked.
+func TestClipWords(t *testing.T) {
+	e := "probe: connect to beta via lan (127.0.0.1:7502) failed: dial tcp 127.0.0.1:7502: connect: connection refused"
+	if got := ClipWords(e, len(e)); got != e {
+		t.Errorf("ClipWords cut what fits: %q", got)
+	}
+	got := ClipWords(e, 100)
+	if got != "probe: connect to beta via lan (127.0.0.1:7502) failed: dial tcp 127.0.0.1:7502: connect …" || len([]rune(got)) > 100 {
+		t.Errorf("ClipWords(…, 100) = %q", got)
+	}
+	if got := ClipWords(strings.Repeat("x", 50), 10); got != strings.Repeat("x", 9)+"…" {
+		t.Errorf("one long word: %q", got)
 	}
 }
