@@ -98,11 +98,16 @@ var initCommand = &cli.Command{Name: "init", Args: "--static --peer NAME=[ID@][R
 		fmt.Fprintf(e.Stdout, "This computer's ID is %s (delta id prints it again).\n\n", own)
 		var later []string
 		for _, p := range fc.Peers {
+			here := stateDirBeside(e.StateDir, p)
+			also := ""
+			if here != "" {
+				also = ", and, since it is on this computer too, a state folder of its own beside this one"
+			}
 			if p.ID == "" {
-				fmt.Fprintf(e.Stdout, "On %s, run this as it is (it names %s, where it listens, and this computer with its ID):\n\n  %s\n\n", p.Name, p.Name, peerCommand(fc, p, own))
+				fmt.Fprintf(e.Stdout, "On %s, run this as it is (it names %s, where it listens, and this computer with its ID%s):\n\n  %s%s\n\n", p.Name, p.Name, also, peerCommand(fc, p, own), here)
 				later = append(later, p.Name)
 			} else {
-				fmt.Fprintf(e.Stdout, "On %s, run this as it is (it tells %s this computer's ID and address):\n\n  %s\n\n", p.Name, p.Name, pairCommand(fc, p, own))
+				fmt.Fprintf(e.Stdout, "On %s, run this as it is (it tells %s this computer's ID and address%s):\n\n  %s%s\n\n", p.Name, p.Name, also, pairCommand(fc, p, own), here)
 			}
 		}
 		if len(later) > 0 {
@@ -124,11 +129,39 @@ func printNetworkKeyInit(e *cli.Env, fc *statedir.Config, path, listen string) {
 	}
 	fmt.Fprintln(e.Stdout)
 	for _, p := range fc.Peers {
-		fmt.Fprintf(e.Stdout, "  %s\n", peerCommand(fc, p, identity.ID{}))
+		fmt.Fprintf(e.Stdout, "  %s%s\n", peerCommand(fc, p, identity.ID{}), stateDirBeside(e.StateDir, p))
 	}
 	fmt.Fprintln(e.Stdout)
 	fmt.Fprintln(e.Stdout, "Then start Delta on each (delta, or delta --state-dir …). The key lets any holder use these computers: keep it as you keep a password.")
 	fmt.Fprintln(e.Stdout, "Requests and answers cross the network in plain TCP. To seal them, pair the computers by ID: docs/guide.md, \"From a network key to IDs\".")
+}
+
+// stateDirBeside is " --state-dir DIR" for peer p when every address it
+// was given is on loopback, so that it runs on this computer too (the
+// README's walkthrough on one machine): a folder named after it beside
+// this one, which the printed command then works in as it is, instead of
+// this user's default folder, which one of the two would share. Else "".
+func stateDirBeside(stateDir string, p roads.StaticPeer) string {
+	if stateDir == "" || len(p.Roads) == 0 {
+		return ""
+	}
+	for _, a := range p.Roads {
+		host, _, err := net.SplitHostPort(a)
+		ip := net.ParseIP(host)
+		if err != nil || ip == nil || !ip.IsLoopback() {
+			return ""
+		}
+	}
+	return " --state-dir " + shellWord(filepath.Join(filepath.Dir(filepath.Clean(stateDir)), p.Name))
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when it has only
+// safe characters, else in single quotes.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // ownID is the ID of the certificate in dir, made now if there is none.
@@ -261,6 +294,12 @@ func parsePeer(v string) (name, id string, road roads.Road, addr string, err err
 	}
 	road = roads.LAN
 	first, after, hasAt := strings.Cut(rest, "@")
+	if !hasAt && strings.ContainsAny(first, ".:") {
+		if _, _, err := net.SplitHostPort(first); err != nil {
+			// IDs have neither: an address whose port was forgotten.
+			return "", "", "", "", fmt.Errorf("peer %s: %q has no port: give the port its Delta listens on (%s=HOST:PORT, as %s=%s:7421)", name, first, name, name, strings.Trim(first, "[]:"))
+		}
+	}
 	if _, _, hp := net.SplitHostPort(first); hp != nil && !isRoadWord(first) {
 		// Not an address and not a road: an ID.
 		parsed, err := identity.Parse(first)
@@ -276,6 +315,10 @@ func parsePeer(v string) (name, id string, road roads.Road, addr string, err err
 	if r, a, ok := strings.Cut(rest, "@"); ok {
 		parsed, err := roads.Parse(r)
 		if err != nil {
+			if id == "" {
+				// A word before @ that is neither: say both, not a guess.
+				return "", "", "", "", fmt.Errorf("peer %s: %q before @ is neither a road (thunderbolt, lan, tailnet) nor a Delta ID (56 letters and digits in 8 groups, as delta id prints it)", name, r)
+			}
 			return "", "", "", "", fmt.Errorf("peer %s: %w", name, err)
 		}
 		road, rest = parsed, a

@@ -49,14 +49,19 @@ func TestInitStatic(t *testing.T) {
 		t.Fatalf("the words lack a line %q…:\n%s", prefix, out)
 		return nil
 	}
-	want := "delta init --static --name studio --peer-listen " + studio.peerAddr + " --peer laptop=" + laptopID + "@" + laptop.peerAddr
+	// Both on this computer (loopback): the line gives studio a state
+	// folder of its own beside laptop's, so that it works as it is.
+	want := "delta init --static --name studio --peer-listen " + studio.peerAddr + " --peer laptop=" + laptopID + "@" + laptop.peerAddr + " --state-dir " + studio.dir
 	if got := strings.Join(line(out, "delta init"), " "); got != want {
 		t.Fatalf("init's line for studio is\n  %s\nwant\n  %s", got, want)
 	}
-	out, errOut, code = delta(t, append(line(out, "delta init")[1:], "--state-dir", studio.dir)...)
+	out, errOut, code = delta(t, line(out, "delta init")[1:]...)
 	wantCode(t, "init studio, as laptop's init said", code, cli.ExitOK, out, errOut)
 	pair := line(out, "delta pair")
-	out, errOut, code = delta(t, append(pair[1:], "--state-dir", laptop.dir)...)
+	if pair[len(pair)-2] != "--state-dir" || pair[len(pair)-1] != laptop.dir {
+		t.Fatalf("studio's pair line for laptop, on this computer too, names no state folder: %v", pair)
+	}
+	out, errOut, code = delta(t, pair[1:]...)
 	wantCode(t, "pair on laptop, as studio's init said", code, cli.ExitOK, out, errOut)
 	if fc, _ = statedir.ReadConfig(laptop.dir); fc.Peers[0].ID == "" {
 		t.Fatalf("laptop's config after pair: %+v", fc)
@@ -72,7 +77,9 @@ func TestInitStatic(t *testing.T) {
 		{[]string{"--static", "--state-dir", t.TempDir()}, cli.ExitUsage, "at least one --peer"},
 		{[]string{"--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1"}, cli.ExitUsage, "--static"},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=nowhere"}, cli.ExitUsage, "not HOST:PORT"},
-		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, cli.ExitUsage, `road "wifi"`},
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=wifi@127.0.0.1:1"}, cli.ExitUsage, `"wifi" before @ is neither a road (thunderbolt, lan, tailnet) nor a Delta ID`},
+		// The mistake named, not guessed (a forgotten port was told as a bad ID).
+		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1"}, cli.ExitUsage, `invalid value "studio=127.0.0.1" for flag --peer: peer studio: "127.0.0.1" has no port`},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--network-key", "abc"}, cli.ExitUsage, "at least 16 bytes"},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=127.0.0.1:1", "--name", "studio"}, cli.ExitUsage, "not its own peer"},
 		{[]string{"--static", "--state-dir", t.TempDir(), "--peer", "studio=NOTANID@127.0.0.1:1"}, cli.ExitUsage, "not a Delta ID"},

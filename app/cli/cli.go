@@ -245,7 +245,10 @@ func QuietParse(fs *flag.FlagSet, stderr io.Writer, usage func(io.Writer), parse
 	case errors.Is(err, flag.ErrHelp):
 		usage(stderr)
 	case err != nil:
-		err = fmt.Errorf("%v%s", err, didYouMean(fs, err))
+		// The flag package names a flag with one dash; Delta's are said
+		// with two, as -h says them.
+		msg := strings.Replace(err.Error(), " for flag -", " for flag --", 1)
+		err = fmt.Errorf("%s%s", msg, didYouMean(fs, err))
 	}
 	return err
 }
