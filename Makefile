@@ -20,17 +20,24 @@ DARWIN_PKGS = $(filter-out $(DARWIN_CGO_PKGS),$(ALL_PKGS))
 STATE_DIR ?=
 ARGS ?=
 
-.PHONY: all build test deps vet vet-darwin unit race-stress bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots kits kit-docs arch-numbers
+.PHONY: all build build-deps test deps vet vet-darwin unit race-stress bench run demo clean package-check deb app pkg fuzz fuzz-short soak bench-deps bench-peers screenshots kits kit-docs arch-numbers
 all: build
 
-build: deps
-	mkdir -p bin
-	$(GO) build -o bin/delta ./app
+# build needs only a C compiler (build-deps); a first build says how far
+# it has come as it compiles (tools/build).
+build: build-deps
+	@mkdir -p bin
+	@GO=$(GO) tools/build bin/delta ./app
 
-# deps installs what the build and tests need when it is missing (a C
-# compiler everywhere; on Debian as root, the lab's, the tray's and the
-# page's tools): tools/deps says what and how. Before a first build it says
-# that the build will take minutes, and why.
+# build-deps installs what the build needs when it is missing: a C compiler
+# for SQLite's cgo, and nothing else (make demo and make run need no more).
+build-deps:
+	@tools/deps build
+
+# deps installs what the tests need when it is missing (the compiler; on
+# Debian as root, the lab's, the tray's, the page's and the kits' tools,
+# and the real apps they are tried with): tools/deps says what and how.
+# Before a first build it says that the build will take minutes, and why.
 deps:
 	@tools/deps
 	@[ "$$($(GO) list -f '{{.Stale}}' tailscale.com/tsnet 2>/dev/null)" = false ] || \
@@ -81,7 +88,7 @@ unit: deps
 # own runner (python3 -m unittest, node --test), against two real Deltas
 # (bin/delta in static mode on loopback; as root inside an offline
 # namespace): tools/kits says how.
-kits: build
+kits: deps build
 	@tools/kits test
 
 # kit-docs writes the kits' API reference from their source: the Python
@@ -234,7 +241,7 @@ bench-deps:
 	command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing="$$missing haproxy"; \
 	tools/apt-install $$missing
 
-run: deps
+run: build-deps
 	$(GO) run ./app $(if $(STATE_DIR),--state-dir $(STATE_DIR)) $(ARGS)
 
 # demo runs `delta demo`: two Deltas on a loopback tailnet and a guided
