@@ -185,7 +185,7 @@ func TestCommandLine(t *testing.T) {
 	}
 	out, errOut, code = delta(t, append(L, "calls", "--state", "carried_out")...)
 	wantCode(t, "calls", code, cli.ExitOK, out, errOut)
-	if !regexp.MustCompile(`cli-reset\s+[A-Z][a-z]{2} \d+ [\d:]{8}\s+carried_out \(by a person\)`).MatchString(out) {
+	if !regexp.MustCompile(`cli-reset\s+[A-Z][a-z]{2} \d+ [\d:]{8}\s+carried_out \(by a person\)\s+delta\s+notes on studio`).MatchString(out) {
 		t.Errorf("calls does not say the call was settled by a person:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "settle", "cli-reset", "--not-carried-out")...)
@@ -194,7 +194,8 @@ func TestCommandLine(t *testing.T) {
 	wantCode(t, "settle without a verdict", code, cli.ExitUsage, out, errOut)
 	out, errOut, code = delta(t, "receipts", "--state-dir", studio.dir, "--state", "app_unknown")
 	wantCode(t, "receipts", code, cli.ExitOK, out, errOut)
-	if !strings.Contains(out, "cli-reset") || !strings.Contains(out, "laptop → notes") {
+	// The owner names the calling app too (the command line is "delta").
+	if !strings.Contains(out, "cli-reset") || !strings.Contains(out, "laptop's delta → notes") {
 		t.Fatalf("receipts:\n%s", out)
 	}
 	// The owner's side: laptop's settlement reaches studio; a call studio's
@@ -213,7 +214,7 @@ func TestCommandLine(t *testing.T) {
 		out, _, _ = delta(t, append(S, "show-receipt", "cli-reset2")...)
 		return strings.Contains(out, "app_unknown")
 	})
-	for _, want := range []string{"cli-reset2  laptop → notes: POST /reset-after-read/r2", "carried:  water the plants", "to check: look in notes whether it acted on this call, then: delta check-receipt cli-reset2"} {
+	for _, want := range []string{"cli-reset2  laptop's delta → notes: POST /reset-after-read/r2", "carried:  water the plants", "to check: look in notes whether it acted on this call, then: delta check-receipt cli-reset2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("show-receipt lacks %q:\n%s", want, out)
 		}
@@ -228,6 +229,7 @@ func TestCommandLine(t *testing.T) {
 		Receipts []localapi.Receipt
 	}
 	if err := json.Unmarshal([]byte(out), &recs); err != nil || len(recs.Receipts) < 2 || recs.Receipts[0].RequestID != "cli-reset2" || !recs.Receipts[0].ToCheck ||
+		recs.Receipts[0].CallerApp != "delta" ||
 		string(recs.Receipts[0].Request.Body) != "water the plants" {
 		t.Fatalf("receipts --json: %v\n%s", err, out)
 	}

@@ -260,7 +260,7 @@ func TestSettleInBrowser(t *testing.T) {
 		t.Fatalf("delta open --receipt printed %q", link)
 	}
 	text = bodyText(t, ctx, link)
-	for _, want := range []string{"laptop → notes", "POST /reset-after-read/rent", "request id page-person", "settled on laptop",
+	for _, want := range []string{"laptop’s editor → notes", "POST /reset-after-read/rent", "request id page-person", "settled on laptop",
 		"the app took it and its connection broke before it answered", "A person on laptop settled it: it happened (carried out) (“the note is in the app”)",
 		"What it carried", "pay the rent", "notes\thttp://127.0.0.1:"} {
 		if !strings.Contains(text, want) {

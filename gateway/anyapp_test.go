@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -217,13 +218,22 @@ func TestForward(t *testing.T) {
 	if s := app.last(t); s.Path != "/echo?q=1" {
 		t.Errorf("the app got %q, want its own path /echo?q=1", s.Path)
 	}
-	resp, body = plain(t, "POST", f.URL+"items", "a note")
+	resp, body = plain(t, "POST", f.URL+"items", "a note", "User-Agent", "rclone/v1.60.1")
 	id := resp.Header.Get("X-Delta-Request-Id")
 	if resp.StatusCode != 200 || resp.Header.Get("X-Delta-Outcome") != "answered" || id == "" {
 		t.Fatalf("a call through the forward: %d %v %s", resp.StatusCode, resp.Header, body)
 	}
-	if c := laptop.c.GetCall(t, id, 0); c.State != "answered" || c.Path != "/items" {
-		t.Errorf("the call's record: %s %s", c.State, c.Path)
+	// A client given only a URL is named by its User-Agent, here and on
+	// the owner (whose receipts named only the computer).
+	if c := laptop.c.GetCall(t, id, 0); c.State != "answered" || c.Path != "/items" || c.CallerApp != "rclone" {
+		t.Errorf("the call's record: %s %s, made by %q", c.State, c.Path, c.CallerApp)
+	}
+	var recs struct{ Receipts []localapi.Receipt }
+	if r := studio.c.Must(t, "GET", "/v1/receipts", nil); r.Status != 200 || json.Unmarshal(r.Body, &recs) != nil ||
+		!slices.ContainsFunc(recs.Receipts, func(rc localapi.Receipt) bool {
+			return rc.RequestID == id && rc.CallerApp == "rclone" && rc.Caller == "laptop"
+		}) {
+		t.Errorf("studio's receipts do not name laptop's rclone: %s", r.Body)
 	}
 	if s := app.last(t); s.Body != "a note" || s.Header.Get("X-Delta-Request-Id") != id {
 		t.Errorf("the app got %q with id %q", s.Body, s.Header.Get("X-Delta-Request-Id"))

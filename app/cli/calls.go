@@ -79,13 +79,17 @@ var callsCommand = &Command{Name: "calls", Args: "[--unsettled | --dismissed | -
 			return nil
 		}
 		tw := newTable(e.Stdout)
-		fmt.Fprintln(tw, "REQUEST ID\tMADE\tSTATE\tTO\tREQUEST")
+		fmt.Fprintln(tw, "REQUEST ID\tMADE\tSTATE\tBY\tTO\tREQUEST")
 		for _, r := range calls {
 			state := r.State
 			if r.SettledBy != "" {
 				state += " (by " + r.SettledBy + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, r.CreatedAt.Local().Format("Jan 2 15:04:05"), state, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
+			by := view.Clip(r.CallerApp, 32)
+			if by == "" {
+				by = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, r.CreatedAt.Local().Format("Jan 2 15:04:05"), state, by, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
 		}
 		return tw.Flush()
 	}}
@@ -305,7 +309,11 @@ func writeKept(w io.Writer, label string, q *localapi.SentRequest) {
 // writeReceipt writes one receipt for a person: what came, what the app
 // did with it, what to do.
 func writeReceipt(w io.Writer, r *localapi.Receipt, now time.Time) {
-	fmt.Fprintf(w, "%s  %s → %s: %s %s\n", r.RequestID, r.Caller, r.App, r.Method, r.Path)
+	from := r.Caller
+	if r.CallerApp != "" {
+		from += "'s " + view.Clip(r.CallerApp, 64)
+	}
+	fmt.Fprintf(w, "%s  %s → %s: %s %s\n", r.RequestID, from, r.App, r.Method, r.Path)
 	fmt.Fprintf(w, "state:    %s (%s)\n", r.State, view.ReceivedWords(proto.ReceiptState(r.State), r.ToCheck))
 	fmt.Fprintf(w, "received: %s (%s ago)\n", r.ReceivedAt.Local().Format("Mon 2 Jan 15:04:05 MST"), view.Ago(now.Sub(r.ReceivedAt)))
 	if r.Digest != "" {
@@ -379,7 +387,11 @@ var receiptsCommand = &Command{Name: "receipts", Args: "[--state S]", Summary: "
 			case r.Checked != nil:
 				state += " (checked)"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s %s\n", r.RequestID, r.ReceivedAt.Local().Format("Jan 2 15:04:05"), state, r.Caller, r.App, r.Method, view.Clip(r.Path, 50))
+			from := r.Caller
+			if r.CallerApp != "" {
+				from += "'s " + view.Clip(r.CallerApp, 32)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\t%s %s\n", r.RequestID, r.ReceivedAt.Local().Format("Jan 2 15:04:05"), state, from, r.App, r.Method, view.Clip(r.Path, 50))
 		}
 		return tw.Flush()
 	}}

@@ -192,7 +192,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), "", t.Peer)
 		return
 	}
-	callerApp := proto.AppName(r.Header.Get(proto.HeaderApp))
+	callerApp := proto.CallerApp(r.Header) // sent on as X-Delta-App: the owner names it too
 	// The journal answers before anything that depends on the roads: a
 	// Delta that just started may not know its peer's roads yet, and an id
 	// it holds must still get its recorded outcome (or 409).

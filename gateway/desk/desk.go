@@ -222,7 +222,7 @@ func (g *Desk) withNames(ctx context.Context, loaded []*record.Call, lists ...[]
 }
 
 func receivedView(r *journal.Receipt) view.Received {
-	return view.Received{CallerName: r.CallerName, Caller: r.Caller, RequestID: r.RequestID, App: r.App, Method: r.Method,
+	return view.Received{CallerName: r.CallerName, Caller: r.Caller, CallerApp: r.CallerApp, RequestID: r.RequestID, App: r.App, Method: r.Method,
 		Path: r.Path, State: r.State, ReceivedAt: r.ReceivedAt, UpdatedAt: r.UpdatedAt, Digest: r.Digest, ToCheck: r.ToCheck(),
 		Request: r.Request, CheckedBy: r.CheckedBy, CheckedAt: r.CheckedAt, CheckNote: r.CheckNote,
 		CallerSettled: r.CallerSettled, CallerSettledAt: r.CallerSettledAt, CallerSettledNote: r.CallerSettleNote}

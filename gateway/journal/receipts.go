@@ -24,11 +24,14 @@ const (
 
 // Receipt is one request the owner received, keyed by (Caller, RequestID).
 type Receipt struct {
-	Caller        string // the caller's stable node ID
-	RequestID     string
-	Digest        string
-	State         proto.ReceiptState
-	CallerName    string
+	Caller     string // the caller's stable node ID
+	RequestID  string
+	Digest     string
+	State      proto.ReceiptState
+	CallerName string
+	// CallerApp names the app that made the call, as the caller's Delta
+	// said it (X-Delta-App), or "".
+	CallerApp     string
 	App           string
 	Method        string
 	Path          string
@@ -93,7 +96,7 @@ func Decide(old *Receipt, digest string) Decision {
 const receiptCols = `caller, request_id, digest, state, caller_name, app, method, path,
 	received_at, updated_at, answer_status, answer_headers, answer_body,
 	answer_digest, answer_omitted, answer_expired, checked_by, checked_at, check_note,
-	caller_settled, caller_settled_at, caller_settle_note`
+	caller_settled, caller_settled_at, caller_settle_note, caller_app`
 
 func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 	var r Receipt
@@ -106,7 +109,7 @@ func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 	var checked, settled sql.NullInt64
 	err := s.Scan(&r.Caller, &r.RequestID, &r.Digest, &r.State, &r.CallerName, &r.App,
 		&r.Method, &r.Path, &recv, &upd, &status, &headers, &body, &bodyDigest, &omitted, &expired,
-		&r.CheckedBy, &checked, &r.CheckNote, &r.CallerSettled, &settled, &r.CallerSettleNote)
+		&r.CheckedBy, &checked, &r.CheckNote, &r.CallerSettled, &settled, &r.CallerSettleNote, &r.CallerApp)
 	if err != nil {
 		return nil, err
 	}
@@ -162,9 +165,9 @@ func (d *DB) receive(ctx context.Context, r *Receipt, write func(context.Context
 		}
 		now := d.now()
 		r.State, r.ReceivedAt, r.UpdatedAt = proto.ReceiptRunning, now, now
-		_, err = tx.ExecContext(ctx, `INSERT INTO receipts (caller, request_id, digest, state, caller_name, app, method, path, received_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.Caller, r.RequestID, r.Digest, proto.ReceiptRunning, r.CallerName, r.App, r.Method, r.Path, nanos(now), nanos(now))
+		_, err = tx.ExecContext(ctx, `INSERT INTO receipts (caller, request_id, digest, state, caller_name, caller_app, app, method, path, received_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.Caller, r.RequestID, r.Digest, proto.ReceiptRunning, r.CallerName, r.CallerApp, r.App, r.Method, r.Path, nanos(now), nanos(now))
 		if err != nil {
 			return fmt.Errorf("journal: record receipt %s from %s as running: %w", r.RequestID, r.Caller, err)
 		}

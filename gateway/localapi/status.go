@@ -238,9 +238,12 @@ type Receipt struct {
 	// Caller is the calling computer's name; CallerNode its node ID.
 	Caller     string `json:"caller"`
 	CallerNode string `json:"caller_node"`
-	App        string `json:"app"`
-	Method     string `json:"method"`
-	Path       string `json:"path"`
+	// CallerApp names the app there that made the call, as the caller's
+	// Delta said it (its X-Delta-App, else its User-Agent's product), or "".
+	CallerApp string `json:"caller_app"`
+	App       string `json:"app"`
+	Method    string `json:"method"`
+	Path      string `json:"path"`
 	// State is running, answered, not_carried_out, app_unknown,
 	// interrupted or fenced.
 	State      string    `json:"state"`

@@ -485,7 +485,7 @@ func sentRequest(rq *record.Request) *localapi.SentRequest {
 
 // receiptJSON is a receipt as the local API shows it.
 func receiptJSON(rc *journal.Receipt) localapi.Receipt {
-	v := localapi.Receipt{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, App: rc.App, Method: rc.Method,
+	v := localapi.Receipt{RequestID: rc.RequestID, Caller: rc.CallerName, CallerNode: rc.Caller, CallerApp: rc.CallerApp, App: rc.App, Method: rc.Method,
 		Path: rc.Path, State: string(rc.State), ReceivedAt: rc.ReceivedAt.UTC(), UpdatedAt: rc.UpdatedAt.UTC(), Digest: rc.Digest, ToCheck: rc.ToCheck()}
 	v.Request = sentRequest(rc.Request)
 	if !rc.CheckedAt.IsZero() {

@@ -87,7 +87,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		}
 	}
 	rec := &journal.Receipt{Caller: t.visitor.Node, RequestID: rid, Digest: digest, CallerName: t.visitor.Name,
-		App: t.app.Name, Method: r.Method, Path: t.pathQuery}
+		CallerApp: proto.AppName(t.callerApp), App: t.app.Name, Method: r.Method, Path: t.pathQuery}
 	receive := o.cfg.DB.Receive
 	if inMemory {
 		receive = o.cfg.DB.ReceiveSmall // durable with HandReceipt's flush, before the app has it

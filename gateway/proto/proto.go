@@ -831,6 +831,19 @@ func SplitTarget(escaped, what string) (name, rest string, err error) {
 // notifications, the status page), not authenticated.
 const MaxAppName = 64
 
+// CallerApp names the app that made a request, as Delta keeps it (AppName):
+// its X-Delta-App, else the product of its User-Agent ("curl", "rclone",
+// "python-requests"), which is all a client given only a forward's URL
+// says of itself; "" when it says neither.
+func CallerApp(h http.Header) string {
+	if v := h.Get(HeaderApp); v != "" {
+		return AppName(v)
+	}
+	product, _, _ := strings.Cut(strings.TrimSpace(h.Get("User-Agent")), " ")
+	product, _, _ = strings.Cut(product, "/")
+	return AppName(product)
+}
+
 // AppName is X-Delta-App as Delta keeps it: at most MaxAppName
 // characters of valid UTF-8 (what is shown of it is made safe to show
 // where it is shown: view.Safe).

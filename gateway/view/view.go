@@ -78,6 +78,7 @@ type Snapshot struct {
 type Received struct {
 	CallerName string // the calling computer
 	Caller     string // its node ID
+	CallerApp  string // the app there that made the call, or ""
 	RequestID  string
 	App        string
 	Method     string
@@ -483,6 +484,15 @@ func AppName(c *record.Call) string {
 // or a part of it such as "settle-ID").
 func PageAt(link, open, fragment string) string {
 	return link + "&open=" + url.QueryEscape(open) + "#" + fragment
+}
+
+// From names who made a received call for people: "laptop's rclone", or
+// "laptop" when its Delta named no app.
+func (r Received) From() string {
+	if r.CallerApp == "" {
+		return Safe(r.CallerName)
+	}
+	return Safe(r.CallerName) + "'s " + Clip(r.CallerApp, 64)
 }
 
 // CallLine names a call for people: "editor → notes on studio: POST /a".
