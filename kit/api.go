@@ -270,7 +270,7 @@ func (c *Client) LoginLink(ctx context.Context) (string, error) {
 }
 
 // Forward opens (or changes) this computer's forward to app on peer
-// (DESIGN §2b): a loopback URL that carries every request to that app,
+// (docs/design.md §2b): a loopback URL that carries every request to that app,
 // with no prefix and no token. listen is a loopback address ("" keeps the
 // forward's address, or takes a free port on 127.0.0.1); token asks for
 // a secret of the forward's own on it (Forward.Secret; never the local

@@ -4,7 +4,7 @@
 // only requests forwarded by Delta.
 //
 // A caller finds its Delta through the state folder's local.json and
-// local-token (DESIGN §7), sends reads on pooled connections and each call
+// local-token (docs/design.md §7), sends reads on pooled connections and each call
 // on a connection of its own, and learns which of Delta's three things
 // happened from the error's type:
 //
@@ -93,7 +93,7 @@ type Client struct {
 }
 
 // Open returns a client of the Delta whose state folder is stateDir; ""
-// is the default folder (DELTA_STATE_DIR, else DESIGN §7's for this OS).
+// is the default folder (DELTA_STATE_DIR, else docs/design.md §7's for this OS).
 // It reads local.json and the token. When Delta is not running it returns
 // a *DeltaDown that names the folder it looked in, unless Delta left
 // what reads need to go on without it (direct.json): then the client is
@@ -199,7 +199,7 @@ type ReadOptions struct {
 	// (X-Delta-Timeout). When 0, the owner app's own timeout applies,
 	// else Delta's default of 30 s. It never bounds the body: once the
 	// answer has begun, it lives as long as the app sends it and the
-	// context lasts (DESIGN §2c).
+	// context lasts (docs/design.md §2c).
 	Timeout time.Duration
 	// Header holds extra request headers (Accept, Cache-Control, …).
 	Header http.Header

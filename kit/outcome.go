@@ -102,7 +102,7 @@ func (e *Conflict) Error() string {
 }
 
 // Cut: an answer broke off before its end, and could not be continued
-// (DESIGN §2a): the Read bytes that came are not the whole answer.
+// (docs/design.md §2a): the Read bytes that came are not the whole answer.
 type Cut struct {
 	Read int64
 	// Total is the answer's length, -1 if it was not announced.

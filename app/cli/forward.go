@@ -17,7 +17,7 @@ type forwardOpts struct {
 }
 
 // forwardCommand is `delta forward PEER/APP [ADDR]`, `--list` and
-// `--remove PEER/APP` (DESIGN §2b).
+// `--remove PEER/APP` (docs/design.md §2b).
 var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list | --remove PEER/APP",
 	Summary: "a URL on this computer for an app on another: every request to it goes to APP on PEER, its path unchanged, no token needed (ADDR: a loopback address, 127.0.0.1:0 takes a free port; kept and opened again at every start)",
 	Reads:   true,

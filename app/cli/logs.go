@@ -13,7 +13,7 @@ import (
 // CrashFile is where a crash's traceback goes, in the log folder.
 const CrashFile = "crash.log"
 
-// LogFolder makes and returns the folder for Delta's logs (DESIGN §7:
+// LogFolder makes and returns the folder for Delta's logs (docs/design.md §7:
 // macOS ~/Library/Logs/Delta; elsewhere the state folder).
 func LogFolder(stateDir string) (string, error) {
 	dir := logFolder(stateDir)

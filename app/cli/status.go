@@ -120,7 +120,7 @@ func writeStatus(w io.Writer, st *localapi.Status, now time.Time) {
 			}
 			if r.DroppedWhy != "" {
 				// Shown up or down: a road dropped and back since is
-				// still news (DESIGN §2c).
+				// still news (docs/design.md §2c).
 				notes = append(notes, fmt.Sprintf("last dropped %s ago (%s): %s", view.Ago(now.Sub(r.DroppedAt)),
 					r.DroppedAt.Local().Format("15:04:05"), view.ClipWords(r.DroppedWhy, 240)))
 			}

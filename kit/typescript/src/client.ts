@@ -242,7 +242,7 @@ export interface ClientOptions {
 
 /**
  * A client of this computer's Delta, found through the state folder's
- * local.json and local-token (DESIGN §7).
+ * local.json and local-token (docs/design.md §7).
  *
  * `new Client()` names the default state folder and, as `fetch` and
  * `new Agent()` do, never throws: each request finds Delta through the

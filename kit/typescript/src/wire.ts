@@ -38,7 +38,7 @@ export const READ_METHODS: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTION
 
 const REQUEST_ID = /^[A-Za-z0-9._~:-]{1,128}$/;
 
-/** DESIGN §7's state folder for this OS: `DELTA_STATE_DIR` when set; macOS
+/** The state folder for this OS (docs/design.md §7): `DELTA_STATE_DIR` when set; macOS
  * `~/Library/Application Support/Delta`; elsewhere `$XDG_STATE_HOME/delta`
  * or `~/.local/state/delta`. */
 export function defaultStateDir(): string {

@@ -190,7 +190,7 @@ class _Counting(io.RawIOBase):
 
 class Client:
     """A client of this computer's Delta, found through the state folder's
-    local.json and local-token (DESIGN §7). Safe to share between threads.
+    local.json and local-token (docs/design.md §7). Safe to share between threads.
 
     ``Client()`` names the default state folder (``DELTA_STATE_DIR``, else
     the OS's) and, as ``httpx.Client()`` does, never fails: each request

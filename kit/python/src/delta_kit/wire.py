@@ -45,7 +45,7 @@ _REQUEST_ID = re.compile(r"^[A-Za-z0-9._~:-]{1,128}$")
 
 
 def default_state_dir() -> str:
-    """DESIGN §7's state folder for this OS: ``DELTA_STATE_DIR`` when set;
+    """The state folder for this OS (docs/design.md §7): ``DELTA_STATE_DIR`` when set;
     macOS ``~/Library/Application Support/Delta``; elsewhere
     ``$XDG_STATE_HOME/delta`` or ``~/.local/state/delta``."""
     d = os.environ.get("DELTA_STATE_DIR")
