@@ -226,7 +226,9 @@ func (p *Program) dispatch(args []string, stdout, stderr io.Writer) error {
 		}
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s (see delta %s -h)", err, name)}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A hang-up (the terminal closed) ends a command as Ctrl-C does: the
+	// demo then stops its Deltas and removes its folders.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	e.Ctx = ctx
 	return cmd.Run(e, opts, pos)
