@@ -64,7 +64,7 @@ func (c *Client) api(ctx context.Context, method, path string, in, out any) erro
 }
 
 // CallRecord returns call id's record, with its attempts and history.
-func (c *Client) CallRecord(ctx context.Context, id string) (*localapi.Call, error) {
+func (c *Client) CallRecord(ctx context.Context, id string) (*CallRecord, error) {
 	var r localapi.Call
 	err := c.api(ctx, http.MethodGet, localapi.CallPath(id), nil, &r)
 	return &r, err
@@ -73,7 +73,7 @@ func (c *Client) CallRecord(ctx context.Context, id string) (*localapi.Call, err
 // Calls lists calls, newest first: state "" for all, "unsettled" (those
 // waiting to be settled, not set aside), "dismissed" (those a person set
 // aside, still asked about), or a call state.
-func (c *Client) Calls(ctx context.Context, state string) ([]localapi.Call, error) {
+func (c *Client) Calls(ctx context.Context, state string) ([]CallRecord, error) {
 	var out struct {
 		Calls []localapi.Call `json:"calls"`
 	}
@@ -84,6 +84,16 @@ func (c *Client) Calls(ctx context.Context, state string) ([]localapi.Call, erro
 	err := c.api(ctx, http.MethodGet, localapi.CallsPath+q, nil, &out)
 	return out.Calls, err
 }
+
+// CallRecord is a call as this computer's journal has it: its state, its
+// attempts and history, what it sent (Request) and the owner's kept
+// answer (Answer: Status, Header, Body). The same type as the local API's
+// (gateway/localapi), named here so that go doc ./kit shows it.
+type CallRecord = localapi.Call
+
+// StoredAnswer is an owner app's answer as a call's record keeps it,
+// shaped as Answer is (Status, Header, Body).
+type StoredAnswer = localapi.Answer
 
 // A call's states, as its record's State says them (CallRecord,
 // WaitSettled, Calls): the same words in every kit
@@ -102,7 +112,7 @@ const (
 // person, and returns its record: carried_out (with the owner's answer),
 // not_carried_out, needs_person, or, for a call that was not unknown,
 // answered or unavailable. It returns ctx's error when ctx ends first.
-func (c *Client) WaitSettled(ctx context.Context, id string) (*localapi.Call, error) {
+func (c *Client) WaitSettled(ctx context.Context, id string) (*CallRecord, error) {
 	for {
 		wait := 600 * time.Second
 		if dl, ok := ctx.Deadline(); ok {
@@ -126,7 +136,7 @@ func (c *Client) WaitSettled(ctx context.Context, id string) (*localapi.Call, er
 }
 
 // Ask makes Delta ask the owner about an unsettled call now.
-func (c *Client) Ask(ctx context.Context, id string) (*localapi.Call, error) {
+func (c *Client) Ask(ctx context.Context, id string) (*CallRecord, error) {
 	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionAsk), nil, &r)
 	return &r, err
@@ -134,7 +144,7 @@ func (c *Client) Ask(ctx context.Context, id string) (*localapi.Call, error) {
 
 // Dismiss sets an unsettled call aside: hidden from the menu, still asked
 // about.
-func (c *Client) Dismiss(ctx context.Context, id string) (*localapi.Call, error) {
+func (c *Client) Dismiss(ctx context.Context, id string) (*CallRecord, error) {
 	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionDismiss), nil, &r)
 	return &r, err
@@ -142,7 +152,7 @@ func (c *Client) Dismiss(ctx context.Context, id string) (*localapi.Call, error)
 
 // Forget drops what call id sent (its kept headers and body) from the
 // journal, for a body that should not be kept; the call's record stays.
-func (c *Client) Forget(ctx context.Context, id string) (*localapi.Call, error) {
+func (c *Client) Forget(ctx context.Context, id string) (*CallRecord, error) {
 	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionForget), nil, &r)
 	return &r, err
@@ -169,7 +179,7 @@ func (c *Client) ForgetReceived(ctx context.Context, id, caller string) ([]local
 // "not_carried_out" (it did not), with what they saw. Delta then stops
 // asking the owner. A call in another state is an *APIError with Outcome
 // "conflict".
-func (c *Client) Settle(ctx context.Context, id, state, note string) (*localapi.Call, error) {
+func (c *Client) Settle(ctx context.Context, id, state, note string) (*CallRecord, error) {
 	var r localapi.Call
 	err := c.api(ctx, http.MethodPost, localapi.CallActionPath(id, localapi.ActionSettle), map[string]string{"state": state, "note": note}, &r)
 	return &r, err
