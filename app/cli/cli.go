@@ -255,47 +255,48 @@ func QuietParse(fs *flag.FlagSet, stderr io.Writer, usage func(io.Writer), parse
 	return err
 }
 
-// nearestCommand is "; did you mean NAME?" for the command nearest to a
-// (an edit or two away, or one a prefix of the other), or "".
+// nearestCommand is "; did you mean NAME?" for the command nearest to a,
+// or "".
 func (p *Program) nearestCommand(a string) string {
-	best, bestD := "", 3
+	var names []string
 	for _, c := range p.Commands {
-		d := roads.EditDistance(a, c.Name)
-		if len(a) >= 3 && (strings.HasPrefix(c.Name, a) || strings.HasPrefix(a, c.Name)) {
-			d = min(d, 2)
-		}
-		if d < bestD {
-			best, bestD = c.Name, d
-		}
+		names = append(names, c.Name)
 	}
-	if best == "" {
-		return ""
+	if best := nearest(a, names); best != "" {
+		return "; did you mean " + best + "?"
 	}
-	return "; did you mean " + best + "?"
+	return ""
 }
 
 // didYouMean names the defined flag nearest to the undefined one err
-// names (an edit or two away, or one a prefix of the other), or "".
+// names, or "".
 func didYouMean(fs *flag.FlagSet, err error) string {
 	_, bad, ok := strings.Cut(err.Error(), "flag provided but not defined: ")
 	if !ok {
 		return ""
 	}
-	bad = strings.TrimLeft(bad, "-")
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	if best := nearest(strings.TrimLeft(bad, "-"), names); best != "" {
+		return "; did you mean --" + best + "?"
+	}
+	return ""
+}
+
+// nearest is the name nearest to bad (an edit or two away, or, for three
+// letters or more, one a prefix of the other), or "".
+func nearest(bad string, names []string) string {
 	best, bestD := "", 3
-	fs.VisitAll(func(f *flag.Flag) {
-		d := roads.EditDistance(bad, f.Name)
-		if len(bad) >= 3 && (strings.HasPrefix(f.Name, bad) || strings.HasPrefix(bad, f.Name)) {
+	for _, n := range names {
+		d := roads.EditDistance(bad, n)
+		if len(bad) >= 3 && (strings.HasPrefix(n, bad) || strings.HasPrefix(bad, n)) {
 			d = min(d, 2)
 		}
 		if d < bestD {
-			best, bestD = f.Name, d
+			best, bestD = n, d
 		}
-	})
-	if best == "" {
-		return ""
 	}
-	return "; did you mean --" + best + "?"
+	return best
 }
 
 // WithoutPSN drops the process serial number argument (-psn_0_12345)
