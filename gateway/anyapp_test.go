@@ -207,8 +207,16 @@ func TestForward(t *testing.T) {
 	checkNoLeaks(t)
 	laptop, studio, app := seenPair(t, "web")
 	f := forwardTo(t, laptop, "web", false)
-	if !strings.HasPrefix(f.URL, "http://127.0.0.1:") || f.BrowserURL == "" || !f.Open {
+	if !strings.HasPrefix(f.URL, "http://127.0.0.1:") || f.BrowserURL == "" || !f.Open || f.Warning != "" {
 		t.Fatalf("forward %+v", f)
+	}
+	// A forward to an app the peer does not have is opened, and the
+	// person is told at once (it said nothing until a request got a 404).
+	if nf := forwardTo(t, laptop, "nosuchapp", false); !nf.Open || nf.Warning != `studio has no app "nosuchapp" (its apps: web): the forward is open, and answers 404 until studio registers it (there: delta apps add nosuchapp URL)` {
+		t.Errorf("a forward to an app studio lacks: %+v", nf)
+	}
+	if r := laptop.c.Must(t, "DELETE", "/v1/forwards/studio/nosuchapp", nil); r.Status/100 != 2 {
+		t.Fatalf("close the forward to nosuchapp: %d %s", r.Status, r.Body)
 	}
 
 	resp, body := plain(t, "GET", f.URL+"echo?q=1", "")

@@ -395,7 +395,7 @@ func (g *Gateway) Start() (err error) {
 		Tailnet: g.cfg.Tailnet, Self: g.Self, Notices: g.Notices, Forwards: func() []localapi.Forward { return g.forwards.List() }, Version: g.cfg.Version,
 		Done: g.ctx.Done(), Now: g.now, Log: g.log})
 	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
-	g.local = localserver.New(localserver.Config{Backend: g, DB: g.db, Caller: g.caller, Router: g.router, Counters: g.stats, Page: g.page,
+	g.local = localserver.New(localserver.Config{Backend: g, DB: g.db, Caller: g.caller, Router: g.router, PeerApps: g.pc.AppList, Counters: g.stats, Page: g.page,
 		Token: g.token, StateDir: dir, OwnDoors: g.ownDoors, Log: g.log, Now: g.now})
 	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.local.ServeForward,
 		PageCookie: statuspage.SessionCookie, Limits: g.localLimits(), ErrLog: errLog, Log: g.log, Now: g.now})

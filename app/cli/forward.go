@@ -89,6 +89,9 @@ var forwardCommand = &Command{Name: "forward", Args: "PEER/APP [ADDR] | --list |
 		if err != nil {
 			return apiExit("forward", e.DownErr(err))
 		}
+		if f.Warning != "" {
+			fmt.Fprintf(e.Stderr, "delta: warning: %s\n", f.Warning)
+		}
 		if e.JSON {
 			return e.PrintJSON(f)
 		}

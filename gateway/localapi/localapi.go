@@ -288,6 +288,9 @@ type Forward struct {
 	// client says no X-Delta-Timeout (seconds); "" for none: the owner
 	// app's own timeout applies, else there is no limit (DESIGN §2c).
 	Timeout string `json:"timeout,omitempty"`
+	// Warning, in the answer that opened it: what a person should know
+	// now (the peer has no such app).
+	Warning string `json:"warning,omitempty"`
 	// Open reports whether it listens now; Error says why not.
 	Open      bool      `json:"open"`
 	Error     string    `json:"error,omitempty"`

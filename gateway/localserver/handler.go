@@ -45,6 +45,8 @@ type Config struct {
 	// Caller carries an app's requests to its peers; Router knows them.
 	Caller *caller.Caller
 	Router roads.Router
+	// PeerApps asks a peer the names of its apps (peerclient's AppList).
+	PeerApps func(ctx context.Context, peer string) ([]string, error)
 	// Counters count what the local API refuses before carrying it.
 	Counters *desk.Counters
 	// Page is the status page, served on its own login under its paths.

@@ -773,8 +773,26 @@ func (g *Handler) handlePutForward(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		localError(w, proto.Unavailable, err.Error())
 	default:
+		f.Warning = g.appMissing(r.Context(), peer, app)
 		proto.WriteJSON(w, http.StatusOK, f)
 	}
+}
+
+// appMissing asks peer, for a few seconds, whether it has app: the words
+// for a person when it does not, else "" (it has, or the peer could not
+// be asked now: a forward may be opened before its peer is reachable).
+func (g *Handler) appMissing(ctx context.Context, peer, app string) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	apps, err := g.cfg.PeerApps(ctx, peer)
+	if err != nil || slices.Contains(apps, app) {
+		return ""
+	}
+	has := "it has none registered"
+	if len(apps) > 0 {
+		has = "its apps: " + strings.Join(apps, ", ")
+	}
+	return fmt.Sprintf("%s has no app %q (%s): the forward is open, and answers 404 until %s registers it (there: delta apps add %s URL)", peer, app, has, peer, app)
 }
 
 // handleDeleteForward closes and forgets a forward.

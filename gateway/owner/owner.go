@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,6 +152,7 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 	mux.HandleFunc(proto.PathApps+"{app}", o.handleOwnerRequest)
 	mux.HandleFunc(proto.PathApps+"{app}/{path...}", o.handleOwnerRequest)
 	mux.HandleFunc("GET "+proto.PathCalls+"{id}", o.handleOwnerLookup)
+	mux.HandleFunc("GET "+proto.PathAppList, o.handleAppList)
 	mux.HandleFunc("POST "+proto.PathCalls+"{id}/settled", o.handleCallerSettled)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		peerError(w, http.StatusNotFound, proto.PeerBadRequest, fmt.Sprintf("%s %s is not part of Delta's peer API", r.Method, r.URL.Path))
@@ -215,6 +217,25 @@ func VisitorFrom(r *http.Request) Visitor { return visitorOf(r) }
 
 // peerError writes one of the owner's own replies that promises nothing:
 // the call may have been carried out, or it is not a call.
+// handleAppList answers which apps are registered here, by name only: a
+// caller's Delta asks when a person opens a forward, to tell them at once
+// that the app it names is not here (it said nothing until the first
+// request got a 404). Names are what delta forward PEER/APP takes; their
+// URLs and secrets stay here.
+func (o *Owner) handleAppList(w http.ResponseWriter, r *http.Request) {
+	apps, err := o.cfg.DB.Apps(r.Context())
+	if err != nil {
+		peerError(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not read its apps: %v", o.cfg.Self().Name, err))
+		return
+	}
+	v := proto.AppListJSON{Apps: []string{}}
+	for _, a := range apps {
+		v.Apps = append(v.Apps, a.Name)
+	}
+	slices.Sort(v.Apps)
+	proto.WriteJSON(w, http.StatusOK, v)
+}
+
 func peerError(w http.ResponseWriter, status int, e proto.PeerError, detail string) {
 	proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: detail})
 }

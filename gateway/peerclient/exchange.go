@@ -150,6 +150,32 @@ func ReadLookup(peer string, resp *http.Response) (*proto.CallStateJSON, Reply, 
 	return v, r, nil
 }
 
+// AppListRequest asks the owner behind try which apps it has registered
+// (GET /delta/v1/app-list).
+func AppListRequest(ctx context.Context, try Try) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+try.Cand.Address+proto.PathAppList, nil)
+	if err != nil {
+		return nil, err
+	}
+	try.authorize(req)
+	return req, nil
+}
+
+// ReadAppList reads the owner's answer to an AppListRequest.
+func ReadAppList(peer string, resp *http.Response) ([]string, Reply, error) {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		r := Classify(resp)
+		return nil, r, fmt.Errorf("%s answered %d %s (%s)", peer, resp.StatusCode, r.Said.Error, r.Said.Detail)
+	}
+	r := Reply{Status: resp.StatusCode}
+	var v proto.AppListJSON
+	if err := json.NewDecoder(io.LimitReader(resp.Body, proto.MaxQueryAnswer)).Decode(&v); err != nil {
+		return nil, r, fmt.Errorf("%s's answer is not the app list JSON: %w", peer, err)
+	}
+	return v.Apps, r, nil
+}
+
 // PingRequest is a probe of the road behind try (GET /delta/v1/ping).
 func PingRequest(ctx context.Context, try Try) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+try.Cand.Address+proto.PathPing, nil)

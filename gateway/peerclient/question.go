@@ -68,6 +68,18 @@ func (c *Client) Lookup(ctx context.Context, peer, id, digest string, created ti
 	return v, err
 }
 
+// AppList asks peer the names of the apps registered there.
+func (c *Client) AppList(ctx context.Context, peer string) ([]string, error) {
+	var apps []string
+	err := c.Question(ctx, peer, func(try Try) (*http.Request, error) {
+		return AppListRequest(ctx, try)
+	}, func(resp *http.Response) (r Reply, err error) {
+		apps, r, err = ReadAppList(peer, resp)
+		return r, err
+	})
+	return apps, err
+}
+
 // TellSettled tells peer that a person here settled call id as v says.
 func (c *Client) TellSettled(ctx context.Context, peer, id string, v proto.SettledJSON) (*proto.SettledReplyJSON, error) {
 	var reply *proto.SettledReplyJSON

@@ -157,6 +157,9 @@ const (
 	PathApps = "/delta/v1/apps/"
 	// PathCalls is followed by a request id.
 	PathCalls = "/delta/v1/calls/"
+	// PathAppList lists the names of the apps registered there
+	// (AppListJSON).
+	PathAppList = "/delta/v1/app-list"
 )
 
 // Limits shared by both sides of a hop.

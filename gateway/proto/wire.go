@@ -84,6 +84,12 @@ type SettledReplyJSON struct {
 	State    ReceiptState `json:"state,omitempty"`
 }
 
+// AppListJSON is an owner's answer to GET PathAppList: the names of the
+// apps registered there, sorted.
+type AppListJSON struct {
+	Apps []string `json:"apps"`
+}
+
 // MaxSettleNote bounds a person's note on a settlement or a check.
 const MaxSettleNote = 1000
 
