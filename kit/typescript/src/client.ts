@@ -88,8 +88,9 @@ function checkOptions(op: keyof typeof OPTIONS, opts: object): void {
   for (const k of Object.keys(opts)) {
     if (known.includes(k)) continue;
     const near = known.find((n) => n.toLowerCase().startsWith(k.toLowerCase()) || k.toLowerCase().startsWith(n.toLowerCase()));
-    throw new TypeError(`${op}: unknown option ${JSON.stringify(k)}` + (near ? ` (did you mean ${JSON.stringify(near)}? times are in milliseconds)` : ` (it takes ${known.join(", ")})`) +
-      "; nothing was sent");
+    const hint = !near ? ` (it takes ${known.join(", ")})` :
+      ` (did you mean ${JSON.stringify(near)}?${near.endsWith("Ms") ? " times are in milliseconds" : ""})`;
+    throw new TypeError(`${op}: unknown option ${JSON.stringify(k)}${hint}; nothing was sent`);
   }
 }
 
