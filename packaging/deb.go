@@ -318,13 +318,20 @@ func ManPage(usage, version string, at time.Time) ([]byte, error) {
 	b.WriteString(".SH COMMANDS\n")
 	i++
 	n := 0
-	for ; i+1 < len(lines) && strings.HasPrefix(lines[i], "  ") && !strings.HasPrefix(lines[i], "   "); i += 2 {
+	// A command is "  NAME ARGS" with its summary on the next line, indented
+	// further, or "  NAME SUMMARY" on one line when it takes no arguments.
+	for ; i < len(lines) && strings.HasPrefix(lines[i], "  ") && !strings.HasPrefix(lines[i], "   "); i++ {
 		f := strings.Fields(lines[i])
 		fmt.Fprintf(&b, ".TP\n.B %s", esc(f[0]))
-		if len(f) > 1 {
-			fmt.Fprintf(&b, " %s", esc(strings.Join(f[1:], " ")))
+		summary := strings.Join(f[1:], " ")
+		if i+1 < len(lines) && strings.HasPrefix(lines[i+1], "   ") {
+			if len(f) > 1 {
+				fmt.Fprintf(&b, " %s", esc(strings.Join(f[1:], " ")))
+			}
+			i++
+			summary = strings.TrimSpace(lines[i])
 		}
-		fmt.Fprintf(&b, "\n%s\n", esc(strings.TrimSpace(lines[i+1])))
+		fmt.Fprintf(&b, "\n%s\n", esc(summary))
 		n++
 	}
 	if n == 0 {
@@ -336,14 +343,25 @@ func ManPage(usage, version string, at time.Time) ([]byte, error) {
 		if len(para) == 0 {
 			return
 		}
-		text := strings.Join(para, "\n")
-		if strings.HasPrefix(para[0], "exit codes:") {
+		if strings.TrimSpace(para[0]) == "exit codes:" {
+			// "  N  meaning", each continuation line indented under the
+			// meaning (six spaces).
 			b.WriteString(".SH \"EXIT STATUS\"\n")
-			text = strings.TrimSpace(strings.TrimPrefix(text, "exit codes:"))
-		} else {
-			b.WriteString(".PP\n")
+			for _, l := range para[1:] {
+				code, meaning, _ := strings.Cut(strings.TrimSpace(l), " ")
+				if !strings.HasPrefix(l, "      ") && code != "" && strings.Trim(code, "0123456789") == "" {
+					fmt.Fprintf(&b, ".TP\n.B %s\n%s\n", code, esc(strings.TrimSpace(meaning)))
+				} else {
+					b.WriteString(esc(strings.TrimSpace(l)) + "\n")
+				}
+			}
+			para = nil
+			return
 		}
-		b.WriteString(esc(text) + "\n")
+		for i := range para {
+			para[i] = strings.TrimSpace(para[i])
+		}
+		b.WriteString(".PP\n" + esc(strings.Join(para, "\n")) + "\n")
 		para = nil
 	}
 	for ; i < len(lines); i++ {
@@ -351,7 +369,7 @@ func ManPage(usage, version string, at time.Time) ([]byte, error) {
 			flush()
 			continue
 		}
-		para = append(para, strings.TrimSpace(lines[i]))
+		para = append(para, lines[i])
 	}
 	flush()
 	b.WriteString(`.SH FILES

@@ -545,7 +545,10 @@ func TestDeb(t *testing.T) {
 			t.Errorf("%s is not gzip -9n (no name, no time)", f)
 		}
 	}
-	if zr, err := gzipReader(filepath.Join(root, "usr/share/man/man1/delta.1.gz")); err != nil || !strings.Contains(zr, ".B init") || !strings.Contains(zr, `.SH "EXIT STATUS"`) {
+	// Every command, one-line ones (no arguments) and two-line ones alike,
+	// and every exit code as an entry of its own.
+	if zr, err := gzipReader(filepath.Join(root, "usr/share/man/man1/delta.1.gz")); err != nil || !strings.Contains(zr, ".B init") || !strings.Contains(zr, ".TP\n.B status\n") ||
+		!strings.Contains(zr, ".TP\n.B ping PEER\n") || !strings.Contains(zr, `.SH "EXIT STATUS"`) || !strings.Contains(zr, ".TP\n.B 12\nnot found") {
 		t.Errorf("the man page lacks the commands or the exit codes (%v):\n%s", err, zr)
 	}
 	if cr, _ := os.ReadFile(filepath.Join(root, "usr/share/doc/delta/copyright")); !bytes.Contains(cr, []byte("tailscale.com v1.102.5")) || !bytes.Contains(cr, []byte("BSD-3-Clause")) {
