@@ -473,8 +473,9 @@ func TestForwardCommand(t *testing.T) {
 	}{
 		{[]string{"forward", "studio"}, cli.ExitUsage, "is not PEER/APP"},
 		{[]string{"forward", "studio/notes", "0.0.0.0:0"}, cli.ExitUsage, "not on a loopback address"},
-		{[]string{"forward", "nowhere/notes"}, cli.ExitUnavailable, `"nowhere" is not one of this computer's peers`},
-		{[]string{"forward", "--remove", "studio/other"}, cli.ExitUnavailable, "no such forward to studio/other"},
+		// Not found (12): a peer or forward this computer does not know.
+		{[]string{"forward", "nowhere/notes"}, cli.ExitNotFound, `"nowhere" is not one of this computer's peers`},
+		{[]string{"forward", "--remove", "studio/other"}, cli.ExitNotFound, "no such forward to studio/other"},
 	} {
 		out, errOut, code := delta(t, append(S, tc.args...)...)
 		if code != tc.code || !strings.Contains(errOut, tc.says) {

@@ -91,7 +91,7 @@ func TestCommandLine(t *testing.T) {
 		t.Fatalf("ping:\n%s", out)
 	}
 	out, errOut, code = delta(t, append(L, "ping", "nowhere")...)
-	wantCode(t, "ping an unknown peer", code, cli.ExitUnavailable, out, errOut)
+	wantCode(t, "ping an unknown peer", code, cli.ExitNotFound, out, errOut)
 
 	// get and call
 	out, errOut, code = delta(t, append(L, "get", "studio", "notes", "/hello")...)

@@ -178,7 +178,7 @@ var pingCommand = &Command{Name: "ping", Args: "PEER", Summary: "each road's rou
 		res, err := c.Ping(e.Ctx, args[0])
 		if err != nil {
 			if ae, ok := err.(*kit.APIError); ok && ae.Outcome == "not_found" {
-				return Exitf(ExitUnavailable, "ping: %s", ae.Detail)
+				return Exitf(ExitNotFound, "ping: %s", ae.Detail)
 			}
 			return e.DownErr(err)
 		}
