@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,7 +133,7 @@ func TestScripts(t *testing.T) {
 		}
 		t.Skip("shellcheck is not installed (Debian: apt-get install shellcheck; make deps does it as root)")
 	}
-	for _, s := range []string{"macos/scripts/preinstall", "macos/scripts/postinstall", "macos/uninstall.sh", "macos/build.sh", "macos/notarize.sh", "macos/smoke.sh", "../tools/deps"} {
+	for _, s := range []string{"macos/scripts/preinstall", "macos/scripts/postinstall", "macos/uninstall.sh", "macos/build.sh", "macos/notarize.sh", "macos/smoke.sh", "macos/release-notes.sh", "../tools/deps"} {
 		out, err := exec.Command(sc, "-s", "sh", s).CombinedOutput()
 		if err != nil {
 			t.Errorf("shellcheck -s sh %s: %v\n%s", s, err, out)
@@ -227,7 +228,16 @@ func readBack(t *testing.T, pkg string) {
 		sh := fmt.Sprintf("gzip -dc %q | cpio -i --quiet", filepath.Join(comp, part.archive))
 		run(t, part.into, "sh", "-c", sh)
 	}
-	checkTree(t, root, MacPayload)
+	if _, err := os.Stat(filepath.Join(root, CodeResources)); err != nil {
+		t.Errorf("the package's Delta.app is not signed: it has no %s (codesign writes it, ad hoc too, and build.sh always signs): %v", CodeResources, err)
+	}
+	checkTree(t, root, SignedMacPayload)
+	var seal map[string]any
+	if b, err := os.ReadFile(filepath.Join(root, CodeResources)); err == nil {
+		if _, err := plist.Unmarshal(b, &seal); err != nil || seal["files2"] == nil || seal["rules2"] == nil {
+			t.Errorf("%s is not codesign's seal (a plist with files2 and rules2): %v", CodeResources, err)
+		}
+	}
 	checkTree(t, scripts, MacScripts)
 	dist, err := os.ReadFile(filepath.Join(dir, "Distribution"))
 	if err != nil || !bytes.Contains(dist, []byte(`hostArchitectures="arm64,x86_64"`)) {
@@ -250,6 +260,10 @@ func TestPkgReadBackRelative(t *testing.T) {
 		}
 	}
 	dir, root, scripts := stageFake(t)
+	// What codesign adds to the bundle it signs (build.sh always signs, ad
+	// hoc at least): a stand-in seal, shaped as codesign writes it, so that
+	// the payload check's view of a signed bundle is exercised here.
+	signStandIn(t, root)
 	flat := filepath.Join(dir, "flat")
 	comp := filepath.Join(flat, "Delta-component.pkg")
 	os.MkdirAll(comp, 0o755)
@@ -265,6 +279,31 @@ func TestPkgReadBackRelative(t *testing.T) {
 		t.Fatalf("no relative path to %s from %s: %v", pkg, wd, err)
 	}
 	readBack(t, rel)
+}
+
+// signStandIn writes, under the payload root, what codesign writes into a
+// bundle it signs: _CodeSignature/CodeResources, a plist whose files2
+// seals the bundle's other files (hashes here made up: nothing on Linux
+// checks them).
+func signStandIn(t *testing.T, root string) {
+	t.Helper()
+	p := filepath.Join(root, CodeResources)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seal := map[string]any{
+		"files":  map[string]any{"Resources/Delta.icns": []byte{0}},
+		"files2": map[string]any{"Resources/Delta.icns": map[string]any{"hash2": []byte{0}}},
+		"rules":  map[string]any{"^Resources/": true},
+		"rules2": map[string]any{"^Resources/": map[string]any{"weight": 20.0}},
+	}
+	b, err := plist.MarshalIndent(seal, plist.XMLFormat, "\t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func run(t *testing.T, dir, name string, args ...string) {
@@ -308,6 +347,18 @@ func TestWorkflow(t *testing.T) {
 			t.Errorf("the check does not find the turn-4 workflow's defect %q; it found:\n  %s", want, strings.Join(old4, "\n  "))
 		}
 	}
+	// And turn 5's (testdata/turn5, b4f9d01's), which issue 64 read: a
+	// retired runner for both jobs (M1), the Release published before the
+	// smoke, as Latest for a -rc tag, and unsigned without the secrets
+	// (M3), no install on Intel hardware or on macOS 26.
+	old5 := releaseProblems(t, "testdata/turn5", "release-macos.yml")
+	for _, want := range []string{"job test runs on macos-14, which GitHub retired on 2026-11-02", "job release runs on macos-14, which GitHub retired on 2026-11-02",
+		"publishes the Release without needing job smoke-macos-15's install", "a -rc tag published as a prerelease", "a tag stopped without the signing and notary secrets",
+		"an install on Intel hardware", "an install on macOS 26"} {
+		if !slices.ContainsFunc(old5, func(p string) bool { return strings.Contains(p, want) }) {
+			t.Errorf("the check does not find the turn-5 workflow's defect %q; it found:\n  %s", want, strings.Join(old5, "\n  "))
+		}
+	}
 }
 
 type workflowStep struct {
@@ -320,10 +371,71 @@ type workflowStep struct {
 }
 
 type workflowJob struct {
-	RunsOn string            `yaml:"runs-on"`
-	Needs  any               `yaml:"needs"`
-	Env    map[string]string `yaml:"env"`
-	Steps  []workflowStep    `yaml:"steps"`
+	RunsOn   string            `yaml:"runs-on"`
+	Needs    any               `yaml:"needs"`
+	Env      map[string]string `yaml:"env"`
+	Steps    []workflowStep    `yaml:"steps"`
+	Strategy struct {
+		Matrix map[string]any `yaml:"matrix"`
+	} `yaml:"strategy"`
+}
+
+// labels are the runner labels a job runs on: its runs-on, or each value
+// of the matrix variable it names (runs-on: ${{ matrix.os }}).
+func (j workflowJob) labels() []string {
+	m := regexp.MustCompile(`^\$\{\{\s*matrix\.([A-Za-z_-]+)\s*\}\}$`).FindStringSubmatch(strings.TrimSpace(j.RunsOn))
+	if m == nil {
+		return []string{j.RunsOn}
+	}
+	var out []string
+	if vs, ok := j.Strategy.Matrix[m[1]].([]any); ok {
+		for _, v := range vs {
+			out = append(out, fmt.Sprint(v))
+		}
+	}
+	return out
+}
+
+// runnerProblems says which of the workflow's runner labels GitHub does
+// not run, as packaging/macos/runners.json has them (issue 64, M1): a
+// label not listed there, or one whose retirement date has passed on day.
+func runnerProblems(t *testing.T, jobs map[string]workflowJob, day time.Time) []string {
+	t.Helper()
+	b, err := os.ReadFile("macos/runners.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Labels map[string]struct {
+			Retires string `json:"retires"`
+			Source  string `json:"source"`
+		} `json:"labels"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatalf("macos/runners.json: %v", err)
+	}
+	var problems []string
+	for name, job := range jobs {
+		for _, l := range job.labels() {
+			r, ok := list.Labels[l]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("job %s runs on %q, which packaging/macos/runners.json does not list (add it with its retirement date, if GitHub has announced one)", name, l))
+				continue
+			}
+			if r.Retires == "" {
+				continue
+			}
+			when, err := time.Parse(time.DateOnly, r.Retires)
+			if err != nil {
+				t.Fatalf("macos/runners.json: %s retires %q: %v", l, r.Retires, err)
+			}
+			if !day.Before(when) {
+				problems = append(problems, fmt.Sprintf("job %s runs on %s, which GitHub retired on %s (%s): no runner takes the job", name, l, r.Retires, r.Source))
+			}
+		}
+	}
+	sort.Strings(problems)
+	return problems
 }
 
 // releaseProblems reads the release workflow at root/path, with the
@@ -353,11 +465,13 @@ func releaseProblems(t *testing.T, root, path string) []string {
 		}
 		return text
 	}
-	var problems []string
+	problems := runnerProblems(t, wf.Jobs, time.Now())
 	envRef := regexp.MustCompile(`env\.([A-Za-z_][A-Za-z0-9_]*)`)
 	// What the whole workflow does, whichever job does it.
 	var tested, codesigned, pkgsigned, gatekept, installs, lipo, rosetta, g2, release, sums, later, ciVersion bool
-	testJob, pkgJob := "", ""
+	var intel, tahoe, prerelease, tagGuard bool
+	testJob, pkgJob, publishJob := "", "", ""
+	var installJobs []string
 	for name, job := range wf.Jobs {
 		var aliased bool
 		for _, st := range job.Steps {
@@ -420,7 +534,13 @@ func releaseProblems(t *testing.T, root, path string) []string {
 			}
 			lipo = lipo || strings.Contains(run, "lipo -verify_arch") && strings.Contains(run, "arm64 x86_64")
 			rosetta = rosetta || strings.Contains(run, "arch -x86_64 ")
-			release = release || strings.Contains(run, "gh release") && strings.Contains(st.If, "github.ref_type == 'tag'")
+			if strings.Contains(run, "gh release") && strings.Contains(st.If, "github.ref_type == 'tag'") {
+				release, publishJob = true, name
+				prerelease = prerelease || strings.Contains(run, "--prerelease") && strings.Contains(run, "*-*")
+			}
+			// A tag without the signing and notary secrets stops (M3).
+			tagGuard = tagGuard || strings.Contains(st.If, "github.ref_type == 'tag'") && strings.Contains(st.If, "env.HAS_CERT != 'true'") &&
+				strings.Contains(st.If, "env.HAS_NOTARY != 'true'") && strings.Contains(run, "exit 1")
 			sums = sums || strings.Contains(run, "shasum -a 256") && strings.Contains(run, ".sha256")
 			ciVersion = ciVersion || strings.Contains(run, "stage civersion")
 			if i := strings.Index(run, "installer -pkg"); i >= 0 {
@@ -428,8 +548,11 @@ func releaseProblems(t *testing.T, root, path string) []string {
 				if j := strings.Index(run, "init --static"); j < 0 || j > i {
 					problems = append(problems, fmt.Sprintf("job %s, step %q: the installed Delta starts with no static config (delta init --static before installer -pkg), so it would join Tailscale's real control server", name, label))
 				}
-				if job.RunsOn == "macos-15" {
-					later = true
+				installJobs = append(installJobs, name)
+				for _, l := range job.labels() {
+					later = later || l == "macos-15"
+					intel = intel || l == "macos-15-intel"
+					tahoe = tahoe || l == "macos-26"
 				}
 			}
 		}
@@ -440,6 +563,12 @@ func releaseProblems(t *testing.T, root, path string) []string {
 	if pkgJob != "" && testJob != "" && testJob != pkgJob && !needs(wf.Jobs[pkgJob].Needs, testJob) {
 		problems = append(problems, fmt.Sprintf("job %s builds the release without needing job %s's tests", pkgJob, testJob))
 	}
+	// The Release is published last, once every install passed (M3).
+	for _, j := range installJobs {
+		if publishJob != "" && j != publishJob && !needs(wf.Jobs[publishJob].Needs, j) {
+			problems = append(problems, fmt.Sprintf("job %s publishes the Release without needing job %s's install (M3: it published before the smoke ran)", publishJob, j))
+		}
+	}
 	for _, c := range []struct {
 		done bool
 		what string
@@ -449,7 +578,11 @@ func releaseProblems(t *testing.T, root, path string) []string {
 		{later, "an install on macos-15, which has Local Network privacy (N5)"},
 		{g2, "Apple's Developer ID G2 intermediate imported, pinned by its SHA-256 (N9)"},
 		{release, "a GitHub Release of the .pkg on a tag (N10)"}, {sums, "the .pkg's SHA-256 beside it (N10)"},
-		{ciVersion, "an untagged build's version above the last release (stage civersion, N8)"}} {
+		{ciVersion, "an untagged build's version above the last release (stage civersion, N8)"},
+		{intel, "an install on Intel hardware (macos-15-intel: the x86_64 slice run natively, not only under Rosetta)"},
+		{tahoe, "an install on macOS 26 (macos-26)"},
+		{prerelease, "a -rc tag published as a prerelease (--prerelease for a tag with a -), never Latest (M3)"},
+		{tagGuard, "a tag stopped without the signing and notary secrets (env.HAS_CERT and env.HAS_NOTARY; M3: an unsigned .pkg was published)"}} {
 		if !c.done {
 			problems = append(problems, "the workflow lacks "+c.what)
 		}
@@ -951,5 +1084,30 @@ func TestCIVersion(t *testing.T) {
 	b, _ := os.ReadFile("macos/component.plist")
 	if !regexp.MustCompile(`<key>BundleIsVersionChecked</key>\s*<false/>`).Match(b) {
 		t.Error("component.plist checks the bundle's version: an older build installed on purpose (a CI build, a downgrade) would leave the newer bundle in place")
+	}
+}
+
+// TestReleaseNotes: a Release's text says what a person needs (issue 64,
+// M3): which macOS, that the package is universal, how to install it and
+// what macOS asks, how to uninstall, and the package's SHA-256 as shasum
+// wrote it; a file with no SHA-256 is refused.
+func TestReleaseNotes(t *testing.T) {
+	dir := t.TempDir()
+	sum := strings.Repeat("0123456789abcdef", 4)
+	f := filepath.Join(dir, "Delta-v1.2.3.pkg.sha256")
+	os.WriteFile(f, []byte(sum+"  Delta-v1.2.3.pkg\n"), 0o644)
+	out, err := exec.Command("macos/release-notes.sh", "v1.2.3", f).CombinedOutput()
+	if err != nil {
+		t.Fatalf("release-notes.sh: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Delta v1.2.3 for macOS 12", "universal", "double-click", "find devices on your local networks", "Notifications",
+		`sudo "/Applications/Delta.app/Contents/Resources/uninstall.sh"`, "shasum -a 256 Delta-v1.2.3.pkg", "    " + sum + "\n"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the release notes lack %q:\n%s", want, out)
+		}
+	}
+	os.WriteFile(f, []byte("\n"), 0o644)
+	if out, err := exec.Command("macos/release-notes.sh", "v1.2.3", f).CombinedOutput(); err == nil || !strings.Contains(string(out), "holds no SHA-256") {
+		t.Errorf("release-notes.sh on a file with no SHA-256: %v\n%s", err, out)
 	}
 }

@@ -44,6 +44,17 @@ var MacPayload = []Entry{
 	{AgentPlist, 0o644},
 }
 
+// CodeResources is what codesign writes into the bundle it signs, ad hoc
+// included: the seal of the bundle's other files. build.sh always signs
+// Delta.app (with a Developer ID when it has one, else ad hoc), so every
+// real package holds it (issue 64, M2: the payload check wanted the five
+// staged files alone, and failed on every real package).
+const CodeResources = "Applications/Delta.app/Contents/_CodeSignature/CodeResources"
+
+// SignedMacPayload is MacPayload as the package carries it: the bundle
+// signed.
+var SignedMacPayload = append(append([]Entry{}, MacPayload...), Entry{CodeResources, 0o644})
+
 // MacScripts are the package's scripts (pkgbuild --scripts).
 var MacScripts = []Entry{{"preinstall", 0o755}, {"postinstall", 0o755}}
 
