@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -106,17 +107,106 @@ func bugreportParts(e *cli.Env) ([]reportPart, []string) {
 	parts = append(parts, reportPart{"status.json", "delta status --json, or why not", st})
 	logDir, err := cli.LogFolder(e.StateDir)
 	if err == nil {
-		for _, f := range []string{"delta.log", "delta.log.1", "tailscale.log", "tailscale.log.1", crashFile} {
+		for _, f := range []string{"delta.log", "delta.log.1", "tailscale.log", "tailscale.log.1"} {
 			if b, err := os.ReadFile(filepath.Join(logDir, f)); err == nil && len(b) > 0 {
-				note := "the log"
-				if f == crashFile {
-					note = "the tracebacks of crashes"
-				}
-				parts = append(parts, reportPart{f, note, b})
+				parts = append(parts, reportPart{f, "the log", b})
+			}
+		}
+		// Crash logs: the end of each (the newest traceback), never the
+		// whole of one that grew.
+		for _, f := range crashLogNames() {
+			if b, err := readTail(filepath.Join(logDir, f), crashTail); err == nil && len(b) > 0 {
+				parts = append(parts, reportPart{f, "the tracebacks of crashes (their end)", b})
 			}
 		}
 	}
+	parts = append(parts, reportPart{"macos.txt", "what explains a Delta that will not start on a Mac (each part, or why it could not be read)",
+		macSections(runtime.GOOS, os.Getuid(), runCommand, os.UserHomeDir)})
 	return parts, secrets
+}
+
+// The Mac's names for Delta (packaging.BundleID and PackageID; app does not
+// import packaging).
+const (
+	macAgentLabel = "com.delta-roads.delta"
+	macPackageID  = "com.delta-roads.delta.pkg"
+)
+
+// runCommand runs a command and returns what it printed.
+func runCommand(name string, args ...string) ([]byte, error) {
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+// macSections is the report's macOS part (issue 64, M6): the LaunchAgent
+// as launchd sees it (launchctl print), macOS's own crash reports for
+// Delta (their ends), the installed package's version (pkgutil), and the
+// Application Firewall's state; each section is there, with what could be
+// read or a line saying why it could not (on any other system: that it is
+// not a Mac).
+func macSections(goos string, uid int, run func(string, ...string) ([]byte, error), home func() (string, error)) []byte {
+	var b strings.Builder
+	section := func(title string, out []byte, err error) {
+		fmt.Fprintf(&b, "== %s\n", title)
+		switch {
+		case goos != "darwin":
+			fmt.Fprintf(&b, "not read: this computer runs %s, not macOS\n\n", goos)
+		case err != nil:
+			fmt.Fprintf(&b, "could not be read: %v\n%s\n", err, out)
+		default:
+			fmt.Fprintf(&b, "%s\n", out)
+		}
+	}
+	agent := fmt.Sprintf("launchctl print gui/%d/%s", uid, macAgentLabel)
+	reportsTitle := "macOS's crash reports for Delta (~/Library/Logs/DiagnosticReports)"
+	pkgTitle := "pkgutil --pkg-info " + macPackageID
+	fwTitle := "the Application Firewall (socketfilterfw)"
+	if goos != "darwin" {
+		for _, t := range []string{agent, reportsTitle, pkgTitle, fwTitle} {
+			section(t, nil, nil)
+		}
+		return []byte(b.String())
+	}
+	out, err := run("launchctl", "print", fmt.Sprintf("gui/%d/%s", uid, macAgentLabel))
+	section(agent, out, err)
+	var reports []byte
+	var rerr error
+	if h, err := home(); err != nil {
+		rerr = err
+	} else {
+		dir := filepath.Join(h, "Library", "Logs", "DiagnosticReports")
+		names, _ := filepath.Glob(filepath.Join(dir, "Delta*"))
+		sort.Sort(sort.Reverse(sort.StringSlice(names))) // newest first: their names end in the date
+		if len(names) == 0 {
+			reports = fmt.Appendf(nil, "none in %s\n", dir)
+		}
+		for i, n := range names {
+			if i == 3 {
+				reports = fmt.Appendf(reports, "(%d older ones left out)\n", len(names)-3)
+				break
+			}
+			t, err := readTail(n, 64<<10)
+			if err != nil {
+				reports = fmt.Appendf(reports, "--- %s: could not be read: %v\n", n, err)
+				continue
+			}
+			reports = fmt.Appendf(reports, "--- %s\n%s\n", n, t)
+		}
+	}
+	section(reportsTitle, reports, rerr)
+	out, err = run("pkgutil", "--pkg-info", macPackageID)
+	section(pkgTitle, out, err)
+	fw := "/usr/libexec/ApplicationFirewall/socketfilterfw"
+	var fwOut []byte
+	var fwErr error
+	for _, args := range [][]string{{"--getglobalstate"}, {"--getblockall"}, {"--getappblocked", "/Applications/Delta.app/Contents/MacOS/Delta"}} {
+		o, err := run(fw, args...)
+		if err != nil && fwErr == nil {
+			fwErr = fmt.Errorf("%s %s: %w", fw, strings.Join(args, " "), err)
+		}
+		fwOut = append(fwOut, o...)
+	}
+	section(fwTitle, fwOut, fwErr)
+	return []byte(b.String())
 }
 
 // writeBugreport writes parts as a gzipped tar at path, every secret

@@ -258,12 +258,18 @@ func run(args []string, stderr io.Writer) error {
 	// traceback to crash.log beside delta.log as well as to stderr, which
 	// launchd sends nowhere (issue 37, N3); delta status says when the
 	// last one was, and delta bugreport bundles it.
-	crashErr := setCrashOutput(filepath.Join(logDir, crashFile))
+	// A crash log grown past its bound is moved aside first (crashlog.go).
+	crashPath := filepath.Join(logDir, crashFile)
+	rotateErr := rotateCrashLog(crashPath, maxCrashBytes, keptCrashLogs)
+	crashErr := setCrashOutput(crashPath)
 	defer deltaLog.Close()
 	logw := io.MultiWriter(stderr, deltaLog)
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if crashErr != nil {
 		log.Warn("a crash's traceback will reach stderr only", "err", crashErr)
+	}
+	if rotateErr != nil {
+		log.Warn("could not move the full crash log aside: it goes on growing", "path", crashPath, "err", rotateErr)
 	}
 	withTray := !s.headless
 	switch {

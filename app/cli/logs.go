@@ -50,12 +50,15 @@ func StateFolderExists(stateDir string) error {
 }
 
 // LastCrash says when Delta last crashed with stateDir, from crash.log in
-// its log folder: its time and path, or a zero time when it never did
-// (the file is empty or absent).
+// its log folder, or crash.log.1 when a start has just moved a full one
+// aside: its time and path, or a zero time and crash.log's path when it
+// never did (the files are empty or absent).
 func LastCrash(stateDir string) (time.Time, string) {
 	path := filepath.Join(logFolder(stateDir), CrashFile) // only looked at: nothing is made
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 {
-		return fi.ModTime(), path
+	for _, p := range []string{path, path + ".1"} {
+		if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
+			return fi.ModTime(), p
+		}
 	}
 	return time.Time{}, path
 }
