@@ -813,7 +813,7 @@ func TestDepsOnMac(t *testing.T) {
 func macTools(t *testing.T, log, home, loaded string) string {
 	t.Helper()
 	bin := t.TempDir()
-	for _, tool := range []string{"sh", "awk", "sort", "sed", "head", "rm", "echo", "cat"} {
+	for _, tool := range []string{"sh", "awk", "sort", "sed", "head", "rm", "echo", "cat", "ln", "mkdir", "readlink"} {
 		p, err := exec.LookPath(tool)
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
@@ -860,11 +860,12 @@ func TestMacScriptsEveryUser(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "Jo Smith")
 	state := filepath.Join(home, "Library", "Application Support", "Delta")
 	os.MkdirAll(state, 0o700)
+	var vol string // the target volume: postinstall's $3, uninstall.sh's DELTA_VOLUME
 	run := func(script string, args ...string) []string {
 		t.Helper()
 		log := filepath.Join(t.TempDir(), "log")
 		cmd := exec.Command(script, args...)
-		cmd.Env = []string{"PATH=" + macTools(t, log, home, "501 502"), "SUDO_USER=jo"}
+		cmd.Env = []string{"PATH=" + macTools(t, log, home, "501 502"), "SUDO_USER=jo", "DELTA_VOLUME=" + vol}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", script, err, out)
@@ -886,15 +887,53 @@ func TestMacScriptsEveryUser(t *testing.T) {
 	if slices.ContainsFunc(got, func(l string) bool { return strings.Contains(l, "gui/0/") || strings.Contains(l, "-U 0 ") }) {
 		t.Errorf("preinstall touched root's session:\n%s", strings.Join(got, "\n"))
 	}
-	got = run("macos/scripts/postinstall")
+	vol = t.TempDir() // the target volume Installer passes as $3
+	got = run("macos/scripts/postinstall", "/tmp/Delta.pkg", "/", vol)
 	has("postinstall", got, "launchctl bootstrap gui/501 /Library/LaunchAgents/com.delta-roads.delta.plist",
 		"launchctl bootstrap gui/502 /Library/LaunchAgents/com.delta-roads.delta.plist",
 		"launchctl kickstart -k gui/502/com.delta-roads.delta") // 502's was loaded: restarted
+	app := "/Applications/Delta.app/Contents/MacOS/Delta"
+	for _, n := range []string{"delta", "delta-roads"} {
+		if l, err := os.Readlink(filepath.Join(vol, "usr/local/bin", n)); err != nil || l != app {
+			t.Errorf("postinstall: /usr/local/bin/%s is %q (%v), want a link to %s", n, l, err, app)
+		}
+	}
 	got = run("macos/uninstall.sh", "--purge")
 	has("uninstall.sh", got, "launchctl bootout gui/501/com.delta-roads.delta", "launchctl bootout gui/502/com.delta-roads.delta",
 		"pkill -TERM -U 503 -x Delta")
 	if _, err := os.Stat(state); err == nil {
 		t.Errorf("uninstall.sh --purge left %s (a home folder with a space)", state)
+	}
+	for _, n := range []string{"delta", "delta-roads"} {
+		if _, err := os.Lstat(filepath.Join(vol, "usr/local/bin", n)); err == nil {
+			t.Errorf("uninstall.sh left the link /usr/local/bin/%s", n)
+		}
+	}
+
+	// Homebrew's git-delta installed first (its binary is delta): it keeps
+	// its name and works as before; Delta's command line is delta-roads.
+	for _, brew := range []string{"opt/homebrew/bin", "usr/local/bin"} {
+		vol := t.TempDir()
+		gitDelta := filepath.Join(vol, brew, "delta")
+		os.MkdirAll(filepath.Dir(gitDelta), 0o755)
+		os.WriteFile(gitDelta, []byte("#!/bin/sh\necho git-delta\n"), 0o755)
+		cmd := exec.Command("macos/scripts/postinstall", "/tmp/Delta.pkg", "/", vol)
+		cmd.Env = []string{"PATH=" + macTools(t, filepath.Join(t.TempDir(), "log"), home, "")}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "another program called delta is installed (") || !strings.Contains(string(out), "Delta's command line is delta-roads") {
+			t.Errorf("postinstall beside git-delta in /%s: %v\n%s", brew, err, out)
+		}
+		if b, _ := os.ReadFile(gitDelta); string(b) != "#!/bin/sh\necho git-delta\n" {
+			t.Errorf("postinstall changed git-delta in /%s", brew)
+		}
+		if l, err := os.Readlink(filepath.Join(vol, "usr/local/bin/delta-roads")); err != nil || l != app {
+			t.Errorf("postinstall beside git-delta in /%s: no delta-roads link (%q, %v)", brew, l, err)
+		}
+		if brew == "opt/homebrew/bin" {
+			if _, err := os.Lstat(filepath.Join(vol, "usr/local/bin/delta")); err == nil {
+				t.Errorf("postinstall linked /usr/local/bin/delta beside Homebrew's delta, which one PATH order or another would hide")
+			}
+		}
 	}
 }
 

@@ -36,6 +36,14 @@ for uid in $uids; do
 	pkill -TERM -U "$uid" -x Delta 2>/dev/null || true
 done
 rm -f "/Library/LaunchAgents/$label.plist"
+# The command line's links, where they are Delta's (never another
+# program's delta). DELTA_VOLUME stands in for the volume in tests.
+app=/Applications/Delta.app/Contents/MacOS/Delta
+for l in "${DELTA_VOLUME:-}/usr/local/bin/delta" "${DELTA_VOLUME:-}/usr/local/bin/delta-roads"; do
+	if [ -L "$l" ] && [ "$(readlink "$l")" = "$app" ]; then
+		rm -f "$l"
+	fi
+done
 rm -rf /Applications/Delta.app
 pkgutil --forget "$label.pkg" >/dev/null 2>&1 || true
 echo "uninstall: removed Delta.app and its LaunchAgent"
