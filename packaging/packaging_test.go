@@ -1096,6 +1096,14 @@ func TestPreinstallWaits(t *testing.T) {
 	if lastTerm < 0 || polls < 4 || !slices.Contains(got, "sleep 0.5") || slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkill -KILL") }) {
 		t.Errorf("preinstall did not wait for the Deltas it stopped (%d polls after the last signal):\n%s", polls, strings.Join(got, "\n"))
 	}
+	// The uninstaller waits too, before it removes anything (issue 64,
+	// M9): pkgutil --forget, its last step, comes after the last poll.
+	got = run("macos/uninstall.sh", 3)
+	lastPoll := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkgutil --forget") })
+	if lastPoll < 0 || !slices.ContainsFunc(got[:lastPoll], func(l string) bool { return strings.HasPrefix(l, "pgrep -U ") }) ||
+		slices.ContainsFunc(got[lastPoll:], func(l string) bool { return strings.HasPrefix(l, "pgrep") }) {
+		t.Errorf("uninstall.sh did not wait for the Deltas it stopped before removing them:\n%s", strings.Join(got, "\n"))
+	}
 	// One that never goes is killed after 20 s (40 polls of 0.5 s).
 	got = run("macos/scripts/preinstall", 1000)
 	if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkill -KILL -U ") }) {

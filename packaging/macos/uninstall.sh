@@ -35,6 +35,21 @@ for uid in $uids; do
 	launchctl bootout "gui/$uid/$label" 2>/dev/null || true
 	pkill -TERM -U "$uid" -x Delta 2>/dev/null || true
 done
+# Nothing is removed before every Delta has stopped (issue 64, M9: the
+# files went while Delta was still recording its calls in flight), as
+# preinstall waits; one that has not stopped within 20 s is killed.
+for uid in $uids; do
+	i=0
+	while pgrep -U "$uid" -x Delta >/dev/null 2>&1; do
+		if [ "$i" -ge 40 ]; then
+			echo "uninstall: Delta of uid $uid did not stop within 20 s; killing it"
+			pkill -KILL -U "$uid" -x Delta 2>/dev/null || true
+			break
+		fi
+		sleep 0.5
+		i=$((i + 1))
+	done
+done
 rm -f "/Library/LaunchAgents/$label.plist"
 # The command line's links, where they are Delta's (never another
 # program's delta). DELTA_VOLUME stands in for the volume in tests.
