@@ -3,10 +3,12 @@ package main
 import (
 	"archive/tar"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,7 @@ import (
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/ui"
 )
 
 // bugreportCommand is `delta bugreport`, after `tailscale bugreport`: one
@@ -51,6 +54,52 @@ var bugreportCommand = &cli.Command{Name: "bugreport", Args: "[--out FILE]",
 		fmt.Fprintln(e.Stdout, "The local token, the network key and forward secrets are replaced by [redacted]; no call's body is in it. Look it over before you send it.")
 		return nil
 	}}
+
+// menuBugreport is the menu's "Report a Problem…": the report delta
+// bugreport writes, on the Desktop (else in the home folder), for a person
+// who never opens Terminal (issue 64, M4). Its path is returned for the
+// menu to show it.
+func menuBugreport(ctx context.Context, stateDir string) (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home folder to write the report in: %w", err)
+	}
+	path := reportPath(home, time.Now(), func(p string) bool { fi, err := os.Stat(p); return err == nil && fi.IsDir() })
+	parts, secrets := bugreportParts(&cli.Env{Ctx: ctx, StateDir: stateDir, Stdout: io.Discard, Stderr: io.Discard})
+	if err := writeBugreport(path, parts, secrets); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// reportPath is where the menu writes a report made at now: on the
+// Desktop when there is one, else in the home folder.
+func reportPath(home string, now time.Time, isDir func(string) bool) string {
+	dir := filepath.Join(home, "Desktop")
+	if !isDir(dir) {
+		dir = home
+	}
+	return filepath.Join(dir, "Delta bug report "+now.Format("2006-01-02 15.04.05")+".tar.gz")
+}
+
+// menuUninstall is the menu's "Uninstall Delta…" on a Mac (nil elsewhere:
+// a .deb is removed by the package manager): the bundle's uninstaller,
+// behind macOS's own administrator prompt. It stops this Delta, which
+// must not wait for it: it is started and left to run.
+func menuUninstall() func() error {
+	if runtime.GOOS != "darwin" {
+		return nil
+	}
+	return func() error {
+		name, args := ui.UninstallCommand(macUninstaller)
+		cmd := exec.Command(name, args...)
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		go cmd.Wait() //nolint:errcheck // it outlives what could read its result: the uninstaller stops this Delta
+		return nil
+	}
+}
 
 // reportPart is one file of a bug report.
 type reportPart struct {

@@ -412,7 +412,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}}
 	if withTray {
-		runTray(ctx, g, log, sd)
+		runTray(ctx, g, log, sd, s.stateDir)
 	} else {
 		<-ctx.Done()
 	}
@@ -456,7 +456,7 @@ const exitWait = 10 * time.Second
 
 // runTray runs the menu and notifications on the main goroutine until Quit
 // or ctx ends (a signal), and waits for them to stop.
-func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.Shutdown) {
+func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.Shutdown, stateDir string) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	go func() {
@@ -486,7 +486,8 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 	ui.HandleReopen(log, notes)
 	ui.RunSystray(log, sd, func(t *ui.Systray) {
 		log.Info("tray is up")
-		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting, Notes: notes}
+		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting, Notes: notes,
+			Report: func(ctx context.Context) (string, error) { return menuBugreport(ctx, stateDir) }, Uninstall: menuUninstall()}
 		wg.Go(func() { app.Run(ctx) })
 		n := &ui.Notifier{Events: g.CallEvents(), Sender: sender, Log: log}
 		wg.Go(func() {

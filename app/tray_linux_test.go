@@ -121,6 +121,13 @@ func TestTray(t *testing.T) {
 	if !ok {
 		t.Fatalf("no Quit Delta:\n%s", uitest.Lines(m))
 	}
+	// A report without Terminal; no uninstaller off a Mac (apt removes it).
+	if _, ok := uitest.Find(m, "Report a Problem…"); !ok {
+		t.Errorf("no Report a Problem…:\n%s", uitest.Lines(m))
+	}
+	if _, ok := uitest.Find(m, "Uninstall Delta…"); ok {
+		t.Errorf("Uninstall Delta… on Linux:\n%s", uitest.Lines(m))
+	}
 	if err := tray.Click(quit.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,15 @@ type App struct {
 	Copy func(text string) error
 	// Quit is called for "Quit Delta".
 	Quit func()
+	// Report, if not nil, writes a bug report and returns its path: the
+	// menu offers "Report a Problem…", and the report is then shown with
+	// Reveal (if nil, RevealFile).
+	Report func(ctx context.Context) (string, error)
+	Reveal func(path string) error
+	// Uninstall, if not nil, starts the uninstaller: the menu offers
+	// "Uninstall Delta…". It stops this Delta, so it is started, never
+	// waited on here.
+	Uninstall func() error
 	// Now is the clock for ages. If nil, time.Now.
 	Now func() time.Time
 	// Quitting, if not nil, reports a quit in progress: the menu is not
@@ -125,7 +136,7 @@ func (a *App) draw(ctx context.Context) time.Duration {
 		return 5 * time.Second
 	}
 	now := a.Now()
-	a.show(Build(snap, now))
+	a.show(WithAppItems(Build(snap, now), a.Report != nil, a.Uninstall != nil))
 	next := time.Minute - time.Duration(now.Second())*time.Second // ages are in minutes beyond the first
 	if len(snap.Unsettled) > 0 {
 		next = min(next, 10*time.Second)
@@ -178,6 +189,37 @@ func (a *App) do(ctx context.Context, act Action) {
 		if err := a.Open(act.URL); err != nil {
 			a.Log.Warn("could not open System Settings", "err", err, "url", act.URL)
 		}
+	case ActReport:
+		if a.Report == nil {
+			return
+		}
+		// Writing it reads the logs and asks Delta's own API: never on
+		// the menu's loop.
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			path, err := a.Report(ctx)
+			if err != nil {
+				a.Log.Warn("menu: could not write the bug report", "err", err)
+				return
+			}
+			a.Log.Info("menu: wrote a bug report", "path", path)
+			reveal := a.Reveal
+			if reveal == nil {
+				reveal = RevealFile
+			}
+			if err := reveal(path); err != nil {
+				a.Log.Warn("menu: could not show the bug report in the file manager", "path", path, "err", err)
+			}
+		}()
+	case ActUninstall:
+		if a.Uninstall == nil {
+			return
+		}
+		a.Log.Info("Uninstall Delta chosen in the menu: the uninstaller asks for an administrator's password, then stops Delta")
+		if err := a.Uninstall(); err != nil {
+			a.Log.Warn("menu: could not start the uninstaller", "err", err)
+		}
 	case ActCopyURL:
 		if err := a.Copy(act.URL); err != nil {
 			a.Log.Warn("could not copy the forward's URL to the clipboard", "err", err, "url", act.URL)
@@ -202,6 +244,36 @@ func (a *App) do(ctx context.Context, act Action) {
 			}
 		}()
 	}
+}
+
+// RevealFile shows the file at path in the file manager: selected in a
+// Finder window on macOS (open -R), its folder elsewhere (xdg-open).
+func RevealFile(path string) error {
+	name, args := RevealCommand(runtime.GOOS, path)
+	cmd := exec.Command(name, args...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	go cmd.Wait() //nolint:errcheck // the file manager's exit says nothing of the file
+	return nil
+}
+
+// RevealCommand is the command RevealFile runs on goos.
+func RevealCommand(goos, path string) (string, []string) {
+	if goos == "darwin" {
+		return "open", []string{"-R", path}
+	}
+	return "xdg-open", []string{filepath.Dir(path)}
+}
+
+// UninstallCommand is what "Uninstall Delta…" runs on a Mac: the bundle's
+// uninstaller as root, behind macOS's own administrator prompt
+// (osascript's do shell script … with administrator privileges), which
+// names why it asks.
+func UninstallCommand(script string) (string, []string) {
+	quoted := "'" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+	as := fmt.Sprintf(`do shell script %q with administrator privileges with prompt "Delta wants to uninstall itself. Your data is kept."`, quoted)
+	return "/usr/bin/osascript", []string{"-e", as}
 }
 
 // OpenURL opens url in the default browser.

@@ -92,12 +92,18 @@ func TestAppLoop(t *testing.T) {
 
 	tray := &fakeTray{wake: make(chan struct{}), clicks: make(chan Action)}
 	var mu sync.Mutex
-	var opened, copied []string
+	var opened, copied, revealed []string
+	uninstalls := 0
 	quit := make(chan struct{})
+	report := filepath.Join(t.TempDir(), "Delta bug report.tar.gz")
 	app := &App{Source: g, Tray: tray, Log: slog.New(slog.DiscardHandler),
 		Open: func(u string) error { mu.Lock(); opened = append(opened, u); mu.Unlock(); return nil },
 		Copy: func(s string) error { mu.Lock(); copied = append(copied, s); mu.Unlock(); return nil },
-		Quit: func() { close(quit) }}
+		Quit: func() { close(quit) },
+		// Report a Problem… and Uninstall Delta… (issue 64, M4).
+		Report:    func(context.Context) (string, error) { return report, os.WriteFile(report, []byte("a report"), 0o600) },
+		Reveal:    func(p string) error { mu.Lock(); revealed = append(revealed, p); mu.Unlock(); return nil },
+		Uninstall: func() error { mu.Lock(); uninstalls++; mu.Unlock(); return nil }}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { app.Run(ctx) })
@@ -112,14 +118,22 @@ func TestAppLoop(t *testing.T) {
 		t.Errorf("level %s, want asking", m.Level)
 	}
 
-	for _, key := range []string{"call/r1/copy", "open", "call/r1/dismiss", "call/r1/happened", "call/r1/nothappened"} {
-		it, _ := m.Find(key)
+	for _, key := range []string{"call/r1/copy", "open", "call/r1/dismiss", "call/r1/happened", "call/r1/nothappened", "report", "uninstall"} {
+		it, ok := m.Find(key)
+		if !ok {
+			t.Fatalf("the menu has no %s", key)
+		}
 		tray.clicks <- *it.Action
 	}
 	tray.clicks <- Action{Kind: ActQuit} // processed after the others: one loop
 	<-quit
+	cancel()
+	wg.Wait() // the report is written off the loop
 	mu.Lock()
 	defer mu.Unlock()
+	if b, _ := os.ReadFile(report); string(b) != "a report" || len(revealed) != 1 || revealed[0] != report || uninstalls != 1 {
+		t.Errorf("Report a Problem… revealed %q; Uninstall Delta… ran %d times", revealed, uninstalls)
+	}
 	if len(copied) != 1 || copied[0] != "r1" {
 		t.Errorf("copied %q, want the request id", copied)
 	}

@@ -26,7 +26,42 @@ const (
 	// ActSettings opens System Settings at URL (macOS's Local Network
 	// privacy pane).
 	ActSettings ActionKind = "settings"
+	// ActReport writes a bug report to the Desktop and shows it in the
+	// file manager (Finder).
+	ActReport ActionKind = "report"
+	// ActUninstall runs the uninstaller, behind the system's own
+	// administrator prompt (macOS).
+	ActUninstall ActionKind = "uninstall"
 )
+
+// WithAppItems adds to a built menu what the app can do for a person
+// beyond the gateway (issue 64, M4: without Terminal): "Report a
+// Problem…" when the app can write a report, "Uninstall Delta…" when it
+// can run the uninstaller; before Quit.
+func WithAppItems(m Menu, report, uninstall bool) Menu {
+	var extra []Item
+	if report {
+		extra = append(extra, Item{Key: "report", Title: "Report a Problem…", Tooltip: "Write a bug report to the Desktop (no tokens, keys or bodies) and show it in Finder",
+			Action: &Action{Kind: ActReport}})
+	}
+	if uninstall {
+		extra = append(extra, Item{Key: "uninstall", Title: "Uninstall Delta…", Tooltip: "Remove Delta from this Mac (asks for an administrator's password); your data is kept",
+			Action: &Action{Kind: ActUninstall}})
+	}
+	if len(extra) == 0 {
+		return m
+	}
+	i := len(m.Items)
+	for j, it := range m.Items {
+		if it.Key == "sep/quit" {
+			i = j
+			break
+		}
+	}
+	items := append(append(append([]Item{}, m.Items[:i]...), extra...), m.Items[i:]...)
+	m.Items = items
+	return m
+}
 
 // LocalNetworkSettings opens System Settings at Privacy & Security › Local
 // Network.

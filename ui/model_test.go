@@ -338,3 +338,51 @@ func TestLastDropInMenu(t *testing.T) {
 		t.Errorf("a road down for the reason it was dropped says it %d times:\n%s", strings.Count(got, why), got)
 	}
 }
+
+// TestWithAppItems: "Report a Problem…" and "Uninstall Delta…" come just
+// before Quit, each only when the app can do it.
+func TestWithAppItems(t *testing.T) {
+	m := Build(view.Snapshot{}, time.Now())
+	keys := func(m Menu) string {
+		var k []string
+		for _, it := range m.Items {
+			k = append(k, it.Key)
+		}
+		return strings.Join(k, " ")
+	}
+	if got := keys(WithAppItems(m, false, false)); got != keys(m) {
+		t.Errorf("with nothing to add: %s", got)
+	}
+	got := keys(WithAppItems(m, true, true))
+	if !strings.HasSuffix(got, " report uninstall sep/quit quit") {
+		t.Errorf("the menu's end: %s", got)
+	}
+	if got := keys(WithAppItems(m, true, false)); !strings.HasSuffix(got, " report sep/quit quit") || strings.Contains(got, "uninstall") {
+		t.Errorf("without an uninstaller: %s", got)
+	}
+	it, _ := WithAppItems(m, true, true).Find("uninstall")
+	if it.Title != "Uninstall Delta…" || it.Action.Kind != ActUninstall {
+		t.Errorf("the uninstall item: %+v", it)
+	}
+}
+
+// TestRevealAndUninstallCommands: the report is shown selected in Finder
+// (its folder elsewhere); the uninstaller runs as root behind macOS's own
+// password prompt, its path quoted for the shell even with a space or an
+// apostrophe in it.
+func TestRevealAndUninstallCommands(t *testing.T) {
+	if n, a := RevealCommand("darwin", "/Users/jo/Desktop/r.tar.gz"); n != "open" || strings.Join(a, " ") != "-R /Users/jo/Desktop/r.tar.gz" {
+		t.Errorf("on a Mac: %s %v", n, a)
+	}
+	if n, a := RevealCommand("linux", "/home/jo/Desktop/r.tar.gz"); n != "xdg-open" || strings.Join(a, " ") != "/home/jo/Desktop" {
+		t.Errorf("on Linux: %s %v", n, a)
+	}
+	n, a := UninstallCommand("/Applications/Delta.app/Contents/Resources/uninstall.sh")
+	want := `do shell script "'/Applications/Delta.app/Contents/Resources/uninstall.sh'" with administrator privileges with prompt "Delta wants to uninstall itself. Your data is kept."`
+	if n != "/usr/bin/osascript" || len(a) != 2 || a[0] != "-e" || a[1] != want {
+		t.Errorf("uninstall: %s %q", n, a)
+	}
+	if _, a := UninstallCommand("/tmp/Jo's Apps/uninstall.sh"); !strings.Contains(a[1], `"'/tmp/Jo'\\''s Apps/uninstall.sh'"`) {
+		t.Errorf("a path with an apostrophe: %s", a[1])
+	}
+}
