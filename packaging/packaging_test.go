@@ -354,7 +354,7 @@ func TestWorkflow(t *testing.T) {
 	old5 := releaseProblems(t, "testdata/turn5", "release-macos.yml")
 	for _, want := range []string{"job test runs on macos-14, which GitHub retired on 2026-11-02", "job release runs on macos-14, which GitHub retired on 2026-11-02",
 		"publishes the Release without needing job smoke-macos-15's install", "a -rc tag published as a prerelease", "a tag stopped without the signing and notary secrets",
-		"an install on Intel hardware", "an install on macOS 26"} {
+		"an install on Intel hardware", "an install on macOS 26", "actions/checkout@v4 runs on Node 20", "actions/download-artifact@v4 runs on Node 20"} {
 		if !slices.ContainsFunc(old5, func(p string) bool { return strings.Contains(p, want) }) {
 			t.Errorf("the check does not find the turn-5 workflow's defect %q; it found:\n  %s", want, strings.Join(old5, "\n  "))
 		}
@@ -491,6 +491,13 @@ func releaseProblems(t *testing.T, root, path string) []string {
 					problems = append(problems, fmt.Sprintf("job %s, step %q: its if: reads env.%s, which nothing sets", name, label, v))
 				}
 			}
+			if action, ver, ok := strings.Cut(st.Uses, "@v"); ok {
+				if first, known := node24Majors[action]; known {
+					if major, err := strconv.Atoi(ver); err != nil || major < first {
+						problems = append(problems, fmt.Sprintf("job %s: %s runs on Node 20, which GitHub removed from its runners on 2026-09-16; %s@v%d is the first major on Node 24 (M9)", name, st.Uses, action, first))
+					}
+				}
+			}
 			if strings.HasPrefix(st.Uses, "actions/setup-go") && st.With["go-version-file"] != "go.mod" {
 				problems = append(problems, fmt.Sprintf("job %s: setup-go takes Go's version from its own with: (%q), not go-version-file: go.mod", name, st.With["go-version"]))
 			}
@@ -589,6 +596,13 @@ func releaseProblems(t *testing.T, root, path string) []string {
 	}
 	return problems
 }
+
+// node24Majors are the first majors of the actions the workflow uses whose
+// action.yml says runs.using: node24 (issue 64, M9: the workflow's were
+// Node 20's, which GitHub forced onto Node 24 in June 2026 and removed
+// from its runners on 2026-09-16). download-artifact's v5 and v6 still
+// run on Node 20 by default.
+var node24Majors = map[string]int{"actions/checkout": 5, "actions/setup-go": 6, "actions/upload-artifact": 6, "actions/download-artifact": 7}
 
 // needs reports whether a job's needs: (a name or a list) names job.
 func needs(n any, job string) bool {
@@ -975,6 +989,10 @@ func TestNotarizeScript(t *testing.T) {
 	}{
 		{"accepted.json", true, []string{"stapler staple Delta.pkg", "stapler validate Delta.pkg"}, "notarytool log", "accepted"},
 		{"invalid.json", false, []string{"notarytool log 9c3f8e21-6b0a-4d8e-a5b1-3f7e2c1d0a99 --keychain-profile ci"}, "stapler", "not accepted: Invalid"},
+		// Not finished within --timeout 35m (M10): the id, and how to go on
+		// without a new submission.
+		{"in-progress.json", false, []string{"notarytool submit Delta.pkg --keychain-profile ci --wait --timeout 35m --output-format json"}, "stapler",
+			"follow it with xcrun notarytool info 71a2c5d4-0f3e-4b9a-8c6d-1e2f3a4b5c6d"},
 	} {
 		bin := t.TempDir()
 		log := filepath.Join(t.TempDir(), "log")
@@ -1000,7 +1018,9 @@ exit 0`
 		if strings.Contains(string(b), tc.mustNot) {
 			t.Errorf("%s: xcrun %s was run:\n%s", tc.answer, tc.mustNot, b)
 		}
-		if !tc.ok && !strings.Contains(string(out), "The binary is not signed.") {
+		// A refusal prints Apple's log; a submission still in progress has
+		// none yet (its id and the way on are said instead).
+		if !tc.ok && tc.answer != "in-progress.json" && !strings.Contains(string(out), "The binary is not signed.") {
 			t.Errorf("%s: Apple's log is not printed:\n%s", tc.answer, out)
 		}
 	}
@@ -1097,7 +1117,7 @@ func TestPreinstallWaits(t *testing.T) {
 		t.Errorf("preinstall did not wait for the Deltas it stopped (%d polls after the last signal):\n%s", polls, strings.Join(got, "\n"))
 	}
 	// The uninstaller waits too, before it removes anything (issue 64,
-	// M9): pkgutil --forget, its last step, comes after the last poll.
+	// M12): pkgutil --forget, its last step, comes after the last poll.
 	got = run("macos/uninstall.sh", 3)
 	lastPoll := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "pkgutil --forget") })
 	if lastPoll < 0 || !slices.ContainsFunc(got[:lastPoll], func(l string) bool { return strings.HasPrefix(l, "pgrep -U ") }) ||

@@ -14,15 +14,20 @@ pkg=$1
 shift
 verdict=$(mktemp)
 trap 'rm -f "$verdict"' EXIT
-if ! xcrun notarytool submit "$pkg" "$@" --wait --output-format json >"$verdict"; then
-	cat "$verdict" >&2
-	echo "notarize.sh: notarytool submit $pkg failed (above)" >&2
-	exit 1
-fi
+# At most 35 minutes (issue 64, M10): a slow queue otherwise ran into the
+# job's limit, and the log said only "cancelled", with no submission id.
+submitted=yes
+xcrun notarytool submit "$pkg" "$@" --wait --timeout 35m --output-format json >"$verdict" || submitted=no
 if ! id=$(go run ./packaging/cmd/stage notarized "$verdict"); then
-	if [ -n "$id" ]; then
+	if [ -n "$id" ] && grep -q '"status"[[:space:]]*:[[:space:]]*"In Progress"' "$verdict"; then
+		echo "notarize.sh: Apple has not finished with submission $id within 35 minutes; follow it with xcrun notarytool info $id (and the same AUTH), and once it is Accepted run xcrun stapler staple $pkg: no new submission is needed" >&2
+	elif [ -n "$id" ]; then
 		echo "notarize.sh: Apple's log of submission $id:" >&2
 		xcrun notarytool log "$id" "$@" >&2 || true
+	fi
+	if [ "$submitted" = no ]; then
+		cat "$verdict" >&2
+		echo "notarize.sh: notarytool submit $pkg failed (above)" >&2
 	fi
 	exit 1
 fi

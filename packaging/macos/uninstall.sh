@@ -35,7 +35,7 @@ for uid in $uids; do
 	launchctl bootout "gui/$uid/$label" 2>/dev/null || true
 	pkill -TERM -U "$uid" -x Delta 2>/dev/null || true
 done
-# Nothing is removed before every Delta has stopped (issue 64, M9: the
+# Nothing is removed before every Delta has stopped (issue 64, M12: the
 # files went while Delta was still recording its calls in flight), as
 # preinstall waits; one that has not stopped within 20 s is killed.
 for uid in $uids; do
