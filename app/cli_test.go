@@ -337,9 +337,15 @@ func TestDemoCheck(t *testing.T) {
 }
 
 func TestUninstallPlan(t *testing.T) {
-	argv, words := uninstallPlan("darwin", true, "/Users/a/Library/Application Support/Delta")
-	if strings.Join(argv, " ") != "sudo /bin/sh "+macUninstaller+" --purge" || !strings.Contains(words, "and your state folder") {
+	home, _ := os.UserHomeDir()
+	argv, words := uninstallPlan("darwin", true, filepath.Join(home, "Library/Application Support/Delta"))
+	if strings.Join(argv, " ") != "sudo /bin/sh "+macUninstaller+" --purge" || !strings.Contains(words, "and your state folder ~/Library/Application Support/Delta") || strings.Contains(words, "stays") {
 		t.Errorf("darwin --purge: %q %q", argv, words)
+	}
+	// The script removes the default folder only: another --state-dir is
+	// said to stay (issue 64, M12).
+	if _, words := uninstallPlan("darwin", true, "/Volumes/x/delta"); !strings.Contains(words, "/Volumes/x/delta (your --state-dir) stays") {
+		t.Errorf("darwin --purge with another --state-dir: %q", words)
 	}
 	if argv, words := uninstallPlan("darwin", false, "S"); len(argv) != 3 || !strings.Contains(words, "S stays") {
 		t.Errorf("darwin: %q %q", argv, words)

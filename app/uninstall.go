@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -17,16 +18,28 @@ const macUninstaller = "/Applications/Delta.app/Contents/Resources/uninstall.sh"
 
 type uninstallOpts struct{ purge, yes *bool }
 
+// macDefaultState is the state folder and logs uninstall.sh --purge
+// removes: the invoking user's default ones, never another folder.
+const macDefaultState = "~/Library/Application Support/Delta"
+
 // uninstallPlan is what `delta uninstall` does on goos: the command to run
-// (nil: none), or what to tell the person instead.
+// (nil: none), or what to tell the person instead. On a Mac, --purge
+// removes the default state folder only (uninstall.sh, as root, removes
+// no folder it was named): a --state-dir elsewhere is said to stay
+// (issue 64, M12: the words named it as removed).
 func uninstallPlan(goos string, purge bool, stateDir string) (argv []string, words string) {
 	switch goos {
 	case "darwin":
 		argv = []string{"sudo", "/bin/sh", macUninstaller}
-		if purge {
-			argv = append(argv, "--purge")
+		if !purge {
+			return argv, "removes Delta.app and its LaunchAgent; your state folder " + stateDir + " stays (--purge removes it)"
 		}
-		return argv, "removes Delta.app and its LaunchAgent" + map[bool]string{true: ", and your state folder " + stateDir, false: "; your state folder " + stateDir + " stays (--purge removes it)"}[purge]
+		argv = append(argv, "--purge")
+		words = "removes Delta.app and its LaunchAgent, and your state folder " + macDefaultState + " with ~/Library/Logs/Delta"
+		if home, err := os.UserHomeDir(); err == nil && filepath.Clean(stateDir) != filepath.Join(home, "Library", "Application Support", "Delta") {
+			words += "; " + stateDir + " (your --state-dir) stays: remove it yourself (rm -rf)"
+		}
+		return argv, words
 	case "linux":
 		w := "Delta from the .deb is removed by the package manager: sudo apt remove delta (or sudo dpkg -r delta). "
 		if purge {
