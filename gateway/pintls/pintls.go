@@ -85,12 +85,34 @@ func LoadOrCreate(dir, name string) (tls.Certificate, string, error) {
 	return cert, Pin(der), nil
 }
 
+// writeFile writes this computer's key or certificate durably: flushed
+// before it is renamed into place (as statedir.WriteDurable, which imports
+// this package; issue 64, M14), so that a power loss leaves the old one or
+// the new one, never an empty identity.
 func writeFile(path string, b []byte) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		_, err = f.Write(b)
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("pintls: write %s: %w", path, err)
 	}
-	return os.Rename(tmp, path)
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync() // the rename's flush; the file is there either way
+		d.Close()
+	}
+	return nil
 }
 
 // ServerConfig is the TLS configuration of a listener serving cert. It

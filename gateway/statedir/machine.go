@@ -66,11 +66,7 @@ func Moved(dir, id string, now time.Time) (aside string, err error) {
 }
 
 func writeFileAtomic(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("statedir: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := WriteDurable(path, path+".tmp", b); err != nil {
 		return fmt.Errorf("statedir: write %s: %w", path, err)
 	}
 	return nil

@@ -52,11 +52,41 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp." + strconv.Itoa(os.Getpid())
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+	return WriteDurable(path, path+".tmp."+strconv.Itoa(os.Getpid()), append(b, '\n'))
+}
+
+// WriteDurable writes b to path through tmp, mode 0600, so that a power
+// loss or a crash leaves the old file or the new one, whole: written,
+// flushed to the disk (Sync: F_FULLFSYNC on macOS), renamed into place,
+// and the folder flushed so that the rename holds (issue 64, M14: config
+// and key files were renamed into place without a flush, and a power
+// loss right after delta init or pairing could leave an empty one).
+func WriteDurable(path, tmp string, b []byte) error {
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		// A folder that cannot be flushed (some file systems refuse) still
+		// holds the renamed file; only the flush's promise is lost.
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
 }
 
 // Config is <state>/config.json. Every field is optional.
@@ -303,11 +333,7 @@ func LoadOrCreateSecret(path string) (string, error) {
 	buf := make([]byte, 32)
 	rand.Read(buf)
 	s := hex.EncodeToString(buf)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s+"\n"), 0o600); err != nil {
-		return "", err
-	}
-	return s, os.Rename(tmp, path)
+	return s, WriteDurable(path, path+".tmp", []byte(s+"\n"))
 }
 
 // Peer is one entry of peers.json: a peer found on the tailnet, with its

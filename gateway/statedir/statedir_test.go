@@ -157,3 +157,27 @@ func TestConfigModes(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDurable: the file is there whole with mode 0600 and no
+// temporary file beside it; a write that cannot happen leaves nothing
+// (issue 64, M14).
+func TestWriteDurable(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.json")
+	os.WriteFile(p, []byte("old"), 0o600)
+	if err := WriteDurable(p, p+".tmp", []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	ents, _ := os.ReadDir(dir)
+	if string(b) != "new" || fi.Mode().Perm() != 0o600 || len(ents) != 1 {
+		t.Errorf("after a durable write: %q %v, %d files", b, fi.Mode(), len(ents))
+	}
+	if err := WriteDurable(filepath.Join(dir, "no-such-folder", "x"), filepath.Join(dir, "no-such-folder", "x.tmp"), []byte("x")); err == nil {
+		t.Error("a write into a folder that is not there succeeded")
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("a failed write left %d files", len(ents))
+	}
+}
