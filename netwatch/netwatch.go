@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -330,6 +331,9 @@ func BridgeMembers(ifconfig string) []string {
 	return out
 }
 
+// thunderboltPort is the name macOS gives an IP-over-Thunderbolt port.
+var thunderboltPort = regexp.MustCompile(`^Thunderbolt \d+$`)
+
 // PortsRoad decides between the thunderbolt and lan roads for interface
 // name from macOS's hardware ports (ports: port name by BSD name) and
 // bridges' members, when they tell: a Thunderbolt port itself ("Thunderbolt
@@ -337,12 +341,14 @@ func BridgeMembers(ifconfig string) []string {
 // thunderbolt when one of its members is a Thunderbolt port, and lan when
 // its members are known and none is (Internet Sharing's bridge of
 // Ethernet). decided is false when they do not tell (another OS, no such
-// port), and the name rule of Classify stands (issue 37, N14). Pure.
+// port), and the name rule of Classify stands (issue 37, N14). Only the
+// IP-over-Thunderbolt ports, "Thunderbolt N", are Thunderbolt: a
+// Thunderbolt Ethernet adapter ("Thunderbolt Ethernet") or a dock's
+// Ethernet ("Thunderbolt Ethernet Slot 1") is Ethernet on the home
+// network, and the bridge's own name, localized ("Thunderbolt Bridge",
+// "Pont Thunderbolt"), is never read (issue 64, M7). Pure.
 func PortsRoad(name string, ports map[string]string, members map[string][]string) (road roads.Road, decided bool) {
-	isTB := func(n string) bool {
-		p := ports[n]
-		return strings.Contains(p, "Thunderbolt") && !strings.Contains(p, "Bridge")
-	}
+	isTB := func(n string) bool { return thunderboltPort.MatchString(ports[n]) }
 	if isTB(name) {
 		return roads.Thunderbolt, true
 	}

@@ -273,7 +273,8 @@ func TestMediaOnMac(t *testing.T) {
 // lan where they tell (issue 37, N14): a Thunderbolt port set up on its
 // own, a bridge by its members; otherwise the name rule stands.
 func TestPortsRoad(t *testing.T) {
-	ports := ParsePorts("en0\tWi-Fi\nen1\tThunderbolt 1\nen2\tThunderbolt 2\nen5\tUSB 10/100/1000 LAN\nbridge0\tThunderbolt Bridge\n")
+	ports := ParsePorts("en0\tWi-Fi\nen1\tThunderbolt 1\nen2\tThunderbolt 2\nen5\tUSB 10/100/1000 LAN\nbridge0\tThunderbolt Bridge\n" +
+		"en7\tThunderbolt Ethernet\nen8\tThunderbolt Ethernet Slot 1\nbridge1\tBridge\nbridge2\tPont Thunderbolt\n")
 	ifconfig := "bridge0: flags=8863<UP,BROADCAST,SMART,RUNNING,SIMPLEX,MULTICAST> mtu 1500\n\tOptions=63<RXCSUM,TXCSUM,TSO4,TSO6>\n\tether 36:a1:2b:3c:4d:00\n\tConfiguration:\n\t\tid 0:0:0:0:0:0 priority 0 hellotime 0 fwddelay 0\n\tmember: en1 flags=3<LEARNING,DISCOVER>\n\t        ifmaxaddr 0 port 8 priority 0 path cost 0\n\tmember: en2 flags=3<LEARNING,DISCOVER>\n\tstatus: active\n"
 	if got := BridgeMembers(ifconfig); len(got) != 2 || got[0] != "en1" || got[1] != "en2" {
 		t.Fatalf("BridgeMembers: %q", got)
@@ -289,6 +290,14 @@ func TestPortsRoad(t *testing.T) {
 		{"en1", nil, roads.Thunderbolt, true},                                 // a Thunderbolt port without the bridge
 		{"en0", nil, "", false},
 		{"bridge0", nil, "", false}, // members unknown: the name rule stands
+		// Ethernet by Thunderbolt is Ethernet (issue 64, M7): Apple's
+		// Thunderbolt to Gigabit Ethernet Adapter, a dock's Ethernet, and
+		// Internet Sharing's bridge of them.
+		{"en7", nil, "", false},
+		{"en8", nil, "", false},
+		{"bridge1", map[string][]string{"bridge1": {"en7", "en8"}}, roads.LAN, true},
+		// A bridge named in French, of Thunderbolt ports.
+		{"bridge2", map[string][]string{"bridge2": {"en1"}}, roads.Thunderbolt, true},
 	} {
 		road, decided := PortsRoad(tc.name, ports, tc.members)
 		if road != tc.road || decided != tc.decided {
