@@ -46,10 +46,17 @@ func TestPlists(t *testing.T) {
 		"CFBundleIdentifier": BundleID, "CFBundleExecutable": "Delta", "CFBundleIconFile": "Delta", "CFBundlePackageType": "APPL",
 		"CFBundleShortVersionString": "1.2.3", "CFBundleVersion": "1.2.3", "LSMinimumSystemVersion": "12.0",
 		"LSUIElement": true, "NSAppSleepDisabled": true,
+		// Issue 64, M15: a region, a category, and notifications that stay
+		// until read (a write that needs a person must not vanish as a
+		// banner; the person can still choose banners).
+		"CFBundleDevelopmentRegion": "en", "LSApplicationCategoryType": "public.app-category.utilities", "NSUserNotificationAlertStyle": "alert",
 	} {
 		if info[key] != want {
 			t.Errorf("Info.plist %s = %v, want %v", key, info[key], want)
 		}
+	}
+	if c, _ := info["NSHumanReadableCopyright"].(string); !strings.Contains(c, "1.2.3") || !strings.Contains(c, "github.com/delta-roads/delta") {
+		t.Errorf("NSHumanReadableCopyright %q names neither the version nor where Delta comes from", c)
 	}
 	if d, _ := info["NSLocalNetworkUsageDescription"].(string); !strings.Contains(d, "home network") || !strings.Contains(d, "Thunderbolt") {
 		t.Errorf("NSLocalNetworkUsageDescription %q does not name the home network and the Thunderbolt cable", d)
