@@ -30,6 +30,9 @@ import (
 func decodePlist(t *testing.T, name string, v any) {
 	t.Helper()
 	b, err := File(name, "1.2.3")
+	if name == "macos/Info.plist" {
+		b, err = InfoPlist("1.2.3", "57")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +47,7 @@ func TestPlists(t *testing.T) {
 	decodePlist(t, "macos/Info.plist", &info)
 	for key, want := range map[string]any{
 		"CFBundleIdentifier": BundleID, "CFBundleExecutable": "Delta", "CFBundleIconFile": "Delta", "CFBundlePackageType": "APPL",
-		"CFBundleShortVersionString": "1.2.3", "CFBundleVersion": "1.2.3", "LSMinimumSystemVersion": "12.0",
+		"CFBundleShortVersionString": "1.2.3", "CFBundleVersion": "57", "LSMinimumSystemVersion": "12.0",
 		"LSUIElement": true, "NSAppSleepDisabled": true,
 		// Issue 64, M15: a region, a category, and notifications that stay
 		// until read (a write that needs a person must not vanish as a
@@ -159,8 +162,12 @@ func TestStageMac(t *testing.T) {
 	checkTree(t, root, MacPayload)
 	checkTree(t, scripts, MacScripts)
 	b, _ := os.ReadFile(filepath.Join(root, "Applications/Delta.app/Contents/Info.plist"))
-	if !bytes.Contains(b, []byte("<string>1.2.3</string>")) || bytes.Contains(b, []byte("@VERSION@")) {
-		t.Errorf("the staged Info.plist lacks the version")
+	if !bytes.Contains(b, []byte("<string>1.2.3</string>")) || bytes.Contains(b, []byte("@VERSION@")) ||
+		!bytes.Contains(b, []byte("<key>CFBundleVersion</key>\n\t<string>57</string>")) || bytes.Contains(b, []byte("@BUILD@")) {
+		t.Errorf("the staged Info.plist lacks the version or the build")
+	}
+	if _, err := InfoPlist("1.2.3", "1.2.3"); err == nil {
+		t.Error("a dotted build was taken as CFBundleVersion")
 	}
 	icns, _ := os.ReadFile(filepath.Join(root, "Applications/Delta.app/Contents/Resources/Delta.icns"))
 	entries, err := ReadICNS(icns)
@@ -200,7 +207,7 @@ func stageFake(t *testing.T) (dir, root, scripts string) {
 	bin := filepath.Join(dir, "delta")
 	os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755)
 	root, scripts = filepath.Join(dir, "root"), filepath.Join(dir, "scripts")
-	if err := StageMac(root, scripts, bin, "1.2.3"); err != nil {
+	if err := StageMac(root, scripts, bin, "1.2.3", "57"); err != nil {
 		t.Fatal(err)
 	}
 	return dir, root, scripts

@@ -132,10 +132,32 @@ func CIVersion(lastTag, run string) string {
 	return fmt.Sprintf("%s.%s.%d-ci.%s", parts[0], parts[1], patch+1, run)
 }
 
+// InfoPlist is the bundle's Info.plist for version (MacVersion: its
+// CFBundleShortVersionString) and build, a whole number that grows with
+// every build (build.sh: the commits' count), as its CFBundleVersion
+// (issue 64, M13: it was the dotted version, the same for every CI build
+// after a release and for the next release, so Finder's Get Info and a
+// future update feed could not tell them apart).
+func InfoPlist(version, build string) ([]byte, error) {
+	if build == "" || strings.Trim(build, "0123456789") != "" {
+		return nil, fmt.Errorf("packaging: build %q is not a whole number (CFBundleVersion)", build)
+	}
+	b, err := File("macos/Info.plist", MacVersion(version))
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(b, []byte("@BUILD@"), []byte(build)), nil
+}
+
 // StageMac lays out the macOS payload under root (and the scripts under
-// scripts) from the built binary (on a Mac, the universal one from lipo).
+// scripts) from the built binary (on a Mac, the universal one from lipo),
+// for version and build (InfoPlist).
 // The bundle's version is MacVersion(version).
-func StageMac(root, scripts, binary, version string) error {
+func StageMac(root, scripts, binary, version, build string) error {
+	info, err := InfoPlist(version, build)
+	if err != nil {
+		return err
+	}
 	version = MacVersion(version)
 	bin, err := os.ReadFile(binary)
 	if err != nil {
@@ -150,7 +172,7 @@ func StageMac(root, scripts, binary, version string) error {
 		return err
 	}
 	contents := map[string]func() ([]byte, error){
-		"Applications/Delta.app/Contents/Info.plist": func() ([]byte, error) { return File("macos/Info.plist", version) },
+		"Applications/Delta.app/Contents/Info.plist": func() ([]byte, error) { return info, nil },
 		AppBinary: func() ([]byte, error) { return bin, nil },
 		"Applications/Delta.app/Contents/Resources/Delta.icns":   func() ([]byte, error) { return icns, nil },
 		"Applications/Delta.app/Contents/Resources/uninstall.sh": func() ([]byte, error) { return File("macos/uninstall.sh", version) },

@@ -36,7 +36,10 @@ for arch in arm64 amd64; do
 		go build -trimpath -ldflags "$ldflags" -o "$OUT/delta-$arch" ./app
 done
 lipo -create -output "$OUT/delta" "$OUT/delta-arm64" "$OUT/delta-amd64"
-go run ./packaging/cmd/stage mac "$OUT/delta" "$VERSION" "$OUT/root" "$OUT/scripts"
+# CFBundleVersion: a whole number that grows with every build, the commits'
+# count (the release workflow checks out the whole history).
+build=$(git rev-list --count HEAD 2>/dev/null || echo 1)
+go run ./packaging/cmd/stage mac "$OUT/delta" "$VERSION" "$OUT/root" "$OUT/scripts" "$build"
 app="$OUT/root/Applications/Delta.app"
 if [ -n "${DELTA_SIGN_IDENTITY:-}" ]; then
 	codesign --force --options runtime --timestamp --entitlements packaging/macos/Delta.entitlements \

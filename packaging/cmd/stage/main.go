@@ -1,7 +1,7 @@
 // Command stage lays out a package's payload from a built delta binary
 // (package packaging):
 //
-//	stage mac BINARY VERSION ROOT SCRIPTS   the .pkg's payload and scripts
+//	stage mac BINARY VERSION ROOT SCRIPTS BUILD   the .pkg's payload and scripts (BUILD: CFBundleVersion)
 //	stage deb BINARY VERSION ARCH ROOT      the .deb's tree
 //	stage debfile REPO VERSION ARCH OUT     build the .deb into folder OUT (make deb)
 //	stage macversion VERSION                VERSION as Info.plist and pkgbuild take it
@@ -22,8 +22,8 @@ import (
 func main() {
 	var err error
 	switch {
-	case len(os.Args) == 6 && os.Args[1] == "mac":
-		err = packaging.StageMac(os.Args[4], os.Args[5], os.Args[2], os.Args[3])
+	case len(os.Args) == 7 && os.Args[1] == "mac":
+		err = packaging.StageMac(os.Args[4], os.Args[5], os.Args[2], os.Args[3], os.Args[6])
 	case len(os.Args) == 6 && os.Args[1] == "deb":
 		err = packaging.StageDeb(os.Args[5], os.Args[2], os.Args[3], os.Args[4])
 	case len(os.Args) == 6 && os.Args[1] == "debfile":
@@ -43,7 +43,7 @@ func main() {
 			fmt.Println(id)
 		}
 	default:
-		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS | stage deb BINARY VERSION ARCH ROOT | stage debfile REPO VERSION ARCH OUT | stage macversion VERSION | stage civersion LASTTAG RUN | stage notarized FILE")
+		err = fmt.Errorf("usage: stage mac BINARY VERSION ROOT SCRIPTS BUILD | stage deb BINARY VERSION ARCH ROOT | stage debfile REPO VERSION ARCH OUT | stage macversion VERSION | stage civersion LASTTAG RUN | stage notarized FILE")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stage:", err)
