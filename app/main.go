@@ -40,6 +40,7 @@ import (
 
 	"tailscale.com/ipn"
 
+	"github.com/delta-roads/delta/app/bugreport"
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gcpace"
@@ -260,7 +261,7 @@ func run(args []string, stderr io.Writer) error {
 	// last one was, and delta bugreport bundles it.
 	// A crash log grown past its bound is moved aside first (crashlog.go).
 	crashPath := filepath.Join(logDir, crashFile)
-	rotateErr := rotateCrashLog(crashPath, maxCrashBytes, keptCrashLogs)
+	rotateErr := bugreport.RotateCrashLog(crashPath, bugreport.MaxCrashBytes, bugreport.KeptCrashLogs)
 	crashErr := setCrashOutput(crashPath)
 	defer deltaLog.Close()
 	logw := io.MultiWriter(stderr, deltaLog)

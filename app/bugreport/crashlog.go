@@ -1,4 +1,4 @@
-package main
+package bugreport
 
 import (
 	"errors"
@@ -7,27 +7,29 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"github.com/delta-roads/delta/app/cli"
 )
 
 // The crash log's bounds (issue 64, M5: crash.log grew without bound while
 // launchd restarted a crashing Delta every 10 s, and delta bugreport read
 // it whole). A crash's traceback is appended to crash.log; at a start,
-// a crash.log grown past maxCrashBytes is moved aside, and keptCrashLogs
+// a crash.log grown past MaxCrashBytes is moved aside, and KeptCrashLogs
 // older ones are kept (crash.log.1 the newest), the oldest dropped. A
 // Delta that crashes at every start so keeps at most about
-// (keptCrashLogs+1) × (maxCrashBytes + one traceback) on disk.
+// (KeptCrashLogs+1) × (MaxCrashBytes + one traceback) on disk.
 const (
-	maxCrashBytes = 256 << 10
-	keptCrashLogs = 3
-	// crashTail is how much of each crash log a bug report carries: its
+	MaxCrashBytes = 256 << 10
+	KeptCrashLogs = 3
+	// CrashTail is how much of each crash log a bug report carries: its
 	// end, where the newest traceback is.
-	crashTail = 256 << 10
+	CrashTail = 256 << 10
 )
 
-// rotateCrashLog moves the crash log at path aside when it holds more
+// RotateCrashLog moves the crash log at path aside when it holds more
 // than max bytes: path.keep is dropped, path.N becomes path.N+1, path
 // becomes path.1. A log that is absent or small is left as it is.
-func rotateCrashLog(path string, max int64, keep int) error {
+func RotateCrashLog(path string, max int64, keep int) error {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) || err == nil && fi.Size() <= max {
 		return nil
@@ -46,18 +48,18 @@ func rotateCrashLog(path string, max int64, keep int) error {
 	return os.Rename(path, path+".1")
 }
 
-// crashLogNames are the crash logs, newest first.
-func crashLogNames() []string {
-	names := []string{crashFile}
-	for n := 1; n <= keptCrashLogs; n++ {
-		names = append(names, fmt.Sprintf("%s.%d", crashFile, n))
+// CrashLogNames are the crash logs, newest first.
+func CrashLogNames() []string {
+	names := []string{cli.CrashFile}
+	for n := 1; n <= KeptCrashLogs; n++ {
+		names = append(names, fmt.Sprintf("%s.%d", cli.CrashFile, n))
 	}
 	return names
 }
 
-// readTail reads the last max bytes of the file at path, with a first
+// ReadTail reads the last max bytes of the file at path, with a first
 // line that says how much was left out when it was longer.
-func readTail(path string, max int64) ([]byte, error) {
+func ReadTail(path string, max int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

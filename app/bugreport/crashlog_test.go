@@ -1,4 +1,4 @@
-package main
+package bugreport
 
 import (
 	"errors"
@@ -8,7 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/delta-roads/delta/app/cli"
 )
 
 // TestCrashLogRotation: a crash log grown past its bound is moved aside at
@@ -17,11 +18,11 @@ import (
 func TestCrashLogRotation(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "crash.log")
-	if err := rotateCrashLog(p, 100, 3); err != nil {
+	if err := RotateCrashLog(p, 100, 3); err != nil {
 		t.Fatalf("no crash log yet: %v", err)
 	}
 	os.WriteFile(p, []byte("small"), 0o600)
-	if err := rotateCrashLog(p, 100, 3); err != nil {
+	if err := RotateCrashLog(p, 100, 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(p + ".1"); err == nil {
@@ -30,7 +31,7 @@ func TestCrashLogRotation(t *testing.T) {
 	// A Delta that crashes at every start, 10 times.
 	for i := range 10 {
 		os.WriteFile(p, []byte(fmt.Sprintf("crash %d %s", i, strings.Repeat("x", 200))), 0o600)
-		if err := rotateCrashLog(p, 100, 3); err != nil {
+		if err := RotateCrashLog(p, 100, 3); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +51,7 @@ func TestCrashLogRotation(t *testing.T) {
 	// The newest crash is still found once moved aside (the log folder
 	// is the state folder off a Mac).
 	if runtime.GOOS != "darwin" {
-		if at, path := lastCrash(dir); at.IsZero() || path != p+".1" {
+		if at, path := cli.LastCrash(dir); at.IsZero() || path != p+".1" {
 			t.Errorf("the last crash after a rotation: %v %s", at, path)
 		}
 	}
@@ -65,14 +66,14 @@ func TestReadTail(t *testing.T) {
 		fmt.Fprintf(&b, "line %02d\n", i)
 	}
 	os.WriteFile(p, []byte(b.String()), 0o600)
-	got, err := readTail(p, 30)
+	got, err := ReadTail(p, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(string(got), "[the first 776 bytes of 800 are left out") || !strings.HasSuffix(string(got), "\nline 97\nline 98\nline 99\n") {
 		t.Errorf("the tail:\n%s", got)
 	}
-	if whole, _ := readTail(p, 1000); string(whole) != b.String() {
+	if whole, _ := ReadTail(p, 1000); string(whole) != b.String() {
 		t.Errorf("a short log was not read whole")
 	}
 }
@@ -83,7 +84,7 @@ func TestReadTail(t *testing.T) {
 // command's output, and a command that failed named with its error.
 func TestMacSections(t *testing.T) {
 	none := func(string, ...string) ([]byte, error) { t.Fatal("a command ran off a Mac"); return nil, nil }
-	linux := string(macSections("linux", 501, none, os.UserHomeDir))
+	linux := string(MacSections("linux", 501, none, os.UserHomeDir))
 	if strings.Count(linux, "not read: this computer runs linux, not macOS") != 4 || !strings.Contains(linux, "== launchctl print gui/501/com.delta-roads.delta") {
 		t.Errorf("off a Mac:\n%s", linux)
 	}
@@ -102,7 +103,7 @@ func TestMacSections(t *testing.T) {
 		}
 		return []byte("Firewall is enabled. (State = 1)\n"), nil
 	}
-	mac := string(macSections("darwin", 501, run, func() (string, error) { return home, nil }))
+	mac := string(MacSections("darwin", 501, run, func() (string, error) { return home, nil }))
 	for _, want := range []string{"state = running", "report Delta-2026-12-04-101010.ips", "report Delta-2026-12-02-101010.ips", "(1 older ones left out)",
 		"== pkgutil --pkg-info com.delta-roads.delta.pkg\ncould not be read: exit status 1\nNo receipt", "Firewall is enabled"} {
 		if !strings.Contains(mac, want) {
@@ -111,20 +112,5 @@ func TestMacSections(t *testing.T) {
 	}
 	if strings.Contains(mac, "Other-") || strings.Contains(mac, "Delta-2026-12-01") {
 		t.Errorf("on a Mac, the part holds another program's report or the oldest:\n%s", mac)
-	}
-}
-
-// TestReportPath: the menu's report goes on the Desktop, or in the home
-// folder of a computer that has none, named for when it was made.
-func TestReportPath(t *testing.T) {
-	at := time.Date(2026, 12, 7, 9, 5, 3, 0, time.Local)
-	if got := reportPath("/Users/jo", at, func(string) bool { return true }); got != "/Users/jo/Desktop/Delta bug report 2026-12-07 09.05.03.tar.gz" {
-		t.Errorf("with a Desktop: %s", got)
-	}
-	if got := reportPath("/home/jo", at, func(string) bool { return false }); got != "/home/jo/Delta bug report 2026-12-07 09.05.03.tar.gz" {
-		t.Errorf("without one: %s", got)
-	}
-	if runtime.GOOS != "darwin" && menuUninstall() != nil {
-		t.Error("the menu offers Uninstall Delta… off a Mac, where a package manager removes Delta")
 	}
 }
