@@ -111,7 +111,7 @@ test: vet vet-darwin package-check unit race-stress kits fuzz-short
 # runs RACE_COUNT=20 (about a minute on 2 cores), make race-stress
 # RACE_COUNT=200 for a long run.
 RACE_COUNT ?= 20
-RACE_STRESS_PKGS = ./gateway/h1server/ ./gateway/h1/ ./gateway/peerclient/ ./gateway/relay/ ./gateway/journal/...
+RACE_STRESS_PKGS = ./gateway/net/h1server/ ./gateway/net/h1/ ./gateway/carry/peerclient/ ./gateway/carry/relay/ ./gateway/state/journal/...
 RACE_STRESS_SKIP = ^(TestKeptPingsTimeout|TestRace|TestPinnedReadAfterRacedDial|TestKeptPings|TestFramingIsNetHTTPs|TestOutlastsReadTimeout|TestIdleTimeout|TestAnswerQuietPastIdle)$$
 race-stress: deps
 	$(GO) test -race -count=$(RACE_COUNT) -shuffle=on -skip '$(RACE_STRESS_SKIP)' $(RACE_STRESS_PKGS)
@@ -153,9 +153,9 @@ soak: deps
 # with a duration, Go 1.26's fuzzing coordinator may fail a target with a
 # bare "context deadline exceeded" as the time runs out (golang/go#75804,
 # fixed in Go 1.27), which failed CI once with nothing found.
-FUZZ_TARGETS = ./gateway/proto:FuzzParseTimeout ./gateway/proto:FuzzCheckRequestID ./gateway/proto:FuzzCheckName \
-	./gateway/proto:FuzzUncleanPath ./gateway/proto:FuzzNamedTarget ./gateway/proto:FuzzDigest ./gateway/ticket:FuzzCheck \
-	./gateway/localserver:FuzzLocalRequest ./gateway/owner:FuzzOwnerDoor ./gateway/caller:FuzzOwnerAnswer
+FUZZ_TARGETS = ./gateway/wire/proto:FuzzParseTimeout ./gateway/wire/proto:FuzzCheckRequestID ./gateway/wire/proto:FuzzCheckName \
+	./gateway/wire/proto:FuzzUncleanPath ./gateway/wire/proto:FuzzNamedTarget ./gateway/wire/proto:FuzzDigest ./gateway/net/ticket:FuzzCheck \
+	./gateway/face/localserver:FuzzLocalRequest ./gateway/carry/owner:FuzzOwnerDoor ./gateway/carry/caller:FuzzOwnerAnswer
 FUZZTIME ?= 75000x
 # FuzzPooledAnswers (h1: a connection's first answer, any bytes, then a
 # second request) and FuzzServedAsNetHTTP (h1server: any bytes sent to it
@@ -164,7 +164,7 @@ FUZZTIME ?= 75000x
 # count.
 FUZZTIME_POOLED ?= 3000x
 fuzz-short:
-	@for t in $(FUZZ_TARGETS) ./gateway/h1:FuzzPooledAnswers ./gateway/h1server:FuzzServedAsNetHTTP; do \
+	@for t in $(FUZZ_TARGETS) ./gateway/net/h1:FuzzPooledAnswers ./gateway/net/h1server:FuzzServedAsNetHTTP; do \
 	  pkg=$${t%%:*}; fn=$${t##*:}; n=$(FUZZTIME); \
 	  case $$fn in FuzzPooledAnswers|FuzzServedAsNetHTTP) n=$(FUZZTIME_POOLED);; esac; \
 	  echo "$(GO) test -run '^$$' -fuzz '^$$fn\$$' -fuzztime $$n $$pkg"; \
@@ -219,7 +219,7 @@ BENCH_TIME ?= 5s
 BENCH_ARGS ?=
 bench: deps bench-deps
 	$(GO) run ./tools/bench -d $(BENCH_TIME) $(BENCH_ARGS)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/h1/ ./gateway/journal/ ./gateway/pintls/ ./gateway/proto/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./gateway/ ./gateway/net/h1/ ./gateway/state/journal/ ./gateway/net/pintls/ ./gateway/wire/proto/
 
 # bench-peers: one person's computers on a loopback tailnet, home and 1, 10
 # and 50 peers; what home sends to keep its roads known, each node's CPU,
@@ -228,7 +228,7 @@ bench: deps bench-deps
 PEERS ?= 1,10,50
 PEERS_WINDOW ?= 10m
 bench-peers: deps
-	DELTA_BENCH_PEERS=$(PEERS) DELTA_BENCH_PEERS_WINDOW=$(PEERS_WINDOW) $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 90m ./gateway/tailnet/ | grep --line-buffered -v 'level='; \
+	DELTA_BENCH_PEERS=$(PEERS) DELTA_BENCH_PEERS_WINDOW=$(PEERS_WINDOW) $(GO) test -run '^$$' -bench '^BenchmarkPeers$$' -benchtime 1x -timeout 90m ./gateway/modes/tailnet/ | grep --line-buffered -v 'level='; \
 	  exit $${PIPESTATUS[0]}
 
 # bench-deps installs nginx, Caddy, HAProxy and wrk (Debian's) when root; make test

@@ -12,10 +12,10 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/pintls"
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/net/pintls"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 )
 
 // TestCrashLeavesATrace: a Delta that dies of a fatal signal leaves its

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // bin is the delta binary, built once for these tests.

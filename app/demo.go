@@ -18,10 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/examples/notes"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/loopnet"
 	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/ui"
 )

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/pintls"
-	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/net/pintls"
 	"github.com/delta-roads/delta/kit"
 )
 

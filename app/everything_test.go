@@ -30,7 +30,7 @@ import (
 
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/tools/procmem"
 )

@@ -13,7 +13,7 @@ import (
 
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/tailnettest"
 	"github.com/delta-roads/delta/kit"
 )
 

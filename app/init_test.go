@@ -8,8 +8,8 @@ import (
 
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 )
 
 // TestInitStatic makes two Deltas with delta init as the README's recipe

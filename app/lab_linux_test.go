@@ -23,7 +23,7 @@ import (
 	"tailscale.com/types/logger"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/loopnet"
 )
 
 // The lab: two computers as network namespaces, joined by a thunderbolt0

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // The static lab: two computers as network namespaces paired by ID (no

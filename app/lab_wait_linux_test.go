@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // TestLabRoadDiesUnderQuietAnswer: two computers in the static lab, one

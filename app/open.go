@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/delta-roads/delta/app/cli"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/view"
 	"github.com/delta-roads/delta/ui"
 )
 

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 
 	"github.com/delta-roads/delta/app/cli"
-	"github.com/delta-roads/delta/gateway/identity"
+	"github.com/delta-roads/delta/gateway/modes/static"
+	"github.com/delta-roads/delta/gateway/net/identity"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/statedir"
-	"github.com/delta-roads/delta/gateway/static"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 	"github.com/delta-roads/delta/netwatch"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/app/cli"
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 )
 
 // TestPair: delta pair sets a peer's ID (and road) in config.json, adds a

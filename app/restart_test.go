@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/tailnettest"
 )
 
 // TestRestartBeforePeerIsFound: a Delta that just restarted, whose peer is

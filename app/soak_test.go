@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/tailnettest"
 )
 
 // TestResendSoak: apps make calls through laptop, each with its own request

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
-	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/kit"
 )
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/tailnet/tailnettest"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/tailnettest"
 )
 
 type statusView struct {

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/gcpace"
+	"github.com/delta-roads/delta/gateway/net/gcpace"
 	"github.com/delta-roads/delta/tools/procmem"
 )
 

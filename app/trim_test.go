@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/gcpace"
+	"github.com/delta-roads/delta/gateway/net/gcpace"
 )
 
 // TestTrimmer: a quiet heap (no collection, or only the runtime's forced

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 // Apps that wait (issue 62, DESIGN §2c): silence is the app's, death is

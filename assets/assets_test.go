@@ -5,7 +5,7 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // Every state has both icons; template icons are black with alpha only (so

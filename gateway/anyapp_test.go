@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // seenApp is an owner app that keeps what each request brought it (the

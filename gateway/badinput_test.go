@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/proto"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // TestBadInput: every malformed request gets a clear JSON error naming the

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/wire/record"
 	"github.com/delta-roads/delta/ui"
 )
 

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/carry/peerclient"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/peerclient"
-	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/static"
-	"github.com/delta-roads/delta/gateway/ticket"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/modes/static"
+	"github.com/delta-roads/delta/gateway/net/ticket"
+	"github.com/delta-roads/delta/gateway/wire/proto"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 	"github.com/delta-roads/delta/ui"
 )
 

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/gatewaytest/smalldisk"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/net/ticket"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // onDisk moves node n's state folder onto disk before it starts.

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/carry/owner"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/owner"
-	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/net/ticket"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // TestUncleanPathsRefused: a path with "..", "." or empty segments, plain

@@ -1,8 +1,8 @@
 package gateway
 
 import (
-	"github.com/delta-roads/delta/gateway/desk"
-	"github.com/delta-roads/delta/gateway/journal"
+	"github.com/delta-roads/delta/gateway/face/desk"
+	"github.com/delta-roads/delta/gateway/state/journal"
 )
 
 // Journal is the gateway's journal, for this package's tests.

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/gcpace"
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/net/gcpace"
 )
 
 // TestCollectorPacedByAppRequests: an app's read marks Delta busy

@@ -15,11 +15,11 @@ import (
 
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/statedir"
-	"github.com/delta-roads/delta/gateway/static"
-	"github.com/delta-roads/delta/gateway/ticket"
+	"github.com/delta-roads/delta/gateway/modes/static"
+	"github.com/delta-roads/delta/gateway/net/ticket"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/state/statedir"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // node is one Delta started in-process on loopback, with its state folder

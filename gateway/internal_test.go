@@ -3,7 +3,7 @@ package gateway
 import (
 	"testing"
 
-	"github.com/delta-roads/delta/gateway/h1"
+	"github.com/delta-roads/delta/gateway/net/h1"
 )
 
 // TestClientIdleBelowTheDoor: Delta's pooled client (h1.IdleTimeout, both

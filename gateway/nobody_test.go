@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/gateway/carry/peerclient"
+	"github.com/delta-roads/delta/gateway/carry/transfer"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/peerclient"
-	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/ticket"
-	"github.com/delta-roads/delta/gateway/transfer"
+	"github.com/delta-roads/delta/gateway/net/ticket"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // endless is a long body: n bytes of 'x', counted as they are read (by

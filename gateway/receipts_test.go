@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // receiptOf reads studio's receipt id through its local API.

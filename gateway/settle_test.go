@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
 )
 
 func reconcilerAsks(t *testing.T, n *node) int {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // TestWordsFromTheRecord: what Delta says of a call it did not carry out

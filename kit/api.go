@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // APIError is Delta refusing a request of its own API (calls journal,
@@ -88,7 +88,7 @@ func (c *Client) Calls(ctx context.Context, state string) ([]CallRecord, error) 
 // CallRecord is a call as this computer's journal has it: its state, its
 // attempts and history, what it sent (Request) and the owner's kept
 // answer (Answer: Status, Header, Body). The same type as the local API's
-// (gateway/localapi), named here so that go doc ./kit shows it.
+// (api/localapi), named here so that go doc ./kit shows it.
 type CallRecord = localapi.Call
 
 // StoredAnswer is an owner app's answer as a call's record keeps it,

@@ -16,7 +16,7 @@ func TestKitDeps(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps: %v", err)
 	}
-	allowed := []string{"github.com/delta-roads/delta/kit", "github.com/delta-roads/delta/gateway/localapi", "github.com/delta-roads/delta/gateway/roadfacts"}
+	allowed := []string{"github.com/delta-roads/delta/kit", "github.com/delta-roads/delta/api/localapi", "github.com/delta-roads/delta/api/roadfacts"}
 	for _, p := range strings.Fields(string(out)) {
 		if strings.HasPrefix(p, "github.com/delta-roads/") && !slices.Contains(allowed, p) || strings.Contains(p, "sqlite") || strings.Contains(p, "tailscale") {
 			t.Errorf("the kit compiles %s", p)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/roadfacts"
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/api/roadfacts"
 )
 
 // HeaderDirect is "true" on an answer the kit read from the peer directly

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // TestDirectConnectTimeout: a direct read connects within the road's

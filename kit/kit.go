@@ -55,7 +55,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // Headers of Delta's local API (docs/protocol.md).

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // NotDelta: the listener named in local.json is not this folder's Delta

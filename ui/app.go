@@ -14,8 +14,8 @@ import (
 
 	"github.com/atotto/clipboard"
 
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // Tray shows a Menu and reports clicks. The real one is the system tray

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
-	"github.com/delta-roads/delta/gateway/journal"
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/statedir"
-	"github.com/delta-roads/delta/gateway/static"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/modes/static"
+	"github.com/delta-roads/delta/gateway/state/journal"
+	"github.com/delta-roads/delta/gateway/state/statedir"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // fakeTray records what it is shown and lets the test click.

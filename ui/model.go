@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // ActionKind is what clicking a menu item does.

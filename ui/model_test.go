@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/record"
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 var now = time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)

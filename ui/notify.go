@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // Note is one notification: what happened, where, and what to do.

@@ -10,7 +10,7 @@ import (
 	"fyne.io/systray"
 
 	"github.com/delta-roads/delta/assets"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // TrayAvailable reports whether this build has a system tray: on macOS it

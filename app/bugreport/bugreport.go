@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/statedir"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 )
 
 // Part is one file of a bug report: its name in the archive, a note for

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/proto"
-	"github.com/delta-roads/delta/gateway/record"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/wire/proto"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
 	"github.com/delta-roads/delta/kit"
 )
 

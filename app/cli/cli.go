@@ -21,7 +21,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/kit"
 )

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // forwardOpts are delta forward's flags.

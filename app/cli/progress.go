@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/gateway/wire/view"
 )
 
 // progressBar draws a transfer's progress on a terminal (standard error),

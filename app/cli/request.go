@@ -19,7 +19,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/kit"
 )
 

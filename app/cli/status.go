@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/view"
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/wire/view"
 	"github.com/delta-roads/delta/kit"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // TestSummariesSaySetAside: the status's summary line and a call's record

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/delta-roads/delta/gateway"
+	"github.com/delta-roads/delta/gateway/modes/static"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/statedir"
-	"github.com/delta-roads/delta/gateway/static"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 )
 
 // Delta is a Delta started in-process in static mode, its state folder on

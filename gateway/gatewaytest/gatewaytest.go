@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/rawsock"
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/net/rawsock"
 )
 
 // OwnerApp is an owner app on loopback. The first path segment of a request

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/localapi"
-	"github.com/delta-roads/delta/gateway/roadfacts"
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/api/roadfacts"
 )
 
 // Road is one kind of way to a peer; its facts (rank, timeouts, hold-down,

@@ -115,7 +115,7 @@ func withChildren(pid int) []int {
 	return pids
 }
 
-// journalsFigure is BenchmarkCallWrites (gateway/journal) with 16 calls
+// journalsFigure is BenchmarkCallWrites (gateway/state/journal) with 16 calls
 // in flight: both journals' writes for a small call and nothing else.
 type journalsFigure struct {
 	rate, cpu float64 // calls a second; µs of CPU a call, every core
@@ -136,7 +136,7 @@ var (
 
 // journalsFloor runs the journals' floor once, for 4,000 calls.
 func journalsFloor(ctx context.Context) journalsFigure {
-	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkCallWrites$/^in-flight-16$", "-benchtime", "4000x", "./gateway/journal/"}
+	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkCallWrites$/^in-flight-16$", "-benchtime", "4000x", "./gateway/state/journal/"}
 	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
 	if err != nil {
 		return journalsFigure{err: fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, lastLine(out))}

@@ -50,10 +50,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
-	"github.com/delta-roads/delta/gateway/localapi"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/loopnet"
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
 	"github.com/delta-roads/delta/kit"
 	"github.com/delta-roads/delta/tools/procmem"
 )

@@ -18,7 +18,7 @@ import (
 	"tailscale.com/tsnet"
 	"tailscale.com/types/logger"
 
-	"github.com/delta-roads/delta/gateway/tailnet/loopnet"
+	"github.com/delta-roads/delta/gateway/modes/tailnet/loopnet"
 )
 
 // The tailnet's floor: a bare tsnet node, started as Delta starts its own
@@ -54,7 +54,7 @@ func tsnetFloorMain(args []string) error {
 		}
 	}
 	envknob.SetNoLogsNoSupport()
-	logtail.Disable() // as Delta does (gateway/tailnet): no log buffered for an upload refused
+	logtail.Disable() // as Delta does (gateway/modes/tailnet): no log buffered for an upload refused
 	srv := &tsnet.Server{Dir: args[1], ControlURL: args[0], Hostname: args[2], Logf: logger.Discard, UserLogf: logger.Discard}
 	defer srv.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
