@@ -100,3 +100,77 @@ func TestGatewayStaysWiring(t *testing.T) {
 		}
 	}
 }
+
+// floors are the house's wings, lowest first (docs/architecture.md): a
+// package under gateway/<wing>/ imports only its own wing and those below
+// it; gateway.go sits above face and below the modes that plug into it.
+var floors = []string{"wire", "net", "roads", "state", "carry", "face", "", "modes", "gatewaytest"}
+
+// wingOf names the wing of a folder or import path under gateway/ ("" for
+// the gateway package itself) and whether it is under gateway/ at all.
+func wingOf(p string) (string, bool) {
+	p = filepath.ToSlash(p)
+	i := strings.Index(p, "gateway")
+	if i < 0 || (i > 0 && p[i-1] != '/') {
+		return "", false
+	}
+	rest := p[i+len("gateway"):]
+	if rest == "" {
+		return "", true
+	}
+	if rest[0] != '/' {
+		return "", false
+	}
+	w, _, _ := strings.Cut(rest[1:], "/")
+	return w, true
+}
+
+func floorOf(t *testing.T, wing string) int {
+	for i, w := range floors {
+		if w == wing {
+			return i
+		}
+	}
+	t.Fatalf("gateway/%s is not a wing of the house: add it to floors and to docs/architecture.md", wing)
+	return -1
+}
+
+// TestFloors: the drawing as a test. No package in a wing imports a
+// higher wing; the local API's wire (api/) imports nothing of Delta's but
+// itself; netwatch and the kit import nothing under gateway/.
+func TestFloors(t *testing.T) {
+	const mod = "github.com/delta-roads/delta/"
+	checked := 0
+	for _, p := range goFiles(t, "..") {
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, _ := filepath.Rel("..", filepath.Dir(p))
+		dir = filepath.ToSlash(dir)
+		for _, im := range f.Imports {
+			path := strings.Trim(im.Path.Value, `"`)
+			if !strings.HasPrefix(path, mod) {
+				continue
+			}
+			path = strings.TrimPrefix(path, mod)
+			checked++
+			top, _, _ := strings.Cut(dir, "/")
+			switch {
+			case top == "api" && !strings.HasPrefix(path, "api/"):
+				t.Errorf("%s imports %s: the local API's wire imports nothing of Delta's but api/", p, path)
+			case (top == "netwatch" || top == "kit") && strings.HasPrefix(path, "gateway"):
+				t.Errorf("%s imports %s: %s imports nothing under gateway/", p, path, top)
+			case top == "gateway":
+				from, _ := wingOf(dir)
+				to, under := wingOf(path)
+				if under && floorOf(t, to) > floorOf(t, from) {
+					t.Errorf("%s (wing %q) imports %s (wing %q), a higher floor: move the shared part down", p, from, path, to)
+				}
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked only %d of Delta's imports", checked)
+	}
+}

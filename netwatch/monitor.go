@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/api/roadfacts"
 )
 
 // State is every interface, by name, at one moment.
@@ -21,7 +21,7 @@ type State map[string]Interface
 
 // Read reads the current state. roadsOverride, if not nil, fixes the road
 // of the named interfaces (tests and odd hardware).
-func Read(roadsOverride map[string]roads.Road) State {
+func Read(roadsOverride map[string]roadfacts.Road) State {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return State{}
@@ -148,7 +148,7 @@ type Options struct {
 	// changed, after each change. Required.
 	OnChange func(State, Change)
 	// Roads fixes the road of named interfaces (tests; odd hardware).
-	Roads map[string]roads.Road
+	Roads map[string]roadfacts.Road
 	// Debounce gathers a burst of events into one change. If 0, 10 ms.
 	Debounce time.Duration
 	// Logger receives the log. If nil, nothing is logged.

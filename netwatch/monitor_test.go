@@ -13,26 +13,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/api/roadfacts"
 )
 
 func TestDiff(t *testing.T) {
 	lan := func(running bool, addrs ...string) Interface {
-		return Interface{Road: roads.LAN, Running: running, Addrs: addrs}
+		return Interface{Road: roadfacts.LAN, Running: running, Addrs: addrs}
 	}
-	tb := Interface{Road: roads.Thunderbolt, Running: true, Addrs: []string{"169.254.1.1"}}
+	tb := Interface{Road: roadfacts.Thunderbolt, Running: true, Addrs: []string{"169.254.1.1"}}
 	for _, tc := range []struct {
 		name     string
 		old, new State
 		want     Change
 	}{
 		{"nothing", State{"en0": lan(true, "10.0.0.2")}, State{"en0": lan(true, "10.0.0.2")}, Change{}},
-		{"cable pulled", State{"tb0": tb}, State{"tb0": {Road: roads.Thunderbolt, Running: false, Addrs: tb.Addrs}}, Change{Lost: []string{"tb0"}}},
+		{"cable pulled", State{"tb0": tb}, State{"tb0": {Road: roadfacts.Thunderbolt, Running: false, Addrs: tb.Addrs}}, Change{Lost: []string{"tb0"}}},
 		{"interface removed", State{"tb0": tb, "en0": lan(true, "10.0.0.2")}, State{"en0": lan(true, "10.0.0.2")}, Change{Lost: []string{"tb0"}}},
 		{"address changed", State{"en0": lan(true, "10.0.0.2")}, State{"en0": lan(true, "10.0.0.3")}, Change{Lost: []string{"en0"}, Gained: []string{"en0"}}},
 		{"address added", State{"en0": lan(true, "10.0.0.2")}, State{"en0": lan(true, "10.0.0.2", "fe80::1%en0")}, Change{Gained: []string{"en0"}}},
 		{"address lost", State{"en0": lan(true, "10.0.0.2", "fe80::1%en0")}, State{"en0": lan(true, "10.0.0.2")}, Change{Lost: []string{"en0"}}},
-		{"plugged back", State{"tb0": {Road: roads.Thunderbolt, Addrs: tb.Addrs}}, State{"tb0": tb}, Change{Gained: []string{"tb0"}}},
+		{"plugged back", State{"tb0": {Road: roadfacts.Thunderbolt, Addrs: tb.Addrs}}, State{"tb0": tb}, Change{Gained: []string{"tb0"}}},
 		{"appeared", State{}, State{"tb0": tb}, Change{Gained: []string{"tb0"}}},
 		{"not a road", State{"utun3": {Running: true}}, State{}, Change{}},
 	} {

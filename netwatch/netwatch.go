@@ -22,15 +22,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/api/roadfacts"
 )
 
 // Interface is one network interface as a road.
 type Interface struct {
 	Name string
-	// Road is roads.Thunderbolt, roads.LAN, or "" when the interface is no
+	// Road is roadfacts.Thunderbolt, roadfacts.LAN, or "" when the interface is no
 	// road (loopback, a tunnel, down, or without a usable address).
-	Road roads.Road
+	Road roadfacts.Road
 	// Addrs are the usable addresses: private or link-local IPv4, and IPv6
 	// unique-local. IPv6 link-local addresses are not: every interface has
 	// one, and fe80::/64 cannot tell which interface reaches a peer's (a
@@ -214,9 +214,9 @@ func Classify(name string, flags net.Flags, driver string, prefixes []netip.Pref
 		ifc.Why = "no private or link-local address"
 		return ifc
 	}
-	ifc.Road = roads.LAN
+	ifc.Road = roadfacts.LAN
 	if driver == "thunderbolt-net" || strings.HasPrefix(name, "thunderbolt") || name == "bridge0" {
-		ifc.Road = roads.Thunderbolt
+		ifc.Road = roadfacts.Thunderbolt
 	}
 	return ifc
 }
@@ -239,7 +239,7 @@ func driver(name string) string {
 // Of two on networks equally narrow (a Mac on one /24 by Wi-Fi and by
 // Ethernet), the wired one wins, then the lower index, then the name: the
 // same one every time.
-func (st State) InterfaceFor(road roads.Road, ip netip.Addr) string {
+func (st State) InterfaceFor(road roadfacts.Road, ip netip.Addr) string {
 	ip = ip.WithZone("")
 	var best *Interface
 	bits := -1
@@ -290,7 +290,7 @@ func (st State) Owns(ip netip.Addr) bool {
 
 // LocalNetworkBlocked reports whether a failed lan or thunderbolt connect
 // looks like macOS 15's Local Network privacy (its error then wraps
-// roads.ErrLocalNetwork): it blocks an app that was not allowed with "no
+// the roads package's ErrLocalNetwork): it blocks an app that was not allowed with "no
 // route to host" (EHOSTUNREACH), and only to addresses on directly
 // connected networks (connected: an interface of this computer is on the
 // peer's network), and at once: the denial comes before any packet, while
@@ -347,19 +347,19 @@ var thunderboltPort = regexp.MustCompile(`^Thunderbolt \d+$`)
 // Ethernet ("Thunderbolt Ethernet Slot 1") is Ethernet on the home
 // network, and the bridge's own name, localized ("Thunderbolt Bridge",
 // "Pont Thunderbolt"), is never read (issue 64, M7). Pure.
-func PortsRoad(name string, ports map[string]string, members map[string][]string) (road roads.Road, decided bool) {
+func PortsRoad(name string, ports map[string]string, members map[string][]string) (road roadfacts.Road, decided bool) {
 	isTB := func(n string) bool { return thunderboltPort.MatchString(ports[n]) }
 	if isTB(name) {
-		return roads.Thunderbolt, true
+		return roadfacts.Thunderbolt, true
 	}
 	if ms, ok := members[name]; ok && len(ms) > 0 {
 		for _, m := range ms {
 			if isTB(m) {
-				return roads.Thunderbolt, true
+				return roadfacts.Thunderbolt, true
 			}
 		}
 		if len(ports) > 0 {
-			return roads.LAN, true
+			return roadfacts.LAN, true
 		}
 	}
 	return "", false

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/api/roadfacts"
 )
 
 func TestClassify(t *testing.T) {
@@ -26,18 +26,18 @@ func TestClassify(t *testing.T) {
 		flags  net.Flags
 		driver string
 		addrs  []netip.Prefix
-		road   roads.Road
+		road   roadfacts.Road
 		n      int
 	}{
 		{"lo", up | net.FlagLoopback, "", p("127.0.0.1/8"), "", 0},
-		{"en0", up, "", p("192.168.1.20/24", "fe80::1/64", "fd7a::1/64", "2001:db8::1/64"), roads.LAN, 2},
+		{"en0", up, "", p("192.168.1.20/24", "fe80::1/64", "fd7a::1/64", "2001:db8::1/64"), roadfacts.LAN, 2},
 		{"wan0", up, "", p("198.51.100.1/24", "fe80::1/64"), "", 0},
 		{"en0", net.FlagBroadcast, "", p("192.168.1.20/24"), "", 0},
 		{"eth0", up, "virtio_net", p("203.0.113.5/24"), "", 0},
-		{"bridge0", up, "", p("169.254.3.1/16"), roads.Thunderbolt, 1},
+		{"bridge0", up, "", p("169.254.3.1/16"), roadfacts.Thunderbolt, 1},
 		{"bridge100", up, "", p("192.168.2.1/24"), "", 0},
-		{"thunderbolt0", up, "", p("169.254.3.1/16"), roads.Thunderbolt, 1},
-		{"enp5s0", up, "thunderbolt-net", p("10.0.0.1/24"), roads.Thunderbolt, 1},
+		{"thunderbolt0", up, "", p("169.254.3.1/16"), roadfacts.Thunderbolt, 1},
+		{"enp5s0", up, "thunderbolt-net", p("10.0.0.1/24"), roadfacts.Thunderbolt, 1},
 		{"utun3", up, "", p("100.64.0.1/32"), "", 0},
 		{"tailscale0", up, "", p("100.64.0.1/32"), "", 0},
 		{"wg0", up, "", p("10.8.0.1/24"), "", 0},
@@ -76,15 +76,15 @@ func TestInterfaceFor(t *testing.T) {
 	add("en1", run, "192.168.1.5/24")
 	add("en2", net.FlagUp, "10.0.0.5/24") // no carrier
 	for _, tc := range []struct {
-		road roads.Road
+		road roadfacts.Road
 		ip   string
 		want string
 	}{
-		{roads.Thunderbolt, "169.254.3.2", "bridge0"},
-		{roads.LAN, "169.254.3.2", "en0"}, // same link-local range: the road decides
-		{roads.LAN, "192.168.1.20", "en1"},
-		{roads.LAN, "10.0.0.6", ""},
-		{roads.LAN, "127.0.0.3", ""},
+		{roadfacts.Thunderbolt, "169.254.3.2", "bridge0"},
+		{roadfacts.LAN, "169.254.3.2", "en0"}, // same link-local range: the road decides
+		{roadfacts.LAN, "192.168.1.20", "en1"},
+		{roadfacts.LAN, "10.0.0.6", ""},
+		{roadfacts.LAN, "127.0.0.3", ""},
 	} {
 		if got := st.InterfaceFor(tc.road, netip.MustParseAddr(tc.ip)); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.road, tc.ip, got, tc.want)
@@ -116,7 +116,7 @@ func TestMediaOnMacOS(t *testing.T) {
 	// 0x8963 and 0x8863 in ifconfig are BSD's bits; Go's net.Flags of them:
 	flags := net.FlagUp | net.FlagBroadcast | net.FlagRunning | net.FlagMulticast
 	tb := []netip.Prefix{netip.MustParsePrefix("169.254.3.1/16")}
-	if got := Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x1, ether)); got.Road != roads.Thunderbolt || got.Running {
+	if got := Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x1, ether)); got.Road != roadfacts.Thunderbolt || got.Running {
 		t.Errorf("bridge0 with status: inactive: %+v, want a thunderbolt road that is not running", got)
 	}
 	if got := Classify("bridge0", flags, "", tb, MediaFromIfmediareq(0x3, ether)); !got.Running {
@@ -146,15 +146,15 @@ func TestInterfaceForTies(t *testing.T) {
 	peer := netip.MustParseAddr("192.168.1.20")
 	for range 20 { // map order changes from run to run
 		st := State{"en0": mk("en0", 4, true, "192.168.1.237/24"), "en7": mk("en7", 12, false, "192.168.1.204/24")}
-		if got := st.InterfaceFor(roads.LAN, peer); got != "en7" {
+		if got := st.InterfaceFor(roadfacts.LAN, peer); got != "en7" {
 			t.Fatalf("Wi-Fi and Ethernet on one /24: %q, want en7 (wired)", got)
 		}
 		st = State{"en8": mk("en8", 14, false, "192.168.1.30/24"), "en7": mk("en7", 12, false, "192.168.1.204/24")}
-		if got := st.InterfaceFor(roads.LAN, peer); got != "en7" {
+		if got := st.InterfaceFor(roadfacts.LAN, peer); got != "en7" {
 			t.Fatalf("two wired on one /24: %q, want en7 (the lower index)", got)
 		}
 		st = State{"en0": mk("en0", 4, true, "192.168.1.17/28"), "en7": mk("en7", 12, false, "192.168.1.204/24")}
-		if got := st.InterfaceFor(roads.LAN, peer); got != "en0" {
+		if got := st.InterfaceFor(roadfacts.LAN, peer); got != "en0" {
 			t.Fatalf("a narrower network: %q, want en0", got)
 		}
 	}
@@ -282,12 +282,12 @@ func TestPortsRoad(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		members map[string][]string
-		road    roads.Road
+		road    roadfacts.Road
 		decided bool
 	}{
-		{"bridge0", map[string][]string{"bridge0": {"en1", "en2"}}, roads.Thunderbolt, true},
-		{"bridge0", map[string][]string{"bridge0": {"en5"}}, roads.LAN, true}, // a bridge of Ethernet only
-		{"en1", nil, roads.Thunderbolt, true},                                 // a Thunderbolt port without the bridge
+		{"bridge0", map[string][]string{"bridge0": {"en1", "en2"}}, roadfacts.Thunderbolt, true},
+		{"bridge0", map[string][]string{"bridge0": {"en5"}}, roadfacts.LAN, true}, // a bridge of Ethernet only
+		{"en1", nil, roadfacts.Thunderbolt, true},                                 // a Thunderbolt port without the bridge
 		{"en0", nil, "", false},
 		{"bridge0", nil, "", false}, // members unknown: the name rule stands
 		// Ethernet by Thunderbolt is Ethernet (issue 64, M7): Apple's
@@ -295,9 +295,9 @@ func TestPortsRoad(t *testing.T) {
 		// Internet Sharing's bridge of them.
 		{"en7", nil, "", false},
 		{"en8", nil, "", false},
-		{"bridge1", map[string][]string{"bridge1": {"en7", "en8"}}, roads.LAN, true},
+		{"bridge1", map[string][]string{"bridge1": {"en7", "en8"}}, roadfacts.LAN, true},
 		// A bridge named in French, of Thunderbolt ports.
-		{"bridge2", map[string][]string{"bridge2": {"en1"}}, roads.Thunderbolt, true},
+		{"bridge2", map[string][]string{"bridge2": {"en1"}}, roadfacts.Thunderbolt, true},
 	} {
 		road, decided := PortsRoad(tc.name, ports, tc.members)
 		if road != tc.road || decided != tc.decided {
