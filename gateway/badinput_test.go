@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/state/journal"
-	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // TestBadInput: every malformed request gets a clear JSON error naming the
@@ -224,18 +224,18 @@ func TestStreamedCallOverTheLimit(t *testing.T) {
 	req, _ := http.NewRequest("POST", laptop.c.URL+"/v1/peers/studio/notes/answer/big", io.NopCloser(body))
 	req.ContentLength = -1 // chunked
 	req.Header.Set("Authorization", "Bearer "+laptop.c.Token)
-	req.Header.Set(proto.HeaderRequestID, "big-1")
+	req.Header.Set(localapi.HeaderRequestID, "big-1")
 	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 	if err != nil {
 		t.Fatalf("the app got no answer: %v (%d bytes of its body read)", err, body.read.Load())
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var eb proto.ErrorBody
+	var eb localapi.ErrorBody
 	json.Unmarshal(b, &eb)
-	if resp.StatusCode != 413 || resp.Header.Get(proto.HeaderOutcome) != "bad_request" || eb.Guarantee() != proto.NotCarried ||
+	if resp.StatusCode != 413 || resp.Header.Get(localapi.HeaderOutcome) != "bad_request" || eb.Guarantee() != localapi.NotCarried ||
 		!strings.Contains(eb.Detail, "over the limit of 8388608 bytes") || !strings.HasSuffix(eb.Detail, "nothing was carried out") {
-		t.Fatalf("a streamed call over the limit: %d %s %s", resp.StatusCode, resp.Header.Get(proto.HeaderOutcome), b)
+		t.Fatalf("a streamed call over the limit: %d %s %s", resp.StatusCode, resp.Header.Get(localapi.HeaderOutcome), b)
 	}
 	t.Logf("told: %s", eb.Detail)
 	c, err := laptop.g.Journal().Call(context.Background(), "big-1")

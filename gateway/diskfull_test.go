@@ -74,12 +74,12 @@ func TestDiskFullCaller(t *testing.T) {
 	disk.Fill()
 	app.Release("/hold/full")
 	r := <-done
-	if r == nil || r.Outcome() != "answered" || string(r.Body) != "entry" || !strings.HasPrefix(r.Header.Get(proto.HeaderJournal), "behind") {
+	if r == nil || r.Outcome() != "answered" || string(r.Body) != "entry" || !strings.HasPrefix(r.Header.Get(localapi.HeaderJournal), "behind") {
 		t.Fatalf("the call answered on a full disk: %+v, want answered with X-Delta-Journal: behind", r)
 	}
 	again := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/hold/full", []byte("entry"), "X-Delta-Request-Id", "full-1")
-	if again.Outcome() != "answered" || string(again.Body) != "entry" || again.Header.Get("X-Delta-Replayed") != "true" || !strings.HasPrefix(again.Header.Get(proto.HeaderJournal), "behind") {
-		t.Fatalf("a repeat on a full disk: %d %q %q (journal %q), want the same answer, replayed, behind", again.Status, again.Outcome(), again.Body, again.Header.Get(proto.HeaderJournal))
+	if again.Outcome() != "answered" || string(again.Body) != "entry" || again.Header.Get("X-Delta-Replayed") != "true" || !strings.HasPrefix(again.Header.Get(localapi.HeaderJournal), "behind") {
+		t.Fatalf("a repeat on a full disk: %d %q %q (journal %q), want the same answer, replayed, behind", again.Status, again.Outcome(), again.Body, again.Header.Get(localapi.HeaderJournal))
 	}
 	if c := laptop.c.GetCall(t, "full-1", 0); c.State != "answered" {
 		t.Errorf("the call's record on a full disk: %s, want answered (held)", c.State)
@@ -125,7 +125,7 @@ func TestDiskFullOwner(t *testing.T) {
 	send := func(path, id string) *http.Response {
 		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes"+path, strings.NewReader("entry"))
 		req.Header.Set("Authorization", proto.TicketAuth(tk))
-		req.Header.Set(proto.HeaderRequestID, id)
+		req.Header.Set(localapi.HeaderRequestID, id)
 		req.Header.Set(proto.HeaderDigest, proto.Digest("POST", "notes", path, []byte("entry")))
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 		if err != nil {
@@ -142,11 +142,11 @@ func TestDiskFullOwner(t *testing.T) {
 	disk.Fill()
 	app.Release("/hold/owner-full")
 	resp := <-done
-	if resp == nil || resp.StatusCode != 201 || !strings.HasPrefix(resp.Header.Get(proto.HeaderJournal), "behind") {
+	if resp == nil || resp.StatusCode != 201 || !strings.HasPrefix(resp.Header.Get(localapi.HeaderJournal), "behind") {
 		t.Fatalf("the owner's answer on a full disk: %+v, want 201 with X-Delta-Journal: behind", resp)
 	}
 	again := send("/hold/owner-full", "owner-full-1")
-	if again == nil || again.StatusCode != 201 || again.Header.Get(proto.HeaderReplayed) != "true" || !strings.HasPrefix(again.Header.Get(proto.HeaderJournal), "behind") {
+	if again == nil || again.StatusCode != 201 || again.Header.Get(localapi.HeaderReplayed) != "true" || !strings.HasPrefix(again.Header.Get(localapi.HeaderJournal), "behind") {
 		t.Fatalf("a repeat at the owner's door on a full disk: %+v, want the held answer replayed", again)
 	}
 	before := app.Requests()

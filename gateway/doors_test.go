@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/owner"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/gateway/net/ticket"
@@ -51,7 +52,7 @@ func TestUncleanPathsRefused(t *testing.T) {
 	tk := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})
 	req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/items/%2e%2e/%2e%2e/bank/answer/t", strings.NewReader("x"))
 	req.Header.Set("Authorization", proto.TicketAuth(tk))
-	req.Header.Set(proto.HeaderRequestID, "unclean-1")
+	req.Header.Set(localapi.HeaderRequestID, "unclean-1")
 	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -207,8 +208,8 @@ func TestHeaderSpellings(t *testing.T) {
 		forged[k] = []string{"forged"}
 	}
 	resp := send(laptop.c.URL+"/v1/peers/studio/notes/answer/spelled", forged)
-	if resp.Header.Get(proto.HeaderOutcome) != "answered" {
-		t.Fatalf("a call with forged spellings: %d %q", resp.StatusCode, resp.Header.Get(proto.HeaderOutcome))
+	if resp.Header.Get(localapi.HeaderOutcome) != "answered" {
+		t.Fatalf("a call with forged spellings: %d %q", resp.StatusCode, resp.Header.Get(localapi.HeaderOutcome))
 	}
 	seen := app.Seen()
 	got := seen[len(seen)-1].Header
@@ -217,24 +218,24 @@ func TestHeaderSpellings(t *testing.T) {
 			t.Errorf("the owner app got %s: %q", k, vs)
 		}
 	}
-	if got.Get(proto.HeaderCaller) != "laptop" {
-		t.Errorf("the owner app got X-Delta-Caller %q, want laptop", got.Get(proto.HeaderCaller))
+	if got.Get(localapi.HeaderCaller) != "laptop" {
+		t.Errorf("the owner app got X-Delta-Caller %q, want laptop", got.Get(localapi.HeaderCaller))
 	}
 
 	before := app.Requests()
-	for _, k := range []string{proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp} {
+	for _, k := range []string{localapi.HeaderRequestID, localapi.HeaderTimeout, localapi.HeaderRoute, localapi.HeaderApp} {
 		h := http.Header{"Authorization": {"Bearer " + laptop.c.Token}}
-		v := map[string][2]string{proto.HeaderRequestID: {"twice-1", "twice-2"}, proto.HeaderTimeout: {"30", "1"}, proto.HeaderRoute: {"lan", "tailnet"}, proto.HeaderApp: {"a", "b"}}[k]
+		v := map[string][2]string{localapi.HeaderRequestID: {"twice-1", "twice-2"}, localapi.HeaderTimeout: {"30", "1"}, localapi.HeaderRoute: {"lan", "tailnet"}, localapi.HeaderApp: {"a", "b"}}[k]
 		h[k] = v[:]
 		resp := send(laptop.c.URL+"/v1/peers/studio/notes/answer/twice", h)
-		if resp.StatusCode != 400 || resp.Header.Get(proto.HeaderOutcome) != "bad_request" {
-			t.Errorf("%s twice on the local API: %d %q, want 400 bad_request", k, resp.StatusCode, resp.Header.Get(proto.HeaderOutcome))
+		if resp.StatusCode != 400 || resp.Header.Get(localapi.HeaderOutcome) != "bad_request" {
+			t.Errorf("%s twice on the local API: %d %q, want 400 bad_request", k, resp.StatusCode, resp.Header.Get(localapi.HeaderOutcome))
 		}
 	}
 	tk := netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})
-	for _, k := range []string{"Authorization", proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderDigest} {
-		h := http.Header{"Authorization": {proto.TicketAuth(tk)}, proto.HeaderRequestID: {"door-twice"}}
-		h[k] = map[string][]string{"Authorization": {proto.TicketAuth(tk), proto.TicketAuth(tk)}, proto.HeaderRequestID: {"door-twice", "door-twice-2"}, proto.HeaderTimeout: {"30", "5"}, proto.HeaderDigest: {"00", "01"}}[k]
+	for _, k := range []string{"Authorization", localapi.HeaderRequestID, localapi.HeaderTimeout, proto.HeaderDigest} {
+		h := http.Header{"Authorization": {proto.TicketAuth(tk)}, localapi.HeaderRequestID: {"door-twice"}}
+		h[k] = map[string][]string{"Authorization": {proto.TicketAuth(tk), proto.TicketAuth(tk)}, localapi.HeaderRequestID: {"door-twice", "door-twice-2"}, localapi.HeaderTimeout: {"30", "5"}, proto.HeaderDigest: {"00", "01"}}[k]
 		resp := send("http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/twice", h)
 		if resp.StatusCode != 400 || !resp.Close {
 			t.Errorf("%s twice at the owner's door: %d (closed %v), want 400 and closed", k, resp.StatusCode, resp.Close)
@@ -345,7 +346,7 @@ func TestFenceCap(t *testing.T) {
 			}
 		}
 	}
-	if refused == nil || refused.StatusCode != 429 || refused.Header.Get("Retry-After") == "" || refused.Header.Get(proto.HeaderOutcome) != string(proto.PeerTooManyFences) {
+	if refused == nil || refused.StatusCode != 429 || refused.Header.Get("Retry-After") == "" || refused.Header.Get(localapi.HeaderOutcome) != string(proto.PeerTooManyFences) {
 		t.Fatalf("over the cap: %+v, want 429 too_many_fences with Retry-After", refused)
 	}
 	written := receipts() - before
@@ -388,7 +389,7 @@ func TestStaticTicketClaims(t *testing.T) {
 	} {
 		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/"+tc.claims.Name, strings.NewReader("x"))
 		req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(tc.claims)))
-		req.Header.Set(proto.HeaderRequestID, "claims-"+tc.claims.Name+tc.claims.Expires.Format("2006"))
+		req.Header.Set(localapi.HeaderRequestID, "claims-"+tc.claims.Name+tc.claims.Expires.Format("2006"))
 		req.Header.Set(proto.HeaderDigest, proto.Digest("POST", "notes", "/answer/"+tc.claims.Name, []byte("x")))
 		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 		if err != nil {
@@ -526,7 +527,7 @@ func TestCallWithoutDigestRefused(t *testing.T) {
 	studio.register(t, "notes", app.URL)
 	req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/nodigest", strings.NewReader("x"))
 	req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})))
-	req.Header.Set(proto.HeaderRequestID, "no-digest")
+	req.Header.Set(localapi.HeaderRequestID, "no-digest")
 	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -84,8 +84,8 @@ func limits(perSource int, refusals *doors.RefusalLog, counters *desk.Counters) 
 func (g *Gateway) localLimits() doors.Limits {
 	l := limits(localConnsPerSource, g.refusals, g.stats)
 	l.Busy = func(w http.ResponseWriter) {
-		proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable),
-			Detail: proto.NotSent(fmt.Sprintf("this Delta holds %d connections from this computer's apps at once, and this one is over", localConnsPerSource), "")}.With(proto.NothingSent))
+		proto.WriteError(w, http.StatusServiceUnavailable, localapi.ErrorBody{Error: string(localapi.Unavailable),
+			Detail: proto.NotSent(fmt.Sprintf("this Delta holds %d connections from this computer's apps at once, and this one is over", localConnsPerSource), "")}.With(localapi.NothingSent))
 	}
 	return l
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/peerclient"
 	"github.com/delta-roads/delta/gateway/carry/transfer"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
@@ -49,7 +50,7 @@ func TestStreamedBodyLongerThanAnnounced(t *testing.T) {
 	req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/long", io.NopCloser(body))
 	req.ContentLength = -1 // chunked
 	req.Header.Set("Authorization", proto.TicketAuth(tk))
-	req.Header.Set(proto.HeaderRequestID, "long-1")
+	req.Header.Set(localapi.HeaderRequestID, "long-1")
 	req.Header.Set(proto.HeaderBodyLength, "1")
 	req.Trailer = http.Header{proto.HeaderDigest: nil}
 	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
@@ -274,7 +275,7 @@ func TestStreamedBodyPassedChecked(t *testing.T) {
 		req, _ := http.NewRequest("POST", "http://"+laptop.otherAddr+"/delta/v1/apps/notes/answer/"+id, strings.NewReader("streamed body"))
 		req.ContentLength = -1 // chunked
 		req.Header.Set("Authorization", proto.TicketAuth(netKey.Mint(ticket.Claims{Node: "node-laptop", Name: "laptop", Expires: time.Now().Add(time.Minute)})))
-		req.Header.Set(proto.HeaderRequestID, id)
+		req.Header.Set(localapi.HeaderRequestID, id)
 		req.Trailer = http.Header{proto.HeaderBodyPassed: nil}
 		if passed != "" {
 			req.Trailer.Set(proto.HeaderBodyPassed, passed)

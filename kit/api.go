@@ -47,7 +47,7 @@ func (c *Client) api(ctx context.Context, method, path string, in, out any) erro
 		return fmt.Errorf("kit: read Delta's answer to %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb errorBody
+		var eb localapi.ErrorBody
 		_ = json.Unmarshal(b, &eb) // the status says enough without it
 		if eb.Detail == "" {
 			eb.Detail = fmt.Sprintf("Delta answered %s %s with %s", method, path, resp.Status)
@@ -99,13 +99,13 @@ type StoredAnswer = localapi.Answer
 // WaitSettled, Calls): the same words in every kit
 // (kit/contract/operations.json).
 const (
-	StateSending       = "sending"
-	StateAnswered      = "answered"
-	StateUnavailable   = "unavailable"
-	StateUnknown       = "unknown"
-	StateCarriedOut    = "carried_out"
-	StateNotCarriedOut = "not_carried_out"
-	StateNeedsPerson   = "needs_person"
+	StateSending       = string(localapi.CallSending)
+	StateAnswered      = string(localapi.CallAnswered)
+	StateUnavailable   = string(localapi.CallUnavailable)
+	StateUnknown       = string(localapi.CallUnknown)
+	StateCarriedOut    = string(localapi.CallCarriedOut)
+	StateNotCarriedOut = string(localapi.CallNotCarriedOut)
+	StateNeedsPerson   = string(localapi.CallNeedsPerson)
 )
 
 // WaitSettled waits until call id's outcome is known for good or needs a

@@ -142,15 +142,15 @@ func (c *Client) readRoad(ctx context.Context, rd localapi.DirectRoad, cert *tls
 		return nil, err
 	}
 	switch o := resp.Header.Get(HeaderOutcome); o {
-	case "unauthorized", "forbidden":
+	case string(localapi.Unauthorized), string(localapi.Forbidden):
 		// The door refused the read ticket: the road's failure, as Delta
 		// counts a door's refusal.
 		resp.Body.Close()
 		return nil, fmt.Errorf("its door refused the read ticket (%s)", resp.Status)
-	case "app_not_found":
-		resp.Header.Set(HeaderOutcome, "not_found") // the owner's words, as the local API says them
-	case "app_unavailable":
-		resp.Header.Set(HeaderOutcome, "unavailable")
+	case "app_not_found": // the peer wire's words (proto.PeerAppNotFound), as the local API says them
+		resp.Header.Set(HeaderOutcome, string(localapi.NotFound))
+	case "app_unavailable": // proto.PeerAppDown
+		resp.Header.Set(HeaderOutcome, string(localapi.Unavailable))
 	}
 	return resp, nil
 }

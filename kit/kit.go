@@ -58,17 +58,18 @@ import (
 	"github.com/delta-roads/delta/api/localapi"
 )
 
-// Headers of Delta's local API (docs/protocol.md).
+// Headers of Delta's local API (docs/protocol.md), as localapi defines
+// them once for the daemon and every kit.
 const (
-	HeaderOutcome   = "X-Delta-Outcome"
-	HeaderRequestID = "X-Delta-Request-Id"
-	HeaderTimeout   = "X-Delta-Timeout"
-	HeaderRoute     = "X-Delta-Route"
-	HeaderApp       = "X-Delta-App"
-	HeaderReplayed  = "X-Delta-Replayed"
-	HeaderStale     = "X-Delta-Stale"
-	HeaderCaller    = "X-Delta-Caller"
-	HeaderSecret    = "X-Delta-Forward-Secret"
+	HeaderOutcome   = localapi.HeaderOutcome
+	HeaderRequestID = localapi.HeaderRequestID
+	HeaderTimeout   = localapi.HeaderTimeout
+	HeaderRoute     = localapi.HeaderRoute
+	HeaderApp       = localapi.HeaderApp
+	HeaderReplayed  = localapi.HeaderReplayed
+	HeaderStale     = localapi.HeaderStale
+	HeaderCaller    = localapi.HeaderCaller
+	HeaderSecret    = localapi.HeaderSecret
 )
 
 // Client talks to this computer's Delta. It is safe for concurrent use.
@@ -427,11 +428,11 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 	if rid := resp.Header.Get(HeaderRequestID); rid != "" {
 		id = rid
 	}
-	switch outcome {
-	case "answered", "stale":
+	switch localapi.Outcome(outcome) {
+	case localapi.Answered, localapi.Stale:
 		a := Answer{Status: resp.StatusCode, Header: resp.Header, Road: resp.Header.Get(HeaderRoute),
 			RequestID: id, Replayed: resp.Header.Get(HeaderReplayed) == "true", Direct: resp.Header.Get(HeaderDirect) == "true"}
-		if outcome == "stale" {
+		if localapi.Outcome(outcome) == localapi.Stale {
 			a.Stale, a.StaleReason = true, resp.Header.Get(HeaderStale)
 			if s, err := strconv.Atoi(resp.Header.Get("Age")); err == nil {
 				a.Age = time.Duration(s) * time.Second
@@ -443,7 +444,7 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 		return nil, fmt.Errorf("kit: %s answered %s without %s: it is not Delta's local API", resp.Request.URL.Host, resp.Status, HeaderOutcome)
 	}
 	defer resp.Body.Close()
-	var eb errorBody
+	var eb localapi.ErrorBody
 	// Without Delta's JSON the status still says what happened.
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&eb)
 	if eb.Detail == "" {
@@ -452,12 +453,12 @@ func streamOrError(resp *http.Response, id string, report func(done, total int64
 	if eb.RequestID != "" {
 		id = eb.RequestID
 	}
-	switch outcome {
-	case "outcome_unknown":
+	switch localapi.Outcome(outcome) {
+	case localapi.Unknown:
 		return nil, &OutcomeUnknown{RequestID: id, Peer: eb.Peer, Detail: eb.Detail}
-	case "conflict":
+	case localapi.Conflict:
 		return nil, &Conflict{RequestID: id, Detail: eb.Detail}
-	case "bad_request":
+	case localapi.BadRequest:
 		return nil, &BadInput{Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, NothingSent: eb.Sent != nil && !*eb.Sent}
 	}
 	return nil, &Unavailable{Outcome: outcome, Status: resp.StatusCode, Detail: eb.Detail, RequestID: id, Peer: eb.Peer, Road: eb.Road,
@@ -508,18 +509,6 @@ func (b *body) Read(p []byte) (int, error) {
 }
 
 func (b *body) Close() error { return b.c.Close() }
-
-type errorBody struct {
-	Error     string `json:"error"`
-	Detail    string `json:"detail"`
-	RequestID string `json:"request_id"`
-	Peer      string `json:"peer"`
-	Road      string `json:"road"`
-	// Sent is false when nothing left this computer; CarriedOut false
-	// when it was certainly not carried out (absent: not known).
-	Sent       *bool `json:"sent"`
-	CarriedOut *bool `json:"carried_out"`
-}
 
 // ProgramName is the name the kit gives a calling app that names none
 // (Client.App empty): the base name of the running executable, without a

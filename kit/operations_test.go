@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"go/types"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,21 +62,36 @@ func parseKit(t *testing.T) kitSource {
 	t.Helper()
 	fset := token.NewFileSet()
 	src := kitSource{funcs: map[string]*ast.FuncDecl{}, fields: map[string]string{}, types: map[string]bool{}, consts: map[string]string{}}
-	ents, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
+	// A constant may be localapi's, named (localapi.X) or converted
+	// (string(localapi.X)): the local API's words are defined there once.
+	refs := map[string]string{}
+	var files []string
+	for _, dir := range []string{".", "../api/localapi"} {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
 		}
-		f, err := parser.ParseFile(fset, e.Name(), nil, 0)
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") {
+				files = append(files, filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	for _, name := range files {
+		prefix := ""
+		if filepath.Dir(name) != "." {
+			prefix = "localapi."
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range f.Decls {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
+				if prefix != "" {
+					continue
+				}
 				name := d.Name.Name
 				if d.Recv != nil {
 					name = strings.TrimPrefix(types.ExprString(d.Recv.List[0].Type), "*") + "." + name
@@ -85,6 +101,9 @@ func parseKit(t *testing.T) kitSource {
 				for _, s := range d.Specs {
 					switch s := s.(type) {
 					case *ast.TypeSpec:
+						if prefix != "" {
+							continue
+						}
 						src.types[s.Name.Name] = true
 						if st, ok := s.Type.(*ast.StructType); ok {
 							for _, f := range st.Fields.List {
@@ -96,14 +115,26 @@ func parseKit(t *testing.T) kitSource {
 					case *ast.ValueSpec:
 						for i, n := range s.Names {
 							if i < len(s.Values) {
-								if lit, ok := s.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-									src.consts[n.Name], _ = strconv.Unquote(lit.Value)
+								v := s.Values[i]
+								if c, ok := v.(*ast.CallExpr); ok && types.ExprString(c.Fun) == "string" && len(c.Args) == 1 {
+									v = c.Args[0]
+								}
+								if sel, ok := v.(*ast.SelectorExpr); ok && types.ExprString(sel.X) == "localapi" {
+									refs[prefix+n.Name] = "localapi." + sel.Sel.Name
+								}
+								if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+									src.consts[prefix+n.Name], _ = strconv.Unquote(lit.Value)
 								}
 							}
 						}
 					}
 				}
 			}
+		}
+	}
+	for name, ref := range refs {
+		if v, ok := src.consts[ref]; ok {
+			src.consts[name] = v
 		}
 	}
 	return src

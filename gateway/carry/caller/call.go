@@ -112,7 +112,7 @@ type Config struct {
 	// OnCall, OnRead, OnCacheHit and OnRevalidated (a stored answer
 	// served again after the owner's 304 to its validators) count
 	// outcomes. Required.
-	OnCall, OnRead func(proto.Outcome)
+	OnCall, OnRead func(localapi.Outcome)
 	OnCacheHit     func()
 	OnRevalidated  func()
 	// OnCut counts an answer that broke off on its way to the app (by
@@ -185,11 +185,11 @@ const callGrace = 3 * time.Second
 // 100-continue sends its body (Go's server says 100 Continue at the
 // first read).
 func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
-	rid := r.Header.Get(proto.HeaderRequestID)
+	rid := r.Header.Get(localapi.HeaderRequestID)
 	if rid == "" {
 		rid = newRequestID()
 	} else if err := proto.CheckRequestID(rid); err != nil {
-		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), "", t.Peer)
+		cr.refuseCall(w, localapi.BadRequest, proto.NotSent(err.Error(), ""), "", t.Peer)
 		return
 	}
 	callerApp := proto.CallerApp(r.Header) // sent on as X-Delta-App: the owner names it too
@@ -199,17 +199,17 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	existing, err := cr.cfg.DB.Call(r.Context(), rid)
 	switch {
 	case err == nil && existing.Door != t.Door:
-		cr.refuseCall(w, proto.Conflict, otherDoor(rid), rid, t.Peer)
+		cr.refuseCall(w, localapi.Conflict, otherDoor(rid), rid, t.Peer)
 		return
 	case err == nil:
 		cr.repeat(w, r, t, existing)
 		return
 	case !errors.Is(err, journal.ErrNotFound):
-		cr.refuseCall(w, proto.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, t.Peer)
+		cr.refuseCall(w, localapi.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, t.Peer)
 		return
 	}
 	if !cr.cfg.Router.Known(t.Peer) {
-		cr.refuseCall(w, proto.NotFound, proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(cr.cfg.Router)), ""), rid, t.Peer)
+		cr.refuseCall(w, localapi.NotFound, proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(cr.cfg.Router)), ""), rid, t.Peer)
 		return
 	}
 	if r.ContentLength > cr.cfg.MaxCallBytes {
@@ -222,7 +222,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	if err != nil {
-		cr.refuseCall(w, proto.BadRequest, proto.NotSent(err.Error(), ""), rid, t.Peer)
+		cr.refuseCall(w, localapi.BadRequest, proto.NotSent(err.Error(), ""), rid, t.Peer)
 		return
 	}
 	c := &record.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp, Door: t.Door,
@@ -233,13 +233,13 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	sent := t.header(r.Header)
 	sent.Del("Cookie") // a session's secret: sent, never kept
 	sent.Del(proto.HeaderAuthorization)
-	sent.Set(proto.HeaderRequestID, rid)
+	sent.Set(localapi.HeaderRequestID, rid)
 	t.Wait.Set(sent)
 	if c.Digest != "" {
 		sent.Set(proto.HeaderDigest, c.Digest)
 	}
 	if callerApp != "" {
-		sent.Set(proto.HeaderApp, callerApp)
+		sent.Set(localapi.HeaderApp, callerApp)
 	}
 	if body.whole {
 		c.Request = journal.KeepRequest(sent, body.head)
@@ -255,7 +255,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, existing *record.Call) {
 	rid := existing.RequestID
 	conflict := func(why string) {
-		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for %s (%s %s/%s%s at %s)", rid, why,
+		cr.refuseCall(w, localapi.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for %s (%s %s/%s%s at %s)", rid, why,
 			existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), rid, t.Peer)
 	}
 	if existing.Digest == "" {
@@ -275,7 +275,7 @@ func (cr *Caller) repeat(w http.ResponseWriter, r *http.Request, t Target, exist
 	n, err := io.Copy(h, io.LimitReader(relay.ProgressBody(w, r, proto.BodyIdle), cr.cfg.MaxCallBytes+1))
 	switch {
 	case err != nil:
-		cr.refuseCall(w, proto.BadRequest, proto.NotSent(fmt.Sprintf("could not read the request body from the app after %d bytes (%v)", n, err), ""), rid, t.Peer)
+		cr.refuseCall(w, localapi.BadRequest, proto.NotSent(fmt.Sprintf("could not read the request body from the app after %d bytes (%v)", n, err), ""), rid, t.Peer)
 		return
 	case n > cr.cfg.MaxCallBytes || proto.DigestOf(h) != existing.Digest:
 		conflict("another request")
@@ -312,7 +312,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	// outcome is recorded: nothing was sent, or outcome_unknown once its
 	// first byte left, reconciled as any other.
 	if !cr.beginSend() {
-		cr.recordUnsent(w, r, c, nil, &callEnd{o: proto.Unavailable, detail: proto.NotSent("Delta is stopping", t.Peer)}, t.Wait.Said)
+		cr.recordUnsent(w, r, c, nil, &callEnd{o: localapi.Unavailable, detail: proto.NotSent("Delta is stopping", t.Peer)}, t.Wait.Said)
 		return
 	}
 	defer cr.calls.Done()
@@ -379,7 +379,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	run.attempts = append(run.attempts, at)
 	switch {
 	case err != nil && !sent && run.gone():
-		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
+		run.end = &callEnd{state: record.Unavailable, o: localapi.Unavailable, road: string(used.Road),
 			detail: proto.NotSent("the app stopped waiting before the call left", run.t.Peer)}
 		run.cr.gaveUp("call", run.t, used, started, "before its first byte")
 		return peerclient.GaveUp(used)
@@ -390,7 +390,7 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	}
 	v := mapOwnerReply(run.t.Peer, reply)
 	run.end = &callEnd{cand: used, state: v.state, o: v.o, status: v.status, detail: v.detail, g: v.g, road: string(used.Road), replayed: reply.Replayed}
-	if v.o == proto.Answered {
+	if v.o == localapi.Answered {
 		run.end.live = a // its body is read (or streamed) once the loop is done
 	}
 	if body := run.body; reply.Err == proto.PeerUnauthorized && (body.whole || body.off == 0) { // renewed and sent once more, if the loop allows
@@ -454,11 +454,11 @@ func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res
 		if run.body.whole {
 			cr.answerExisting(run.w, run.r, c, existing, run.t.Wait.Said)
 		} else {
-			cr.refuseCall(run.w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s was taken meanwhile by another request, which Delta cannot tell apart from this one (its body streams)", c.RequestID), ""), c.RequestID, run.t.Peer)
+			cr.refuseCall(run.w, localapi.Conflict, proto.NotSent(fmt.Sprintf("request id %s was taken meanwhile by another request, which Delta cannot tell apart from this one (its body streams)", c.RequestID), ""), c.RequestID, run.t.Peer)
 		}
 		run.handled = true
 	} else {
-		run.end = &callEnd{state: record.Unavailable, o: proto.Unavailable, road: string(used.Road),
+		run.end = &callEnd{state: record.Unavailable, o: localapi.Unavailable, road: string(used.Road),
 			detail: proto.NotSent("could not record the call in the journal ("+jerr.Error()+")", "")}
 	}
 	return peerclient.Replied(), true
@@ -469,14 +469,14 @@ func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res
 // thunderbolt road may be fallen back from.
 func (run *callRun) notSent(cand roads.Candidate, err error, oe *h1.Error) peerclient.Result {
 	cr, t, body := run.cr, run.t, run.body
-	o, detail := proto.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
+	o, detail := localapi.Unavailable, proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, oe.Op, oe.Timeout), oe.Err), t.Peer)
 	var mm *pintls.MismatchError
 	if errors.As(err, &mm) {
-		o, detail = proto.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
+		o, detail = localapi.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
 		cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 	}
 	if body.srcErr != nil { // the app's own body broke before anything left
-		run.end = &callEnd{state: record.Unavailable, o: proto.BadRequest, detail: proto.NotSent(body.srcErr.Error(), t.Peer), road: string(cand.Road)}
+		run.end = &callEnd{state: record.Unavailable, o: localapi.BadRequest, detail: proto.NotSent(body.srcErr.Error(), t.Peer), road: string(cand.Road)}
 		return peerclient.Replied()
 	}
 	run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
@@ -493,7 +493,7 @@ func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, sta
 	t := run.t
 	detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
 	gone := run.gone() || run.body.srcErr != nil
-	end := &callEnd{state: record.Unknown, o: proto.Unknown, road: string(used.Road)}
+	end := &callEnd{state: record.Unknown, o: localapi.Unknown, road: string(used.Road)}
 	switch {
 	case run.cr.cfg.Ctx.Err() != nil:
 		detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
@@ -506,7 +506,7 @@ func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, sta
 		// call cannot have been carried out, whatever its owner saw. It
 		// is settled so at once (issue 63, U6), and the app may send it
 		// again, smaller or to a computer that takes more.
-		end.state, end.o, end.status, end.g = record.NotCarriedOut, proto.BadRequest, http.StatusRequestEntityTooLarge, proto.NotCarried
+		end.state, end.o, end.status, end.g = record.NotCarriedOut, localapi.BadRequest, http.StatusRequestEntityTooLarge, localapi.NotCarried
 		detail = proto.NotCarriedOut(fmt.Sprintf("%s there, before its end, and %s gives an app a streamed body only once it has arrived whole", run.body.srcErr, t.Peer))
 	case run.body.srcErr != nil:
 		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", run.body.srcErr, t.Peer, Asking(t.Peer))
@@ -531,10 +531,10 @@ func (run *callRun) gone() bool { return run.r.Context().Err() != nil && run.cr.
 func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 	cr, t, c, body := run.cr, run.t, run.c, run.body
 	h := t.header(run.r.Header)
-	h.Set(proto.HeaderRequestID, c.RequestID)
+	h.Set(localapi.HeaderRequestID, c.RequestID)
 	t.Wait.Set(h)
 	if c.CallerApp != "" {
-		h.Set(proto.HeaderApp, c.CallerApp)
+		h.Set(localapi.HeaderApp, c.CallerApp)
 	}
 	opt := h1.Options{Idle: proto.BodyIdle} // the answer's head: as long as its app waits for it
 	if said := t.Wait.Said; said > 0 {
@@ -584,10 +584,10 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 type callEnd struct {
 	cand     roads.Candidate // the road it went on, when it left
 	state    record.CallState
-	o        proto.Outcome
+	o        localapi.Outcome
 	status   int // the app's HTTP status when not o's; 0 for o's
 	detail   string
-	g        proto.Guarantee
+	g        localapi.Guarantee
 	road     string
 	replayed bool
 	// live is the owner app's answer, its body still to read (answered).
@@ -612,7 +612,7 @@ func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *record
 		cr.cfg.Log.Error("could not record a call that was not sent", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}
 	cr.cfg.OnCall(e.o)
-	cr.replyCallError(w, e.o, e.detail, proto.NothingSent, c.RequestID, c.Peer, e.road)
+	cr.replyCallError(w, e.o, e.detail, localapi.NothingSent, c.RequestID, c.Peer, e.road)
 }
 
 // answerExisting answers a call whose request id was recorded meanwhile
@@ -620,11 +620,11 @@ func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *record
 // outcome, another one 409.
 func (cr *Caller) answerExisting(w http.ResponseWriter, r *http.Request, c, existing *record.Call, timeout time.Duration) {
 	if existing.Door != c.Door {
-		cr.refuseCall(w, proto.Conflict, otherDoor(c.RequestID), c.RequestID, c.Peer)
+		cr.refuseCall(w, localapi.Conflict, otherDoor(c.RequestID), c.RequestID, c.Peer)
 		return
 	}
 	if existing.Digest != c.Digest || c.Digest == "" {
-		cr.refuseCall(w, proto.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
+		cr.refuseCall(w, localapi.Conflict, proto.NotSent(fmt.Sprintf("request id %s is in use on this computer for another request (%s %s/%s%s at %s)", c.RequestID, existing.Method, existing.Peer, existing.App, existing.Path, existing.CreatedAt.Format(time.RFC3339)), ""), c.RequestID, c.Peer)
 		return
 	}
 	cr.replyExisting(w, r, c.RequestID, timeout)
@@ -647,7 +647,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		switch {
 		case err != nil:
 			a.Body.Close()
-			e = &callEnd{state: record.Unknown, o: proto.Unknown, road: e.road, detail: fmt.Sprintf(
+			e = &callEnd{state: record.Unknown, o: localapi.Unknown, road: e.road, detail: fmt.Sprintf(
 				"%s's app answered %d and its answer broke off on its way here after %d bytes (%v); %s keeps the answer, and Delta is asking it for it; the call is not sent again",
 				c.Peer, a.StatusCode, len(ahead), err, c.Peer)}
 		case complete:
@@ -681,7 +681,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		cr.cfg.Log.Warn("call outcome unknown", "request_id", c.RequestID, "peer", c.Peer, "detail", e.detail)
 		cr.cfg.Wake()
 	}
-	if e.o != proto.Answered {
+	if e.o != localapi.Answered {
 		cr.replyCallErrorStatus(w, e.status, e.o, e.detail, e.g, c.RequestID, c.Peer, e.road)
 		return
 	}
@@ -703,8 +703,8 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, r *http.Request, c *record
 	if e.replayed {
 		again = "true"
 	}
-	relay.Head(w, a.StatusCode, a.Header, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.Answered), proto.HeaderRequestID, c.RequestID,
-		proto.HeaderRoute, e.road, "Connection", "close", proto.HeaderReplayed, again)
+	relay.Head(w, a.StatusCode, a.Header, a.ContentLength, a.Trailer, "", localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRequestID, c.RequestID,
+		localapi.HeaderRoute, e.road, "Connection", "close", localapi.HeaderReplayed, again)
 	relay.PassHead(w, len(ahead) > 0 || a.Buffered() > 0)
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
@@ -777,9 +777,9 @@ func otherDoor(rid string) string {
 
 // refuseCall counts and writes an outcome that is not recorded in the
 // journal (the call was refused before it was): nothing was sent.
-func (cr *Caller) refuseCall(w http.ResponseWriter, o proto.Outcome, detail, rid, peer string) {
+func (cr *Caller) refuseCall(w http.ResponseWriter, o localapi.Outcome, detail, rid, peer string) {
 	cr.cfg.OnCall(o)
-	cr.replyCallError(w, o, detail, proto.NothingSent, rid, peer, "")
+	cr.replyCallError(w, o, detail, localapi.NothingSent, rid, peer, "")
 }
 
 // refuseTooLarge refuses a call whose body is over the limit: bad_request,
@@ -792,29 +792,29 @@ func (cr *Caller) refuseTooLarge(w http.ResponseWriter, r *http.Request, detail,
 		// nothing more.
 		io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
 	}
-	cr.cfg.OnCall(proto.BadRequest)
+	cr.cfg.OnCall(localapi.BadRequest)
 	doors.RefuseAndClose(w)
-	proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: detail, RequestID: rid, Peer: peer}.With(proto.NothingSent))
+	proto.WriteError(w, http.StatusRequestEntityTooLarge, localapi.ErrorBody{Error: string(localapi.BadRequest), Detail: detail, RequestID: rid, Peer: peer}.With(localapi.NothingSent))
 }
 
-func (cr *Caller) replyCallError(w http.ResponseWriter, o proto.Outcome, detail string, g proto.Guarantee, rid, peer, road string) {
+func (cr *Caller) replyCallError(w http.ResponseWriter, o localapi.Outcome, detail string, g localapi.Guarantee, rid, peer, road string) {
 	cr.replyCallErrorStatus(w, 0, o, detail, g, rid, peer, road)
 }
 
 // replyCallErrorStatus is replyCallError with the HTTP status when it is
 // not o's (0: o's): 413 for a body the owner found too large.
-func (cr *Caller) replyCallErrorStatus(w http.ResponseWriter, status int, o proto.Outcome, detail string, g proto.Guarantee, rid, peer, road string) {
+func (cr *Caller) replyCallErrorStatus(w http.ResponseWriter, status int, o localapi.Outcome, detail string, g localapi.Guarantee, rid, peer, road string) {
 	if status == 0 {
 		status = o.Status()
 	}
 	w.Header().Set("Connection", "close")
-	proto.WriteError(w, status, proto.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road}.With(g))
+	proto.WriteError(w, status, localapi.ErrorBody{Error: string(o), Detail: detail, RequestID: rid, Peer: peer, Road: road}.With(g))
 }
 
 // markBehind says on an answer that its outcome is held in memory, not yet
 // in the journal.
 func markBehind(w http.ResponseWriter) {
-	w.Header().Set(proto.HeaderJournal, "behind; this outcome is held in memory because the journal could not write it (is the disk full?), and is written when it can")
+	w.Header().Set(localapi.HeaderJournal, "behind; this outcome is held in memory because the journal could not write it (is the disk full?), and is written when it can")
 }
 
 // writeAnswer writes the owner app's answer to the app.
@@ -829,8 +829,8 @@ func writeAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, rid, ro
 	if replayed {
 		again = "true"
 	}
-	relay.Recorded(w, ans.Status, ans.Headers, body, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRequestID, rid,
-		proto.HeaderRoute, road, proto.HeaderReplayed, again, proto.HeaderAnswerOmitted, omitted, "Connection", "close")
+	relay.Recorded(w, ans.Status, ans.Headers, body, localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRequestID, rid,
+		localapi.HeaderRoute, road, localapi.HeaderReplayed, again, localapi.HeaderAnswerOmitted, omitted, "Connection", "close")
 }
 
 // replyExisting answers a repeat of a call already in the journal with that
@@ -849,7 +849,7 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 		changed := cr.cfg.DB.Changed()
 		var err error
 		if c, err = cr.cfg.DB.Call(ctx, rid); err != nil {
-			cr.refuseCall(w, proto.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, "")
+			cr.refuseCall(w, localapi.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, "")
 			return
 		}
 		if c.State != record.Sending {
@@ -860,8 +860,8 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 			continue
 		case <-ctx.Done():
 		}
-		cr.cfg.OnCall(proto.Unknown)
-		cr.replyCallError(w, proto.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), proto.NoGuarantee, rid, c.Peer, "")
+		cr.cfg.OnCall(localapi.Unknown)
+		cr.replyCallError(w, localapi.Unknown, fmt.Sprintf("the same call (request id %s) is still being sent by an earlier request and has no outcome yet; it is not sent twice; ask GET /v1/calls/%s for its outcome", rid, rid), localapi.NoGuarantee, rid, c.Peer, "")
 		return
 	}
 	road := ""
@@ -872,19 +872,19 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 		markBehind(w)
 	}
 	if c.Answer != nil && (c.State == record.Answered || c.State == record.CarriedOut) {
-		cr.cfg.OnCall(proto.Answered)
+		cr.cfg.OnCall(localapi.Answered)
 		writeAnswer(w, c.Answer, nil, rid, road, true)
 		return
 	}
 	again := "; this request id was used before, so it is not sent again"
-	o, detail, g := proto.Unknown, fmt.Sprintf("this call is %s (%s)%s", c.State, c.Detail, again), proto.NoGuarantee
+	o, detail, g := localapi.Unknown, fmt.Sprintf("this call is %s (%s)%s", c.State, c.Detail, again), localapi.NoGuarantee
 	switch c.State {
 	case record.NotCarriedOut:
-		o, detail, g = proto.Unavailable, c.Detail+again, proto.NotCarried
+		o, detail, g = localapi.Unavailable, c.Detail+again, localapi.NotCarried
 	case record.Unavailable:
-		o, detail, g = proto.Outcome(c.Outcome), c.Detail+again, proto.NotCarried
+		o, detail, g = localapi.Outcome(c.Outcome), c.Detail+again, localapi.NotCarried
 		if len(c.Attempts) == 0 || !c.Attempts[len(c.Attempts)-1].FirstByte {
-			g = proto.NothingSent
+			g = localapi.NothingSent
 		}
 	}
 	cr.cfg.OnCall(o)

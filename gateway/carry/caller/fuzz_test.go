@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/peerclient"
 	"github.com/delta-roads/delta/gateway/net/h1"
 	"github.com/delta-roads/delta/gateway/wire/proto"
@@ -73,7 +74,7 @@ func FuzzOwnerAnswer(f *testing.F) {
 		default:
 			t.Fatalf("the reply mapped to %q", v.state)
 		}
-		if v.o == proto.Answered && v.detail != "" || v.o != proto.Answered && v.detail == "" {
+		if v.o == localapi.Answered && v.detail != "" || v.o != localapi.Answered && v.detail == "" {
 			t.Fatalf("outcome %s with detail %q", v.o, v.detail)
 		}
 		if reply.Err != proto.PeerAnswered {

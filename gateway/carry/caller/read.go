@@ -62,7 +62,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	cacheable := isGet && t.Cookie == ""
 	body, err := readBody(r)
 	if err != nil {
-		cr.cfg.OnRead(proto.BadRequest)
+		cr.cfg.OnRead(localapi.BadRequest)
 		if !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
 			// As for a call's body over the limit: read (and drop) up
 			// to 64 MiB of it first, so that an app still writing gets
@@ -70,7 +70,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 			io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
 		}
 		doors.RefuseAndClose(w)
-		proto.WriteError(w, http.StatusRequestEntityTooLarge, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(err.Error(), ""), Peer: t.Peer}.With(proto.NothingSent))
+		proto.WriteError(w, http.StatusRequestEntityTooLarge, localapi.ErrorBody{Error: string(localapi.BadRequest), Detail: proto.NotSent(err.Error(), ""), Peer: t.Peer}.With(localapi.NothingSent))
 		return
 	}
 	var stored *readcache.Entry
@@ -78,7 +78,7 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	if cacheable {
 		stored = cr.cfg.Cache.Get(key, r.Header)
 		if stored != nil && !readcache.RequestBypasses(r.Header) && stored.Fresh(cr.cfg.Now()) {
-			cr.cfg.OnRead(proto.Answered)
+			cr.cfg.OnRead(localapi.Answered)
 			cr.cfg.OnCacheHit()
 			cr.serveCached(w, r, stored, "")
 			return
@@ -106,15 +106,15 @@ func (cr *Caller) Read(w http.ResponseWriter, r *http.Request, t Target) {
 	// as if the road had failed (docs/protocol.md).
 	// Nor when the app asked for a fresh answer (Cache-Control: no-cache
 	// or max-age=0): RFC 9111 §5.2.1.4 forbids a stored one unvalidated.
-	if cacheable && fail.roadFault && (fail.o == proto.Unavailable || fail.o == proto.Timeout) && !readcache.RequestBypasses(r.Header) {
+	if cacheable && fail.roadFault && (fail.o == localapi.Unavailable || fail.o == localapi.Timeout) && !readcache.RequestBypasses(r.Header) {
 		if e := cr.cfg.Cache.Get(key, r.Header); e != nil && e.StaleOK() {
-			cr.cfg.OnRead(proto.Stale)
+			cr.cfg.OnRead(localapi.Stale)
 			cr.serveCached(w, r, e, fail.detail)
 			return
 		}
 	}
 	cr.cfg.OnRead(fail.o)
-	proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road}.With(fail.g))
+	proto.WriteError(w, fail.o.Status(), localapi.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road}.With(fail.g))
 }
 
 // readRun is one read being carried.
@@ -142,8 +142,8 @@ type readRun struct {
 func (rd *readRun) request(ctx context.Context, try peerclient.Try, extra http.Header) (*http.Request, error) {
 	h := rd.t.header(rd.r.Header)
 	rd.t.Wait.Set(h)
-	if app := rd.r.Header.Get(proto.HeaderApp); app != "" {
-		h.Set(proto.HeaderApp, app)
+	if app := rd.r.Header.Get(localapi.HeaderApp); app != "" {
+		h.Set(localapi.HeaderApp, app)
 	}
 	for k, vs := range extra {
 		h[k] = vs
@@ -230,7 +230,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 	started := cr.cfg.Now()
 	resp, used, dialErr, err, cancel, reqErr := rd.roundTrip(try, rd.validate, rd.early)
 	if reqErr != nil {
-		rd.fail = readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, reqErr), "")}
+		rd.fail = readFailure{o: localapi.BadRequest, g: localapi.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, reqErr), "")}
 		return peerclient.Replied()
 	}
 	if err != nil {
@@ -239,20 +239,20 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 			cr.gaveUp("read", t, used, started, "before the answer's head")
 			return peerclient.GaveUp(used)
 		}
-		rd.fail = readFailure{o: proto.Unavailable, road: string(used.Road), roadFault: true,
+		rd.fail = readFailure{o: localapi.Unavailable, road: string(used.Road), roadFault: true,
 			detail: fmt.Sprintf("%s did not answer the read: %v", used, err)}
 		if dialErr != nil {
-			rd.fail.g = proto.NothingSent
+			rd.fail.g = localapi.NothingSent
 		}
 		j := peerclient.Judge(peerclient.BeforeHead, false, err)
 		var mm *pintls.MismatchError
 		switch {
 		case errors.As(err, &mm):
-			rd.fail.o, rd.fail.g = proto.Forbidden, proto.NothingSent
+			rd.fail.o, rd.fail.g = localapi.Forbidden, localapi.NothingSent
 			rd.fail.detail = proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
 			cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 		case errors.Is(err, errHeadTimeout):
-			rd.fail.o = proto.Timeout
+			rd.fail.o = localapi.Timeout
 			rd.fail.detail = fmt.Sprintf("%s did not reply to the read within %s, although its app's timeout was %s (the road is being probed)",
 				used, used.Road.ConnectTimeout()+t.Wait.Said+readGrace, t.Wait.Said)
 		}
@@ -267,7 +267,7 @@ func (rd *readRun) attempt(try peerclient.Try) peerclient.Result {
 		rd.fail = readFailure{}
 		proto.StripHop(resp.Header)
 		e := cr.cfg.Cache.Freshen(rd.stored, rd.key, rd.r.Header, resp.Header, string(used.Road))
-		cr.cfg.OnRead(proto.Answered)
+		cr.cfg.OnRead(localapi.Answered)
 		cr.cfg.OnRevalidated()
 		cr.serveCached(rd.w, rd.r, e, "")
 		return peerclient.Replied()
@@ -310,8 +310,8 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	cr, w, t := rd.cr, rd.w, rd.t
 	started := cr.cfg.Now()
 	defer func() { cancel(nil); resp.Body.Close() }()
-	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, rd.r.Method, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRoute, string(cand.Road))
-	cr.cfg.OnRead(proto.Answered)
+	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, rd.r.Method, localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRoute, string(cand.Road))
+	cr.cfg.OnRead(localapi.Answered)
 	if rd.r.Method == http.MethodHead {
 		return
 	}
@@ -571,12 +571,12 @@ func (cr *Caller) serveCached(w http.ResponseWriter, r *http.Request, e *readcac
 		h[k] = vs
 	}
 	h.Set("Age", strconv.Itoa(int(e.Age(cr.cfg.Now()).Seconds())))
-	h.Set(proto.HeaderRoute, e.Road)
+	h.Set(localapi.HeaderRoute, e.Road)
 	if stale == "" {
-		h.Set(proto.HeaderOutcome, string(proto.Answered))
+		h.Set(localapi.HeaderOutcome, string(localapi.Answered))
 	} else {
-		h.Set(proto.HeaderOutcome, string(proto.Stale))
-		h.Set(proto.HeaderStale, strings.ReplaceAll(stale, "\n", " "))
+		h.Set(localapi.HeaderOutcome, string(localapi.Stale))
+		h.Set(localapi.HeaderStale, strings.ReplaceAll(stale, "\n", " "))
 	}
 	h.Set("Content-Length", strconv.Itoa(len(e.Body)))
 	w.WriteHeader(e.Status)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/peerclient"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
@@ -13,26 +14,26 @@ import (
 // road is at fault (a fall-back is allowed), and the guarantee read from
 // the reply's fields, never from its words.
 func TestMapOwnerReadReply(t *testing.T) {
-	reply := func(e proto.PeerError, g proto.Guarantee, detail string) peerclient.Reply {
-		return peerclient.Reply{Status: 400, Err: e, Said: proto.ErrorBody{Error: string(e), Detail: detail}.With(g)}
+	reply := func(e proto.PeerError, g localapi.Guarantee, detail string) peerclient.Reply {
+		return peerclient.Reply{Status: 400, Err: e, Said: localapi.ErrorBody{Error: string(e), Detail: detail}.With(g)}
 	}
 	for _, tc := range []struct {
 		reply     peerclient.Reply
-		o         proto.Outcome
+		o         localapi.Outcome
 		roadFault bool
-		g         proto.Guarantee
+		g         localapi.Guarantee
 		says      string // a part of the detail
 	}{
-		{reply(proto.PeerUnauthorized, proto.NotCarried, "no valid ticket"), proto.Forbidden, true, proto.NotCarried, "refused us at its door twice"},
-		{reply(proto.PeerForbidden, proto.NotCarried, "not a peer"), proto.Forbidden, true, proto.NotCarried, "refused us at its door (not a peer"},
-		{reply(proto.PeerAppNotFound, proto.NotCarried, proto.NotCarriedOut("no app notes")), proto.NotFound, false, proto.NotCarried, "studio: no app notes"},
-		{reply(proto.PeerTimeout, proto.NoGuarantee, "app notes did not answer within 30s"), proto.Timeout, false, proto.NoGuarantee, "did not answer within"},
-		{reply(proto.PeerBadRequest, proto.NotCarried, "the path does not make a request"), proto.BadRequest, false, proto.NotCarried, "does not make a request"},
-		{reply(proto.PeerAppBroke, proto.NoGuarantee, "app notes broke its answer"), proto.AppError, false, proto.NoGuarantee, "broke its answer"},
-		{reply(proto.PeerAppDown, proto.NotCarried, proto.NotCarriedOut("not listening")), proto.Unavailable, false, proto.NotCarried, "not listening"},
-		{reply(proto.PeerBusy, proto.NotCarried, proto.NotCarriedOut("over the cap")), proto.Unavailable, false, proto.NotCarried, "over the cap"},
+		{reply(proto.PeerUnauthorized, localapi.NotCarried, "no valid ticket"), localapi.Forbidden, true, localapi.NotCarried, "refused us at its door twice"},
+		{reply(proto.PeerForbidden, localapi.NotCarried, "not a peer"), localapi.Forbidden, true, localapi.NotCarried, "refused us at its door (not a peer"},
+		{reply(proto.PeerAppNotFound, localapi.NotCarried, proto.NotCarriedOut("no app notes")), localapi.NotFound, false, localapi.NotCarried, "studio: no app notes"},
+		{reply(proto.PeerTimeout, localapi.NoGuarantee, "app notes did not answer within 30s"), localapi.Timeout, false, localapi.NoGuarantee, "did not answer within"},
+		{reply(proto.PeerBadRequest, localapi.NotCarried, "the path does not make a request"), localapi.BadRequest, false, localapi.NotCarried, "does not make a request"},
+		{reply(proto.PeerAppBroke, localapi.NoGuarantee, "app notes broke its answer"), localapi.AppError, false, localapi.NoGuarantee, "broke its answer"},
+		{reply(proto.PeerAppDown, localapi.NotCarried, proto.NotCarriedOut("not listening")), localapi.Unavailable, false, localapi.NotCarried, "not listening"},
+		{reply(proto.PeerBusy, localapi.NotCarried, proto.NotCarriedOut("over the cap")), localapi.Unavailable, false, localapi.NotCarried, "over the cap"},
 		// No guarantee field: none is made up.
-		{peerclient.Reply{Status: 502, Err: proto.PeerError("odd"), Said: proto.ErrorBody{Error: "odd", Detail: "something"}}, proto.Unavailable, false, proto.NoGuarantee, "studio: something"},
+		{peerclient.Reply{Status: 502, Err: proto.PeerError("odd"), Said: localapi.ErrorBody{Error: "odd", Detail: "something"}}, localapi.Unavailable, false, localapi.NoGuarantee, "studio: something"},
 	} {
 		f := mapOwnerReadReply("studio", "lan", tc.reply)
 		if f.o != tc.o || f.roadFault != tc.roadFault || f.g != tc.g || f.road != "lan" || !strings.Contains(f.detail, tc.says) {

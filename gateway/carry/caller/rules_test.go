@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/peerclient"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 	"github.com/delta-roads/delta/gateway/wire/record"
@@ -102,35 +103,35 @@ func TestContinues(t *testing.T) {
 // the owner's Delta makes maps to one state, and only the app's answer is
 // answered.
 func TestMapOwnerReply(t *testing.T) {
-	refusal := func(e proto.PeerError, g proto.Guarantee, detail string) peerclient.Reply {
-		return peerclient.Reply{Status: 409, Err: e, Said: proto.ErrorBody{Error: string(e), Detail: detail}.With(g)}
+	refusal := func(e proto.PeerError, g localapi.Guarantee, detail string) peerclient.Reply {
+		return peerclient.Reply{Status: 409, Err: e, Said: localapi.ErrorBody{Error: string(e), Detail: detail}.With(g)}
 	}
 	for _, tc := range []struct {
 		reply  peerclient.Reply
 		state  record.CallState
-		o      proto.Outcome
-		g      proto.Guarantee
+		o      localapi.Outcome
+		g      localapi.Guarantee
 		suffix string // the detail ends so
 	}{
-		{peerclient.Reply{Status: 201, Err: proto.PeerAnswered}, record.Answered, proto.Answered, proto.NoGuarantee, ""},
-		{refusal(proto.PeerUnauthorized, proto.NotCarried, "studio refused the request at its door: no valid ticket"), record.Unavailable, proto.Forbidden, proto.NotCarried, "; it was not carried out"},
-		{refusal(proto.PeerForbidden, proto.NotCarried, "studio refused the request at its door: not a peer"), record.Unavailable, proto.Forbidden, proto.NotCarried, "; it was not carried out"},
-		{refusal(proto.PeerAppNotFound, proto.NotCarried, proto.NotCarriedOut("no app")), record.Unavailable, proto.NotFound, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerAppDown, proto.NotCarried, proto.NotCarriedOut("not listening")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerNoRoom, proto.NotCarried, proto.NotCarriedOut("no room")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerBodyCut, proto.NotCarried, proto.NotCarriedOut("the body did not arrive whole")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerFenced, proto.NotCarried, proto.NotCarriedOut("fenced")), record.Unavailable, proto.Unavailable, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerReused, proto.NotCarried, proto.NotCarriedOut("another request")), record.Unavailable, proto.Conflict, proto.NotCarried, "nothing was carried out"},
-		{refusal(proto.PeerTooLarge, proto.NotCarried, proto.NotCarriedOut("too large")), record.Unavailable, proto.BadRequest, proto.NotCarried, "nothing was carried out)"},
+		{peerclient.Reply{Status: 201, Err: proto.PeerAnswered}, record.Answered, localapi.Answered, localapi.NoGuarantee, ""},
+		{refusal(proto.PeerUnauthorized, localapi.NotCarried, "studio refused the request at its door: no valid ticket"), record.Unavailable, localapi.Forbidden, localapi.NotCarried, "; it was not carried out"},
+		{refusal(proto.PeerForbidden, localapi.NotCarried, "studio refused the request at its door: not a peer"), record.Unavailable, localapi.Forbidden, localapi.NotCarried, "; it was not carried out"},
+		{refusal(proto.PeerAppNotFound, localapi.NotCarried, proto.NotCarriedOut("no app")), record.Unavailable, localapi.NotFound, localapi.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerAppDown, localapi.NotCarried, proto.NotCarriedOut("not listening")), record.Unavailable, localapi.Unavailable, localapi.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerNoRoom, localapi.NotCarried, proto.NotCarriedOut("no room")), record.Unavailable, localapi.Unavailable, localapi.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerBodyCut, localapi.NotCarried, proto.NotCarriedOut("the body did not arrive whole")), record.Unavailable, localapi.Unavailable, localapi.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerFenced, localapi.NotCarried, proto.NotCarriedOut("fenced")), record.Unavailable, localapi.Unavailable, localapi.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerReused, localapi.NotCarried, proto.NotCarriedOut("another request")), record.Unavailable, localapi.Conflict, localapi.NotCarried, "nothing was carried out"},
+		{refusal(proto.PeerTooLarge, localapi.NotCarried, proto.NotCarriedOut("too large")), record.Unavailable, localapi.BadRequest, localapi.NotCarried, "nothing was carried out)"},
 		// An owner's refusal without the guarantee field gets the words.
-		{refusal(proto.PeerAppDown, proto.NoGuarantee, "not listening"), record.Unavailable, proto.Unavailable, proto.NotCarried, "; it was not carried out"},
-		{refusal(proto.PeerInProgress, proto.NoGuarantee, "running"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerUnknown, proto.NoGuarantee, "broke"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerAppUnknown, proto.NoGuarantee, "broke"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerInterrupted, proto.NoGuarantee, "restarted"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
-		{refusal(proto.PeerAnswerExpired, proto.NoGuarantee, "expired"), record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerAppDown, localapi.NoGuarantee, "not listening"), record.Unavailable, localapi.Unavailable, localapi.NotCarried, "; it was not carried out"},
+		{refusal(proto.PeerInProgress, localapi.NoGuarantee, "running"), record.Unknown, localapi.Unknown, localapi.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerUnknown, localapi.NoGuarantee, "broke"), record.Unknown, localapi.Unknown, localapi.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerAppUnknown, localapi.NoGuarantee, "broke"), record.Unknown, localapi.Unknown, localapi.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerInterrupted, localapi.NoGuarantee, "restarted"), record.Unknown, localapi.Unknown, localapi.NoGuarantee, Asking("studio")},
+		{refusal(proto.PeerAnswerExpired, localapi.NoGuarantee, "expired"), record.Unknown, localapi.Unknown, localapi.NoGuarantee, Asking("studio")},
 		// A reply that is not Delta's.
-		{peerclient.Reply{Status: 200}, record.Unknown, proto.Unknown, proto.NoGuarantee, Asking("studio")},
+		{peerclient.Reply{Status: 200}, record.Unknown, localapi.Unknown, localapi.NoGuarantee, Asking("studio")},
 	} {
 		v := mapOwnerReply("studio", tc.reply)
 		if v.state != tc.state || v.o != tc.o || v.g != tc.g || !strings.HasSuffix(v.detail, tc.suffix) {
@@ -146,8 +147,8 @@ func TestMapOwnerReply(t *testing.T) {
 // caller's own refusal of a body over its limit does (issue 34 U6).
 func TestTooLargeIs413(t *testing.T) {
 	v := mapOwnerReply("studio", peerclient.Reply{Status: 413, Err: proto.PeerTooLarge,
-		Said: proto.ErrorBody{Error: string(proto.PeerTooLarge), Detail: proto.NotCarriedOut("the body is over studio's limit")}.With(proto.NotCarried)})
-	if v.o != proto.BadRequest || v.status != 413 || v.g != proto.NotCarried || !strings.Contains(v.detail, "too large") {
+		Said: localapi.ErrorBody{Error: string(proto.PeerTooLarge), Detail: proto.NotCarriedOut("the body is over studio's limit")}.With(localapi.NotCarried)})
+	if v.o != localapi.BadRequest || v.status != 413 || v.g != localapi.NotCarried || !strings.Contains(v.detail, "too large") {
 		t.Errorf("too_large: %+v", v)
 	}
 }

@@ -30,10 +30,10 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	if tr := cr.cfg.Transfers; tr != nil {
 		release, ok := tr.AdmitSession()
 		if !ok {
-			cr.cfg.OnRead(proto.Unavailable)
+			cr.cfg.OnRead(localapi.Unavailable)
 			doors.RefuseAndClose(w)
-			proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.Unavailable), Peer: t.Peer,
-				Detail: proto.NotSent(fmt.Sprintf("this Delta has %d sessions open, as many as it keeps at once", transfer.MaxSessions), t.Peer)}.With(proto.NothingSent))
+			proto.WriteError(w, http.StatusServiceUnavailable, localapi.ErrorBody{Error: string(localapi.Unavailable), Peer: t.Peer,
+				Detail: proto.NotSent(fmt.Sprintf("this Delta has %d sessions open, as many as it keeps at once", transfer.MaxSessions), t.Peer)}.With(localapi.NothingSent))
 			return
 		}
 		defer release()
@@ -58,19 +58,19 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	}
 	if fail != nil || a == nil {
 		if fail == nil {
-			fail = &readFailure{o: proto.Unavailable, detail: "no answer to the session's opening"}
+			fail = &readFailure{o: localapi.Unavailable, detail: "no answer to the session's opening"}
 		}
 		cr.cfg.OnRead(fail.o)
-		proto.WriteError(w, fail.o.Status(), proto.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road}.With(fail.g))
+		proto.WriteError(w, fail.o.Status(), localapi.ErrorBody{Error: string(fail.o), Detail: fail.detail, Peer: t.Peer, Road: fail.road}.With(fail.g))
 		return
 	}
-	cr.cfg.OnRead(proto.Answered)
+	cr.cfg.OnRead(localapi.Answered)
 	h := a.Header.Clone()
 	proto.StripDelta(h)
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The owner app declined the upgrade: its answer, as a read's.
 		defer a.Body.Close()
-		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, proto.HeaderOutcome, string(proto.Answered), proto.HeaderRoute, road)
+		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRoute, road)
 		if a.ContentLength != 0 && r.Method != http.MethodHead {
 			relay.PassHead(w, a.Buffered() > 0)
 		}
@@ -84,13 +84,13 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	far, farR := a.Switched()
-	h.Set(proto.HeaderOutcome, string(proto.Answered))
-	h.Set(proto.HeaderRoute, road)
+	h.Set(localapi.HeaderOutcome, string(localapi.Answered))
+	h.Set(localapi.HeaderRoute, road)
 	near, nearR, err := session.Take(w, h)
 	if err != nil {
 		far.Close()
 		if errors.Is(err, session.ErrNotTaken) {
-			proto.WriteError(w, http.StatusInternalServerError, proto.ErrorBody{Error: string(proto.Unknown), Detail: fmt.Sprintf("Delta could not take the app's connection for the session (%v); the session was opened on %s and is closed", err, t.Peer), Peer: t.Peer, Road: road})
+			proto.WriteError(w, http.StatusInternalServerError, localapi.ErrorBody{Error: string(localapi.Unknown), Detail: fmt.Sprintf("Delta could not take the app's connection for the session (%v); the session was opened on %s and is closed", err, t.Peer), Peer: t.Peer, Road: road})
 		}
 		return
 	}
@@ -128,12 +128,12 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 	cand := try.Cand
 	rc, err := cr.cfg.Peers.Dial(o.ctx, cand)
 	if err != nil && r.Context().Err() != nil {
-		o.fail = &readFailure{gaveUp: true, o: proto.Unavailable}
+		o.fail = &readFailure{gaveUp: true, o: localapi.Unavailable}
 		cr.gaveUp("session", t, cand, o.started, "while connecting")
 		return peerclient.GaveUp(cand)
 	}
 	if err != nil {
-		o.fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: string(cand.Road),
+		o.fail = &readFailure{o: localapi.Unavailable, g: localapi.NothingSent, road: string(cand.Road),
 			detail: proto.NotSent(fmt.Sprintf("%s did not answer (%s failed: %v)", t.Peer, peerclient.Describe(cand, "connect", h1.IsTimeout(err)), err), t.Peer)}
 		if o.firstErr == nil {
 			o.firstErr = o.fail
@@ -144,13 +144,13 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 	h := t.header(r.Header)
 	session.Request(h, o.upgrade)
 	t.Wait.Set(h)
-	if app := r.Header.Get(proto.HeaderApp); app != "" {
-		h.Set(proto.HeaderApp, app)
+	if app := r.Header.Get(localapi.HeaderApp); app != "" {
+		h.Set(localapi.HeaderApp, app)
 	}
 	req, err := peerclient.AppRequest(o.ctx, try, r.Method, t.App, t.PathQuery, h, http.NoBody)
 	if err != nil {
 		rc.Close()
-		o.fail = &readFailure{o: proto.BadRequest, g: proto.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
+		o.fail = &readFailure{o: localapi.BadRequest, g: localapi.NothingSent, detail: proto.NotSent(fmt.Sprintf("the path %q does not make a valid request (%v)", t.PathQuery, err), "")}
 		return peerclient.Replied()
 	}
 	var opt h1.Options // the 101: as long as the app waits for it, or the timeout said
@@ -161,14 +161,14 @@ func (o *openRun) attempt(try peerclient.Try) peerclient.Result {
 	var oe *h1.Error
 	switch {
 	case err != nil && errors.As(err, &oe) && !oe.Sent:
-		o.fail = &readFailure{o: proto.Unavailable, g: proto.NothingSent, road: o.road,
+		o.fail = &readFailure{o: localapi.Unavailable, g: localapi.NothingSent, road: o.road,
 			detail: proto.NotSent(fmt.Sprintf("%s did not take the session's opening (%v)", t.Peer, err), t.Peer)}
 		if o.firstErr == nil {
 			o.firstErr = o.fail
 		}
 		return peerclient.FailedOn(rc.Cand, err)
 	case err != nil:
-		o.fail = &readFailure{o: proto.Unknown, road: o.road, detail: fmt.Sprintf(
+		o.fail = &readFailure{o: localapi.Unknown, road: o.road, detail: fmt.Sprintf(
 			"the session's opening left for %s and no answer came (%v); a session is never opened twice: open a new one", rc.Cand, err)}
 		gone := r.Context().Err() != nil
 		if gone {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/state/journal"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
@@ -16,15 +17,15 @@ func TestBusyError(t *testing.T) {
 	for _, tc := range []struct {
 		state proto.ReceiptState
 		err   proto.PeerError
-		g     proto.Guarantee
+		g     localapi.Guarantee
 		says  string
 	}{
-		{proto.ReceiptRunning, proto.PeerInProgress, proto.NoGuarantee, "is being carried out now"},
-		{proto.ReceiptFenced, proto.PeerFenced, proto.NotCarried, "nothing was carried out"},
-		{proto.ReceiptAnswered, proto.PeerAnswerExpired, proto.NoGuarantee, "no longer kept"},
-		{proto.ReceiptNotCarriedOut, proto.PeerNotDone, proto.NotCarried, "nothing was carried out"},
-		{proto.ReceiptInterrupted, proto.PeerError(proto.ReceiptInterrupted), proto.NoGuarantee, "is interrupted"},
-		{proto.ReceiptAppUnknown, proto.PeerError(proto.ReceiptAppUnknown), proto.NoGuarantee, "is app_unknown"},
+		{proto.ReceiptRunning, proto.PeerInProgress, localapi.NoGuarantee, "is being carried out now"},
+		{proto.ReceiptFenced, proto.PeerFenced, localapi.NotCarried, "nothing was carried out"},
+		{proto.ReceiptAnswered, proto.PeerAnswerExpired, localapi.NoGuarantee, "no longer kept"},
+		{proto.ReceiptNotCarriedOut, proto.PeerNotDone, localapi.NotCarried, "nothing was carried out"},
+		{proto.ReceiptInterrupted, proto.PeerError(proto.ReceiptInterrupted), localapi.NoGuarantee, "is interrupted"},
+		{proto.ReceiptAppUnknown, proto.PeerError(proto.ReceiptAppUnknown), localapi.NoGuarantee, "is app_unknown"},
 	} {
 		e, detail, g := busyError(&journal.Receipt{State: tc.state})
 		if e != tc.err || g != tc.g || !strings.Contains(detail, tc.says) {

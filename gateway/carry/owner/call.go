@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/relay"
 	"github.com/delta-roads/delta/gateway/net/doors"
 	"github.com/delta-roads/delta/gateway/net/h1"
@@ -43,7 +44,7 @@ func roomWords(self string, free, size int64) string {
 // app never sees part of a call. Its answer is recorded before it is sent
 // back, at its head when it streams.
 func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget) {
-	rid := r.Header.Get(proto.HeaderRequestID)
+	rid := r.Header.Get(localapi.HeaderRequestID)
 	if err := proto.CheckRequestID(rid); err != nil {
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
@@ -132,7 +133,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	case journal.Busy:
 		doors.RefuseAndClose(w)
 		e, what, g := busyError(old)
-		body := proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.visitor.Name, what)}
+		body := localapi.ErrorBody{Error: string(e), Detail: fmt.Sprintf("call %s from %s %s; it is not forwarded again", rid, t.visitor.Name, what)}
 		proto.WriteError(w, http.StatusConflict, body.With(g))
 		return
 	}
@@ -429,7 +430,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	req.Header = proto.ForwardHeaders(r.Header)
 	req.Header.Del(proto.HeaderBodyLength)
 	o.keepReceived(r.Context(), req.Header, t, rid, b) // before Delta's own headers are added
-	req.Header.Set(proto.HeaderRequestID, rid)
+	req.Header.Set(localapi.HeaderRequestID, rid)
 	o.appHeaders(req, t, t.timeout)
 	// On disk before the first byte goes to the app: a restart that finds
 	// the receipt still running knows then whether the app ever had the
@@ -590,7 +591,7 @@ func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state pro
 // Delta as it arrives, and records its body once it has passed.
 func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult, digest string) {
 	a := res.live
-	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderDigest, digest)
+	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", localapi.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderDigest, digest)
 	relay.PassHead(w, len(res.ahead) > 0 || a.Buffered() > 0)
 	if err := o.recordStream(t, rid, res, w); err != nil {
 		relay.Abort() // cut: never ended as if whole

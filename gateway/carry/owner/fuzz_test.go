@@ -66,7 +66,7 @@ func FuzzOwnerDoor(f *testing.F) {
 	seen := map[string]int{}
 	app := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
-		if id := r.Header.Get(proto.HeaderRequestID); id != "" {
+		if id := r.Header.Get(localapi.HeaderRequestID); id != "" {
 			mu.Lock()
 			seen[id]++
 			mu.Unlock()
@@ -82,12 +82,12 @@ func FuzzOwnerDoor(f *testing.F) {
 			return
 		}
 		r.RemoteAddr = "127.0.0.2:1234"
-		if h := r.Header.Get(proto.HeaderTimeout); h != "" {
+		if h := r.Header.Get(localapi.HeaderTimeout); h != "" {
 			if d, err := proto.ParseTimeout(h); err == nil && d > 2*time.Second {
-				r.Header.Set(proto.HeaderTimeout, "2") // a fuzzed timeout is not waited for
+				r.Header.Set(localapi.HeaderTimeout, "2") // a fuzzed timeout is not waited for
 			}
 		} else {
-			r.Header.Set(proto.HeaderTimeout, "2")
+			r.Header.Set(localapi.HeaderTimeout, "2")
 		}
 		rec := httptest.NewRecorder()
 		func() {
@@ -98,8 +98,8 @@ func FuzzOwnerDoor(f *testing.F) {
 			}()
 			h.ServeHTTP(rec, r)
 		}()
-		if rec.Header().Get(proto.HeaderOutcome) == "" && rec.Code != http.StatusSwitchingProtocols {
-			t.Fatalf("%q: a reply without %s: %d %s", raw, proto.HeaderOutcome, rec.Code, rec.Body)
+		if rec.Header().Get(localapi.HeaderOutcome) == "" && rec.Code != http.StatusSwitchingProtocols {
+			t.Fatalf("%q: a reply without %s: %d %s", raw, localapi.HeaderOutcome, rec.Code, rec.Body)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -108,7 +108,7 @@ func FuzzOwnerDoor(f *testing.F) {
 				t.Fatalf("%q: the app saw request id %q %d times", raw, id, n)
 			}
 		}
-		if strings.Contains(rec.Body.String(), "\x00") && rec.Header().Get(proto.HeaderOutcome) != string(proto.PeerAnswered) {
+		if strings.Contains(rec.Body.String(), "\x00") && rec.Header().Get(localapi.HeaderOutcome) != string(proto.PeerAnswered) {
 			t.Fatalf("%q: Delta's own reply holds a NUL", raw)
 		}
 	})

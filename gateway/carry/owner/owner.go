@@ -173,14 +173,14 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			if errors.Is(err, ErrDoorUnauthorized) {
 				status, e = http.StatusUnauthorized, proto.PeerUnauthorized
 			}
-			proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: fmt.Sprintf("%s refused the request at its door: %v", name, err)}.With(proto.NotCarried))
+			proto.WriteError(w, status, localapi.ErrorBody{Error: string(e), Detail: fmt.Sprintf("%s refused the request at its door: %v", name, err)}.With(localapi.NotCarried))
 			return
 		}
 		if why := readTicketAdmits(r); c.ReadOnly && why != "" {
 			o.cfg.OnDoorRefusal()
 			doors.RefuseAndClose(w)
-			proto.WriteError(w, http.StatusForbidden, proto.ErrorBody{Error: string(proto.PeerForbidden),
-				Detail: fmt.Sprintf("%s refused the request at its door: %s", o.cfg.Self().Name, why)}.With(proto.NotCarried))
+			proto.WriteError(w, http.StatusForbidden, localapi.ErrorBody{Error: string(proto.PeerForbidden),
+				Detail: fmt.Sprintf("%s refused the request at its door: %s", o.cfg.Self().Name, why)}.With(localapi.NotCarried))
 			return
 		}
 		if status, why := proto.Refused(r.Method, r.RequestURI); why != "" {
@@ -188,7 +188,7 @@ func (o *Owner) Handler(door Door, routes func(*http.ServeMux)) http.Handler {
 			refuse(w, status, proto.PeerBadRequest, why)
 			return
 		}
-		if n := proto.Repeated(r.Header, "Authorization", proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderApp, proto.HeaderDigest); n != "" {
+		if n := proto.Repeated(r.Header, "Authorization", localapi.HeaderRequestID, localapi.HeaderTimeout, localapi.HeaderApp, proto.HeaderDigest); n != "" {
 			doors.RefuseAndClose(w)
 			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n))
 			return
@@ -237,13 +237,13 @@ func (o *Owner) handleAppList(w http.ResponseWriter, r *http.Request) {
 }
 
 func peerError(w http.ResponseWriter, status int, e proto.PeerError, detail string) {
-	proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: detail})
+	proto.WriteError(w, status, localapi.ErrorBody{Error: string(e), Detail: detail})
 }
 
 // refuse writes one of the owner's own replies that proves nothing was
 // carried out: the cause, in NotCarriedOut's words, and carried_out: false.
 func refuse(w http.ResponseWriter, status int, e proto.PeerError, cause string) {
-	proto.WriteError(w, status, proto.ErrorBody{Error: string(e), Detail: proto.NotCarriedOut(cause)}.With(proto.NotCarried))
+	proto.WriteError(w, status, localapi.ErrorBody{Error: string(e), Detail: proto.NotCarriedOut(cause)}.With(localapi.NotCarried))
 }
 
 // ownerTarget is a parsed /delta/v1/apps/{app}/{path...} request.
@@ -285,7 +285,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not read its app registry (%v)", o.cfg.Self().Name, err))
 		return
 	}
-	t := ownerTarget{app: app, pathQuery: rest, timeout: wait.For(app.Timeout), visitor: visitorOf(r), callerApp: r.Header.Get(proto.HeaderApp)}
+	t := ownerTarget{app: app, pathQuery: rest, timeout: wait.For(app.Timeout), visitor: visitorOf(r), callerApp: r.Header.Get(localapi.HeaderApp)}
 	if h := r.Header.Get(proto.HeaderHost); h != "" && httpguts.ValidHostHeader(h) {
 		t.host = h
 	}
@@ -324,13 +324,13 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 // this computer's loopback, whatever the app trusts that with.
 func (o *Owner) appHeaders(req *http.Request, t ownerTarget, remaining time.Duration) {
 	h := req.Header
-	h.Set(proto.HeaderCaller, t.visitor.Name)
+	h.Set(localapi.HeaderCaller, t.visitor.Name)
 	if t.callerApp != "" {
-		h.Set(proto.HeaderApp, t.callerApp)
+		h.Set(localapi.HeaderApp, t.callerApp)
 	}
-	h.Set(proto.HeaderSecret, t.app.Secret)
+	h.Set(localapi.HeaderSecret, t.app.Secret)
 	if remaining > 0 { // none: no limit
-		h.Set(proto.HeaderTimeout, proto.FormatTimeout(remaining))
+		h.Set(localapi.HeaderTimeout, proto.FormatTimeout(remaining))
 	}
 	if t.auth != "" {
 		h.Set("Authorization", t.auth)
@@ -400,23 +400,23 @@ func dialApp(ctx context.Context, addr string) (net.Conn, error) {
 // markBehind says on an answer that its outcome is held in memory, not yet
 // in this computer's journal.
 func (o *Owner) markBehind(w http.ResponseWriter) {
-	w.Header().Set(proto.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
+	w.Header().Set(localapi.HeaderJournal, "behind; "+o.cfg.Self().Name+" holds this outcome in memory because its journal could not write it, and writes it when it can")
 }
 
 // busyError names a receipt's state as the 409 error (DESIGN §4), with
 // what the owner can promise of it.
-func busyError(old *journal.Receipt) (proto.PeerError, string, proto.Guarantee) {
+func busyError(old *journal.Receipt) (proto.PeerError, string, localapi.Guarantee) {
 	switch old.State {
 	case proto.ReceiptRunning:
-		return proto.PeerInProgress, "is being carried out now", proto.NoGuarantee
+		return proto.PeerInProgress, "is being carried out now", localapi.NoGuarantee
 	case proto.ReceiptFenced:
-		return proto.PeerFenced, proto.NotCarriedOut("was asked about before it arrived and was recorded as never arrived, so it is refused"), proto.NotCarried
+		return proto.PeerFenced, proto.NotCarriedOut("was asked about before it arrived and was recorded as never arrived, so it is refused"), localapi.NotCarried
 	case proto.ReceiptAnswered:
-		return proto.PeerAnswerExpired, "was answered, but the answer is no longer kept", proto.NoGuarantee
+		return proto.PeerAnswerExpired, "was answered, but the answer is no longer kept", localapi.NoGuarantee
 	case proto.ReceiptNotCarriedOut:
-		return proto.PeerNotDone, proto.NotCarriedOut("was not carried out (the app was not listening, or its body did not arrive whole)"), proto.NotCarried
+		return proto.PeerNotDone, proto.NotCarriedOut("was not carried out (the app was not listening, or its body did not arrive whole)"), localapi.NotCarried
 	}
-	return proto.PeerError(old.State), fmt.Sprintf("is %s", old.State), proto.NoGuarantee
+	return proto.PeerError(old.State), fmt.Sprintf("is %s", old.State), localapi.NoGuarantee
 }
 
 // writeOwnerAnswer sends the app's answer (or the stored one) to the
@@ -433,7 +433,7 @@ func writeOwnerAnswer(w http.ResponseWriter, ans *record.Answer, body []byte, re
 	if replayed {
 		again = "true"
 	}
-	relay.Recorded(w, ans.Status, ans.Headers, body, proto.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderReplayed, again, proto.HeaderAnswerOmitted, omitted, proto.HeaderDigest, digest)
+	relay.Recorded(w, ans.Status, ans.Headers, body, localapi.HeaderOutcome, string(proto.PeerAnswered), localapi.HeaderReplayed, again, localapi.HeaderAnswerOmitted, omitted, proto.HeaderDigest, digest)
 }
 
 func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
@@ -471,7 +471,7 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 	if a := rec.Answer; a != nil {
 		v.Answer = &proto.AnswerJSON{Status: a.Status, Headers: a.Headers, BodyBase64: base64.StdEncoding.EncodeToString(a.Body), Omitted: a.Omitted}
 	}
-	w.Header().Set(proto.HeaderOutcome, "call_state")
+	w.Header().Set(localapi.HeaderOutcome, "call_state")
 	proto.WriteJSON(w, http.StatusOK, v)
 }
 
@@ -503,7 +503,7 @@ func (o *Owner) handleCallerSettled(w http.ResponseWriter, r *http.Request) {
 	rec, err := o.cfg.DB.CallerSettled(r.Context(), vis.Node, id, v.State, v.Note, at)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
-		w.Header().Set(proto.HeaderOutcome, "settlement")
+		w.Header().Set(localapi.HeaderOutcome, "settlement")
 		proto.WritePeerJSON(w, http.StatusOK, proto.SettledReplyJSON{})
 		return
 	case err != nil:
@@ -520,6 +520,6 @@ func (o *Owner) handleCallerSettled(w http.ResponseWriter, r *http.Request) {
 	}
 	log("a person at the caller settled a call this computer received", "request_id", id, "caller", vis.Name, "app", rec.App,
 		"state", v.State, "note", v.Note, "receipt_state", rec.State)
-	w.Header().Set(proto.HeaderOutcome, "settlement")
+	w.Header().Set(localapi.HeaderOutcome, "settlement")
 	proto.WritePeerJSON(w, http.StatusOK, proto.SettledReplyJSON{Recorded: true, State: rec.State})
 }

@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/relay"
 	"github.com/delta-roads/delta/gateway/net/h1"
 	"github.com/delta-roads/delta/gateway/wire/proto"
@@ -68,7 +69,7 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	defer body.Close()
 
 	// Only this Delta speaks for itself: the app's X-Delta-* go nowhere.
-	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, r.Method, proto.HeaderOutcome, string(proto.PeerAnswered))
+	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, r.Method, localapi.HeaderOutcome, string(proto.PeerAnswered))
 	if resp.ContentLength != 0 && r.Method != http.MethodHead {
 		relay.PassHead(w, relay.Ready(body))
 	}

@@ -64,7 +64,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The app declined: its answer, as a read's.
 		defer a.Body.Close()
-		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, proto.HeaderOutcome, string(proto.PeerAnswered))
+		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, localapi.HeaderOutcome, string(proto.PeerAnswered))
 		if _, err := relay.Flow(w, a.Body, nil); err != nil {
 			relay.Abort()
 		}
@@ -72,7 +72,7 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 		return
 	}
 	appConn, appR := a.Switched()
-	h.Set(proto.HeaderOutcome, string(proto.PeerAnswered))
+	h.Set(localapi.HeaderOutcome, string(proto.PeerAnswered))
 	near, nearR, err := session.Take(w, h)
 	if err != nil {
 		appConn.Close()

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/net/h1"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
@@ -48,13 +49,13 @@ type Reply struct {
 	Err proto.PeerError
 	// Said is its Delta's own JSON (detail and guarantee) when Err is not
 	// PeerAnswered.
-	Said proto.ErrorBody
+	Said localapi.ErrorBody
 	// Replayed reports whether the owner replayed a stored answer.
 	Replayed bool
 }
 
 // Guarantee is what the owner promised of a reply its Delta made.
-func (r Reply) Guarantee() proto.Guarantee { return r.Said.Guarantee() }
+func (r Reply) Guarantee() localapi.Guarantee { return r.Said.Guarantee() }
 
 // Detail is what the owner said, or the status when it said nothing.
 func (r Reply) Detail() string {
@@ -70,8 +71,8 @@ const maxSaid = 64 << 10
 // Classify tells what resp is. The body of a reply the owner's Delta made
 // itself is read (its JSON) and closed; an answer's is left to stream.
 func Classify(resp *http.Response) Reply {
-	r := Reply{Status: resp.StatusCode, Err: proto.PeerError(resp.Header.Get(proto.HeaderOutcome)),
-		Replayed: resp.Header.Get(proto.HeaderReplayed) == "true"}
+	r := Reply{Status: resp.StatusCode, Err: proto.PeerError(resp.Header.Get(localapi.HeaderOutcome)),
+		Replayed: resp.Header.Get(localapi.HeaderReplayed) == "true"}
 	if resp.StatusCode < 100 || resp.StatusCode > 999 {
 		r.Err = "" // no status an app could be told: not a reply of Delta's (found by FuzzOwnerAnswer)
 	}
@@ -138,7 +139,7 @@ func ReadLookup(peer string, resp *http.Response) (*proto.CallStateJSON, Reply, 
 		r := Classify(resp)
 		return nil, r, fmt.Errorf("%s answered %d %s (%s)", peer, resp.StatusCode, r.Said.Error, r.Said.Detail)
 	}
-	r := Reply{Status: resp.StatusCode, Err: proto.PeerError(resp.Header.Get(proto.HeaderOutcome))}
+	r := Reply{Status: resp.StatusCode, Err: proto.PeerError(resp.Header.Get(localapi.HeaderOutcome))}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, proto.MaxQueryAnswer))
 	if err != nil {
 		return nil, r, fmt.Errorf("reading %s's answer: %w", peer, err)
@@ -202,7 +203,7 @@ func Ping(ctx context.Context, try Try, conn net.Conn) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	r := Reply{Status: res.StatusCode, Err: proto.PeerError(res.Header.Get(proto.HeaderOutcome))}
+	r := Reply{Status: res.StatusCode, Err: proto.PeerError(res.Header.Get(localapi.HeaderOutcome))}
 	if res.StatusCode != http.StatusNoContent {
 		// A reply that is not Delta's JSON has no detail to quote.
 		_ = json.Unmarshal(res.Bytes, &r.Said)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
@@ -84,10 +85,10 @@ func (e *Unattempted) Unwrap() error { return e.Err }
 
 // Outcome is what an app is told of an exchange never attempted:
 // unavailable.
-func (e *Unattempted) Outcome() proto.Outcome { return proto.Unavailable }
+func (e *Unattempted) Outcome() localapi.Outcome { return localapi.Unavailable }
 
 // Guarantee is what is known of it: nothing was sent.
-func (e *Unattempted) Guarantee() proto.Guarantee { return proto.NothingSent }
+func (e *Unattempted) Guarantee() localapi.Guarantee { return localapi.NothingSent }
 
 func noRoad(peer string, err error, fellBack bool) *Unattempted {
 	detail := proto.NotSent(fmt.Sprintf("%s cannot be reached (%v)", peer, err), peer)

@@ -9,7 +9,6 @@ import (
 	"github.com/delta-roads/delta/gateway/state/journal"
 
 	"github.com/delta-roads/delta/gateway/roads"
-	"github.com/delta-roads/delta/gateway/wire/proto"
 	"github.com/delta-roads/delta/gateway/wire/record"
 )
 
@@ -17,20 +16,20 @@ import (
 // rooms count into them through their On* hooks.
 type Counters struct {
 	mu       sync.Mutex
-	reads    map[proto.Outcome]uint64
-	calls    map[proto.Outcome]uint64
+	reads    map[localapi.Outcome]uint64
+	calls    map[localapi.Outcome]uint64
 	settles  map[record.CallState]uint64
 	counters map[string]uint64
 }
 
 // NewCounters returns counters all at zero.
 func NewCounters() *Counters {
-	return &Counters{reads: map[proto.Outcome]uint64{}, calls: map[proto.Outcome]uint64{},
+	return &Counters{reads: map[localapi.Outcome]uint64{}, calls: map[localapi.Outcome]uint64{},
 		settles: map[record.CallState]uint64{}, counters: map[string]uint64{}}
 }
 
-func (s *Counters) Read(o proto.Outcome) { s.mu.Lock(); s.reads[o]++; s.mu.Unlock() }
-func (s *Counters) Call(o proto.Outcome) { s.mu.Lock(); s.calls[o]++; s.mu.Unlock() }
+func (s *Counters) Read(o localapi.Outcome) { s.mu.Lock(); s.reads[o]++; s.mu.Unlock() }
+func (s *Counters) Call(o localapi.Outcome) { s.mu.Lock(); s.calls[o]++; s.mu.Unlock() }
 func (s *Counters) Settled(st record.CallState) {
 	s.mu.Lock()
 	s.settles[st]++

@@ -508,7 +508,7 @@ func (s *Set) handler(f *fw) http.Handler {
 		kind, ref := f.door.check(r)
 		if ref != nil {
 			doors.RefuseAndClose(w)
-			proto.WriteError(w, ref.Status, proto.ErrorBody{Error: string(proto.Forbidden), Detail: proto.NotSent(ref.Why, ""), Peer: sp.Peer}.With(proto.NothingSent))
+			proto.WriteError(w, ref.Status, localapi.ErrorBody{Error: string(localapi.Forbidden), Detail: proto.NotSent(ref.Why, ""), Peer: sp.Peer}.With(localapi.NothingSent))
 			return
 		}
 		a := Admitted{Host: r.Host}
@@ -516,7 +516,7 @@ func (s *Set) handler(f *fw) http.Handler {
 			if why := doors.CheckSecret(r.Header.Get("Authorization"), sp.Secret, "this forward's secret (delta forward --list shows it)"); why != "" {
 				doors.RefuseAndClose(w)
 				w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Basic realm="Delta forward %s/%s"`, sp.Peer, sp.App))
-				proto.WriteError(w, http.StatusUnauthorized, proto.ErrorBody{Error: string(proto.Unauthorized), Detail: proto.NotSent("this forward asks for its secret: "+why, ""), Peer: sp.Peer}.With(proto.NothingSent))
+				proto.WriteError(w, http.StatusUnauthorized, localapi.ErrorBody{Error: string(localapi.Unauthorized), Detail: proto.NotSent("this forward asks for its secret: "+why, ""), Peer: sp.Peer}.With(localapi.NothingSent))
 				return
 			}
 		} else {
@@ -529,7 +529,7 @@ func (s *Set) handler(f *fw) http.Handler {
 			// loopback address: sent on to the forward's own name, its
 			// app's cookies are its own.
 			to := "http://" + net.JoinHostPort(f.door.name, strconv.Itoa(f.door.port)) + r.URL.RequestURI()
-			w.Header().Set(proto.HeaderOutcome, Redirected)
+			w.Header().Set(localapi.HeaderOutcome, Redirected)
 			http.Redirect(w, r, to, http.StatusTemporaryRedirect)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
@@ -37,7 +38,7 @@ func FuzzLocalRequest(f *testing.F) {
 		}
 		tg, o, detail := parseTarget(r)
 		if o != "" {
-			if o != proto.BadRequest || !strings.HasSuffix(detail, "nothing was sent") {
+			if o != localapi.BadRequest || !strings.HasSuffix(detail, "nothing was sent") {
 				t.Fatalf("%q refused as %s: %q", raw, o, detail)
 			}
 			return
@@ -49,7 +50,7 @@ func FuzzLocalRequest(f *testing.F) {
 		if !strings.HasPrefix(tg.PathQuery, "/") || strings.ContainsRune(tg.PathQuery, 0) || proto.UncleanPath(path) != "" {
 			t.Fatalf("%q accepted with the path %q", raw, tg.PathQuery)
 		}
-		if w := tg.Wait; w.Said < 0 || w.Said > proto.MaxTimeout || w.Else != proto.DefaultTimeout || (w.Said == 0) != (r.Header.Get(proto.HeaderTimeout) == "") {
+		if w := tg.Wait; w.Said < 0 || w.Said > proto.MaxTimeout || w.Else != proto.DefaultTimeout || (w.Said == 0) != (r.Header.Get(localapi.HeaderTimeout) == "") {
 			t.Fatalf("%q accepted with the wait %+v", raw, w)
 		}
 		if path != "/" && !strings.HasSuffix(r.URL.EscapedPath(), path) || (r.URL.RawQuery != "") != strings.Contains(tg.PathQuery, "?") {

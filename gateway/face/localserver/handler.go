@@ -86,12 +86,12 @@ func (g *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.h.ServeH
 func (g *Handler) handlePing(w http.ResponseWriter, r *http.Request) {
 	peer := r.PathValue("peer")
 	if err := proto.CheckName("peer", peer); err != nil {
-		localError(w, proto.BadRequest, err.Error())
+		localError(w, localapi.BadRequest, err.Error())
 		return
 	}
 	res, err := g.cfg.Backend.Ping(r.Context(), peer)
 	if errors.Is(err, roads.ErrUnknownPeer) {
-		localError(w, proto.NotFound, err.Error())
+		localError(w, localapi.NotFound, err.Error())
 		return
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"peer": peer, "roads": res})
@@ -100,7 +100,7 @@ func (g *Handler) handlePing(w http.ResponseWriter, r *http.Request) {
 func (g *Handler) handleStatus(w http.ResponseWriter, r *http.Request) {
 	s, err := g.cfg.Backend.Status(r.Context())
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	proto.WriteJSON(w, http.StatusOK, s)
@@ -109,7 +109,7 @@ func (g *Handler) handleStatus(w http.ResponseWriter, r *http.Request) {
 func (g *Handler) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	s, err := g.cfg.Backend.Status(r.Context())
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")

@@ -68,7 +68,7 @@ func (g *Handler) routes() http.Handler {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		localError(w, proto.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
+		localError(w, localapi.NotFound, fmt.Sprintf("%s %s is not part of Delta's local API", r.Method, r.URL.Path))
 	})
 	return cleanPaths(g.guardLocal(withOutcome(peersFirst(mux, g.handlePeerRequest))))
 }
@@ -104,7 +104,7 @@ func cleanPaths(next http.Handler) http.Handler {
 func refuseUnclean(w http.ResponseWriter, r *http.Request) bool {
 	why := proto.UncleanPath(r.URL.Path)
 	if why != "" {
-		localRefusal(w, proto.BadRequest, why+", which Delta does not carry (it could reach another app, another peer or Delta's own API, and the owner's Delta would answer it with a redirect of its own)")
+		localRefusal(w, localapi.BadRequest, why+", which Delta does not carry (it could reach another app, another peer or Delta's own API, and the owner's Delta would answer it with a redirect of its own)")
 	}
 	return why != ""
 }
@@ -121,7 +121,7 @@ func refuseMethod(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("Allow", "GET, HEAD, OPTIONS, PROPFIND, REPORT, SEARCH, QUERY (reads), and any other method of a call (POST, PUT, PATCH, DELETE, …)")
 	}
 	doors.RefuseAndClose(w)
-	proto.WriteError(w, status, proto.ErrorBody{Error: string(proto.BadRequest), Detail: proto.NotSent(why, "")}.With(proto.NothingSent))
+	proto.WriteError(w, status, localapi.ErrorBody{Error: string(localapi.BadRequest), Detail: proto.NotSent(why, "")}.With(localapi.NothingSent))
 	return true
 }
 
@@ -131,7 +131,7 @@ func refuseMethod(w http.ResponseWriter, r *http.Request) bool {
 func withOutcome(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(r.URL.Path, localapi.PeersPath+"/") {
-			w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
+			w.Header().Set(localapi.HeaderOutcome, string(localapi.Answered))
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -152,7 +152,7 @@ func (g *Handler) guardLocal(next http.Handler) http.Handler {
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if !proto.IsLoopbackHost(host) {
-			localRefusal(w, proto.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard)", r.Host))
+			localRefusal(w, localapi.BadRequest, fmt.Sprintf("Host %q is not a loopback name or address; Delta's local API answers only on loopback (DNS-rebinding guard)", r.Host))
 			return
 		}
 		if statuspage.IsPagePath(r.URL.Path) {
@@ -166,7 +166,7 @@ func (g *Handler) guardLocal(next http.Handler) http.Handler {
 		if why := g.CheckAuth(r.Header.Get("Authorization")); why != "" {
 			doors.RefuseAndClose(w) // no wait for a body that may never come
 			w.Header().Set("WWW-Authenticate", `Basic realm="Delta"`)
-			localRefusal(w, proto.Unauthorized, why)
+			localRefusal(w, localapi.Unauthorized, why)
 			return
 		}
 		if refuseMethod(w, r) {
@@ -184,15 +184,15 @@ func (g *Handler) CheckAuth(auth string) string {
 	return doors.CheckSecret(auth, g.cfg.Token, "the local token in "+g.cfg.StateDir+"/local-token")
 }
 
-func localError(w http.ResponseWriter, o proto.Outcome, detail string) {
-	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail})
+func localError(w http.ResponseWriter, o localapi.Outcome, detail string) {
+	proto.WriteError(w, o.Status(), localapi.ErrorBody{Error: string(o), Detail: detail})
 }
 
 // localRefusal is the local API's guard refusing a request before
 // anything of it went anywhere: its body says so in fields too ("sent":
 // false, "carried_out": false), as every answer about a request does.
-func localRefusal(w http.ResponseWriter, o proto.Outcome, cause string) {
-	proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: proto.NotSent(cause, "")}.With(proto.NothingSent))
+func localRefusal(w http.ResponseWriter, o localapi.Outcome, cause string) {
+	proto.WriteError(w, o.Status(), localapi.ErrorBody{Error: string(o), Detail: proto.NotSent(cause, "")}.With(localapi.NothingSent))
 }
 
 func (g *Handler) handlePeerRequest(w http.ResponseWriter, r *http.Request) {
@@ -222,15 +222,15 @@ func (g *Handler) ServeForward(w http.ResponseWriter, r *http.Request, sp forwar
 
 // carry sends the request r for target t (parsed, or refused with o and
 // detail) as a call, a session or a read.
-func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o proto.Outcome, detail string) {
+func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o localapi.Outcome, detail string) {
 	isCall, upgrade := proto.IsCall(r.Method), proto.OpensSession(r.Method, r.Header, r.ContentLength)
-	if n := proto.Repeated(r.Header, proto.HeaderRequestID, proto.HeaderTimeout, proto.HeaderRoute, proto.HeaderApp); n != "" && o == "" {
-		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
+	if n := proto.Repeated(r.Header, localapi.HeaderRequestID, localapi.HeaderTimeout, localapi.HeaderRoute, localapi.HeaderApp); n != "" && o == "" {
+		o, detail = localapi.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
 	}
 	if !isCall && !proto.ReadMayCarryBody(r.Method) && r.ContentLength != 0 && o == "" {
 		// A GET's or a HEAD's body would be dropped on the way: refused
 		// instead.
-		o, detail = proto.BadRequest, proto.NotSent(fmt.Sprintf("a %s carries no body, and this one has one; a request that sends something is a call (POST, PUT, PATCH, …)", r.Method), "")
+		o, detail = localapi.BadRequest, proto.NotSent(fmt.Sprintf("a %s carries no body, and this one has one; a request that sends something is a call (POST, PUT, PATCH, …)", r.Method), "")
 	}
 	if o != "" {
 		if isCall {
@@ -239,7 +239,7 @@ func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target,
 			g.cfg.Counters.Read(o)
 		}
 		doors.RefuseAndClose(w) // no body that may follow is read
-		proto.WriteError(w, o.Status(), proto.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer}.With(proto.NothingSent))
+		proto.WriteError(w, o.Status(), localapi.ErrorBody{Error: string(o), Detail: detail, Peer: t.Peer}.With(localapi.NothingSent))
 		return
 	}
 	if isCall && !upgrade {
@@ -247,8 +247,8 @@ func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target,
 		return
 	}
 	if !g.cfg.Router.Known(t.Peer) {
-		g.cfg.Counters.Read(proto.NotFound)
-		proto.WriteError(w, http.StatusNotFound, proto.ErrorBody{Error: string(proto.NotFound), Detail: proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(g.cfg.Router)), ""), Peer: t.Peer}.With(proto.NothingSent))
+		g.cfg.Counters.Read(localapi.NotFound)
+		proto.WriteError(w, http.StatusNotFound, localapi.ErrorBody{Error: string(localapi.NotFound), Detail: proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(g.cfg.Router)), ""), Peer: t.Peer}.With(localapi.NothingSent))
 		return
 	}
 	if upgrade {
@@ -261,18 +261,18 @@ func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target,
 // parseTarget reads /v1/peers/{peer}/{app}/{path...}: the names as they
 // spell (percent-escapes decoded, then checked), and the path after them
 // exactly as the app wrote it.
-func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
+func parseTarget(r *http.Request) (caller.Target, localapi.Outcome, string) {
 	var t caller.Target
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), localapi.PeersPath+"/")
 	if !ok {
-		return t, proto.BadRequest, proto.NotSent(fmt.Sprintf("the path %q is not /v1/peers/PEER/APP/PATH", r.URL.EscapedPath()), "")
+		return t, localapi.BadRequest, proto.NotSent(fmt.Sprintf("the path %q is not /v1/peers/PEER/APP/PATH", r.URL.EscapedPath()), "")
 	}
 	var err error
 	if t.Peer, rest, err = proto.SplitTarget(rest, "peer"); err != nil {
-		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
+		return t, localapi.BadRequest, proto.NotSent(err.Error(), "")
 	}
 	if t.App, rest, err = proto.SplitTarget(rest[1:], "app"); err != nil {
-		return t, proto.BadRequest, proto.NotSent(err.Error(), "")
+		return t, localapi.BadRequest, proto.NotSent(err.Error(), "")
 	}
 	t.PathQuery = rest
 	if r.URL.RawQuery != "" {
@@ -286,20 +286,20 @@ func parseTarget(r *http.Request) (caller.Target, proto.Outcome, string) {
 // parseOptions reads what an app may say of a request in Delta's headers
 // (X-Delta-Timeout, X-Delta-Route) into t, and checks t's path. A
 // timeout said replaces the one t has (a forward's own).
-func parseOptions(r *http.Request, t *caller.Target) (proto.Outcome, string) {
+func parseOptions(r *http.Request, t *caller.Target) (localapi.Outcome, string) {
 	var err error
-	if v := r.Header.Get(proto.HeaderTimeout); v != "" {
+	if v := r.Header.Get(localapi.HeaderTimeout); v != "" {
 		if t.Wait.Said, err = proto.ParseTimeout(v); err != nil {
-			return proto.BadRequest, proto.NotSent(err.Error(), "")
+			return localapi.BadRequest, proto.NotSent(err.Error(), "")
 		}
 	}
-	if v := r.Header.Get(proto.HeaderRoute); v != "" {
+	if v := r.Header.Get(localapi.HeaderRoute); v != "" {
 		if t.Pin, err = roads.Parse(v); err != nil {
-			return proto.BadRequest, proto.NotSent(fmt.Sprintf("X-Delta-Route %q is not one of %s", v, roadfacts.Names()), "")
+			return localapi.BadRequest, proto.NotSent(fmt.Sprintf("X-Delta-Route %q is not one of %s", v, roadfacts.Names()), "")
 		}
 	}
 	if strings.ContainsRune(t.PathQuery, 0) {
-		return proto.BadRequest, proto.NotSent("the path holds a NUL character", "")
+		return localapi.BadRequest, proto.NotSent("the path holds a NUL character", "")
 	}
 	return "", ""
 }
@@ -336,20 +336,20 @@ func (g *Handler) handleListCalls(w http.ResponseWriter, r *http.Request) {
 	case slices.Contains(record.CallStates, s):
 		f.State = s
 	default:
-		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not unsettled, dismissed or a call state (%s)", s, list(record.CallStates)))
+		localError(w, localapi.BadRequest, fmt.Sprintf("state %q is not unsettled, dismissed or a call state (%s)", s, list(record.CallStates)))
 		return
 	}
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 5000 {
-			localError(w, proto.BadRequest, fmt.Sprintf("limit %q is not a number from 1 to 5000", v))
+			localError(w, localapi.BadRequest, fmt.Sprintf("limit %q is not a number from 1 to 5000", v))
 			return
 		}
 		f.Limit = n
 	}
 	calls, err := g.cfg.DB.Calls(r.Context(), f)
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	out := []localapi.Call{}
@@ -365,7 +365,7 @@ func (g *Handler) handleGetCall(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("wait"); v != "" {
 		var err error
 		if wait, err = proto.ParseTimeout(v); err != nil {
-			localError(w, proto.BadRequest, "wait: "+strings.TrimPrefix(err.Error(), "X-Delta-Timeout "))
+			localError(w, localapi.BadRequest, "wait: "+strings.TrimPrefix(err.Error(), "X-Delta-Timeout "))
 			return
 		}
 	}
@@ -375,18 +375,18 @@ func (g *Handler) handleGetCall(w http.ResponseWriter, r *http.Request) {
 		changed := g.cfg.DB.Changed()
 		c, err := g.cfg.DB.Call(r.Context(), id)
 		if errors.Is(err, journal.ErrNotFound) {
-			localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
+			localError(w, localapi.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
 			return
 		}
 		if err != nil {
-			localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+			localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 			return
 		}
 		if c.State != record.Sending && c.State != record.Unknown || ctx.Err() != nil {
 			v := viewCall(c)
 			hist, err := g.cfg.DB.History(r.Context(), id)
 			if err != nil {
-				localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+				localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 				return
 			}
 			for _, e := range hist {
@@ -435,16 +435,16 @@ func (g *Handler) handleSettle(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("state %q is neither carried_out nor not_carried_out", body.State)
 	}
 	if err != nil {
-		localError(w, proto.BadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "note": "…"}: `+err.Error())
+		localError(w, localapi.BadRequest, `the body is not {"state": "carried_out" | "not_carried_out", "note": "…"}: `+err.Error())
 		return
 	}
 	if len(body.Note) > 1000 {
-		localError(w, proto.BadRequest, "the note is over 1,000 bytes")
+		localError(w, localapi.BadRequest, "the note is over 1,000 bytes")
 		return
 	}
 	c, err := g.cfg.Backend.Settle(r.Context(), r.PathValue("id"), record.CallState(body.State), body.Note)
 	if errors.Is(err, journal.ErrNotSettleable) {
-		localError(w, proto.Conflict, err.Error())
+		localError(w, localapi.Conflict, err.Error())
 		return
 	}
 	g.writeCallResult(w, r.PathValue("id"), c, err)
@@ -455,16 +455,16 @@ func (g *Handler) handleSettle(w http.ResponseWriter, r *http.Request) {
 func (g *Handler) handleReceipts(w http.ResponseWriter, r *http.Request) {
 	st := proto.ReceiptState(r.URL.Query().Get("state"))
 	if st != "" && !slices.Contains(proto.StoredReceiptStates, st) {
-		localError(w, proto.BadRequest, fmt.Sprintf("state %q is not a receipt state (%s)", st, list(proto.StoredReceiptStates)))
+		localError(w, localapi.BadRequest, fmt.Sprintf("state %q is not a receipt state (%s)", st, list(proto.StoredReceiptStates)))
 		return
 	}
 	recs, err := g.cfg.DB.RecentReceipts(r.Context(), g.cfg.Now().Add(-journal.ReceiptShown), st, 5000)
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	if err := g.cfg.DB.WithReceiptRequests(r.Context(), recs); err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	out := []localapi.Receipt{}
@@ -517,11 +517,11 @@ func (g *Handler) findReceipts(w http.ResponseWriter, r *http.Request) ([]*journ
 	id := r.PathValue("id")
 	recs, err := g.cfg.DB.FindReceipts(r.Context(), id)
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return nil, false
 	}
 	if len(recs) == 0 {
-		localError(w, proto.NotFound, fmt.Sprintf("this computer received no call %s (delta receipts lists those of the last 7 days)", id))
+		localError(w, localapi.NotFound, fmt.Sprintf("this computer received no call %s (delta receipts lists those of the last 7 days)", id))
 		return nil, false
 	}
 	return recs, true
@@ -540,17 +540,17 @@ func (g *Handler) handleCheckReceipt(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("the note is over %d bytes", proto.MaxSettleNote)
 	}
 	if err != nil {
-		localError(w, proto.BadRequest, `the body is not {"note": "…", "caller": "…"} (both may be left out): `+err.Error())
+		localError(w, localapi.BadRequest, `the body is not {"note": "…", "caller": "…"} (both may be left out): `+err.Error())
 		return
 	}
 	rc, err := g.cfg.Backend.CheckReceiptRecord(r.Context(), r.PathValue("id"), body.Caller, "the local API", body.Note)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
-		localError(w, proto.NotFound, err.Error())
+		localError(w, localapi.NotFound, err.Error())
 	case errors.Is(err, journal.ErrNotCheckable), errors.Is(err, journal.ErrCheckedAlready), errors.Is(err, desk.ErrAmbiguous):
-		localError(w, proto.Conflict, err.Error())
+		localError(w, localapi.Conflict, err.Error())
 	case err != nil:
-		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not write the journal: "+err.Error())
 	default:
 		proto.WriteJSON(w, http.StatusOK, receiptJSON(rc))
 	}
@@ -565,7 +565,7 @@ func (g *Handler) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.ContentLength != 0 {
 		if err := proto.DecodeObject(r.Body, 16<<10, &body); err != nil {
-			localError(w, proto.BadRequest, `the body is not {"caller": "…"} (it may be left out): `+err.Error())
+			localError(w, localapi.BadRequest, `the body is not {"caller": "…"} (it may be left out): `+err.Error())
 			return
 		}
 	}
@@ -581,16 +581,16 @@ func (g *Handler) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if node == "" {
-			localError(w, proto.NotFound, fmt.Sprintf("%s sent no call %s that this computer received", body.Caller, r.PathValue("id")))
+			localError(w, localapi.NotFound, fmt.Sprintf("%s sent no call %s that this computer received", body.Caller, r.PathValue("id")))
 			return
 		}
 	}
 	if err := g.cfg.DB.ForgetReceived(r.Context(), node, r.PathValue("id")); err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
-			localError(w, proto.NotFound, fmt.Sprintf("nothing is kept of what received call %s carried", r.PathValue("id")))
+			localError(w, localapi.NotFound, fmt.Sprintf("nothing is kept of what received call %s carried", r.PathValue("id")))
 			return
 		}
-		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
 	g.cfg.Log.Info("what a received call carried was forgotten at a person's request", "request_id", r.PathValue("id"))
@@ -601,11 +601,11 @@ func (g *Handler) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 func (g *Handler) writeCallResult(w http.ResponseWriter, id string, c *record.Call, err error) {
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
-		localError(w, proto.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
+		localError(w, localapi.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
 	case errors.Is(err, desk.ErrNotUnsettled):
-		localError(w, proto.Conflict, err.Error())
+		localError(w, localapi.Conflict, err.Error())
 	case err != nil:
-		localError(w, proto.Unavailable, "could not use the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not use the journal: "+err.Error())
 	default:
 		proto.WriteJSON(w, http.StatusOK, viewCall(c))
 	}
@@ -614,7 +614,7 @@ func (g *Handler) writeCallResult(w http.ResponseWriter, id string, c *record.Ca
 func (g *Handler) handleListApps(w http.ResponseWriter, r *http.Request) {
 	apps, err := g.cfg.DB.Apps(r.Context())
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	out := []localapi.App{}
@@ -627,17 +627,17 @@ func (g *Handler) handleListApps(w http.ResponseWriter, r *http.Request) {
 func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("app")
 	if err := proto.CheckName("app", name); err != nil {
-		localError(w, proto.BadRequest, err.Error())
+		localError(w, localapi.BadRequest, err.Error())
 		return
 	}
 	var body localapi.AppRequest
 	if err := proto.DecodeObject(r.Body, 64<<10, &body); err != nil {
-		localError(w, proto.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"} (and, if it likes, "timeout": SECONDS or "none"): `+err.Error())
+		localError(w, localapi.BadRequest, `the body is not {"url": "http://127.0.0.1:PORT"} (and, if it likes, "timeout": SECONDS or "none"): `+err.Error())
 		return
 	}
 	timeout, err := proto.ParseLimit(body.Timeout)
 	if err != nil {
-		localError(w, proto.BadRequest, "the app's "+err.Error())
+		localError(w, localapi.BadRequest, "the app's "+err.Error())
 		return
 	}
 	u, err := checkAppURL(body.URL)
@@ -645,23 +645,23 @@ func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 		err = g.notOwnDoor(u)
 	}
 	if err != nil {
-		localError(w, proto.BadRequest, err.Error())
+		localError(w, localapi.BadRequest, err.Error())
 		return
 	}
 	apps, err := g.cfg.DB.Apps(r.Context())
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	for _, a := range apps {
 		if a.Name != name && strings.EqualFold(a.Name, name) {
-			localError(w, proto.BadRequest, fmt.Sprintf("app name %q differs only in case from the registered app %q; a person could not tell them apart (remove %q first)", name, a.Name, a.Name))
+			localError(w, localapi.BadRequest, fmt.Sprintf("app name %q differs only in case from the registered app %q; a person could not tell them apart (remove %q first)", name, a.Name, a.Name))
 			return
 		}
 	}
 	a, err := g.cfg.DB.PutApp(r.Context(), name, u, timeout)
 	if err != nil {
-		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
 	g.cfg.Log.Info("app registered", "app", name, "url", a.URL, "timeout", proto.FormatLimit(a.Timeout))
@@ -717,11 +717,11 @@ func (g *Handler) notOwnDoor(appURL string) error {
 func (g *Handler) handleGetApp(w http.ResponseWriter, r *http.Request) {
 	a, err := g.cfg.DB.App(r.Context(), r.PathValue("app"))
 	if errors.Is(err, journal.ErrNotFound) {
-		localError(w, proto.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
+		localError(w, localapi.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
 		return
 	}
 	if err != nil {
-		localError(w, proto.Unavailable, "could not read the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
 	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
@@ -730,11 +730,11 @@ func (g *Handler) handleGetApp(w http.ResponseWriter, r *http.Request) {
 func (g *Handler) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
 	err := g.cfg.DB.DeleteApp(r.Context(), r.PathValue("app"))
 	if errors.Is(err, journal.ErrNotFound) {
-		localError(w, proto.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
+		localError(w, localapi.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
 		return
 	}
 	if err != nil {
-		localError(w, proto.Unavailable, "could not write the journal: "+err.Error())
+		localError(w, localapi.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -754,24 +754,24 @@ func (g *Handler) handlePutForward(w http.ResponseWriter, r *http.Request) {
 	var body localapi.ForwardRequest
 	if r.ContentLength != 0 {
 		if err := proto.DecodeObject(r.Body, 16<<10, &body); err != nil {
-			localError(w, proto.BadRequest, `the body is not {"listen": "127.0.0.1:PORT", "token": false, "timeout": SECONDS} (each may be left out): `+err.Error())
+			localError(w, localapi.BadRequest, `the body is not {"listen": "127.0.0.1:PORT", "token": false, "timeout": SECONDS} (each may be left out): `+err.Error())
 			return
 		}
 	}
 	if err := proto.CheckName("peer", peer); err != nil {
-		localError(w, proto.BadRequest, err.Error())
+		localError(w, localapi.BadRequest, err.Error())
 		return
 	}
 	if !g.cfg.Router.Known(peer) {
-		localError(w, proto.NotFound, roads.UnknownPeer(peer, roads.PeerNames(g.cfg.Router)))
+		localError(w, localapi.NotFound, roads.UnknownPeer(peer, roads.PeerNames(g.cfg.Router)))
 		return
 	}
 	f, err := g.forwards.Add(peer, app, body)
 	switch {
 	case errors.Is(err, forward.ErrInvalid):
-		localError(w, proto.BadRequest, err.Error())
+		localError(w, localapi.BadRequest, err.Error())
 	case err != nil:
-		localError(w, proto.Unavailable, err.Error())
+		localError(w, localapi.Unavailable, err.Error())
 	default:
 		f.Warning = g.appMissing(r.Context(), peer, app)
 		proto.WriteJSON(w, http.StatusOK, f)
@@ -800,9 +800,9 @@ func (g *Handler) handleDeleteForward(w http.ResponseWriter, r *http.Request) {
 	err := g.forwards.Remove(r.PathValue("peer"), r.PathValue("app"))
 	switch {
 	case errors.Is(err, forward.ErrNotFound):
-		localError(w, proto.NotFound, err.Error())
+		localError(w, localapi.NotFound, err.Error())
 	case err != nil:
-		localError(w, proto.Unavailable, err.Error())
+		localError(w, localapi.Unavailable, err.Error())
 	default:
 		w.WriteHeader(http.StatusNoContent)
 	}
@@ -813,10 +813,10 @@ var nonceRe = regexp.MustCompile(`^[0-9a-f]{32,128}$`)
 func (g *Handler) handleProof(w http.ResponseWriter, r *http.Request) {
 	nonce := r.URL.Query().Get("nonce")
 	if r.Method != http.MethodGet || !nonceRe.MatchString(nonce) {
-		localError(w, proto.BadRequest, "a proof is GET "+localapi.ProofPath+"?nonce=<32 to 128 hex digits>")
+		localError(w, localapi.BadRequest, "a proof is GET "+localapi.ProofPath+"?nonce=<32 to 128 hex digits>")
 		return
 	}
-	w.Header().Set(proto.HeaderOutcome, string(proto.Answered))
+	w.Header().Set(localapi.HeaderOutcome, string(localapi.Answered))
 	proto.WriteJSON(w, http.StatusOK, map[string]string{"proof": localapi.Proof(g.cfg.Token, nonce)})
 }
 

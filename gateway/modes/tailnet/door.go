@@ -143,7 +143,7 @@ func (n *Node) handleTicket(w http.ResponseWriter, r *http.Request) {
 	caller := owner.VisitorFrom(r)
 	var req ticketRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<10)).Decode(&req); err != nil || !pinRe.MatchString(req.Pin) || req.Scope != "" && req.Scope != ticket.ScopeRead {
-		proto.WriteError(w, http.StatusBadRequest, proto.ErrorBody{Error: string(proto.PeerBadRequest), Detail: `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}, with "scope": "read" for a read ticket`})
+		proto.WriteError(w, http.StatusBadRequest, localapi.ErrorBody{Error: string(proto.PeerBadRequest), Detail: `the body must be {"pin": "<64 hex digits: the SHA-256 of your TLS client certificate>"}, with "scope": "read" for a read ticket`})
 		return
 	}
 	exp := time.Now().Add(ticket.Lifetime)

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/net/h1server"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
@@ -103,7 +104,7 @@ func Server(h http.Handler, errLog *log.Logger, l Limits) *h1server.Server {
 		busy := l.Busy
 		if busy == nil {
 			busy = func(w http.ResponseWriter) {
-				proto.WriteError(w, http.StatusServiceUnavailable, proto.ErrorBody{Error: string(proto.PeerBusy), Detail: proto.NotCarriedOut(fmt.Sprintf("this door holds %d connections from one source at once, and this one is over", l.PerSource))}.With(proto.NotCarried))
+				proto.WriteError(w, http.StatusServiceUnavailable, localapi.ErrorBody{Error: string(proto.PeerBusy), Detail: proto.NotCarriedOut(fmt.Sprintf("this door holds %d connections from one source at once, and this one is over", l.PerSource))}.With(localapi.NotCarried))
 			}
 		}
 		srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package doors
 import (
 	"bufio"
 	"fmt"
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/carry/relay"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 	"io"
@@ -124,7 +125,7 @@ func TestPerSourceCap(t *testing.T) {
 	c4 := dial()
 	c4.SetDeadline(time.Now().Add(10 * time.Second))
 	c4.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
-	if resp, err := http.ReadResponse(bufio.NewReader(c4), nil); err != nil || resp.StatusCode != 503 || resp.Header.Get(proto.HeaderOutcome) != string(proto.PeerBusy) {
+	if resp, err := http.ReadResponse(bufio.NewReader(c4), nil); err != nil || resp.StatusCode != 503 || resp.Header.Get(localapi.HeaderOutcome) != string(proto.PeerBusy) {
 		t.Errorf("a connection over the cap: %v %v, want 503 %s", resp, err, proto.PeerBusy)
 	}
 	if got := <-refused; !strings.HasPrefix(got, "127.0.0.1:") {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 	"github.com/delta-roads/delta/gateway/wire/record"
 )
@@ -63,7 +64,7 @@ func BenchmarkCallWrites(b *testing.B) {
 				if _, err := owner.FinishReceipt(ctx, "n1", id, proto.ReceiptAnswered, ans); err != nil {
 					return fmt.Errorf("answer: %w", err)
 				}
-				if moved, _, err := caller.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: string(proto.Answered), Answer: ans}); err != nil || !moved {
+				if moved, _, err := caller.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: string(localapi.Answered), Answer: ans}); err != nil || !moved {
 					return fmt.Errorf("outcome: %v, %w", moved, err)
 				}
 				return nil

@@ -1,7 +1,6 @@
 package proto
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -71,21 +70,6 @@ func TestSplitTarget(t *testing.T) {
 		name, rest, err := SplitTarget(tc.in, "peer")
 		if name != tc.name || rest != tc.rest || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
 			t.Errorf("%q: %q %q %v", tc.in, name, rest, err)
-		}
-	}
-}
-
-// The guarantee crosses the wire as fields, and reads back as written.
-func TestGuaranteeFields(t *testing.T) {
-	for _, g := range []Guarantee{NoGuarantee, NotCarried, NothingSent} {
-		b, _ := json.Marshal(ErrorBody{Error: "x", Detail: "y"}.With(g))
-		var back ErrorBody
-		json.Unmarshal(b, &back)
-		if back.Guarantee() != g {
-			t.Errorf("%d: %s reads back as %d", g, b, back.Guarantee())
-		}
-		if g == NothingSent && !strings.Contains(string(b), `"sent":false`) || g != NoGuarantee && !strings.Contains(string(b), `"carried_out":false`) {
-			t.Errorf("%d: %s", g, b)
 		}
 	}
 }

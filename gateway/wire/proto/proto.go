@@ -19,52 +19,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/delta-roads/delta/api/localapi"
 )
-
-// Outcome is what the local API tells an app happened (DESIGN §2).
-type Outcome string
-
-// The outcomes of the local API.
-const (
-	Answered     Outcome = "answered"
-	Stale        Outcome = "stale"
-	BadRequest   Outcome = "bad_request"
-	Unauthorized Outcome = "unauthorized"
-	NotFound     Outcome = "not_found"
-	Conflict     Outcome = "conflict"
-	Forbidden    Outcome = "forbidden"
-	Unavailable  Outcome = "unavailable"
-	Timeout      Outcome = "timeout"
-	Unknown      Outcome = "outcome_unknown"
-	// AppError is a read's when the owner app broke its answer before its
-	// head (closed, reset, or not HTTP): the app's fault, not the road's
-	// (DESIGN §2b).
-	AppError Outcome = "app_error"
-)
-
-// Status is the HTTP status Delta uses for an outcome it makes itself.
-// Answered and Stale carry the owner's status instead; for them it is 200.
-func (o Outcome) Status() int {
-	switch o {
-	case BadRequest:
-		return http.StatusBadRequest
-	case Unauthorized:
-		return http.StatusUnauthorized
-	case NotFound:
-		return http.StatusNotFound
-	case Conflict:
-		return http.StatusConflict
-	case Forbidden:
-		return http.StatusForbidden
-	case Unavailable:
-		return http.StatusServiceUnavailable
-	case Timeout:
-		return http.StatusGatewayTimeout
-	case Unknown, AppError:
-		return http.StatusBadGateway
-	}
-	return http.StatusOK
-}
 
 // PeerError names a reply the owner's Delta makes itself on the peer API.
 // It travels in X-Delta-Outcome and in the JSON body's "error".
@@ -96,23 +53,10 @@ const (
 	PeerBodyCut       PeerError = "body_cut"          // 400: the call's body did not arrive whole; it was not forwarded
 )
 
-// Headers of the local and peer APIs.
+// Headers only the two Deltas speak to each other (the ones an app sees
+// are localapi's).
 const (
-	HeaderOutcome       = "X-Delta-Outcome"
-	HeaderRoute         = "X-Delta-Route"
-	HeaderRequestID     = "X-Delta-Request-Id"
-	HeaderTimeout       = "X-Delta-Timeout"
-	HeaderApp           = "X-Delta-App"
-	HeaderReplayed      = "X-Delta-Replayed"
-	HeaderStale         = "X-Delta-Stale"
-	HeaderCaller        = "X-Delta-Caller"
-	HeaderSecret        = "X-Delta-Forward-Secret"
-	HeaderDigest        = "X-Delta-Digest"
-	HeaderAnswerOmitted = "X-Delta-Answer-Omitted"
-	// HeaderJournal is "behind" on an outcome the journal holds in memory
-	// because it could not write it (a full disk): the same outcome is
-	// told to every repeat, and written when space frees.
-	HeaderJournal = "X-Delta-Journal"
+	HeaderDigest = "X-Delta-Digest"
 	// HeaderBodyLength is the size of a call's body that streams between
 	// the Deltas (chunked, with HeaderBodyPassed as its trailer), when the
 	// app gave one: the owner refuses a body it has no room for before it
@@ -342,10 +286,10 @@ type Wait struct {
 // else X-Delta-Timeout-Default.
 func (w Wait) Set(h http.Header) {
 	if w.Said > 0 {
-		h.Set(HeaderTimeout, FormatTimeout(w.Said))
+		h.Set(localapi.HeaderTimeout, FormatTimeout(w.Said))
 		return
 	}
-	h.Del(HeaderTimeout)
+	h.Del(localapi.HeaderTimeout)
 	if w.Else > 0 {
 		h.Set(HeaderTimeoutDefault, FormatTimeout(w.Else))
 	} else {
@@ -358,7 +302,7 @@ func (w Wait) Set(h http.Header) {
 func ParseWait(h http.Header) (Wait, error) {
 	var w Wait
 	var err error
-	if v := h.Get(HeaderTimeout); v != "" {
+	if v := h.Get(localapi.HeaderTimeout); v != "" {
 		w.Said, err = ParseTimeout(v)
 		return w, err
 	}
@@ -581,73 +525,18 @@ func IsDigest(s string) bool {
 	return true
 }
 
-// ErrorBody is the JSON body of every answer Delta makes itself.
-type ErrorBody struct {
-	Error     string `json:"error"`
-	Detail    string `json:"detail"`
-	RequestID string `json:"request_id,omitempty"`
-	Peer      string `json:"peer,omitempty"`
-	Road      string `json:"road,omitempty"`
-	// Sent is false when nothing of the request left this computer; the
-	// field is absent when it may have (DESIGN §2).
-	Sent *bool `json:"sent,omitempty"`
-	// CarriedOut is false when the request was certainly not carried
-	// out: nothing was sent, or the owner proved its app did not act.
-	// Absent when that is not known.
-	CarriedOut *bool `json:"carried_out,omitempty"`
-}
-
-// Guarantee is what Delta can promise of a request that got no answer
-// from an app: the guarantee an ErrorBody carries as fields, so that no
-// reader parses it back from a sentence.
-type Guarantee int
-
-const (
-	// NoGuarantee: it may or may not have been carried out.
-	NoGuarantee Guarantee = iota
-	// NotCarried: it reached the owner, whose Delta proved the app did not
-	// act (carried_out: false).
-	NotCarried
-	// NothingSent: no byte of it left this computer (sent: false and
-	// carried_out: false).
-	NothingSent
-)
-
-// With returns b carrying g.
-func (b ErrorBody) With(g Guarantee) ErrorBody {
-	no := false
-	switch g {
-	case NothingSent:
-		b.Sent, b.CarriedOut = &no, &no
-	case NotCarried:
-		b.CarriedOut = &no
-	}
-	return b
-}
-
-// Guarantee is what b promises.
-func (b ErrorBody) Guarantee() Guarantee {
-	switch {
-	case b.Sent != nil && !*b.Sent:
-		return NothingSent
-	case b.CarriedOut != nil && !*b.CarriedOut:
-		return NotCarried
-	}
-	return NoGuarantee
-}
-
 // WriteError writes one of Delta's own answers: status, X-Delta-Outcome
 // (the value of b.Error) and the JSON body.
-func WriteError(w http.ResponseWriter, status int, b ErrorBody) {
+func WriteError(w http.ResponseWriter, status int, b localapi.ErrorBody) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	h.Set(HeaderOutcome, b.Error)
+	h.Set(localapi.HeaderOutcome, b.Error)
 	if b.RequestID != "" {
-		h.Set(HeaderRequestID, b.RequestID)
+		h.Set(localapi.HeaderRequestID, b.RequestID)
 	}
 	if b.Road != "" {
-		h.Set(HeaderRoute, b.Road)
+		h.Set(localapi.HeaderRoute, b.Road)
 	}
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(b)
@@ -839,7 +728,7 @@ const MaxAppName = 64
 // "python-requests"), which is all a client given only a forward's URL
 // says of itself; "" when it says neither.
 func CallerApp(h http.Header) string {
-	if v := h.Get(HeaderApp); v != "" {
+	if v := h.Get(localapi.HeaderApp); v != "" {
 		return AppName(v)
 	}
 	product, _, _ := strings.Cut(strings.TrimSpace(h.Get("User-Agent")), " ")

@@ -1,6 +1,8 @@
 package proto
 
 import (
+	"github.com/delta-roads/delta/api/localapi"
+
 	"net/http"
 	"strings"
 	"testing"
@@ -80,13 +82,13 @@ func TestStripHop(t *testing.T) {
 
 func TestRepeated(t *testing.T) {
 	h := http.Header{}
-	h.Add(HeaderRequestID, "a")
-	h.Add(HeaderTimeout, "1")
-	h.Add(HeaderTimeout, "30")
-	if got := Repeated(h, HeaderRequestID, HeaderTimeout); got != HeaderTimeout {
-		t.Errorf("Repeated = %q, want %q", got, HeaderTimeout)
+	h.Add(localapi.HeaderRequestID, "a")
+	h.Add(localapi.HeaderTimeout, "1")
+	h.Add(localapi.HeaderTimeout, "30")
+	if got := Repeated(h, localapi.HeaderRequestID, localapi.HeaderTimeout); got != localapi.HeaderTimeout {
+		t.Errorf("Repeated = %q, want %q", got, localapi.HeaderTimeout)
 	}
-	if got := Repeated(h, HeaderRequestID, HeaderApp); got != "" {
+	if got := Repeated(h, localapi.HeaderRequestID, localapi.HeaderApp); got != "" {
 		t.Errorf("Repeated = %q, want none", got)
 	}
 }

@@ -8,33 +8,33 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/delta-roads/delta/api/localapi"
 )
 
 // ErrNotFound is returned (wrapped) for a call, receipt or app that is not
 // in the journal.
 var ErrNotFound = errors.New("not found")
 
-// CallState is the state of a call in the caller's journal (DESIGN §4).
-type CallState string
+// CallState is the state of a call in the caller's journal (DESIGN §4):
+// the local API's word for it (localapi.CallState), named here as the
+// journal speaks it.
+type CallState = localapi.CallState
 
 // The caller's call states: sending → answered | unavailable | unknown;
 // unknown → carried_out | not_carried_out | needs_person.
 const (
-	Sending       CallState = "sending"
-	Answered      CallState = "answered"
-	Unavailable   CallState = "unavailable"
-	Unknown       CallState = "unknown"
-	CarriedOut    CallState = "carried_out"
-	NotCarriedOut CallState = "not_carried_out"
-	NeedsPerson   CallState = "needs_person"
+	Sending       = localapi.CallSending
+	Answered      = localapi.CallAnswered
+	Unavailable   = localapi.CallUnavailable
+	Unknown       = localapi.CallUnknown
+	CarriedOut    = localapi.CallCarriedOut
+	NotCarriedOut = localapi.CallNotCarriedOut
+	NeedsPerson   = localapi.CallNeedsPerson
 )
 
 // CallStates are the call states, in the order a call meets them.
 var CallStates = []CallState{Sending, Answered, Unavailable, Unknown, CarriedOut, NotCarriedOut, NeedsPerson}
-
-// Unsettled reports whether a call in state s waits for reconciliation or a
-// person.
-func (s CallState) Unsettled() bool { return s == Unknown || s == NeedsPerson }
 
 // Call is one call in the caller's journal.
 type Call struct {

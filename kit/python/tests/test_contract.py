@@ -9,14 +9,16 @@ import inspect
 import io
 import json
 import os
+import re
 import unittest
 
 import delta_kit
-from delta_kit import client, outcome_type
+from delta_kit import client, outcome_type, wire
 from delta_kit.errors import DeltaError
 
 TABLE = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "outcomes.json")
 OPERATIONS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "operations.json")
+PATHS = os.path.join(os.path.dirname(__file__), "..", "..", "contract", "paths.json")
 
 
 class _Sock:
@@ -109,6 +111,32 @@ class OperationsTest(unittest.TestCase):
                 for cls in (delta_kit.Answer, delta_kit.StoredAnswer):
                     self.assertTrue(hasattr(cls, names["python"]) or names["python"] in cls.__dataclass_fields__,
                                     f"answer field {f}: {cls.__name__} has no {names['python']}")
+
+
+class PathsTest(unittest.TestCase):
+    def test_paths(self) -> None:
+        """The kit's one table of the local API's paths, actions and
+        headers is kit/contract/paths.json's, and no other /v1/ path is
+        spelled in its sources."""
+        with open(PATHS) as f:
+            table = json.load(f)
+        self.assertEqual(wire.PATHS, table["paths"])
+        self.assertEqual(list(wire.ACTIONS), table["actions"])
+        spelled = {wire.OUTCOME, wire.REQUEST_ID, wire.TIMEOUT, wire.ROUTE, wire.APP, wire.REPLAYED, wire.STALE,
+                   wire.CALLER, wire.SECRET}
+        self.assertLessEqual(spelled, set(table["headers"].values()))
+        self.assertEqual(wire.path("call_action", id="r 1/x", action="ask"), "/v1/calls/r%201%2Fx/ask")
+        with self.assertRaisesRegex(ValueError, "needs more"):
+            wire.path("forward", peer="studio")
+        src = os.path.dirname(delta_kit.__file__)
+        for name in sorted(os.listdir(src)):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(src, name)) as f:
+                text = f.read()
+            for m in re.finditer(r"""[f]?["'](/v1/[^"']*)["']""", text):
+                self.assertTrue(name == "wire.py" and m.group(1) in table["paths"].values(),
+                                f"{name} spells the local API path {m.group(1)!r}: wire.path() does")
 
 
 if __name__ == "__main__":

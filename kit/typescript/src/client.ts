@@ -511,7 +511,7 @@ export class Client {
     for (;;) {
       let wait = 600;
       if (deadline !== undefined) wait = Math.min(wait, Math.max(Math.ceil((deadline - Date.now()) / 1000), 1));
-      const rec = await this.record("GET", `/v1/calls/${q(requestId)}?wait=${wait}`);
+      const rec = await this.record("GET", wire.path("call", { id: requestId }) + `?wait=${wait}`);
       if (!rec.waiting) return rec;
       if (deadline !== undefined && Date.now() >= deadline) {
         throw Object.assign(new Error(`call ${requestId} is still ${rec.state} after ${opts.timeoutMs} ms: ${rec.detail}`), { code: "ETIMEDOUT" });
@@ -523,29 +523,29 @@ export class Client {
 
   /** Call requestId's record, with its attempts and history. */
   callRecord(requestId: string): Promise<CallRecord> {
-    return this.record("GET", `/v1/calls/${q(requestId)}`);
+    return this.record("GET", wire.path("call", { id: requestId }));
   }
 
   /** The calls this computer made, newest first: state "" for all,
    * "unsettled", "dismissed", or a call state. */
   async calls(state = ""): Promise<CallRecord[]> {
-    const v = await this.api("GET", "/v1/calls" + (state ? "?state=" + q(state) : ""));
+    const v = await this.api("GET", wire.path("calls") + (state ? "?state=" + q(state) : ""));
     return ((v.calls as Record<string, unknown>[] | undefined) ?? []).map((c) => CallRecord.fromJSON(c));
   }
 
   /** Makes Delta ask the owner about an unsettled call now. */
   ask(requestId: string): Promise<CallRecord> {
-    return this.record("POST", `/v1/calls/${q(requestId)}/ask`);
+    return this.record("POST", wire.path("call_action", { id: requestId, action: "ask" }));
   }
 
   /** Sets an unsettled call aside: hidden from the menu, still asked about. */
   dismiss(requestId: string): Promise<CallRecord> {
-    return this.record("POST", `/v1/calls/${q(requestId)}/dismiss`);
+    return this.record("POST", wire.path("call_action", { id: requestId, action: "dismiss" }));
   }
 
   /** Drops what a call sent (its kept headers and body); its record stays. */
   forget(requestId: string): Promise<CallRecord> {
-    return this.record("POST", `/v1/calls/${q(requestId)}/forget`);
+    return this.record("POST", wire.path("call_action", { id: requestId, action: "forget" }));
   }
 
   /** Records a person's settlement of an unknown or needs_person call, with
@@ -554,35 +554,35 @@ export class Client {
     if (state !== "carried_out" && state !== "not_carried_out") {
       throw new BadInput(`state ${JSON.stringify(state)} is not carried_out or not_carried_out; nothing was sent`);
     }
-    return this.record("POST", `/v1/calls/${q(requestId)}/settle`, { state, note });
+    return this.record("POST", wire.path("call_action", { id: requestId, action: "settle" }), { state, note });
   }
 
   /** What this computer's apps received in the last 7 days. */
   async receipts(state = ""): Promise<Record<string, unknown>[]> {
-    const v = await this.api("GET", "/v1/receipts" + (state ? "?state=" + q(state) : ""));
+    const v = await this.api("GET", wire.path("receipts") + (state ? "?state=" + q(state) : ""));
     return (v.receipts as Record<string, unknown>[] | undefined) ?? [];
   }
 
   /** This computer's Delta's status (GET /v1/status). */
   status(): Promise<Record<string, unknown>> {
-    return this.api("GET", "/v1/status");
+    return this.api("GET", wire.path("status"));
   }
 
   /** Registers (or re-points) the owner app name at url
    * ("http://127.0.0.1:PORT"); the answer's `secret` is the forward secret
    * the app checks ({@link ownerHandler}). */
   registerApp(name: string, url: string): Promise<Record<string, unknown> & { secret: string }> {
-    return this.api("PUT", `/v1/apps/${q(name)}`, { url }) as Promise<Record<string, unknown> & { secret: string }>;
+    return this.api("PUT", wire.path("app", { name }), { url }) as Promise<Record<string, unknown> & { secret: string }>;
   }
 
   /** The registered owner apps. */
   async apps(): Promise<Record<string, unknown>[]> {
-    return ((await this.api("GET", "/v1/apps")).apps as Record<string, unknown>[] | undefined) ?? [];
+    return ((await this.api("GET", wire.path("apps"))).apps as Record<string, unknown>[] | undefined) ?? [];
   }
 
   /** Unregisters an owner app. */
   async removeApp(name: string): Promise<void> {
-    await this.api("DELETE", `/v1/apps/${q(name)}`);
+    await this.api("DELETE", wire.path("app", { name }));
   }
 
   /** Opens (or changes) this computer's forward to app on peer: a loopback
@@ -594,17 +594,17 @@ export class Client {
     const body: Record<string, unknown> = {};
     if (opts.listen) body.listen = opts.listen;
     if (opts.token) body.token = true;
-    return this.api("PUT", `/v1/forwards/${q(peer)}/${q(app)}`, body);
+    return this.api("PUT", wire.path("forward", { peer, app }), body);
   }
 
   /** This computer's forwards. */
   async forwards(): Promise<Record<string, unknown>[]> {
-    return ((await this.api("GET", "/v1/forwards")).forwards as Record<string, unknown>[] | undefined) ?? [];
+    return ((await this.api("GET", wire.path("forwards"))).forwards as Record<string, unknown>[] | undefined) ?? [];
   }
 
   /** Closes and forgets the forward to app on peer. */
   async removeForward(peer: string, app: string): Promise<void> {
-    await this.api("DELETE", `/v1/forwards/${q(peer)}/${q(app)}`);
+    await this.api("DELETE", wire.path("forward", { peer, app }));
   }
 
   private async record(method: string, path: string, body?: unknown): Promise<CallRecord> {
@@ -661,7 +661,7 @@ function q(s: string): string {
 
 function peerPath(peer: string, app: string, path: string): string {
   if (!path.startsWith("/")) path = "/" + path;
-  return `/v1/peers/${q(peer)}/${q(app)}${path}`;
+  return wire.path("peer", { peer, app }) + path;
 }
 
 function isAsyncIterable(v: unknown): v is AsyncIterable<Uint8Array> {

@@ -17,7 +17,42 @@ import { BadInput, Conflict, DeltaError, NotCarriedOut, NotDelta, NothingSent, O
 export const LOCAL_JSON = "local.json";
 export const TOKEN_FILE = "local-token";
 export const DIRECT_FILE = "direct.json";
-export const PROOF_PATH = "/v1/proof";
+
+/**
+ * The local API's paths (kit/contract/paths.json, held to it by the
+ * contract test): the one place this kit spells them. `path` fills one in.
+ */
+export const PATHS = {
+  peer: "/v1/peers/{peer}/{app}",
+  calls: "/v1/calls",
+  call: "/v1/calls/{id}",
+  call_action: "/v1/calls/{id}/{action}",
+  receipts: "/v1/receipts",
+  receipt: "/v1/receipts/{id}",
+  receipt_action: "/v1/receipts/{id}/{action}",
+  apps: "/v1/apps",
+  app: "/v1/apps/{name}",
+  forwards: "/v1/forwards",
+  forward: "/v1/forwards/{peer}/{app}",
+  status: "/v1/status",
+  proof: "/v1/proof",
+  login_link: "/v1/login-link",
+  ping: "/v1/ping/{peer}",
+  metrics: "/metrics",
+} as const;
+
+/** The actions on a call or a receipt (POST PATHS.call_action). */
+export const ACTIONS = ["ask", "dismiss", "settle", "forget", "check"] as const;
+
+export const PROOF_PATH = PATHS.proof;
+
+/** The local API's path called `name`, each parameter escaped as one path segment. */
+export function path(name: keyof typeof PATHS, params: Record<string, string> = {}): string {
+  let p: string = PATHS[name];
+  for (const [k, v] of Object.entries(params)) p = p.replace(`{${k}}`, encodeURIComponent(v));
+  if (p.includes("{")) throw new Error(`the local API's path ${name} (${PATHS[name]}) needs more than ${Object.keys(params).sort().join(", ")}`);
+  return p;
+}
 
 /** Headers of Delta's local API (docs/protocol.md). */
 export const H = {

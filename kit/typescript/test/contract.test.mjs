@@ -7,7 +7,7 @@
 // results, from its source by the TypeScript compiler).
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { get } from "node:http";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
@@ -19,10 +19,12 @@ import ts from "typescript";
 import { answerOf } from "../dist/client.js";
 import * as kit from "../dist/index.js";
 import { DeltaError, outcomeType } from "../dist/index.js";
+import * as wire from "../dist/wire.js";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const TABLE = join(HERE, "..", "..", "contract", "outcomes.json");
 const OPERATIONS = join(HERE, "..", "..", "contract", "operations.json");
+const PATHS = join(HERE, "..", "..", "contract", "paths.json");
 const ops = JSON.parse(readFileSync(OPERATIONS, "utf8"));
 
 function raw(c) {
@@ -124,5 +126,27 @@ test("the operations table", () => {
   for (const [kind, names] of Object.entries(ops.outcomes)) {
     if (kind === "answer") continue; // an interface: the contract table's answers hold its fields
     assert.equal(typeof kit[names.typescript], "function", `outcome ${kind}: no ${names.typescript}`);
+  }
+});
+
+// The kit's one table of the local API's paths, actions and headers is
+// kit/contract/paths.json's, and no other /v1/ path is spelled in its
+// sources.
+test("the paths table", () => {
+  const table = JSON.parse(readFileSync(PATHS, "utf8"));
+  assert.deepEqual({ ...wire.PATHS }, table.paths);
+  assert.deepEqual([...wire.ACTIONS], table.actions);
+  const contractHeaders = new Set(Object.values(table.headers).map((h) => h.toLowerCase()));
+  for (const [k, h] of Object.entries(wire.H)) {
+    if (k !== "direct") assert.ok(contractHeaders.has(h), `wire.H.${k} (${h}) is not a header of contract/paths.json`);
+  }
+  assert.equal(wire.path("call_action", { id: "r 1/x", action: "ask" }), "/v1/calls/r%201%2Fx/ask");
+  assert.throws(() => wire.path("forward", { peer: "studio" }), /needs more/);
+  const src = join(HERE, "..", "src");
+  for (const name of readdirSync(src).filter((n) => n.endsWith(".ts")).sort()) {
+    const text = readFileSync(join(src, name), "utf8");
+    for (const m of text.matchAll(/["'`](\/v1\/[^"'`]*)["'`]/g)) {
+      assert.ok(name === "wire.ts" && Object.values(table.paths).includes(m[1]), `${name} spells the local API path ${m[1]}: wire.path() does`);
+    }
   }
 });

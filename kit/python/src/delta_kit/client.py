@@ -436,7 +436,7 @@ class Client:
             wait = 600.0
             if deadline is not None:
                 wait = min(wait, max(deadline - time.monotonic(), 1.0))
-            rec = self._record("GET", f"/v1/calls/{_q(request_id)}?wait={wait:.0f}")
+            rec = self._record("GET", wire.path("call", id=request_id) + f"?wait={wait:.0f}")
             if not rec.waiting:
                 return rec
             if deadline is not None and time.monotonic() >= deadline:
@@ -446,25 +446,25 @@ class Client:
 
     def call_record(self, request_id: str) -> wire.CallRecord:
         """Call request_id's record, with its attempts and history."""
-        return self._record("GET", f"/v1/calls/{_q(request_id)}")
+        return self._record("GET", wire.path("call", id=request_id))
 
     def calls(self, state: str = "") -> list[wire.CallRecord]:
         """The calls this computer made, newest first: state "" for all,
         "unsettled", "dismissed", or a call state."""
         q = "?state=" + _q(state) if state else ""
-        return [wire.CallRecord.from_json(c) for c in self._api("GET", "/v1/calls" + q).get("calls") or []]
+        return [wire.CallRecord.from_json(c) for c in self._api("GET", wire.path("calls") + q).get("calls") or []]
 
     def ask(self, request_id: str) -> wire.CallRecord:
         """Make Delta ask the owner about an unsettled call now."""
-        return self._record("POST", f"/v1/calls/{_q(request_id)}/ask")
+        return self._record("POST", wire.path("call_action", id=request_id, action="ask"))
 
     def dismiss(self, request_id: str) -> wire.CallRecord:
         """Set an unsettled call aside: hidden from the menu, still asked about."""
-        return self._record("POST", f"/v1/calls/{_q(request_id)}/dismiss")
+        return self._record("POST", wire.path("call_action", id=request_id, action="dismiss"))
 
     def forget(self, request_id: str) -> wire.CallRecord:
         """Drop what a call sent (its kept headers and body); its record stays."""
-        return self._record("POST", f"/v1/calls/{_q(request_id)}/forget")
+        return self._record("POST", wire.path("call_action", id=request_id, action="forget"))
 
     def settle(self, request_id: str, state: str, note: str = "") -> wire.CallRecord:
         """Record a person's settlement of an unknown or needs_person call:
@@ -472,30 +472,30 @@ class Client:
         then stops asking the owner."""
         if state not in ("carried_out", "not_carried_out"):
             raise BadInput(f"state {state!r} is not carried_out or not_carried_out; nothing was sent")
-        return self._record("POST", f"/v1/calls/{_q(request_id)}/settle", {"state": state, "note": note})
+        return self._record("POST", wire.path("call_action", id=request_id, action="settle"), {"state": state, "note": note})
 
     def receipts(self, state: str = "") -> list[dict[str, Any]]:
         """What this computer's apps received in the last 7 days."""
         q = "?state=" + _q(state) if state else ""
-        return self._api("GET", "/v1/receipts" + q).get("receipts") or []
+        return self._api("GET", wire.path("receipts") + q).get("receipts") or []
 
     def status(self) -> dict[str, Any]:
         """This computer's Delta's status (GET /v1/status)."""
-        return self._api("GET", "/v1/status")
+        return self._api("GET", wire.path("status"))
 
     def register_app(self, name: str, url: str) -> dict[str, Any]:
         """Register (or re-point) the owner app name at url
         ("http://127.0.0.1:PORT"); the answer's "secret" is the forward
         secret the app checks (:mod:`delta_kit.owner`)."""
-        return self._api("PUT", f"/v1/apps/{_q(name)}", {"url": url})
+        return self._api("PUT", wire.path("app", name=name), {"url": url})
 
     def apps(self) -> list[dict[str, Any]]:
         """The registered owner apps."""
-        return self._api("GET", "/v1/apps").get("apps") or []
+        return self._api("GET", wire.path("apps")).get("apps") or []
 
     def remove_app(self, name: str) -> None:
         """Unregister an owner app."""
-        self._api("DELETE", f"/v1/apps/{_q(name)}")
+        self._api("DELETE", wire.path("app", name=name))
 
     def forward(self, peer: str, app: str, listen: str = "", token: bool = False) -> dict[str, Any]:
         """Open (or change) this computer's forward to app on peer: a
@@ -507,15 +507,15 @@ class Client:
             body["listen"] = listen
         if token:
             body["token"] = True
-        return self._api("PUT", f"/v1/forwards/{_q(peer)}/{_q(app)}", body)
+        return self._api("PUT", wire.path("forward", peer=peer, app=app), body)
 
     def forwards(self) -> list[dict[str, Any]]:
         """This computer's forwards."""
-        return self._api("GET", "/v1/forwards").get("forwards") or []
+        return self._api("GET", wire.path("forwards")).get("forwards") or []
 
     def remove_forward(self, peer: str, app: str) -> None:
         """Close and forget the forward to app on peer."""
-        self._api("DELETE", f"/v1/forwards/{_q(peer)}/{_q(app)}")
+        self._api("DELETE", wire.path("forward", peer=peer, app=app))
 
     def _record(self, method: str, path: str, body: Any = None) -> wire.CallRecord:
         return wire.CallRecord.from_json(self._api(method, path, body))
@@ -567,7 +567,7 @@ def _q(s: str) -> str:
 def _peer_path(peer: str, app: str, path: str) -> str:
     if not path.startswith("/"):
         path = "/" + path
-    return f"/v1/peers/{_q(peer)}/{_q(app)}{path}"
+    return wire.path("peer", peer=peer, app=app) + path
 
 
 def _file_size(f: Any) -> int:

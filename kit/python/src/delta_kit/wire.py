@@ -14,6 +14,7 @@ import re
 import secrets
 import socket
 import sys
+import urllib.parse
 import uuid
 from dataclasses import dataclass, field
 from email.message import Message
@@ -25,7 +26,40 @@ from .errors import (BadInput, Conflict, DeltaError, NotCarriedOut, NotDelta, No
 LOCAL_JSON = "local.json"
 TOKEN_FILE = "local-token"
 DIRECT_FILE = "direct.json"
-PROOF_PATH = "/v1/proof"
+
+# The local API's paths (kit/contract/paths.json, held to it by
+# test_paths): the one place this kit spells them. path() fills one in.
+PATHS = {
+    "peer": "/v1/peers/{peer}/{app}",
+    "calls": "/v1/calls",
+    "call": "/v1/calls/{id}",
+    "call_action": "/v1/calls/{id}/{action}",
+    "receipts": "/v1/receipts",
+    "receipt": "/v1/receipts/{id}",
+    "receipt_action": "/v1/receipts/{id}/{action}",
+    "apps": "/v1/apps",
+    "app": "/v1/apps/{name}",
+    "forwards": "/v1/forwards",
+    "forward": "/v1/forwards/{peer}/{app}",
+    "status": "/v1/status",
+    "proof": "/v1/proof",
+    "login_link": "/v1/login-link",
+    "ping": "/v1/ping/{peer}",
+    "metrics": "/metrics",
+}
+ACTIONS = ("ask", "dismiss", "settle", "forget", "check")
+PROOF_PATH = PATHS["proof"]
+
+
+def path(which: str, /, **params: str) -> str:
+    """The local API's path called which, each parameter escaped as one
+    path segment."""
+    p = PATHS[which]
+    for k, v in params.items():
+        p = p.replace("{" + k + "}", urllib.parse.quote(v, safe=""))
+    if "{" in p:
+        raise ValueError(f"the local API's path {which} ({PATHS[which]}) needs more than {sorted(params)}")
+    return p
 
 # Headers of Delta's local API (docs/protocol.md).
 OUTCOME = "X-Delta-Outcome"
