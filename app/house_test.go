@@ -92,6 +92,22 @@ func TestGatewayStaysWiring(t *testing.T) {
 			t.Errorf("%s builds a peerclient.Result by hand; peerclient's constructors make them", p)
 		}
 	}
+	// One reporter of road health: of the carriers and the faces, only
+	// peerclient (the transport) tells the router what an exchange proved
+	// about a road, or empties a pool.
+	for _, wing := range []string{"../gateway/carry", "../gateway/face"} {
+		for _, p := range goFiles(t, wing) {
+			if strings.Contains(p, string(filepath.Separator)+"peerclient"+string(filepath.Separator)) {
+				continue
+			}
+			b, _ := os.ReadFile(p)
+			for _, reach := range []string{"Router.Report(", "Router.Invalidate(", "roads.Suspecter", ".CloseIdle(", ".DropRoad("} {
+				if strings.Contains(string(b), reach) {
+					t.Errorf("%s calls %s: only peerclient reports a road's health; ask it", p, reach)
+				}
+			}
+		}
+	}
 	for _, dir := range []string{"../kit", "."} {
 		for _, p := range goFiles(t, dir) {
 			if b, _ := os.ReadFile(p); strings.Contains(string(b), `"/v1/`) {

@@ -385,7 +385,7 @@ func (g *Gateway) Start() (err error) {
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
 	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.Ask, OnSettled: g.stats.Settled, OnAlarm: g.stats.Alarm})
-	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Router: g.router, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
+	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
 		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.Call, OnRead: g.stats.Read, OnCacheHit: g.stats.CacheHit, OnRevalidated: g.stats.Revalidated,
 		OnCut: g.stats.Cut, OnResume: func() { g.stats.Inc("reads_resumed") }, OnGaveUp: g.stats.GaveUp, MaxCallBytes: g.cfg.MaxCallBytes, Transfers: g.transfers})
 	g.owner = owner.New(owner.Config{DB: g.db, Self: g.Self, Log: g.log, Now: g.now, Ctx: g.ctx, Go: g.goBackground,

@@ -94,9 +94,9 @@ func (t Target) header(in http.Header) http.Header {
 type Config struct {
 	// DB is the caller's journal. Required.
 	DB *journal.DB
-	// Peers reaches peers; Router is its router. Required.
-	Peers  *peerclient.Client
-	Router roads.Router
+	// Peers reaches peers, knows them, and alone tells the router what
+	// an exchange proved about a road. Required.
+	Peers *peerclient.Client
 	// Cache is the read cache. Required.
 	Cache *readcache.Cache
 	// Ctx ends when Delta stops: calls waiting for an owner end then, and
@@ -208,8 +208,8 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, localapi.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, t.Peer)
 		return
 	}
-	if !cr.cfg.Router.Known(t.Peer) {
-		cr.refuseCall(w, localapi.NotFound, proto.NotSent(roads.UnknownPeer(t.Peer, roads.PeerNames(cr.cfg.Router)), ""), rid, t.Peer)
+	if ok, why := cr.cfg.Peers.Known(t.Peer); !ok {
+		cr.refuseCall(w, localapi.NotFound, proto.NotSent(why, ""), rid, t.Peer)
 		return
 	}
 	if r.ContentLength > cr.cfg.MaxCallBytes {

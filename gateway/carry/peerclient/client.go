@@ -465,3 +465,13 @@ func Describe(cand roads.Candidate, op string, timeout bool) string {
 	}
 	return cand.String()
 }
+
+// Known reports whether peer is one of this computer's peers, as the
+// router knows them; when it is not, why says so with the nearest name it
+// does know (roads.UnknownPeer). A carrier asks here, never the router.
+func (c *Client) Known(peer string) (ok bool, why string) {
+	if c.cfg.Router.Known(peer) {
+		return true, ""
+	}
+	return false, roads.UnknownPeer(peer, roads.PeerNames(c.cfg.Router))
+}
