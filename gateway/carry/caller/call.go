@@ -703,41 +703,46 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, r *http.Request, c *record
 	if e.replayed {
 		again = "true"
 	}
-	relay.Head(w, a.StatusCode, a.Header, a.ContentLength, a.Trailer, "", localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRequestID, c.RequestID,
-		localapi.HeaderRoute, e.road, "Connection", "close", localapi.HeaderReplayed, again)
-	relay.PassHead(w, len(ahead) > 0 || a.Buffered() > 0)
 	var x *transfer.Transfer
 	if cr.cfg.Transfers != nil {
 		x = cr.cfg.Transfers.Start(localapi.TransferCall, c.Peer, c.App, c.Path, e.road)
 		defer x.Done()
 	}
-	keep := &relay.KeptBody{Limit: proto.MaxStoredAnswer}
-	n, err := flowTo(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
-	body := &record.Answer{Omitted: true} // a call's record keeps no digest of its answer
-	if kept, ok := keep.Kept(); ok && err == nil {
-		body.Body, body.Omitted = kept, false
-	}
-	if err == nil && len(a.Trailer) > 0 {
-		body.Headers = relay.Kept(a.Header, a.Trailer) // a replay ends with them too
-	}
-	if jerr := cr.cfg.DB.SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
-		cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)
-	}
-	if err != nil {
-		if errors.Is(err, relay.ErrWriterGone) || r.Context().Err() != nil && cr.cfg.Ctx.Err() == nil {
-			// Its answer was recorded at its head; the app's client went
-			// away while its body came (DESIGN §2c: the road is kept).
-			cr.cfg.OnGaveUp("call")
-			cr.cfg.Log.Info("an app stopped waiting: its call's answer is ended, and the road kept", "request_id", c.RequestID, "peer", c.Peer, "road", e.road, "bytes", n)
-			relay.Abort()
-		}
-		cr.cfg.Peers.Ended(e.cand, peerclient.Judge(peerclient.InBody, false, err), err)
-		cr.cfg.OnCut("call_answer")
-		cr.cfg.Log.Warn("a call's answer broke off on its way to the app; its connection is cut so it cannot take the answer for whole",
-			"request_id", c.RequestID, "peer", c.Peer, "bytes", n, "err", err)
-		relay.Abort()
-	}
-	relay.Trailers(w, a.Trailer)
+	var n int64
+	relay.Relay(w, relay.Answer{Status: a.StatusCode, Header: a.Header, Length: a.ContentLength, Trailer: &a.Trailer,
+		Set: []string{localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRequestID, c.RequestID,
+			localapi.HeaderRoute, e.road, "Connection", "close", localapi.HeaderReplayed, again},
+		Ready: len(ahead) > 0 || a.Buffered() > 0,
+		Pass: func(w http.ResponseWriter) (http.Header, error) {
+			keep := &relay.KeptBody{Limit: proto.MaxStoredAnswer}
+			var err error
+			n, err = flowTo(w, io.MultiReader(bytes.NewReader(ahead), a.Body), keep, x)
+			body := &record.Answer{Omitted: true} // a call's record keeps no digest of its answer
+			if kept, ok := keep.Kept(); ok && err == nil {
+				body.Body, body.Omitted = kept, false
+			}
+			if err == nil && len(a.Trailer) > 0 {
+				body.Headers = relay.Kept(a.Header, a.Trailer) // a replay ends with them too
+			}
+			if jerr := cr.cfg.DB.SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
+				cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)
+			}
+			return nil, err
+		},
+		OnCut: func(err error) {
+			if errors.Is(err, relay.ErrWriterGone) || r.Context().Err() != nil && cr.cfg.Ctx.Err() == nil {
+				// Its answer was recorded at its head; the app's client went
+				// away while its body came (DESIGN §2c: the road is kept).
+				cr.cfg.OnGaveUp("call")
+				cr.cfg.Log.Info("an app stopped waiting: its call's answer is ended, and the road kept", "request_id", c.RequestID, "peer", c.Peer, "road", e.road, "bytes", n)
+				return
+			}
+			cr.cfg.Peers.Ended(e.cand, peerclient.Judge(peerclient.InBody, false, err), err)
+			cr.cfg.OnCut("call_answer")
+			cr.cfg.Log.Warn("a call's answer broke off on its way to the app; its connection is cut so it cannot take the answer for whole",
+				"request_id", c.RequestID, "peer", c.Peer, "bytes", n, "err", err)
+		},
+	})
 }
 
 // invalidate drops the cached reads a call may have changed (RFC 9111

@@ -210,16 +210,7 @@ func (rd *readRun) roundTrip(try peerclient.Try, extra http.Header, onEarly func
 // early passes an owner's 103 Early Hints on to the app (DESIGN §2a);
 // other interim answers are not the app's business.
 func (rd *readRun) early(code int, h textproto.MIMEHeader) error {
-	if code != http.StatusEarlyHints {
-		return nil
-	}
-	out := rd.w.Header()
-	for k, vs := range h {
-		out[k] = vs
-	}
-	proto.StripHop(out)
-	rd.w.WriteHeader(code)
-	clear(out)
+	relay.Interim(rd.w, code, h)
 	return nil
 }
 
@@ -310,19 +301,101 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 	cr, w, t := rd.cr, rd.w, rd.t
 	started := cr.cfg.Now()
 	defer func() { cancel(nil); resp.Body.Close() }()
-	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, rd.r.Method, localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRoute, string(cand.Road))
 	cr.cfg.OnRead(localapi.Answered)
-	if rd.r.Method == http.MethodHead {
-		return
-	}
-	if resp.ContentLength != 0 {
-		relay.PassHead(w, relay.Ready(resp.Body))
-	}
-	// A copy is kept only of an answer the cache may store (known before
-	// its body: status, no-store, Vary: *, a length over the limit, an
-	// event stream).
-	var admitted *readcache.Admission
 	var keep *relay.KeptBody
+	var store func()
+	last := resp // the answer whose body ends the read: its trailers follow
+	relay.Relay(w, relay.Answer{Status: resp.StatusCode, Header: resp.Header, Length: resp.ContentLength, Trailer: &resp.Trailer, Method: rd.r.Method,
+		Set:  []string{localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRoute, string(cand.Road)},
+		Body: resp.Body, // its bytes read ahead pass the head on with them
+		Pass: func(w http.ResponseWriter) (http.Header, error) {
+			keep, store = rd.keeper(resp, &cand)
+			var x *transfer.Transfer
+			if cr.cfg.Transfers != nil {
+				x = cr.cfg.Transfers.Start(localapi.TransferRead, t.Peer, t.App, t.PathQuery, string(cand.Road))
+				defer x.Done()
+			}
+			var src io.Reader = resp.Body
+			firstKeep := keep
+			if keep != nil && resp.ContentLength > 0 {
+				// An answer of known length is stored once its last bytes have
+				// arrived, before they go to the app: an app that reads it again
+				// as soon as it has it whole finds it in the cache.
+				src = &beforeLast{r: io.TeeReader(src, keep), left: resp.ContentLength, last: store}
+				firstKeep = nil // the tee keeps it
+			}
+			n, err := flowTo(w, src, firstKeep, x)
+			broke := true // err is a body's breaking off (not a resumption's failure)
+			for resumes := 0; err != nil; resumes++ {
+				if errors.Is(err, relay.ErrWriterGone) || rd.gone() {
+					// The app's client went away: its read ends there, and
+					// nothing else does.
+					cr.gaveUp("read", t, cand, started, fmt.Sprintf("after %d bytes of the answer", n))
+					return nil, err
+				}
+				why, dropped := "", false
+				if broke {
+					j := peerclient.Judge(peerclient.InBody, false, err)
+					cr.cfg.Peers.Ended(cand, j, err)
+					dropped = j.Cut || j.Evidence != ""
+					if !dropped {
+						// The owner's end closed the connection short of the
+						// answer's end, or broke its framing: its app broke off,
+						// or its Delta stopped. Not the road's doing unless the
+						// probe it now gets fails (DESIGN §2b, §2c): cut, and not
+						// resumed (the same owner would break it again).
+						why = "the owner's end broke the answer off (its app broke off, or its Delta stopped); the road is kept unless its probe fails"
+					}
+				}
+				validator, notResumable := Resumable(rd.r.Method, rd.r.Header, resp)
+				if why == "" {
+					why = notResumable
+				}
+				if why == "" && resumes >= MaxResumes {
+					why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
+				}
+				if why != "" {
+					cr.cfg.OnCut("read")
+					cr.cfg.Log.Warn("a read's answer broke off and cannot be resumed; the app's connection is cut so it cannot take the answer for whole",
+						"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why,
+						"road_dropped", dropped)
+					return nil, err
+				}
+				cr.cfg.OnResume()
+				cr.cfg.Log.Info("a read's answer broke off; resuming it on a fresh road", "peer", t.Peer, "app", t.App, "path", t.PathQuery,
+					"road", cand.Road, "bytes", n, "err", err, "resumption", resumes+1)
+				var next *http.Response
+				next, cand, err = rd.resume(resp, validator, n)
+				if broke = err == nil; !broke {
+					continue // tried again, up to MaxResumes
+				}
+				if x != nil {
+					x.SetRoad(string(cand.Road))
+				}
+				var m int64
+				m, err = flowTo(w, next.Body, keep, x)
+				next.Body.Close()
+				n += m
+				last = next
+			}
+			return last.Trailer, nil
+		},
+	})
+	if keep == nil || len(last.Trailer) > 0 {
+		return // a HEAD's, or nothing to keep
+	}
+	store() // an answer of unknown length, or one resumed
+}
+
+// keeper is how a read's answer is kept for the cache as it passes: a
+// copy only of an answer the cache may store (known before its body:
+// status, no-store, Vary: *, a length over the limit, an event stream),
+// and store, which puts it in the cache once, when it came whole, under
+// the road *cand names then (a resumed read's last). keep is nil when
+// nothing is kept.
+func (rd *readRun) keeper(resp *http.Response, cand *roads.Candidate) (keep *relay.KeptBody, store func()) {
+	cr, t := rd.cr, rd.t
+	var admitted *readcache.Admission
 	// An answer with trailers is not kept: the cache keeps no trailers,
 	// and one served without them would not be the answer.
 	// An answer to a request with its client's own credentials is kept
@@ -338,14 +411,8 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 			keep.Grow(resp.ContentLength)
 		}
 	}
-	var x *transfer.Transfer
-	if cr.cfg.Transfers != nil {
-		x = cr.cfg.Transfers.Start(localapi.TransferRead, t.Peer, t.App, t.PathQuery, string(cand.Road))
-		defer x.Done()
-	}
-	var src io.Reader = resp.Body
 	stored := false
-	store := func() {
+	return keep, func() {
 		if body, ok := keep.Kept(); ok && !stored {
 			stored = true
 			// The app has its header (w's map, written): what is kept is
@@ -355,74 +422,6 @@ func (rd *readRun) relay(resp *http.Response, cancel context.CancelCauseFunc, ca
 			cr.cfg.Cache.PutAdmitted(admitted, rd.key, resp.Header, body, string(cand.Road))
 		}
 	}
-	firstKeep := keep
-	if keep != nil && resp.ContentLength > 0 {
-		// An answer of known length is stored once its last bytes have
-		// arrived, before they go to the app: an app that reads it again
-		// as soon as it has it whole finds it in the cache.
-		src = &beforeLast{r: io.TeeReader(src, keep), left: resp.ContentLength, last: store}
-		firstKeep = nil // the tee keeps it
-	}
-	n, err := flowTo(w, src, firstKeep, x)
-	last := resp  // the answer whose body ends the read: its trailers follow
-	broke := true // err is a body's breaking off (not a resumption's failure)
-	for resumes := 0; err != nil; resumes++ {
-		if errors.Is(err, relay.ErrWriterGone) || rd.gone() {
-			// The app's client went away: its read ends there, and
-			// nothing else does.
-			cr.gaveUp("read", t, cand, started, fmt.Sprintf("after %d bytes of the answer", n))
-			relay.Abort()
-		}
-		why, dropped := "", false
-		if broke {
-			j := peerclient.Judge(peerclient.InBody, false, err)
-			cr.cfg.Peers.Ended(cand, j, err)
-			dropped = j.Cut || j.Evidence != ""
-			if !dropped {
-				// The owner's end closed the connection short of the
-				// answer's end, or broke its framing: its app broke off,
-				// or its Delta stopped. Not the road's doing unless the
-				// probe it now gets fails (DESIGN §2b, §2c): cut, and not
-				// resumed (the same owner would break it again).
-				why = "the owner's end broke the answer off (its app broke off, or its Delta stopped); the road is kept unless its probe fails"
-			}
-		}
-		validator, notResumable := Resumable(rd.r.Method, rd.r.Header, resp)
-		if why == "" {
-			why = notResumable
-		}
-		if why == "" && resumes >= MaxResumes {
-			why = fmt.Sprintf("it was resumed %d times already", MaxResumes)
-		}
-		if why != "" {
-			cr.cfg.OnCut("read")
-			cr.cfg.Log.Warn("a read's answer broke off and cannot be resumed; the app's connection is cut so it cannot take the answer for whole",
-				"peer", t.Peer, "app", t.App, "path", t.PathQuery, "road", cand.Road, "bytes", n, "err", err, "why_not_resumed", why,
-				"road_dropped", dropped)
-			relay.Abort()
-		}
-		cr.cfg.OnResume()
-		cr.cfg.Log.Info("a read's answer broke off; resuming it on a fresh road", "peer", t.Peer, "app", t.App, "path", t.PathQuery,
-			"road", cand.Road, "bytes", n, "err", err, "resumption", resumes+1)
-		var next *http.Response
-		next, cand, err = rd.resume(resp, validator, n)
-		if broke = err == nil; !broke {
-			continue // tried again, up to MaxResumes
-		}
-		if x != nil {
-			x.SetRoad(string(cand.Road))
-		}
-		var m int64
-		m, err = flowTo(w, next.Body, keep, x)
-		next.Body.Close()
-		n += m
-		last = next
-	}
-	relay.Trailers(w, last.Trailer)
-	if keep == nil || len(last.Trailer) > 0 {
-		return // nothing to keep
-	}
-	store() // an answer of unknown length, or one resumed
 }
 
 // beforeLast calls last once the reads from r reach left bytes, before

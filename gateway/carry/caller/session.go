@@ -70,17 +70,14 @@ func (cr *Caller) Session(w http.ResponseWriter, r *http.Request, t Target) {
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The owner app declined the upgrade: its answer, as a read's.
 		defer a.Body.Close()
-		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRoute, road)
-		if a.ContentLength != 0 && r.Method != http.MethodHead {
-			relay.PassHead(w, a.Buffered() > 0)
-		}
-		if _, err := flowTo(w, a.Body, nil, nil); err != nil {
-			if !errors.Is(err, relay.ErrWriterGone) {
-				cr.cfg.OnCut("read")
-			}
-			relay.Abort()
-		}
-		relay.Trailers(w, a.Trailer)
+		relay.Relay(w, relay.Answer{Status: a.StatusCode, Header: h, Length: a.ContentLength, Trailer: &a.Trailer, Method: r.Method,
+			Set:   []string{localapi.HeaderOutcome, string(localapi.Answered), localapi.HeaderRoute, road},
+			Ready: a.Buffered() > 0, Body: a.Body,
+			OnCut: func(err error) {
+				if !errors.Is(err, relay.ErrWriterGone) {
+					cr.cfg.OnCut("read")
+				}
+			}})
 		return
 	}
 	far, farR := a.Switched()

@@ -591,12 +591,10 @@ func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state pro
 // Delta as it arrives, and records its body once it has passed.
 func (o *Owner) streamAnswer(w http.ResponseWriter, t ownerTarget, rid string, res *appResult, digest string) {
 	a := res.live
-	relay.Head(w, a.StatusCode, res.ans.Headers, a.ContentLength, a.Trailer, "", localapi.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderDigest, digest)
-	relay.PassHead(w, len(res.ahead) > 0 || a.Buffered() > 0)
-	if err := o.recordStream(t, rid, res, w); err != nil {
-		relay.Abort() // cut: never ended as if whole
-	}
-	relay.Trailers(w, a.Trailer)
+	relay.Relay(w, relay.Answer{Status: a.StatusCode, Header: res.ans.Headers, Length: a.ContentLength, Trailer: &a.Trailer,
+		Set:   []string{localapi.HeaderOutcome, string(proto.PeerAnswered), proto.HeaderDigest, digest},
+		Ready: len(res.ahead) > 0 || a.Buffered() > 0,
+		Pass:  func(w http.ResponseWriter) (http.Header, error) { return nil, o.recordStream(t, rid, res, w) }})
 }
 
 // recordStream passes a streaming answer's body on to w as it arrives

@@ -69,17 +69,11 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	defer body.Close()
 
 	// Only this Delta speaks for itself: the app's X-Delta-* go nowhere.
-	relay.Head(w, resp.StatusCode, resp.Header, resp.ContentLength, resp.Trailer, r.Method, localapi.HeaderOutcome, string(proto.PeerAnswered))
-	if resp.ContentLength != 0 && r.Method != http.MethodHead {
-		relay.PassHead(w, relay.Ready(body))
-	}
-	if _, err := relay.Flow(w, body, nil); err != nil {
-		// The app broke off, fell silent, or the caller went away: the
-		// caller's connection is cut, so that it cannot take what came
-		// for the whole answer.
-		relay.Abort()
-	}
-	relay.Trailers(w, resp.Trailer)
+	// The app broke off, fell silent, or the caller went away: the
+	// caller's connection is cut, so that it cannot take what came for
+	// the whole answer.
+	relay.Relay(w, relay.Answer{Status: resp.StatusCode, Header: resp.Header, Length: resp.ContentLength, Trailer: &resp.Trailer, Method: r.Method,
+		Set: []string{localapi.HeaderOutcome, string(proto.PeerAnswered)}, Body: body})
 }
 
 // appRequest is r as it goes to the app behind t: to the app's URL, with
@@ -94,17 +88,9 @@ func (o *Owner) appRequest(ctx context.Context, r *http.Request, t ownerTarget, 
 			// §2a), and a few of them: an app's flood of interim answers
 			// stays here, bounded by h1, never relayed to be taken for a
 			// road's fault at the caller.
-			if code != http.StatusEarlyHints || passed >= maxEarlyHints {
-				return nil
+			if passed < maxEarlyHints && relay.Interim(w, code, header) {
+				passed++
 			}
-			passed++
-			h := w.Header()
-			for k, vs := range header {
-				h[k] = vs
-			}
-			proto.StripHop(h)
-			w.WriteHeader(code)
-			clear(h)
 			return nil
 		},
 	})

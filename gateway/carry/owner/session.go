@@ -64,11 +64,8 @@ func (o *Owner) ownerSession(w http.ResponseWriter, r *http.Request, t ownerTarg
 	if a.StatusCode != http.StatusSwitchingProtocols {
 		// The app declined: its answer, as a read's.
 		defer a.Body.Close()
-		relay.Head(w, a.StatusCode, h, a.ContentLength, a.Trailer, r.Method, localapi.HeaderOutcome, string(proto.PeerAnswered))
-		if _, err := relay.Flow(w, a.Body, nil); err != nil {
-			relay.Abort()
-		}
-		relay.Trailers(w, a.Trailer)
+		relay.Relay(w, relay.Answer{Status: a.StatusCode, Header: h, Length: a.ContentLength, Trailer: &a.Trailer, Method: r.Method,
+			Set: []string{localapi.HeaderOutcome, string(proto.PeerAnswered)}, Ready: a.Buffered() > 0, Body: a.Body})
 		return
 	}
 	appConn, appR := a.Switched()

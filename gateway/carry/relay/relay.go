@@ -1,16 +1,20 @@
 // Package relay is how a body and an answer pass through a Delta: the one
 // answer relay of both hops (the owner Delta passing its app's answer to
 // the caller's Delta, and the caller's Delta passing it to its app) and of
-// both kinds of exchange (reads, and calls' answers). Head writes an
-// answer's head (its headers without hop-by-hop ones and Delta's, its
-// length, the trailers it announces), Flow its body as it arrives,
-// Trailers what came after the body, and Abort cuts an answer that broke
-// off, so that nobody takes it for a whole one. The head is passed on as
-// it arrives (PassHead), and no limit of Delta's own bounds an answer in
-// progress: a quiet body lives as long as the app and its client keep it
-// (DESIGN §2c). Around them: an idle limit on a body received
-// (ProgressBody: an upload that stops moving), a copy kept as a body
-// passes (KeptBody), and the copy buffers (CopyBuffers, BigBuffers).
+// both kinds of exchange (reads, and calls' answers). Relay is the one
+// call, its variations fields of an Answer (this hop's own headers, a copy
+// kept, a pass of its own, what to tell on a cut), so that the order of
+// head, body, trailers and cut cannot be got wrong: the head is written
+// (its headers without hop-by-hop ones and Delta's, its length, the
+// trailers it announces) and passed on as it arrives, the body flows as
+// it comes, then the trailers follow, or an answer that broke off is cut
+// so that nobody takes it for a whole one. No limit of Delta's own bounds
+// an answer in progress: a quiet body lives as long as the app and its
+// client keep it (DESIGN §2c). Interim passes a 103 on. Around them: an
+// idle limit on a body received (ProgressBody: an upload that stops
+// moving), an answer written again from a journal (Recorded), a copy kept
+// as a body passes (KeptBody), and the copy buffers (CopyBuffers,
+// BigBuffers).
 package relay
 
 import (
@@ -30,7 +34,7 @@ import (
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
-// Head writes an answer's head to w: status, and header without its
+// head writes an answer's head to w: status, and header without its
 // hop-by-hop fields and Delta's own (an Upgrade is kept on a 426, the
 // only answer it belongs to); length as Content-Length when it is known
 // and the answer is not a HEAD's (a HEAD's keeps the one its header says:
@@ -39,7 +43,7 @@ import (
 // http.Response.Trailer holds them once the head is read), so that they
 // can follow the body (Trailers); and set, this hop's own fields (name,
 // value pairs; an empty value is not set).
-func Head(w http.ResponseWriter, status int, header http.Header, length int64, trailer http.Header, method string, set ...string) {
+func head(w http.ResponseWriter, status int, header http.Header, length int64, trailer http.Header, method string, set ...string) {
 	h := w.Header()
 	for k, vs := range header {
 		h[k] = vs
@@ -73,34 +77,34 @@ func Head(w http.ResponseWriter, status int, header http.Header, length int64, t
 	w.WriteHeader(status)
 }
 
-// PassHead sends the head written to w (Head) at once, unless ready: the
+// passHead sends the head written to w (Head) at once, unless ready: the
 // answer's first body bytes have arrived with it, and go in the same
 // write (the first Flow). An answer's head is passed on when it arrives,
 // not held for its body (DESIGN §2c): a long-poll's client has its 200
 // at once, and its body when the event comes. It reports whether w took
 // it.
-func PassHead(w http.ResponseWriter, ready bool) error {
+func passHead(w http.ResponseWriter, ready bool) error {
 	if ready {
 		return nil
 	}
 	return flusherOf(w)()
 }
 
-// Ready reports whether body has bytes waiting (a body of Delta's HTTP
+// ready reports whether body has bytes waiting (a body of Delta's HTTP
 // client, h1, says how many it holds): a read now takes them without
 // waiting.
-func Ready(body io.Reader) bool {
+func ready(body io.Reader) bool {
 	b, ok := body.(interface{ Buffered() int })
 	return ok && b.Buffered() > 0
 }
 
-// Trailers writes what came after an answer's body (trailer, read once
+// trailers writes what came after an answer's body (trailer, read once
 // the body ended: http.Response.Trailer), after its body was passed on
 // whole. Delta's own names and hop-by-hop ones are not passed on. Trailers
 // that were not announced in the head are passed on too when the answer
 // is chunked (net/http's TrailerPrefix); an answer of a known length has
 // nowhere to put them.
-func Trailers(w http.ResponseWriter, trailer http.Header) {
+func trailers(w http.ResponseWriter, trailer http.Header) {
 	if len(trailer) == 0 {
 		return
 	}
@@ -155,10 +159,10 @@ func Recorded(w http.ResponseWriter, status int, header http.Header, body []byte
 	w.Write(body)
 }
 
-// Abort cuts the answer being written to w: its connection is closed (or
+// abort cuts the answer being written to w: its connection is closed (or
 // its stream reset) without the body's proper end, so that the client
 // cannot take what came for the whole answer. It does not return.
-func Abort() { panic(http.ErrAbortHandler) }
+func abort() { panic(http.ErrAbortHandler) }
 
 // BufferPool lends copy buffers to the relays of bodies, so a relay does
 // not allocate one each time: 32 KiB ones (CopyBuffers), and 256 KiB ones

@@ -90,7 +90,7 @@ func TestHead(t *testing.T) {
 			http.Header{"Etag": {"x"}, "Trailer": {"X-Sum"}, "X-Hop": {"1"}}},
 	} {
 		w := httptest.NewRecorder()
-		Head(w, 200, tc.header, tc.length, tc.trailer, tc.method, "X-Hop", "1", "X-Empty", "")
+		head(w, 200, tc.header, tc.length, tc.trailer, tc.method, "X-Hop", "1", "X-Empty", "")
 		if got := w.Result().Header; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
@@ -102,8 +102,8 @@ func TestHead(t *testing.T) {
 func TestPassHead(t *testing.T) {
 	for _, ready := range []bool{false, true} {
 		w := httptest.NewRecorder()
-		Head(w, 200, http.Header{"Content-Type": {"text/event-stream"}}, -1, nil, "GET")
-		if err := PassHead(w, ready); err != nil {
+		head(w, 200, http.Header{"Content-Type": {"text/event-stream"}}, -1, nil, "GET")
+		if err := passHead(w, ready); err != nil {
 			t.Fatal(err)
 		}
 		if w.Flushed == ready {
@@ -111,11 +111,11 @@ func TestPassHead(t *testing.T) {
 		}
 	}
 	br := bufio.NewReader(strings.NewReader("data: 1\n\n"))
-	if Ready(br) {
+	if ready(br) {
 		t.Error("Ready before anything was read into the buffer")
 	}
 	br.Peek(1)
-	if !Ready(br) || Ready(strings.NewReader("x")) {
+	if !ready(br) || ready(strings.NewReader("x")) {
 		t.Error("Ready: a buffer holding bytes is ready; a reader that cannot say is not")
 	}
 }
