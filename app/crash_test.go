@@ -274,7 +274,7 @@ func TestOwnerCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rec, err := db.Receipt(context.Background(), laptop.id, id)
+	rec, err := db.Receipts().Get(context.Background(), laptop.id, id)
 	if err != nil || rec.State != proto.ReceiptInterrupted {
 		t.Errorf("studio's receipt: %+v %v, want interrupted", rec, err)
 	}

@@ -109,12 +109,12 @@ func TestBadInput(t *testing.T) {
 			if app.Requests() != 0 {
 				t.Errorf("the owner app got %d requests", app.Requests())
 			}
-			if _, err := laptop.g.Journal().Call(context.Background(), id); err == nil {
+			if _, err := laptop.g.Journal().Calls().Get(context.Background(), id); err == nil {
 				t.Errorf("call %s was written to the journal", id)
 			}
 		})
 	}
-	if calls, _ := laptop.g.Journal().Calls(context.Background(), journal.CallFilter{}); len(calls) != 0 {
+	if calls, _ := laptop.g.Journal().Calls().List(context.Background(), journal.CallFilter{}); len(calls) != 0 {
 		t.Errorf("the journal holds %d calls after only bad requests", len(calls))
 	}
 }
@@ -200,7 +200,7 @@ func TestUnknownApp(t *testing.T) {
 	if call.State != "unavailable" || call.Outcome != "not_found" || !strings.Contains(call.Detail, "nothing was carried out") {
 		t.Errorf("call recorded as %s/%s: %s", call.State, call.Outcome, call.Detail)
 	}
-	if rs, _ := studio.g.Journal().Receipts(context.Background()); len(rs) != 0 {
+	if rs, _ := studio.g.Journal().Receipts().List(context.Background()); len(rs) != 0 {
 		t.Errorf("studio wrote %d receipts for an unknown app", len(rs))
 	}
 }
@@ -238,7 +238,7 @@ func TestStreamedCallOverTheLimit(t *testing.T) {
 		t.Fatalf("a streamed call over the limit: %d %s %s", resp.StatusCode, resp.Header.Get(localapi.HeaderOutcome), b)
 	}
 	t.Logf("told: %s", eb.Detail)
-	c, err := laptop.g.Journal().Call(context.Background(), "big-1")
+	c, err := laptop.g.Journal().Calls().Get(context.Background(), "big-1")
 	if err != nil || c.State != "not_carried_out" || c.Detail != eb.Detail {
 		t.Errorf("its record: %v %+v", err, c)
 	}

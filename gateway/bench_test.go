@@ -148,12 +148,12 @@ func BenchmarkMenu(b *testing.B) {
 	ctx := context.Background()
 	for i := range 20 {
 		id := fmt.Sprintf("bench-%02d", i)
-		db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/notes/" + id, Digest: id})
+		db.Calls().Begin(ctx, &record.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/notes/" + id, Digest: id})
 		to := record.Answered
 		if i%2 == 0 {
 			to = record.Unknown
 		}
-		db.Move(ctx, id, journal.Transition{From: []record.CallState{record.Sending}, To: to, OwnerState: "running", NextAsk: time.Now().Add(time.Hour)})
+		db.Calls().Move(ctx, id, journal.Transition{From: []record.CallState{record.Sending}, To: to, OwnerState: "running", NextAsk: time.Now().Add(time.Hour)})
 	}
 	pooled := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	fetch := func(b *testing.B, path string, auth func(*http.Request)) {

@@ -161,7 +161,7 @@ func TestDiskFullOwner(t *testing.T) {
 	}
 	disk.Free()
 	gatewaytest.WaitFor(t, 30*time.Second, "the owner's held receipt written", func() bool { return behind(t, studio) == nil })
-	r, err := studio.g.Journal().Receipt(t.Context(), "node-laptop", "owner-full-1")
+	r, err := studio.g.Journal().Receipts().Get(t.Context(), "node-laptop", "owner-full-1")
 	if err != nil || r.State != "answered" || r.Behind || r.Answer == nil {
 		t.Fatalf("the receipt once space freed: %+v %v", r, err)
 	}

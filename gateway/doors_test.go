@@ -321,7 +321,7 @@ func TestFenceCap(t *testing.T) {
 		return resp
 	}
 	receipts := func() int {
-		rs, err := studio.g.Journal().Receipts(t.Context())
+		rs, err := studio.g.Journal().Receipts().List(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -470,7 +470,7 @@ func TestReadTicketAtTheDoor(t *testing.T) {
 	if app.Requests() != before {
 		t.Errorf("a GET's body reached the app")
 	}
-	recs, err := studio.g.Journal().Receipts(context.Background())
+	recs, err := studio.g.Journal().Receipts().List(context.Background())
 	if err != nil || len(recs) != 0 {
 		t.Errorf("receipts or fences written under a read ticket: %d %v", len(recs), err)
 	}
@@ -503,7 +503,7 @@ func TestFenceCapIgnoresClaimedNodes(t *testing.T) {
 			written++
 		}
 	}
-	rs, err := studio.g.Journal().Receipts(t.Context())
+	rs, err := studio.g.Journal().Receipts().List(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestCallWithoutDigestRefused(t *testing.T) {
 	if resp.StatusCode != 400 || !strings.Contains(string(b), "no X-Delta-Digest") || !strings.Contains(string(b), `"carried_out":false`) {
 		t.Errorf("a call without a digest: %d %s", resp.StatusCode, b)
 	}
-	if rs, _ := studio.g.Journal().Receipts(t.Context()); len(rs) != 0 || app.Requests() != 0 {
+	if rs, _ := studio.g.Journal().Receipts().List(t.Context()); len(rs) != 0 || app.Requests() != 0 {
 		t.Errorf("a call without a digest left %d receipts and reached the app %d times", len(rs), app.Requests())
 	}
 }

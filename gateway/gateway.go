@@ -312,7 +312,7 @@ func (g *Gateway) Start() (err error) {
 		undo = append(undo, func() { g.db.Close() })
 	}
 	ctx := context.Background()
-	if n, err := g.db.RecoverCalls(ctx); err != nil {
+	if n, err := g.db.Calls().Recover(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	} else if n > 0 {
 		g.log.Warn("calls were being sent when Delta stopped; they are now unknown and will be reconciled", "calls", n)
@@ -325,7 +325,7 @@ func (g *Gateway) Start() (err error) {
 			"calls this computer sent before then may be missing from its list (one sent again is answered by its owner, which keeps it, not carried out twice)",
 			"before", c.Since.Local().Format(time.RFC3339), "why", c.Broken)
 	}
-	if n, notHanded, err := g.db.RecoverReceipts(ctx); err != nil {
+	if n, notHanded, err := g.db.Receipts().Recover(ctx); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	} else {
 		if n > 0 {
@@ -335,7 +335,7 @@ func (g *Gateway) Start() (err error) {
 			g.log.Info("received calls had not reached their app when Delta stopped (a body still arriving); they were not carried out", "receipts", notHanded)
 		}
 	}
-	if _, err := g.db.Sweep(ctx, g.now()); err != nil {
+	if _, err := g.db.Receipts().Sweep(ctx, g.now()); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 
@@ -383,7 +383,7 @@ func (g *Gateway) Start() (err error) {
 	}
 
 	errLog := slog.NewLogLogger(g.log.Handler(), slog.LevelDebug)
-	g.recon = reconcile.New(reconcile.Config{DB: g.db, Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
+	g.recon = reconcile.New(reconcile.Config{Calls: g.db.Calls(), Peers: g.pc, Ctx: g.ctx, Backoff: g.cfg.Backoff, Now: g.now, Log: g.log,
 		OnAsk: g.stats.Ask, OnSettled: g.stats.Settled, OnAlarm: g.stats.Alarm})
 	g.caller = caller.New(caller.Config{DB: g.db, Peers: g.pc, Cache: g.cache, Ctx: g.ctx, Now: g.now, Log: g.log,
 		FirstAsk: g.cfg.Backoff[0], Wake: g.recon.Wake, OnCall: g.stats.Call, OnRead: g.stats.Read, OnCacheHit: g.stats.CacheHit, OnRevalidated: g.stats.Revalidated,
@@ -609,7 +609,7 @@ func (e CallEvents) EventsAfter(ctx context.Context, after int64, limit int) ([]
 
 // Call returns a call's record.
 func (e CallEvents) Call(ctx context.Context, id string) (*record.Call, error) {
-	return e.db.Call(ctx, id)
+	return e.db.Calls().Get(ctx, id)
 }
 
 // Changed closes at the next change to the journal.
@@ -694,7 +694,7 @@ func (g *Gateway) flush() bool {
 
 // sweep runs the retention sweep (hourly: every).
 func (g *Gateway) sweep() {
-	if r, err := g.db.Sweep(g.ctx, g.now()); err != nil {
+	if r, err := g.db.Receipts().Sweep(g.ctx, g.now()); err != nil {
 		g.log.Error("retention sweep failed", "err", err)
 	} else if r.AnswersExpired+r.ReceiptsGone+r.CallsGone > 0 {
 		g.log.Info("retention sweep", "answers_expired", r.AnswersExpired, "receipts_removed", r.ReceiptsGone, "calls_removed", r.CallsGone)

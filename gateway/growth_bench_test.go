@@ -61,14 +61,14 @@ func BenchmarkJournalGrowth(b *testing.B) {
 				}
 			})
 			start := time.Now()
-			res, err := laptop.g.Journal().Sweep(ctx, time.Now())
+			res, err := laptop.g.Journal().Receipts().Sweep(ctx, time.Now())
 			if err != nil {
 				b.Fatal(err)
 			}
 			first := time.Since(start)
 			b.Run("sweep", func(b *testing.B) { // what the hourly sweep costs once the old ones are gone
 				for b.Loop() {
-					if _, err := laptop.g.Journal().Sweep(ctx, time.Now()); err != nil {
+					if _, err := laptop.g.Journal().Receipts().Sweep(ctx, time.Now()); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -143,7 +143,7 @@ func (n *node) waitReceiptDone(t testing.TB, caller, id string) *journal.Receipt
 	defer cancel()
 	for {
 		changed := n.g.Journal().Changed()
-		r, err := n.g.Journal().Receipt(ctx, caller, id)
+		r, err := n.g.Journal().Receipts().Get(ctx, caller, id)
 		if err == nil && r.State != proto.ReceiptRunning {
 			return r
 		}

@@ -230,7 +230,7 @@ func TestStreamedCallOneHashPass(t *testing.T) {
 	if r.Header.Get(proto.HeaderDigest) != "" {
 		t.Errorf("the app was shown Delta's own %s", proto.HeaderDigest)
 	}
-	c, err := laptop.g.Journal().Call(t.Context(), id)
+	c, err := laptop.g.Journal().Calls().Get(t.Context(), id)
 	if err != nil || c.Digest != want || c.Request == nil || c.Request.Size != len(body) {
 		t.Fatalf("the caller's record: %v, digest %q (want %q)", err, c.Digest, want)
 	}
@@ -256,7 +256,7 @@ func TestStreamedCallOneHashPass(t *testing.T) {
 	if r.Outcome() != "outcome_unknown" {
 		t.Fatalf("a streamed call whose app broke its connection: %d %s %s", r.Status, r.Outcome(), r.Err.Detail)
 	}
-	if c, err := laptop.g.Journal().Call(t.Context(), "one-pass-2"); err != nil || c.Digest != proto.Digest("POST", "notes", lost, body) {
+	if c, err := laptop.g.Journal().Calls().Get(t.Context(), "one-pass-2"); err != nil || c.Digest != proto.Digest("POST", "notes", lost, body) {
 		t.Errorf("its record: %v, digest %q", err, c.Digest)
 	}
 }

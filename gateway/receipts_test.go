@@ -95,7 +95,7 @@ func TestReceiptsRoundTrip(t *testing.T) {
 	}
 	// laptop records that it told studio once studio has answered.
 	gatewaytest.WaitFor(t, 10*time.Second, "laptop to record that studio was told", func() bool {
-		untold, err := laptop.g.Journal().UntoldSettlements(context.Background(), "")
+		untold, err := laptop.g.Journal().Calls().UntoldSettlements(context.Background(), "")
 		return err == nil && len(untold) == 0
 	})
 

@@ -111,8 +111,8 @@ func TestAppLoop(t *testing.T) {
 
 	tray.waitMenu(t, "studio", func(m Menu) bool { _, ok := m.Find("peer/studio"); return ok })
 
-	db.BeginCall(ctx, &record.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
-	db.Move(ctx, "r1", journal.Transition{From: []record.CallState{record.Sending}, To: record.Unknown, NextAsk: time.Now().Add(time.Hour)})
+	db.Calls().Begin(ctx, &record.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d"})
+	db.Calls().Move(ctx, "r1", journal.Transition{From: []record.CallState{record.Sending}, To: record.Unknown, NextAsk: time.Now().Add(time.Hour)})
 	m := tray.waitMenu(t, "the unsettled call", func(m Menu) bool { _, ok := m.Find("call/r1/ask"); return ok })
 	if m.Level != view.Asking {
 		t.Errorf("level %s, want asking", m.Level)

@@ -60,10 +60,10 @@ func TestNotifierCoalesces(t *testing.T) {
 	defer db.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	begin := func(id string) {
-		db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/n/" + id, Digest: id})
+		db.Calls().Begin(ctx, &record.Call{RequestID: id, Peer: "studio", App: "notes", CallerApp: "editor", Method: "POST", Path: "/n/" + id, Digest: id})
 	}
 	move := func(id string, from, to record.CallState) {
-		if moved, _, err := db.Move(ctx, id, journal.Transition{From: []record.CallState{from}, To: to}); !moved || err != nil {
+		if moved, _, err := db.Calls().Move(ctx, id, journal.Transition{From: []record.CallState{from}, To: to}); !moved || err != nil {
 			t.Fatalf("move %s to %s: %v %v", id, to, moved, err)
 		}
 	}
@@ -71,7 +71,7 @@ func TestNotifierCoalesces(t *testing.T) {
 	move("old", record.Sending, record.Unknown)
 
 	rec := &recorder{wake: make(chan struct{})}
-	n := &Notifier{Events: db, Sender: rec, Log: slog.New(slog.DiscardHandler), Window: time.Second}
+	n := &Notifier{Events: journalEvents{db}, Sender: rec, Log: slog.New(slog.DiscardHandler), Window: time.Second}
 	cursor, err := db.LastEventSeq(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestNotifierCoalesces(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { n.RunFrom(ctx, cursor) })
 	defer func() { cancel(); wg.Wait() }()
-	db.NoteAsk(ctx, "old", "running", "still running", time.Now().Add(time.Hour))
+	db.Calls().NoteAsk(ctx, "old", "running", "still running", time.Now().Add(time.Hour))
 
 	for i := range 5 {
 		id := fmt.Sprintf("b%d", i)
@@ -107,4 +107,12 @@ func TestNotifierCoalesces(t *testing.T) {
 			t.Errorf("a call unknown before the notifier started was told: %+v", g)
 		}
 	}
+}
+
+// journalEvents is a journal as the notifier reads it: its events, and a
+// call's record from its calls' face.
+type journalEvents struct{ *journal.DB }
+
+func (e journalEvents) Call(ctx context.Context, id string) (*record.Call, error) {
+	return e.Calls().Get(ctx, id)
 }

@@ -196,7 +196,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 	// The journal answers before anything that depends on the roads: a
 	// Delta that just started may not know its peer's roads yet, and an id
 	// it holds must still get its recorded outcome (or 409).
-	existing, err := cr.cfg.DB.Call(r.Context(), rid)
+	existing, err := cr.cfg.DB.Calls().Get(r.Context(), rid)
 	switch {
 	case err == nil && existing.Door != t.Door:
 		cr.refuseCall(w, localapi.Conflict, otherDoor(rid), rid, t.Peer)
@@ -411,7 +411,7 @@ func (run *callRun) learn(said string) {
 	}
 	cr, c := run.cr, run.c
 	c.Digest = said
-	if err := cr.cfg.DB.SetCallBody(context.WithoutCancel(run.base), c.RequestID, said, run.body.Size()); err != nil {
+	if err := cr.cfg.DB.Calls().SetBody(context.WithoutCancel(run.base), c.RequestID, said, run.body.Size()); err != nil {
 		cr.cfg.Log.Error("could not record a streamed call's digest, which its owner said; the owner's word on its id decides its reconciliation", "request_id", c.RequestID, "err", err)
 	}
 }
@@ -434,15 +434,15 @@ func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res
 	var jerr error
 	if !run.recorded {
 		c.Attempts = append(slices.Clone(run.attempts), at)
-		existing, jerr = cr.cfg.DB.BeginCall(run.base, c)
+		existing, jerr = cr.cfg.DB.Calls().Begin(run.base, c)
 	} else {
 		for _, l := range run.attempts[lost:] {
 			if jerr == nil {
-				jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, l)
+				jerr = cr.cfg.DB.Calls().AddAttempt(run.base, c.RequestID, l)
 			}
 		}
 		if jerr == nil {
-			jerr = cr.cfg.DB.AddAttempt(run.base, c.RequestID, at)
+			jerr = cr.cfg.DB.Calls().AddAttempt(run.base, c.RequestID, at)
 		}
 	}
 	if jerr == nil && existing == nil {
@@ -571,7 +571,7 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 		opt.Written = func() {
 			// Its size once the body has passed; its digest comes with
 			// the owner's reply (run.learn).
-			if err := cr.cfg.DB.SetCallBody(context.WithoutCancel(run.base), c.RequestID, "", body.Size()); err != nil {
+			if err := cr.cfg.DB.Calls().SetBody(context.WithoutCancel(run.base), c.RequestID, "", body.Size()); err != nil {
 				cr.cfg.Log.Error("could not record a streamed call's size", "request_id", c.RequestID, "err", err)
 			}
 		}
@@ -601,7 +601,7 @@ type callEnd struct {
 func (cr *Caller) recordUnsent(w http.ResponseWriter, r *http.Request, c *record.Call, attempts []record.Attempt, e *callEnd, timeout time.Duration) {
 	c.State, c.Outcome, c.Detail, c.Attempts = record.Unavailable, string(e.o), e.detail, attempts
 	// Not cr.cfg.Ctx: the outcome is recorded even while the gateway closes.
-	existing, err := cr.cfg.DB.BeginCall(context.WithoutCancel(cr.cfg.Ctx), c)
+	existing, err := cr.cfg.DB.Calls().Begin(context.WithoutCancel(cr.cfg.Ctx), c)
 	if existing != nil {
 		cr.answerExisting(w, r, c, existing, timeout)
 		return
@@ -665,7 +665,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 	}
 	// Not cr.cfg.Ctx: an outcome is recorded even while the gateway closes (Close
 	// waits for it before it closes the journal).
-	moved, held, err := cr.cfg.DB.MoveOrHold(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, t)
+	moved, held, err := cr.cfg.DB.Calls().MoveOrHold(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, t)
 	if err != nil || !moved {
 		cr.cfg.Log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}
@@ -724,7 +724,7 @@ func (cr *Caller) streamAnswer(w http.ResponseWriter, r *http.Request, c *record
 			if err == nil && len(a.Trailer) > 0 {
 				body.Headers = relay.Kept(a.Header, a.Trailer) // a replay ends with them too
 			}
-			if jerr := cr.cfg.DB.SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
+			if jerr := cr.cfg.DB.Calls().SetAnswerBody(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, body); jerr != nil {
 				cr.cfg.Log.Error("could not record the body of a call's answer", "request_id", c.RequestID, "err", jerr)
 			}
 			return nil, err
@@ -853,7 +853,7 @@ func (cr *Caller) replyExisting(w http.ResponseWriter, r *http.Request, rid stri
 	for {
 		changed := cr.cfg.DB.Changed()
 		var err error
-		if c, err = cr.cfg.DB.Call(ctx, rid); err != nil {
+		if c, err = cr.cfg.DB.Calls().Get(ctx, rid); err != nil {
 			cr.refuseCall(w, localapi.Unavailable, proto.NotSent("could not read the journal ("+err.Error()+")", ""), rid, "")
 			return
 		}

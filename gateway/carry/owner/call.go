@@ -89,9 +89,9 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 	rec := &journal.Receipt{Caller: t.visitor.Node, RequestID: rid, Digest: digest, CallerName: t.visitor.Name,
 		CallerApp: proto.AppName(t.callerApp), App: t.app.Name, Method: r.Method, Path: t.pathQuery}
-	receive := o.cfg.DB.Receive
+	receive := o.cfg.DB.Receipts().Receive
 	if inMemory {
-		receive = o.cfg.DB.ReceiveSmall // durable with HandReceipt's flush, before the app has it
+		receive = o.cfg.DB.Receipts().ReceiveSmall // durable with HandReceipt's flush, before the app has it
 	}
 	dec, old, err := receive(r.Context(), rec)
 	if err != nil {
@@ -147,7 +147,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		err = bodyError{cause: fmt.Errorf("the call's digest is %s here but %s at the caller (the request changed on the way)", b.digest, digest), e: proto.PeerBadRequest, status: http.StatusBadRequest}
 	}
 	if err == nil && digest == "" {
-		err = o.cfg.DB.SetReceiptDigest(r.Context(), t.visitor.Node, rid, b.digest)
+		err = o.cfg.DB.Receipts().SetDigest(r.Context(), t.visitor.Node, rid, b.digest)
 		if err != nil {
 			b.close()
 			err = bodyError{cause: fmt.Errorf("%s could not record the call's digest (%w)", o.cfg.Self().Name, err), e: proto.PeerOwnerFailed, status: http.StatusServiceUnavailable}
@@ -155,7 +155,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 	if err != nil {
 		// Not forwarded: nothing was carried out, and the receipt says so.
-		if _, ferr := o.cfg.DB.FinishReceipt(context.WithoutCancel(r.Context()), t.visitor.Node, rid, proto.ReceiptNotCarriedOut, nil); ferr != nil {
+		if _, ferr := o.cfg.DB.Receipts().Finish(context.WithoutCancel(r.Context()), t.visitor.Node, rid, proto.ReceiptNotCarriedOut, nil); ferr != nil {
 			o.cfg.Log.Error("could not record a call whose body did not arrive whole as not carried out", "request_id", rid, "caller", t.visitor.Name, "err", ferr)
 		}
 		o.cfg.Log.Info("a call's body did not arrive whole; it was not forwarded", "request_id", rid, "caller", t.visitor.Name, "app", t.app.Name, "err", err)
@@ -189,7 +189,7 @@ func (o *Owner) keepReceived(ctx context.Context, h http.Header, t ownerTarget, 
 	default:
 		kept.Body = b.mem
 	}
-	o.cfg.DB.KeepReceived(ctx, t.visitor.Node, rid, kept, func(err error) {
+	o.cfg.DB.Receipts().KeepReceived(ctx, t.visitor.Node, rid, kept, func(err error) {
 		o.cfg.Log.Warn("could not keep what a call carried; its receipt is kept", "request_id", rid, "caller", t.visitor.Name, "err", err)
 	})
 }
@@ -434,8 +434,8 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	o.appHeaders(req, t, t.timeout)
 	// On disk before the first byte goes to the app: a restart that finds
 	// the receipt still running knows then whether the app ever had the
-	// call (journal.RecoverReceipts).
-	if err := o.cfg.DB.HandReceipt(r.Context(), t.visitor.Node, rid); err != nil {
+	// call (journal.Receipts.Recover).
+	if err := o.cfg.DB.Receipts().Hand(r.Context(), t.visitor.Node, rid); err != nil {
 		b.close()
 		o.finish(context.WithoutCancel(r.Context()), t, rid, proto.ReceiptNotCarriedOut, nil)
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record that the call goes to its app, so it did not send it (%v)", o.cfg.Self().Name, err))
@@ -577,7 +577,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 // finish records a receipt's outcome, or holds it in memory when the
 // journal cannot write (it reports whether it did).
 func (o *Owner) finish(ctx context.Context, t ownerTarget, rid string, state proto.ReceiptState, ans *record.Answer) (held bool) {
-	_, held, err := o.cfg.DB.FinishReceiptOrHold(ctx, t.visitor.Node, rid, state, ans)
+	_, held, err := o.cfg.DB.Receipts().FinishOrHold(ctx, t.visitor.Node, rid, state, ans)
 	if err != nil {
 		o.cfg.Log.Error("could not record a receipt's outcome", "request_id", rid, "caller", t.visitor.Name, "err", err)
 	}
@@ -628,7 +628,7 @@ func (o *Owner) recordStream(t ownerTarget, rid string, res *appResult, w http.R
 	if broke == nil && len(a.Trailer) > 0 {
 		ans.Headers = relay.Kept(a.Header, a.Trailer) // a replay ends with them too
 	}
-	if jerr := o.cfg.DB.SetReceiptAnswerBody(context.Background(), t.visitor.Node, rid, ans); jerr != nil {
+	if jerr := o.cfg.DB.Receipts().SetAnswerBody(context.Background(), t.visitor.Node, rid, ans); jerr != nil {
 		o.cfg.Log.Error("could not record the body of a receipt's answer", "request_id", rid, "caller", t.visitor.Name, "err", jerr)
 	}
 	if broke != nil {

@@ -223,7 +223,7 @@ func VisitorFrom(r *http.Request) Visitor { return visitorOf(r) }
 // request got a 404). Names are what delta forward PEER/APP takes; their
 // URLs and secrets stay here.
 func (o *Owner) handleAppList(w http.ResponseWriter, r *http.Request) {
-	apps, err := o.cfg.DB.Apps(r.Context())
+	apps, err := o.cfg.DB.Apps().List(r.Context())
 	if err != nil {
 		peerError(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not read its apps: %v", o.cfg.Self().Name, err))
 		return
@@ -276,7 +276,7 @@ func (o *Owner) handleOwnerRequest(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
 	}
-	app, err := o.cfg.DB.App(r.Context(), name)
+	app, err := o.cfg.DB.Apps().Get(r.Context(), name)
 	if errors.Is(err, journal.ErrNotFound) {
 		refuse(w, http.StatusNotFound, proto.PeerAppNotFound, fmt.Sprintf("no app %q is registered on %s", name, o.cfg.Self().Name))
 		return
@@ -452,7 +452,7 @@ func (o *Owner) handleOwnerLookup(w http.ResponseWriter, r *http.Request) {
 	}
 	node := visitorOf(r).Node
 	name := visitorOf(r).Name // the cap's key: not the node id, which a static ticket only claims
-	rec, err := o.cfg.DB.Lookup(r.Context(), node, id, created, func() bool { return o.fences.allow(name, time.Now()) })
+	rec, err := o.cfg.DB.Receipts().Lookup(r.Context(), node, id, created, func() bool { return o.fences.allow(name, time.Now()) })
 	if errors.Is(err, journal.ErrTooManyFences) {
 		o.cfg.OnFenceRefusal()
 		w.Header().Set("Retry-After", "60")
@@ -500,7 +500,7 @@ func (o *Owner) handleCallerSettled(w http.ResponseWriter, r *http.Request) {
 	}
 	vis := visitorOf(r)
 	at, _ := time.Parse(time.RFC3339Nano, v.At) // none or unreadable: when it is told
-	rec, err := o.cfg.DB.CallerSettled(r.Context(), vis.Node, id, v.State, v.Note, at)
+	rec, err := o.cfg.DB.Receipts().CallerSettled(r.Context(), vis.Node, id, v.State, v.Note, at)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		w.Header().Set(localapi.HeaderOutcome, "settlement")

@@ -28,8 +28,9 @@ const askTimeout = 20 * time.Second
 
 // Config configures a Reconciler.
 type Config struct {
-	// DB is the caller's journal. Required.
-	DB *journal.DB
+	// Calls is the caller's journal, its calls' face: the reconciler
+	// reads and moves calls, nothing else. Required.
+	Calls journal.Calls
 	// Peers reaches the owners. Required.
 	Peers *peerclient.Client
 	// Ctx ends when Delta stops: Run returns, and what an ask learned is
@@ -103,7 +104,7 @@ func (rc *Reconciler) Run() {
 		rc.kicked = map[string]bool{}
 		rc.mu.Unlock()
 		for peer := range kicked {
-			calls, err := rc.cfg.DB.UnknownFor(rc.cfg.Ctx, peer)
+			calls, err := rc.cfg.Calls.UnknownFor(rc.cfg.Ctx, peer)
 			if err != nil {
 				rc.cfg.Log.Error("reconciler: list calls", "peer", peer, "err", err)
 			}
@@ -113,7 +114,7 @@ func (rc *Reconciler) Run() {
 			rc.tellSettled(peer)
 		}
 		rc.tellSettled("")
-		due, err := rc.cfg.DB.DueCalls(rc.cfg.Ctx, rc.cfg.Now())
+		due, err := rc.cfg.Calls.Due(rc.cfg.Ctx, rc.cfg.Now())
 		if err != nil && rc.cfg.Ctx.Err() == nil {
 			rc.cfg.Log.Error("reconciler: list due calls", "err", err)
 		}
@@ -124,7 +125,7 @@ func (rc *Reconciler) Run() {
 			rc.Ask(rc.cfg.Ctx, c, false)
 		}
 		wait := time.Minute
-		if next, ok, _ := rc.cfg.DB.NextAsk(rc.cfg.Ctx); ok {
+		if next, ok, _ := rc.cfg.Calls.NextAsk(rc.cfg.Ctx); ok {
 			wait = min(max(next.Sub(rc.cfg.Now()), 0), time.Minute)
 		}
 		if !timer.Stop() {
@@ -162,7 +163,7 @@ func (rc *Reconciler) Ask(ctx context.Context, c *record.Call, manual bool) {
 			return
 		}
 		detail := fmt.Sprintf("could not ask %s about this call (%v); asking again at %s", c.Peer, err, next.Format(time.TimeOnly))
-		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, c.OwnerState, detail, next); err != nil {
+		if err := rc.cfg.Calls.NoteAsk(rc.cfg.Ctx, c.RequestID, c.OwnerState, detail, next); err != nil {
 			rc.cfg.Log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
 		}
 		return
@@ -170,7 +171,7 @@ func (rc *Reconciler) Ask(ctx context.Context, c *record.Call, manual bool) {
 	v := Settle(c.Peer, c.Digest, rc.cfg.Now().Sub(c.CreatedAt), st)
 	if v.To == "" {
 		detail := fmt.Sprintf("%s; asking again at %s", v.Detail, next.Format(time.TimeOnly))
-		if err := rc.cfg.DB.NoteAsk(rc.cfg.Ctx, c.RequestID, string(st.State), detail, next); err != nil {
+		if err := rc.cfg.Calls.NoteAsk(rc.cfg.Ctx, c.RequestID, string(st.State), detail, next); err != nil {
 			rc.cfg.Log.Error("reconciler: record ask", "request_id", c.RequestID, "err", err)
 		}
 		return
@@ -180,7 +181,7 @@ func (rc *Reconciler) Ask(ctx context.Context, c *record.Call, manual bool) {
 		from = append(from, record.NeedsPerson)
 	}
 	t := journal.Transition{From: from, To: v.To, Detail: v.Detail, Answer: v.Answer, OwnerState: string(st.State), CountAsk: true}
-	moved, cur, err := rc.cfg.DB.Move(rc.cfg.Ctx, c.RequestID, t)
+	moved, cur, err := rc.cfg.Calls.Move(rc.cfg.Ctx, c.RequestID, t)
 	if err != nil {
 		rc.cfg.Log.Error("reconciler: settle", "request_id", c.RequestID, "err", err)
 		return

@@ -19,7 +19,7 @@ const tellRetry = time.Minute
 // that cannot be reached is tried again after tellRetry, or when kicked.
 // Only Run calls it.
 func (rc *Reconciler) tellSettled(peer string) {
-	calls, err := rc.cfg.DB.UntoldSettlements(rc.cfg.Ctx, peer)
+	calls, err := rc.cfg.Calls.UntoldSettlements(rc.cfg.Ctx, peer)
 	if err != nil {
 		if rc.cfg.Ctx.Err() == nil {
 			rc.cfg.Log.Error("reconciler: list settlements to tell", "err", err)
@@ -57,7 +57,7 @@ func (rc *Reconciler) Tell(ctx context.Context, c *record.Call) error {
 	if err != nil {
 		return err
 	}
-	if err := rc.cfg.DB.SettlementTold(rc.cfg.Ctx, c.RequestID); err != nil {
+	if err := rc.cfg.Calls.SettlementTold(rc.cfg.Ctx, c.RequestID); err != nil {
 		return fmt.Errorf("record that %s was told: %w", c.Peer, err)
 	}
 	if reply.Recorded {

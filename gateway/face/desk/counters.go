@@ -117,7 +117,7 @@ func (g *Desk) Status(ctx context.Context) (localapi.Status, error) {
 		s.Tailnet = &t
 	}
 	var err error
-	if s.Journal.RequestBytes, err = g.db.RequestBytes(ctx); err != nil {
+	if s.Journal.RequestBytes, err = g.db.Calls().RequestBytes(ctx); err != nil {
 		return s, err
 	}
 	if s.Journal.Continuity, err = g.db.Continuity(ctx); err != nil {
@@ -125,13 +125,13 @@ func (g *Desk) Status(ctx context.Context) (localapi.Status, error) {
 	}
 	s.Journal.Behind = behind(g.db.Behind())
 	s.Transfers, s.Sessions = g.transfers.Long(), g.transfers.Sessions()
-	if s.Unsettled, s.NeedsYou, err = g.db.CountUnsettled(ctx); err != nil {
+	if s.Unsettled, s.NeedsYou, err = g.db.Calls().CountUnsettled(ctx); err != nil {
 		return s, err
 	}
-	if s.ReceivedToCheck, err = g.db.CountToCheck(ctx, g.now().Add(-journal.ReceiptShown)); err != nil {
+	if s.ReceivedToCheck, err = g.db.Receipts().CountToCheck(ctx, g.now().Add(-journal.ReceiptShown)); err != nil {
 		return s, err
 	}
-	s.Dismissed, err = g.db.CountDismissed(ctx)
+	s.Dismissed, err = g.db.Calls().CountDismissed(ctx)
 	s.Cache.Entries, s.Cache.Bytes = g.cfg.Cache.Len()
 	return s, err
 }

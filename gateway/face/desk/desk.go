@@ -120,7 +120,7 @@ func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
 		sum := g.cfg.Tailnet.Summary()
 		s.Tailnet = &sum
 	}
-	all, err := g.db.Calls(ctx, journal.CallFilter{Unsettled: true, WithDismissed: true, Limit: unsettledShown + 1})
+	all, err := g.db.Calls().List(ctx, journal.CallFilter{Unsettled: true, WithDismissed: true, Limit: unsettledShown + 1})
 	if err != nil {
 		return s, err
 	}
@@ -134,13 +134,13 @@ func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
 			s.Unsettled = append(s.Unsettled, c)
 		}
 	}
-	if err := g.db.WithRequests(ctx, all); err != nil {
+	if err := g.db.Calls().WithRequests(ctx, all); err != nil {
 		return s, err
 	}
-	if s.Recent, err = g.db.Calls(ctx, journal.CallFilter{Limit: recentCalls}); err != nil {
+	if s.Recent, err = g.db.Calls().List(ctx, journal.CallFilter{Limit: recentCalls}); err != nil {
 		return s, err
 	}
-	if s.Settled, err = g.db.Calls(ctx, journal.CallFilter{SettledSince: g.now().Add(-SettledShown), Limit: recentCalls + 1}); err != nil {
+	if s.Settled, err = g.db.Calls().List(ctx, journal.CallFilter{SettledSince: g.now().Add(-SettledShown), Limit: recentCalls + 1}); err != nil {
 		return s, err
 	}
 	if len(s.Settled) > recentCalls { // one more read than shown: the page's count says "or more"
@@ -149,7 +149,7 @@ func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	if err := g.withNames(ctx, all, s.Recent, s.Settled); err != nil {
 		return s, err
 	}
-	recs, err := g.db.RecentReceipts(ctx, g.now().Add(-journal.ReceiptShown), "", receiptsShown+1)
+	recs, err := g.db.Receipts().Recent(ctx, g.now().Add(-journal.ReceiptShown), "", receiptsShown+1)
 	if err != nil {
 		return s, err
 	}
@@ -164,7 +164,7 @@ func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
 			looked = append(looked, r)
 		}
 	}
-	if err := g.db.WithReceiptRequests(ctx, looked); err != nil {
+	if err := g.db.Receipts().WithRequests(ctx, looked); err != nil {
 		return s, err
 	}
 	for _, r := range recs {
@@ -180,7 +180,7 @@ func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	s.Forwards = g.cfg.Forwards()
 	b := g.db.Behind()
 	s.JournalBehind, s.JournalDiskFull = behindWords(b), b.DiskFull
-	apps, err := g.db.Apps(ctx)
+	apps, err := g.db.Apps().List(ctx)
 	for _, a := range apps {
 		s.Apps = append(s.Apps, view.App{Name: a.Name, URL: a.URL})
 	}
@@ -205,7 +205,7 @@ func (g *Desk) withNames(ctx context.Context, loaded []*record.Call, lists ...[]
 			}
 		}
 	}
-	if err := g.db.WithRequests(ctx, read); err != nil {
+	if err := g.db.Calls().WithRequests(ctx, read); err != nil {
 		return err
 	}
 	for _, c := range read {
@@ -264,7 +264,7 @@ var ErrNotUnsettled = errors.New("not unknown or needs_person")
 // that needs a person may be settled by it. Errors wrap journal.ErrNotFound
 // or ErrNotUnsettled.
 func (g *Desk) Ask(ctx context.Context, id string) (*record.Call, error) {
-	c, err := g.db.Call(ctx, id)
+	c, err := g.db.Calls().Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -272,14 +272,14 @@ func (g *Desk) Ask(ctx context.Context, id string) (*record.Call, error) {
 		return c, fmt.Errorf("call %s is %s, %w; there is nothing to ask", id, c.State, ErrNotUnsettled)
 	}
 	g.recon.Ask(ctx, c, true)
-	return g.db.Call(ctx, id)
+	return g.db.Calls().Get(ctx, id)
 }
 
 // Settle records a person's settlement of an unknown or needs_person call:
 // to is carried_out or not_carried_out. The reconciler no longer asks
 // about it; an owner's later answer that says otherwise is an alarm.
 func (g *Desk) Settle(ctx context.Context, id string, to record.CallState, note string) (*record.Call, error) {
-	c, err := g.db.SettleByPerson(ctx, id, to, note)
+	c, err := g.db.Calls().SettleByPerson(ctx, id, to, note)
 	if err == nil {
 		g.log.Info("call settled by a person", "request_id", id, "peer", c.Peer, "state", to, "note", note)
 		g.recon.Wake() // the owner is told, so that it stops listing it as one to check
@@ -306,7 +306,7 @@ func (g *Desk) CheckReceipt(ctx context.Context, id, caller, by, note string) (v
 // CheckReceiptRecord is CheckReceipt, returning the journal's receipt (the
 // local API shows it whole).
 func (g *Desk) CheckReceiptRecord(ctx context.Context, id, caller, by, note string) (*journal.Receipt, error) {
-	recs, err := g.db.FindReceipts(ctx, id)
+	recs, err := g.db.Receipts().Find(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ func (g *Desk) CheckReceiptRecord(ctx context.Context, id, caller, by, note stri
 	case len(match) > 1:
 		return nil, fmt.Errorf("%w (%s): name the caller", ErrAmbiguous, strings.Join(names, ", "))
 	}
-	rc, err := g.db.CheckReceipt(ctx, match[0].Caller, id, by, note)
+	rc, err := g.db.Receipts().Check(ctx, match[0].Caller, id, by, note)
 	if err == nil {
 		g.log.Info("a received call was checked by a person", "request_id", id, "caller", rc.CallerName, "app", rc.App, "by", by, "note", note)
 	}
@@ -336,11 +336,11 @@ func (g *Desk) CheckReceiptRecord(ctx context.Context, id, caller, by, note stri
 // Dismiss sets a call aside: hidden from the menu, still reconciled. by
 // names who asked ("the status page", "the local API"), as recorded.
 func (g *Desk) Dismiss(ctx context.Context, id, by string) (*record.Call, error) {
-	moved, err := g.db.Dismiss(ctx, id, by)
+	moved, err := g.db.Calls().Dismiss(ctx, id, by)
 	if err != nil {
 		return nil, err
 	}
-	c, err := g.db.Call(ctx, id)
+	c, err := g.db.Calls().Get(ctx, id)
 	if err != nil || moved {
 		return c, err
 	}

@@ -267,7 +267,7 @@ func TestApps(t *testing.T) {
 	if json.Unmarshal([]byte(body), &a); res.StatusCode != 200 || a.URL != "http://127.0.0.1:8384" || a.Secret == "" || a.Timeout != "20" {
 		t.Fatalf("put: %d %s", res.StatusCode, body)
 	}
-	if got, err := db.App(context.Background(), "notes"); err != nil || got.URL != "http://127.0.0.1:8384" {
+	if got, err := db.Apps().Get(context.Background(), "notes"); err != nil || got.URL != "http://127.0.0.1:8384" {
 		t.Fatalf("the journal has %+v, %v", got, err)
 	}
 	for _, tc := range []struct{ name, body, detail string }{

@@ -347,7 +347,7 @@ func (g *Handler) handleListCalls(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Limit = n
 	}
-	calls, err := g.cfg.DB.Calls(r.Context(), f)
+	calls, err := g.cfg.DB.Calls().List(r.Context(), f)
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
@@ -373,7 +373,7 @@ func (g *Handler) handleGetCall(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	for {
 		changed := g.cfg.DB.Changed()
-		c, err := g.cfg.DB.Call(r.Context(), id)
+		c, err := g.cfg.DB.Calls().Get(r.Context(), id)
 		if errors.Is(err, journal.ErrNotFound) {
 			localError(w, localapi.NotFound, fmt.Sprintf("no call with request id %q on this computer", id))
 			return
@@ -416,12 +416,12 @@ func (g *Handler) handleDismiss(w http.ResponseWriter, r *http.Request) {
 // handleForget drops what a call sent from the journal (delta forget).
 func (g *Handler) handleForget(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := g.cfg.DB.ForgetRequest(r.Context(), id); err != nil {
+	if err := g.cfg.DB.Calls().ForgetRequest(r.Context(), id); err != nil {
 		g.writeCallResult(w, id, nil, err)
 		return
 	}
 	g.cfg.Log.Info("a call's kept request was forgotten at a person's request", "request_id", id)
-	c, err := g.cfg.DB.Call(r.Context(), id)
+	c, err := g.cfg.DB.Calls().Get(r.Context(), id)
 	g.writeCallResult(w, id, c, err)
 }
 
@@ -458,12 +458,12 @@ func (g *Handler) handleReceipts(w http.ResponseWriter, r *http.Request) {
 		localError(w, localapi.BadRequest, fmt.Sprintf("state %q is not a receipt state (%s)", st, list(proto.StoredReceiptStates)))
 		return
 	}
-	recs, err := g.cfg.DB.RecentReceipts(r.Context(), g.cfg.Now().Add(-journal.ReceiptShown), st, 5000)
+	recs, err := g.cfg.DB.Receipts().Recent(r.Context(), g.cfg.Now().Add(-journal.ReceiptShown), st, 5000)
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	if err := g.cfg.DB.WithReceiptRequests(r.Context(), recs); err != nil {
+	if err := g.cfg.DB.Receipts().WithRequests(r.Context(), recs); err != nil {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
@@ -515,7 +515,7 @@ func (g *Handler) handleGetReceipt(w http.ResponseWriter, r *http.Request) {
 // when there are none.
 func (g *Handler) findReceipts(w http.ResponseWriter, r *http.Request) ([]*journal.Receipt, bool) {
 	id := r.PathValue("id")
-	recs, err := g.cfg.DB.FindReceipts(r.Context(), id)
+	recs, err := g.cfg.DB.Receipts().Find(r.Context(), id)
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return nil, false
@@ -585,7 +585,7 @@ func (g *Handler) handleForgetReceived(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := g.cfg.DB.ForgetReceived(r.Context(), node, r.PathValue("id")); err != nil {
+	if err := g.cfg.DB.Receipts().ForgetReceived(r.Context(), node, r.PathValue("id")); err != nil {
 		if errors.Is(err, journal.ErrNotFound) {
 			localError(w, localapi.NotFound, fmt.Sprintf("nothing is kept of what received call %s carried", r.PathValue("id")))
 			return
@@ -612,7 +612,7 @@ func (g *Handler) writeCallResult(w http.ResponseWriter, id string, c *record.Ca
 }
 
 func (g *Handler) handleListApps(w http.ResponseWriter, r *http.Request) {
-	apps, err := g.cfg.DB.Apps(r.Context())
+	apps, err := g.cfg.DB.Apps().List(r.Context())
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
@@ -648,7 +648,7 @@ func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 		localError(w, localapi.BadRequest, err.Error())
 		return
 	}
-	apps, err := g.cfg.DB.Apps(r.Context())
+	apps, err := g.cfg.DB.Apps().List(r.Context())
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
@@ -659,7 +659,7 @@ func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a, err := g.cfg.DB.PutApp(r.Context(), name, u, timeout)
+	a, err := g.cfg.DB.Apps().Put(r.Context(), name, u, timeout)
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not write the journal: "+err.Error())
 		return
@@ -715,7 +715,7 @@ func (g *Handler) notOwnDoor(appURL string) error {
 }
 
 func (g *Handler) handleGetApp(w http.ResponseWriter, r *http.Request) {
-	a, err := g.cfg.DB.App(r.Context(), r.PathValue("app"))
+	a, err := g.cfg.DB.Apps().Get(r.Context(), r.PathValue("app"))
 	if errors.Is(err, journal.ErrNotFound) {
 		localError(w, localapi.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
 		return
@@ -728,7 +728,7 @@ func (g *Handler) handleGetApp(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Handler) handleDeleteApp(w http.ResponseWriter, r *http.Request) {
-	err := g.cfg.DB.DeleteApp(r.Context(), r.PathValue("app"))
+	err := g.cfg.DB.Apps().Delete(r.Context(), r.PathValue("app"))
 	if errors.Is(err, journal.ErrNotFound) {
 		localError(w, localapi.NotFound, fmt.Sprintf("no app %q is registered on this computer", r.PathValue("app")))
 		return

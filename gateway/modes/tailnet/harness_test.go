@@ -197,5 +197,5 @@ func (nd *tnode) receipt(t *testing.T, caller, id string) (*journal.Receipt, err
 		return nil, err
 	}
 	defer db.Close()
-	return db.Receipt(t.Context(), caller, id)
+	return db.Receipts().Get(t.Context(), caller, id)
 }

@@ -24,9 +24,9 @@ type App struct {
 	UpdatedAt time.Time
 }
 
-// PutApp registers (or re-points) app name at url, with its own timeout
+// Put registers (or re-points) app name at url, with its own timeout
 // (App.Timeout). An app that is registered already keeps its secret.
-func (d *DB) PutApp(ctx context.Context, name, url string, timeout time.Duration) (*App, error) {
+func (d Apps) Put(ctx context.Context, name, url string, timeout time.Duration) (*App, error) {
 	a := &App{Name: name, URL: url, Timeout: timeout, UpdatedAt: d.now()}
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT secret FROM apps WHERE name = ?`, name).Scan(&a.Secret)
@@ -55,14 +55,14 @@ type appCache struct {
 	apps map[string]App
 }
 
-func (d *DB) forgetApp(name string) {
+func (d *store) forgetApp(name string) {
 	d.appCache.mu.Lock()
 	delete(d.appCache.apps, name)
 	d.appCache.mu.Unlock()
 }
 
-// App returns the registered app name.
-func (d *DB) App(ctx context.Context, name string) (*App, error) {
+// Get returns the registered app name.
+func (d Apps) Get(ctx context.Context, name string) (*App, error) {
 	d.appCache.mu.Lock()
 	if a, ok := d.appCache.apps[name]; ok {
 		d.appCache.mu.Unlock()
@@ -81,7 +81,7 @@ func (d *DB) App(ctx context.Context, name string) (*App, error) {
 	return a, err
 }
 
-func (d *DB) readApp(ctx context.Context, name string) (*App, error) {
+func (d *store) readApp(ctx context.Context, name string) (*App, error) {
 	a := &App{Name: name}
 	var upd, ms int64
 	err := d.db.QueryRowContext(ctx, `SELECT url, secret, timeout_ms, updated_at FROM apps WHERE name = ?`, name).Scan(&a.URL, &a.Secret, &ms, &upd)
@@ -111,8 +111,8 @@ func fromMillis(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// DeleteApp removes app name.
-func (d *DB) DeleteApp(ctx context.Context, name string) error {
+// Delete removes app name.
+func (d Apps) Delete(ctx context.Context, name string) error {
 	res, err := d.db.ExecContext(ctx, `DELETE FROM apps WHERE name = ?`, name)
 	d.forgetApp(name)
 	if err != nil {
@@ -124,8 +124,8 @@ func (d *DB) DeleteApp(ctx context.Context, name string) error {
 	return nil
 }
 
-// Apps returns every registered app, by name.
-func (d *DB) Apps(ctx context.Context) ([]*App, error) {
+// List returns every registered app, by name.
+func (d Apps) List(ctx context.Context) ([]*App, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT name, url, secret, timeout_ms, updated_at FROM apps ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list apps: %w", err)

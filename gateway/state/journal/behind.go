@@ -99,7 +99,7 @@ func (b *behind) noteLocked(err error, now time.Time) {
 // MoveOrHold is Move for an outcome the app is about to be told: if the
 // journal cannot write it, it is held in memory (held is true, err nil)
 // and written by a later Flush.
-func (d *DB) MoveOrHold(ctx context.Context, id string, t Transition) (moved, held bool, err error) {
+func (d Calls) MoveOrHold(ctx context.Context, id string, t Transition) (moved, held bool, err error) {
 	moved, _, err = d.Move(ctx, id, t)
 	if !holdable(ctx, err) {
 		return moved, false, err
@@ -116,10 +116,10 @@ func (d *DB) MoveOrHold(ctx context.Context, id string, t Transition) (moved, he
 	return true, true, nil
 }
 
-// FinishReceiptOrHold is FinishReceipt for an outcome the caller is about
+// FinishOrHold is FinishReceipt for an outcome the caller is about
 // to be told: if the journal cannot write it, it is held in memory (held
 // is true, err nil) and written by a later Flush.
-func (d *DB) FinishReceiptOrHold(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (running, held bool, err error) {
+func (d Receipts) FinishOrHold(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (running, held bool, err error) {
 	running, err = d.finishReceipt(ctx, caller, id, state, ans)
 	if !holdable(ctx, err) {
 		return running, false, err
@@ -163,7 +163,7 @@ func (d *DB) Flush(ctx context.Context) (int, error) {
 		b.mu.Unlock()
 		switch {
 		case it.call != "" && okc:
-			_, _, err = d.Move(ctx, it.call, hm.t) // not moved: it moved meanwhile, and the newer state stands
+			_, _, err = d.Calls().Move(ctx, it.call, hm.t) // not moved: it moved meanwhile, and the newer state stands
 		case it.call == "" && okr:
 			_, err = d.finishReceipt(ctx, it.rec[0], it.rec[1], hr.state, hr.ans)
 		default:
@@ -188,7 +188,7 @@ func (d *DB) Flush(ctx context.Context) (int, error) {
 }
 
 // overlayCall shows a held outcome in a call read from the journal.
-func (d *DB) overlayCall(c *record.Call) {
+func (d *store) overlayCall(c *record.Call) {
 	b := &d.behind
 	b.mu.Lock()
 	h, ok := b.calls[c.RequestID]
@@ -221,7 +221,7 @@ func (d *DB) overlayCall(c *record.Call) {
 }
 
 // overlayReceipt shows a held outcome in a receipt read from the journal.
-func (d *DB) overlayReceipt(r *Receipt) {
+func (d *store) overlayReceipt(r *Receipt) {
 	if r == nil || r.State != proto.ReceiptRunning {
 		return
 	}

@@ -26,11 +26,11 @@ func TestDiskFull(t *testing.T) {
 	defer func() { db.Close() }()
 	clk.add(ClockSkew + time.Minute)
 	call := &record.Call{RequestID: "c1", Peer: "p", App: "a", Method: "POST", Path: "/x", Digest: "d1"}
-	if _, err := db.BeginCall(ctx, call); err != nil {
+	if _, err := db.Calls().Begin(ctx, call); err != nil {
 		t.Fatal(err)
 	}
 	rec := &Receipt{Caller: "n1", RequestID: "r1", Digest: "d2", CallerName: "laptop", App: "a", Method: "POST", Path: "/y"}
-	if dec, _, err := db.Receive(ctx, rec); err != nil || dec != Forward {
+	if dec, _, err := db.Receipts().Receive(ctx, rec); err != nil || dec != Forward {
 		t.Fatalf("receive: %v %v", dec, err)
 	}
 
@@ -41,14 +41,14 @@ func TestDiskFull(t *testing.T) {
 	default:
 	}
 	disk.Fill()
-	if _, err := db.BeginCall(ctx, &record.Call{RequestID: "c2", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err == nil {
+	if _, err := db.Calls().Begin(ctx, &record.Call{RequestID: "c2", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err == nil {
 		t.Fatal("a call was recorded as sending on a full disk: it could be sent without a record")
 	}
-	if _, _, err := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "r2", Digest: "d", App: "a", Method: "POST", Path: "/"}); err == nil {
+	if _, _, err := db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "r2", Digest: "d", App: "a", Method: "POST", Path: "/"}); err == nil {
 		t.Fatal("a receipt was recorded on a full disk")
 	}
 	ans := &record.Answer{Status: 201, Body: []byte("done")}
-	moved, held, err := db.MoveOrHold(ctx, "c1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans})
+	moved, held, err := db.Calls().MoveOrHold(ctx, "c1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans})
 	if err != nil || !moved || !held {
 		t.Fatalf("an outcome on a full disk: moved %v held %v err %v, want held in memory", moved, held, err)
 	}
@@ -62,7 +62,7 @@ func TestDiskFull(t *testing.T) {
 	default:
 		t.Fatal("Holding, asked while an outcome is held, is not closed")
 	}
-	if _, held, err := db.FinishReceiptOrHold(ctx, "n1", "r1", proto.ReceiptAnswered, ans); err != nil || !held {
+	if _, held, err := db.Receipts().FinishOrHold(ctx, "n1", "r1", proto.ReceiptAnswered, ans); err != nil || !held {
 		t.Fatalf("a receipt's outcome on a full disk: held %v err %v", held, err)
 	}
 	b := db.Behind()
@@ -70,16 +70,16 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("Behind = %+v, want 2 held and the disk full", b)
 	}
 	// Every read shows the held outcome, marked.
-	if c, err := db.Call(ctx, "c1"); err != nil || c.State != record.Answered || !c.Behind || string(c.Answer.Body) != "done" {
+	if c, err := db.Calls().Get(ctx, "c1"); err != nil || c.State != record.Answered || !c.Behind || string(c.Answer.Body) != "done" {
 		t.Fatalf("the call as read: %+v %v", c, err)
 	}
-	if cs, _ := db.Calls(ctx, CallFilter{}); len(cs) != 1 || cs[0].State != record.Answered || !cs[0].Behind {
+	if cs, _ := db.Calls().List(ctx, CallFilter{}); len(cs) != 1 || cs[0].State != record.Answered || !cs[0].Behind {
 		t.Fatalf("the call as listed: %+v", cs)
 	}
-	if r, err := db.Lookup(ctx, "n1", "r1", clk.now(), nil); err != nil || r.State != proto.ReceiptAnswered || !r.Behind {
+	if r, err := db.Receipts().Lookup(ctx, "n1", "r1", clk.now(), nil); err != nil || r.State != proto.ReceiptAnswered || !r.Behind {
 		t.Fatalf("the receipt as the caller's question sees it: %+v %v", r, err)
 	}
-	if dec, old, err := db.Receive(ctx, rec); err != nil || dec != Replay || string(old.Answer.Body) != "done" {
+	if dec, old, err := db.Receipts().Receive(ctx, rec); err != nil || dec != Replay || string(old.Answer.Body) != "done" {
 		t.Fatalf("the same call again: %v %+v %v, want a replay of the held answer", dec, old, err)
 	}
 	if left, err := db.Flush(ctx); err == nil || left != 2 {
@@ -102,10 +102,10 @@ func TestDiskFull(t *testing.T) {
 	if db, err = Open(path, Options{Now: clk.now}); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := db.Call(ctx, "c1"); err != nil || c.State != record.Answered || c.Behind || string(c.Answer.Body) != "done" {
+	if c, err := db.Calls().Get(ctx, "c1"); err != nil || c.State != record.Answered || c.Behind || string(c.Answer.Body) != "done" {
 		t.Fatalf("the call after a reopen: %+v %v", c, err)
 	}
-	if r, err := db.Receipt(ctx, "n1", "r1"); err != nil || r.State != proto.ReceiptAnswered || string(r.Answer.Body) != "done" {
+	if r, err := db.Receipts().Get(ctx, "n1", "r1"); err != nil || r.State != proto.ReceiptAnswered || string(r.Answer.Body) != "done" {
 		t.Fatalf("the receipt after a reopen: %+v %v", r, err)
 	}
 }

@@ -39,7 +39,7 @@ func scanCall(s interface{ Scan(...any) error }) (*record.Call, error) {
 	return &c, nil
 }
 
-// BeginCall records c, durably, unless its request id is in the journal
+// Begin records c, durably, unless its request id is in the journal
 // already; then nothing is written and the existing record is returned.
 // c.State is "sending" if empty; a call refused before anything was sent is
 // recorded at once in its final state (unavailable, with c.Outcome and
@@ -47,7 +47,7 @@ func scanCall(s interface{ Scan(...any) error }) (*record.Call, error) {
 // about to write its first byte is in the journal before it does, at no
 // cost beyond the transaction the call needs anyway. c.CreatedAt and
 // c.UpdatedAt are set.
-func (d *DB) BeginCall(ctx context.Context, c *record.Call) (existing *record.Call, err error) {
+func (d Calls) Begin(ctx context.Context, c *record.Call) (existing *record.Call, err error) {
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		old, err := scanCall(tx.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, c.RequestID))
 		if err == nil {
@@ -94,7 +94,7 @@ func (d *DB) BeginCall(ctx context.Context, c *record.Call) (existing *record.Ca
 // AddAttempt records one more attempt of call id, durably: a later attempt
 // (after a door asked for a new ticket) is in the journal before its first
 // byte is written, like the first.
-func (d *DB) AddAttempt(ctx context.Context, id string, a record.Attempt) error {
+func (d Calls) AddAttempt(ctx context.Context, id string, a record.Attempt) error {
 	return d.tx(ctx, func(tx *sql.Tx) error { return putAttempt(ctx, tx, id, a) })
 }
 
@@ -135,7 +135,7 @@ type Transition struct {
 
 // Move applies t to call id if the call is in one of t.From. It reports
 // whether it did; if not, cur is the call as it is.
-func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur *record.Call, err error) {
+func (d Calls) Move(ctx context.Context, id string, t Transition) (moved bool, cur *record.Call, err error) {
 	if len(t.From) == 0 {
 		return false, nil, fmt.Errorf("journal: move call %s: no from-state given", id)
 	}
@@ -201,7 +201,7 @@ func (d *DB) Move(ctx context.Context, id string, t Transition) (moved bool, cur
 
 // NoteAsk records what the owner said about an unsettled call that stays
 // unsettled, and when to ask next.
-func (d *DB) NoteAsk(ctx context.Context, id, ownerState, detail string, next time.Time) error {
+func (d Calls) NoteAsk(ctx context.Context, id, ownerState, detail string, next time.Time) error {
 	_, err := d.db.ExecContext(ctx, `UPDATE calls SET owner_state = ?, detail = ?, next_ask_at = ?, asks = asks + 1, updated_at = ?
 		WHERE request_id = ? AND state IN `+unsettledSQL,
 		ownerState, detail, nanos(next), nanos(d.now()), id)
@@ -212,8 +212,8 @@ func (d *DB) NoteAsk(ctx context.Context, id, ownerState, detail string, next ti
 	return nil
 }
 
-// Call returns call id with its attempts.
-func (d *DB) Call(ctx context.Context, id string) (*record.Call, error) {
+// Get returns call id with its attempts.
+func (d Calls) Get(ctx context.Context, id string) (*record.Call, error) {
 	c, err := scanCall(d.db.QueryRowContext(ctx, `SELECT `+callCols+` FROM calls WHERE request_id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("journal: call %s: %w", id, ErrNotFound)
@@ -236,7 +236,7 @@ func (d *DB) Call(ctx context.Context, id string) (*record.Call, error) {
 // name a request id, and ends in "WHERE request_id IN" (the ids are added,
 // then order). scan reads one row and returns its request id and what to
 // do with its call.
-func (d *DB) forCalls(ctx context.Context, calls []*record.Call, what, query, order string, scan func(*sql.Rows) (string, func(*record.Call), error)) error {
+func (d *store) forCalls(ctx context.Context, calls []*record.Call, what, query, order string, scan func(*sql.Rows) (string, func(*record.Call), error)) error {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -264,7 +264,7 @@ func (d *DB) forCalls(ctx context.Context, calls []*record.Call, what, query, or
 }
 
 // withAttempts reads the attempts of calls into them.
-func (d *DB) withAttempts(ctx context.Context, calls []*record.Call) error {
+func (d *store) withAttempts(ctx context.Context, calls []*record.Call) error {
 	return d.forCalls(ctx, calls, "attempts", `SELECT request_id, n, road, address, started_at, first_byte, error, reply FROM attempts
 		WHERE request_id IN`, `ORDER BY request_id, n`, func(rows *sql.Rows) (string, func(*record.Call), error) {
 		var id string
@@ -295,8 +295,8 @@ type CallFilter struct {
 	Limit int
 }
 
-// Calls lists calls, newest first, with their attempts.
-func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*record.Call, error) {
+// List lists calls, newest first, with their attempts.
+func (d Calls) List(ctx context.Context, f CallFilter) ([]*record.Call, error) {
 	q := `SELECT ` + callCols + ` FROM calls`
 	var args []any
 	switch {
@@ -332,15 +332,15 @@ func (d *DB) Calls(ctx context.Context, f CallFilter) ([]*record.Call, error) {
 	return calls, err
 }
 
-// DueCalls returns the unknown calls whose next ask is due at now.
-func (d *DB) DueCalls(ctx context.Context, now time.Time) ([]*record.Call, error) {
+// Due returns the unknown calls whose next ask is due at now.
+func (d Calls) Due(ctx context.Context, now time.Time) ([]*record.Call, error) {
 	return d.queryCalls(ctx, `SELECT `+callCols+` FROM calls
 		WHERE state = 'unknown' AND next_ask_at IS NOT NULL AND next_ask_at <= ? ORDER BY next_ask_at`, nanos(now))
 }
 
 // NextAsk returns when the earliest unknown call is due to be asked about,
 // and false if none is.
-func (d *DB) NextAsk(ctx context.Context) (time.Time, bool, error) {
+func (d Calls) NextAsk(ctx context.Context) (time.Time, bool, error) {
 	var n sql.NullInt64
 	err := d.db.QueryRowContext(ctx, `SELECT MIN(next_ask_at) FROM calls WHERE state = 'unknown'`).Scan(&n)
 	if err != nil || !n.Valid {
@@ -350,11 +350,11 @@ func (d *DB) NextAsk(ctx context.Context) (time.Time, bool, error) {
 }
 
 // UnknownFor returns the unknown calls to peer, to ask about at once.
-func (d *DB) UnknownFor(ctx context.Context, peer string) ([]*record.Call, error) {
+func (d Calls) UnknownFor(ctx context.Context, peer string) ([]*record.Call, error) {
 	return d.queryCalls(ctx, `SELECT `+callCols+` FROM calls WHERE state = 'unknown' AND peer = ?`, peer)
 }
 
-func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*record.Call, error) {
+func (d *store) queryCalls(ctx context.Context, q string, args ...any) ([]*record.Call, error) {
 	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list calls: %w", err)
@@ -374,7 +374,7 @@ func (d *DB) queryCalls(ctx context.Context, q string, args ...any) ([]*record.C
 // CountUnsettled counts the unsettled calls that are not dismissed, and
 // among them those that need a person, in one read (the two never
 // disagree).
-func (d *DB) CountUnsettled(ctx context.Context) (unsettled, needsPerson int, err error) {
+func (d Calls) CountUnsettled(ctx context.Context) (unsettled, needsPerson int, err error) {
 	err = d.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(SUM(state = ?), 0) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 0`,
 		record.NeedsPerson).Scan(&unsettled, &needsPerson)
 	return unsettled, needsPerson, err
@@ -385,7 +385,7 @@ func (d *DB) CountUnsettled(ctx context.Context) (unsettled, needsPerson int, er
 // record keeps it. Only an unknown call can be set aside (Delta keeps
 // asking about it); moved reports whether it was unknown. A call that
 // comes to need a person comes back (Move).
-func (d *DB) Dismiss(ctx context.Context, id, by string) (moved bool, err error) {
+func (d Calls) Dismiss(ctx context.Context, id, by string) (moved bool, err error) {
 	res, err := d.db.ExecContext(ctx, `UPDATE calls SET dismissed = 1, dismissed_by = ?, updated_at = ? WHERE request_id = ? AND state = ?`,
 		by, nanos(d.now()), id, record.Unknown)
 	if err != nil {
@@ -400,17 +400,17 @@ func (d *DB) Dismiss(ctx context.Context, id, by string) (moved bool, err error)
 
 // CountDismissed counts the calls a person set aside that are still
 // unsettled (Delta still asks about them).
-func (d *DB) CountDismissed(ctx context.Context) (int, error) {
+func (d Calls) CountDismissed(ctx context.Context) (int, error) {
 	var n int
 	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM calls WHERE state IN `+unsettledSQL+` AND dismissed = 1`).Scan(&n)
 	return n, err
 }
 
-// RecoverCalls turns every "sending" call into "unknown", due for asking at
+// Recover turns every "sending" call into "unknown", due for asking at
 // once: after a restart nobody knows whether its bytes left. Its attempt in
 // flight (recorded before its first byte, as written) says that Delta
 // stopped during it. It returns how many calls there were.
-func (d *DB) RecoverCalls(ctx context.Context) (int, error) {
+func (d Calls) Recover(ctx context.Context) (int, error) {
 	now := nanos(d.now())
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {

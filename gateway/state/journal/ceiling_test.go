@@ -43,28 +43,28 @@ func BenchmarkCallWrites(b *testing.B) {
 				c := &record.Call{RequestID: id, Peer: "studio", App: "bench", Method: "POST", Path: "/c", Digest: "d",
 					Attempts: []record.Attempt{{N: 1, Road: "lan", Address: "127.0.0.1:1", StartedAt: time.Now(), FirstByte: true}},
 					Request:  KeepRequest(sent, body)}
-				if existing, err := caller.BeginCall(ctx, c); err != nil || existing != nil {
+				if existing, err := caller.Calls().Begin(ctx, c); err != nil || existing != nil {
 					return fmt.Errorf("sending: %v, %v", existing, err)
 				}
-				if dec, _, err := owner.ReceiveSmall(ctx, &Receipt{Caller: "n1", RequestID: id, Digest: "d", App: "bench", Method: "POST", Path: "/c"}); err != nil || dec != Forward {
+				if dec, _, err := owner.Receipts().ReceiveSmall(ctx, &Receipt{Caller: "n1", RequestID: id, Digest: "d", App: "bench", Method: "POST", Path: "/c"}); err != nil || dec != Forward {
 					return fmt.Errorf("receipt: %v, %v", dec, err)
 				}
 				// The writer tells kept before it answers HandReceipt
 				// (queued first, it commits no later), so kept is set
 				// by the time HandReceipt returns.
 				var kept error
-				owner.KeepReceived(ctx, "n1", id, KeepRequest(sent, body), func(err error) { kept = err })
-				if err := owner.HandReceipt(ctx, "n1", id); err != nil {
+				owner.Receipts().KeepReceived(ctx, "n1", id, KeepRequest(sent, body), func(err error) { kept = err })
+				if err := owner.Receipts().Hand(ctx, "n1", id); err != nil {
 					return fmt.Errorf("handed: %w", err)
 				}
 				if kept != nil {
 					return fmt.Errorf("kept: %w", kept)
 				}
 				ans := &record.Answer{Status: 201, Body: []byte(`{"ok":true}`)}
-				if _, err := owner.FinishReceipt(ctx, "n1", id, proto.ReceiptAnswered, ans); err != nil {
+				if _, err := owner.Receipts().Finish(ctx, "n1", id, proto.ReceiptAnswered, ans); err != nil {
 					return fmt.Errorf("answer: %w", err)
 				}
-				if moved, _, err := caller.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: string(localapi.Answered), Answer: ans}); err != nil || !moved {
+				if moved, _, err := caller.Calls().Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: string(localapi.Answered), Answer: ans}); err != nil || !moved {
 					return fmt.Errorf("outcome: %v, %w", moved, err)
 				}
 				return nil

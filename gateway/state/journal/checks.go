@@ -30,7 +30,7 @@ func (r *Receipt) ToCheck() bool {
 // headers are read before it returns; the body must not change. An
 // error (the journal cannot write) goes to onErr, and the receipt then
 // says nothing was kept.
-func (d *DB) KeepReceived(ctx context.Context, caller, id string, r *record.Request, onErr func(error)) {
+func (d Receipts) KeepReceived(ctx context.Context, caller, id string, r *record.Request, onErr func(error)) {
 	ctx = context.WithoutCancel(ctx)
 	headers := encodeHeaders(r.Headers) // now: the caller may change r.Headers once this returns
 	d.txQueued(ctx, func(tx *sql.Tx) error {
@@ -47,8 +47,8 @@ func (d *DB) KeepReceived(ctx context.Context, caller, id string, r *record.Requ
 	})
 }
 
-// WithReceiptRequests reads what each receipt's call carried into it.
-func (d *DB) WithReceiptRequests(ctx context.Context, rs []*Receipt) error {
+// WithRequests reads what each receipt's call carried into it.
+func (d Receipts) WithRequests(ctx context.Context, rs []*Receipt) error {
 	for _, r := range rs {
 		var headers string
 		var trunc, forgotten int
@@ -69,7 +69,7 @@ func (d *DB) WithReceiptRequests(ctx context.Context, rs []*Receipt) error {
 
 // ForgetReceived drops what the received call id (from caller, or from
 // any caller when "") carried: its headers and body; its size stays.
-func (d *DB) ForgetReceived(ctx context.Context, caller, id string) error {
+func (d Receipts) ForgetReceived(ctx context.Context, caller, id string) error {
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE receipt_requests SET headers = '{}', body = NULL, forgotten = 1 WHERE request_id = ? AND (? = '' OR caller = ?)`, id, caller, caller)
@@ -89,20 +89,20 @@ func (d *DB) ForgetReceived(ctx context.Context, caller, id string) error {
 	return nil
 }
 
-// FindReceipts returns the receipts under request id from any caller,
+// Find returns the receipts under request id from any caller,
 // with what their calls carried (a request id is unique per caller; two
 // callers could, in principle, use the same one).
-func (d *DB) FindReceipts(ctx context.Context, id string) ([]*Receipt, error) {
+func (d Receipts) Find(ctx context.Context, id string) ([]*Receipt, error) {
 	out, err := d.queryReceipts(ctx, `SELECT `+receiptCols+` FROM receipts WHERE request_id = ? AND state != 'fenced' ORDER BY received_at`, id)
 	if err != nil {
 		return nil, fmt.Errorf("journal: look up receipt %s: %w", id, err)
 	}
-	return out, d.WithReceiptRequests(ctx, out)
+	return out, d.WithRequests(ctx, out)
 }
 
 // CountToCheck counts the receipts received since since that a person
 // here should check (Receipt.ToCheck): the same as RecentReceipts lists.
-func (d *DB) CountToCheck(ctx context.Context, since time.Time) (int, error) {
+func (d Receipts) CountToCheck(ctx context.Context, since time.Time) (int, error) {
 	var n int
 	err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM receipts WHERE received_at >= ? AND `+toCheckSQLOf("receipts"), nanos(since)).Scan(&n)
 	return n, err
@@ -116,11 +116,11 @@ var ErrNotCheckable = errors.New("only a call the app has finished with can be m
 // is kept as first made (who, when, their note), never silently replaced.
 var ErrCheckedAlready = errors.New("it was checked already; a check is kept as first made")
 
-// CheckReceipt records that a person here checked receipt (caller, id):
+// Check records that a person here checked receipt (caller, id):
 // by names where ("the status page", "the local API"). A second check is
 // refused (ErrCheckedAlready, with the first's words). It returns the
 // receipt as it stands, with what it carried.
-func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Receipt, error) {
+func (d Receipts) Check(ctx context.Context, caller, id, by, note string) (*Receipt, error) {
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE receipts SET checked_by = ?, checked_at = ?, check_note = ?
@@ -137,11 +137,11 @@ func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Re
 	if n > 0 {
 		d.notify()
 	}
-	r, err := d.Receipt(ctx, caller, id)
+	r, err := d.Get(ctx, caller, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.WithReceiptRequests(ctx, []*Receipt{r}); err != nil {
+	if err := d.WithRequests(ctx, []*Receipt{r}); err != nil {
 		return nil, err
 	}
 	switch {
@@ -165,7 +165,7 @@ func (d *DB) CheckReceipt(ctx context.Context, caller, id, by, note string) (*Re
 // is kept (a person's settlement is final at the caller): the same word
 // told again updates its note, another one changes nothing (issue 34 U4).
 // It reports ErrNotFound when no receipt (or only a fence) is kept.
-func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string, at time.Time) (*Receipt, error) {
+func (d Receipts) CallerSettled(ctx context.Context, caller, id, to, note string, at time.Time) (*Receipt, error) {
 	if now := d.now(); at.IsZero() || at.After(now) {
 		at = now
 	}
@@ -184,19 +184,19 @@ func (d *DB) CallerSettled(ctx context.Context, caller, id, to, note string, at 
 	}
 	if n == 0 {
 		// Another word kept already, or no receipt at all.
-		r, err := d.Receipt(ctx, caller, id)
+		r, err := d.Get(ctx, caller, id)
 		if err != nil || r.State == proto.ReceiptFenced {
 			return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
 		}
 		return r, nil
 	}
 	d.notify()
-	return d.Receipt(ctx, caller, id)
+	return d.Get(ctx, caller, id)
 }
 
 // UntoldSettlements are the calls to peer ("" for every peer) that a
 // person settled and whose owner has not been told yet, oldest first.
-func (d *DB) UntoldSettlements(ctx context.Context, peer string) ([]*record.Call, error) {
+func (d Calls) UntoldSettlements(ctx context.Context, peer string) ([]*record.Call, error) {
 	q := `SELECT ` + callCols + ` FROM calls WHERE settled_by != '' AND settle_told = 0`
 	var args []any
 	if peer != "" {
@@ -212,7 +212,7 @@ func (d *DB) UntoldSettlements(ctx context.Context, peer string) ([]*record.Call
 
 // SettlementTold records that call id's owner was told of its person's
 // settlement (or has no receipt to tell it to).
-func (d *DB) SettlementTold(ctx context.Context, id string) error {
+func (d Calls) SettlementTold(ctx context.Context, id string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE calls SET settle_told = 1 WHERE request_id = ?`, id); err != nil {
 			return fmt.Errorf("journal: record that call %s's settlement was told: %w", id, err)

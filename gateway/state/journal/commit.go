@@ -16,7 +16,7 @@ import (
 // ErrClosed is a write after Close.
 var ErrClosed = groupcommit.ErrClosed
 
-func (d *DB) startWriter() {
+func (d *store) startWriter() {
 	d.commit = groupcommit.Start(d.db, groupcommit.Hooks{
 		Begin: func() { d.counted = 0 },
 		Committed: func(flushed bool) {
@@ -33,21 +33,21 @@ func (d *DB) startWriter() {
 }
 
 // stopWriter lets the writer finish what is queued and stop.
-func (d *DB) stopWriter() { d.commit.Stop() }
+func (d *store) stopWriter() { d.commit.Stop() }
 
 // tx runs f in the next group commit, and returns once it is durable (or
 // failed, rolled back).
-func (d *DB) tx(ctx context.Context, f func(*sql.Tx) error) error { return d.commit.Tx(ctx, f) }
+func (d *store) tx(ctx context.Context, f func(*sql.Tx) error) error { return d.commit.Tx(ctx, f) }
 
 // txLazy runs f in the next group commit, and returns once it is
 // committed (groupcommit.Writer.TxLazy): durable with the next flushed
 // commit, which must come before anything outside depends on f's rows.
-func (d *DB) txLazy(ctx context.Context, f func(*sql.Tx) error) error {
+func (d *store) txLazy(ctx context.Context, f func(*sql.Tx) error) error {
 	return d.commit.TxLazy(ctx, f)
 }
 
 // txQueued queues f for the next group commit and returns at once; then
 // gets its result from the writer itself (groupcommit.Writer.TxQueued).
-func (d *DB) txQueued(ctx context.Context, f func(*sql.Tx) error, then func(error)) {
+func (d *store) txQueued(ctx context.Context, f func(*sql.Tx) error, then func(error)) {
 	d.commit.TxQueued(ctx, f, then)
 }

@@ -72,7 +72,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	defer db2.Close()
 	for i := range errs {
-		_, err := db2.Call(ctx, fmt.Sprintf("g%d", i))
+		_, err := db2.Calls().Get(ctx, fmt.Sprintf("g%d", i))
 		if i == 3 && !errors.Is(err, ErrNotFound) {
 			t.Errorf("the failed write's row is in the journal: %v", err)
 		}
@@ -114,13 +114,13 @@ func TestReceiveSmall(t *testing.T) {
 	}
 	f0, n0 := db.Flushes(), counted()
 	rec := &Receipt{Caller: "n1", RequestID: "small1", Digest: "d", App: "a", Method: "POST", Path: "/"}
-	if dec, _, err := db.ReceiveSmall(ctx, rec); err != nil || dec != Forward {
+	if dec, _, err := db.Receipts().ReceiveSmall(ctx, rec); err != nil || dec != Forward {
 		t.Fatalf("ReceiveSmall: %v %v", dec, err)
 	}
 	if f := db.Flushes() - f0; f != 0 {
 		t.Errorf("the small call's receipt made %d flushes, want none of its own", f)
 	}
-	if r, err := db.Receipt(ctx, "n1", "small1"); err != nil || r.State != proto.ReceiptRunning {
+	if r, err := db.Receipts().Get(ctx, "n1", "small1"); err != nil || r.State != proto.ReceiptRunning {
 		t.Fatalf("the receipt, read at once: %+v %v", r, err)
 	}
 	if n := counted(); n != n0 {
@@ -128,10 +128,10 @@ func TestReceiveSmall(t *testing.T) {
 	}
 	// The same id again, as a caller that sends it twice: the lazy
 	// receipt decides it.
-	if dec, _, err := db.ReceiveSmall(ctx, rec); err != nil || dec != Busy {
+	if dec, _, err := db.Receipts().ReceiveSmall(ctx, rec); err != nil || dec != Busy {
 		t.Errorf("the same call again: %v %v, want Busy (running)", dec, err)
 	}
-	if err := db.HandReceipt(ctx, "n1", "small1"); err != nil {
+	if err := db.Receipts().Hand(ctx, "n1", "small1"); err != nil {
 		t.Fatal(err)
 	}
 	if f := db.Flushes() - f0; f != 1 {
@@ -143,7 +143,7 @@ func TestReceiveSmall(t *testing.T) {
 	// A call whose receipt stays lazy when the Delta stops: Close's
 	// last commits leave it in the database for the next start, which
 	// finds it never handed (not carried out).
-	if _, _, err := db.ReceiveSmall(ctx, &Receipt{Caller: "n1", RequestID: "small2", Digest: "d", App: "a", Method: "POST", Path: "/"}); err != nil {
+	if _, _, err := db.Receipts().ReceiveSmall(ctx, &Receipt{Caller: "n1", RequestID: "small2", Digest: "d", App: "a", Method: "POST", Path: "/"}); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -155,7 +155,7 @@ func TestReceiveSmall(t *testing.T) {
 	if c, err := db2.Continuity(ctx); err != nil || c.Broken != "" {
 		t.Errorf("continuity after a restart with a lazy receipt: %+v %v, want unbroken", c, err)
 	}
-	interrupted, notHanded, err := db2.RecoverReceipts(ctx)
+	interrupted, notHanded, err := db2.Receipts().Recover(ctx)
 	if err != nil || interrupted != 1 || notHanded != 1 {
 		t.Errorf("RecoverReceipts: %d interrupted, %d not handed (%v); want 1 and 1", interrupted, notHanded, err)
 	}

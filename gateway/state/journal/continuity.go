@@ -46,7 +46,7 @@ import (
 // ContinuityFile is the file beside the journal.
 func ContinuityFile(journalPath string) string { return journalPath + ".continuity" }
 
-func (d *DB) meta(ctx context.Context, q interface {
+func (d *store) meta(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, key string) (string, bool, error) {
 	var v string
@@ -65,7 +65,7 @@ func setMeta(ctx context.Context, tx *sql.Tx, key, value string) error {
 // countReceipt adds one to the records ever made, in tx, and has the
 // writer save the continuity file after the commit (continuityAfterCommit):
 // once per group commit, before any of its callers is answered.
-func (d *DB) countReceipt(ctx context.Context, tx *sql.Tx) error {
+func (d *store) countReceipt(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('receipts', '1')
 		ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1`)
 	if err != nil {
@@ -77,7 +77,7 @@ func (d *DB) countReceipt(ctx context.Context, tx *sql.Tx) error {
 
 // checkContinuity compares the database with the continuity file at Open
 // (see above), and writes the file.
-func (d *DB) checkContinuity(fresh bool) error {
+func (d *store) checkContinuity(fresh bool) error {
 	ctx := context.Background()
 	now := d.now()
 	var file *contslot.Record
@@ -144,7 +144,7 @@ func (d *DB) checkContinuity(fresh bool) error {
 //
 // count is the committed count: the writer keeps it (records), as every
 // counted write is its own.
-func (d *DB) saveContinuity(count int64) error {
+func (d *store) saveContinuity(count int64) error {
 	d.contMu.Lock()
 	defer d.contMu.Unlock()
 	slot, err := contslot.Encode(contslot.Record{Incarnation: d.incarnation, Receipts: count})
@@ -181,7 +181,7 @@ func (d *DB) saveContinuity(count int64) error {
 // continuityAfterCommit writes the file after a commit that counted a
 // record; a failure is kept for Continuity to report (the journal itself
 // is committed either way).
-func (d *DB) continuityAfterCommit() {
+func (d *store) continuityAfterCommit() {
 	err := d.saveContinuity(d.records)
 	d.contMu.Lock()
 	d.contErr = err

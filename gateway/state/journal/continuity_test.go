@@ -44,9 +44,9 @@ func TestContinuity(t *testing.T) {
 	}
 	clk.add(time.Hour)
 	callAt := clk.now()
-	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "r1", Digest: "d"})
+	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "r1", Digest: "d"})
 	db.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "r2", Digest: "d"}) // only in the WAL
+	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "r2", Digest: "d"}) // only in the WAL
 	// A copy of delta.db alone (what a sync or a backup gives), taken now.
 	lost := filepath.Join(t.TempDir(), "delta.db")
 	copyFile(t, path, lost)
@@ -62,7 +62,7 @@ func TestContinuity(t *testing.T) {
 	if c, _ := db.Continuity(ctx); c.Broken != "" {
 		t.Fatalf("an intact journal reopened: %+v", c)
 	}
-	if r, _ := db.Lookup(ctx, "n1", "never", callAt, nil); r.State != proto.ReceiptNeverArrived {
+	if r, _ := db.Receipts().Lookup(ctx, "n1", "never", callAt, nil); r.State != proto.ReceiptNeverArrived {
 		t.Fatalf("an intact journal on an unseen id: %s", r.State)
 	}
 	db.Close()
@@ -104,7 +104,7 @@ func TestContinuity(t *testing.T) {
 			// with it) and about an id it never saw: expired, never
 			// never_arrived.
 			for _, id := range []string{"r2", "unseen"} {
-				r, err := db.Lookup(ctx, "n1", id, callAt, nil)
+				r, err := db.Receipts().Lookup(ctx, "n1", id, callAt, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -113,7 +113,7 @@ func TestContinuity(t *testing.T) {
 				}
 			}
 			// A call made after the break (and the skew) is vouched for.
-			if r, _ := db.Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute), nil); r.State != proto.ReceiptNeverArrived {
+			if r, _ := db.Receipts().Lookup(ctx, "n1", "later", clk.now().Add(ClockSkew+time.Minute), nil); r.State != proto.ReceiptNeverArrived {
 				t.Fatalf("a call after the break: %s", r.State)
 			}
 		})
@@ -132,7 +132,7 @@ func TestContinuitySlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, _, err := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: fmt.Sprint("r", i), Digest: "d"}); err != nil {
+		if _, _, err := db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: fmt.Sprint("r", i), Digest: "d"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@ func (d *DB) History(ctx context.Context, id string) ([]record.Event, error) {
 	return d.events(ctx, `WHERE e.request_id = ? ORDER BY e.seq`, id)
 }
 
-func (d *DB) events(ctx context.Context, where string, args ...any) ([]record.Event, error) {
+func (d *store) events(ctx context.Context, where string, args ...any) ([]record.Event, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT e.seq, e.request_id, e.at, e.state, e.owner_state, e.dismissed, e.detail,
 		COALESCE((SELECT p.state FROM call_events p WHERE p.request_id = e.request_id AND p.seq < e.seq ORDER BY p.seq DESC LIMIT 1), '')
 		FROM call_events e `+where, args...)

@@ -16,13 +16,13 @@ func TestEventsFollowEveryChange(t *testing.T) {
 	if err != nil || start != 0 {
 		t.Fatalf("LastEventSeq on an empty journal: %d %v", start, err)
 	}
-	db.BeginCall(ctx, &record.Call{RequestID: "a", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "a"})
-	db.RecoverCalls(ctx)
+	db.Calls().Begin(ctx, &record.Call{RequestID: "a", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "a"})
+	db.Calls().Recover(ctx)
 	clk.add(time.Second)
-	db.NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(time.Second))
-	db.NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(2*time.Second))
-	db.Dismiss(ctx, "a", "the local API")
-	db.Move(ctx, "a", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut, OwnerState: "answered", Detail: "the owner carried it out"})
+	db.Calls().NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(time.Second))
+	db.Calls().NoteAsk(ctx, "a", "running", "the owner's app is still working on it", clk.now().Add(2*time.Second))
+	db.Calls().Dismiss(ctx, "a", "the local API")
+	db.Calls().Move(ctx, "a", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut, OwnerState: "answered", Detail: "the owner carried it out"})
 
 	h, err := db.History(ctx, "a")
 	if err != nil {
@@ -54,7 +54,7 @@ func TestEventsFollowEveryChange(t *testing.T) {
 	}
 
 	// A reader following from a cursor sees each step once, in order.
-	db.BeginCall(ctx, &record.Call{RequestID: "b", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "b"})
+	db.Calls().Begin(ctx, &record.Call{RequestID: "b", Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: "b"})
 	after := h[2].Seq
 	got, err := db.EventsAfter(ctx, after, 10)
 	if err != nil || len(got) != 3 || got[0].Seq != h[3].Seq || got[2].RequestID != "b" {

@@ -47,8 +47,36 @@ var ErrTooManyFences = errors.New("journal: too many fences for this caller; non
 // at once, beside the writer's.
 const readConns = 4
 
-// DB is an open journal. It is safe for concurrent use.
-type DB struct {
+// DB is an open journal. It is safe for concurrent use. Its records are
+// read and written through its faces, one engine under them: Calls (what
+// this computer's apps sent), Receipts (what its apps received) and Apps
+// (the apps it serves); DB itself keeps what is the whole journal's (its
+// events, its continuity, the outcomes held behind, closing).
+type DB struct{ *store }
+
+// Calls is the journal's face for the calls this computer's apps made
+// (the caller's side, DESIGN §4).
+type Calls struct{ *store }
+
+// Receipts is the journal's face for the requests this computer's apps
+// received (the owner's side, DESIGN §4).
+type Receipts struct{ *store }
+
+// Apps is the journal's face for the apps this computer serves.
+type Apps struct{ *store }
+
+// Calls is the journal's face for calls.
+func (d *DB) Calls() Calls { return Calls{d.store} }
+
+// Receipts is the journal's face for receipts.
+func (d *DB) Receipts() Receipts { return Receipts{d.store} }
+
+// Apps is the journal's face for the apps served here.
+func (d *DB) Apps() Apps { return Apps{d.store} }
+
+// store is the one engine under the faces: the database and what its
+// writer keeps.
+type store struct {
 	db  *sql.DB
 	now func() time.Time
 
@@ -120,7 +148,7 @@ func Open(path string, opts Options) (*DB, error) {
 	// next opened one again (its pragmas run, its statements prepared
 	// again): about 2 % of a call's CPU at 16 at once.
 	db.SetMaxIdleConns(1 + readConns)
-	d := &DB{db: db, now: opts.Now, changed: make(chan struct{}), contPath: ContinuityFile(path)}
+	d := &DB{&store{db: db, now: opts.Now, changed: make(chan struct{}), contPath: ContinuityFile(path)}}
 	if d.now == nil {
 		d.now = time.Now
 	}
@@ -151,7 +179,7 @@ func uriPath(p string) string {
 
 // check runs PRAGMA quick_check before anything writes: a damaged journal
 // is refused, and left exactly as it is.
-func (d *DB) check(path string) error {
+func (d *store) check(path string) error {
 	rows, err := d.db.Query("PRAGMA quick_check")
 	if err != nil {
 		return fmt.Errorf("journal: %s cannot be read as a journal (%v): Delta does not run on it and leaves it as it is; "+
@@ -195,7 +223,7 @@ func (d *DB) Close() error {
 
 // migrate brings the schema up to date; fresh reports whether the journal
 // was just made.
-func (d *DB) migrate() (fresh bool, err error) {
+func (d *store) migrate() (fresh bool, err error) {
 	var have int
 	if err := d.db.QueryRow("PRAGMA user_version").Scan(&have); err != nil {
 		return false, fmt.Errorf("read schema version: %w", err)
@@ -247,7 +275,7 @@ func (d *DB) Changed() <-chan struct{} {
 	return d.changed
 }
 
-func (d *DB) notify() {
+func (d *store) notify() {
 	d.mu.Lock()
 	close(d.changed)
 	d.changed = make(chan struct{})

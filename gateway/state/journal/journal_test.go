@@ -46,36 +46,36 @@ var ctx = context.Background()
 func TestCallStateMachine(t *testing.T) {
 	db, _, _ := open(t)
 	c := &record.Call{RequestID: "r1", Peer: "studio", App: "notes", Method: "POST", Path: "/a", Digest: "d1"}
-	if old, err := db.BeginCall(ctx, c); err != nil || old != nil {
+	if old, err := db.Calls().Begin(ctx, c); err != nil || old != nil {
 		t.Fatalf("BeginCall: %v %v", old, err)
 	}
-	got, _ := db.Call(ctx, "r1")
+	got, _ := db.Calls().Get(ctx, "r1")
 	if got.State != record.Sending {
 		t.Fatalf("state %s, want sending", got.State)
 	}
 	// The same id again: nothing written, the record returned.
 	again := &record.Call{RequestID: "r1", Peer: "x", App: "y", Method: "PUT", Path: "/b", Digest: "d2"}
-	old, err := db.BeginCall(ctx, again)
+	old, err := db.Calls().Begin(ctx, again)
 	if err != nil || old == nil || old.Digest != "d1" || old.Method != "POST" {
 		t.Fatalf("second BeginCall: %+v %v", old, err)
 	}
 	// Only a call in a from-state moves.
-	moved, cur, err := db.Move(ctx, "r1", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut})
+	moved, cur, err := db.Calls().Move(ctx, "r1", Transition{From: []record.CallState{record.Unknown}, To: record.CarriedOut})
 	if err != nil || moved || cur.State != record.Sending {
 		t.Fatalf("move from the wrong state: moved=%v cur=%v err=%v", moved, cur, err)
 	}
 	ans := NewAnswer(201, http.Header{"X-A": {"1"}}, []byte("ok"), 1<<20)
-	if moved, _, err := db.Move(ctx, "r1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans}); !moved || err != nil {
+	if moved, _, err := db.Calls().Move(ctx, "r1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans}); !moved || err != nil {
 		t.Fatalf("move to answered: %v %v", moved, err)
 	}
-	got, _ = db.Call(ctx, "r1")
+	got, _ = db.Calls().Get(ctx, "r1")
 	if got.State != record.Answered || got.Answer == nil || got.Answer.Status != 201 || string(got.Answer.Body) != "ok" || got.Answer.Headers.Get("X-A") != "1" {
 		t.Errorf("answered call: %+v", got)
 	}
-	if _, _, err := db.Move(ctx, "nope", Transition{From: []record.CallState{record.Sending}, To: record.Unknown}); !errors.Is(err, ErrNotFound) {
+	if _, _, err := db.Calls().Move(ctx, "nope", Transition{From: []record.CallState{record.Sending}, To: record.Unknown}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("move of a missing call: %v", err)
 	}
-	if _, _, err := db.Move(ctx, "r1", Transition{To: record.Unknown}); err == nil {
+	if _, _, err := db.Calls().Move(ctx, "r1", Transition{To: record.Unknown}); err == nil {
 		t.Errorf("a move without from-states was accepted")
 	}
 }
@@ -83,40 +83,40 @@ func TestCallStateMachine(t *testing.T) {
 func TestRecoverCallsAndDue(t *testing.T) {
 	db, clk, _ := open(t)
 	for _, id := range []string{"a", "b"} {
-		db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: id})
+		db.Calls().Begin(ctx, &record.Call{RequestID: id, Peer: "studio", App: "n", Method: "POST", Path: "/", Digest: id})
 	}
-	db.Move(ctx, "b", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
-	n, err := db.RecoverCalls(ctx)
+	db.Calls().Move(ctx, "b", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
+	n, err := db.Calls().Recover(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("RecoverCalls: %d %v", n, err)
 	}
-	a, _ := db.Call(ctx, "a")
+	a, _ := db.Calls().Get(ctx, "a")
 	if a.State != record.Unknown || a.Outcome != "outcome_unknown" {
 		t.Errorf("recovered call: %s %s", a.State, a.Outcome)
 	}
-	due, _ := db.DueCalls(ctx, clk.now())
+	due, _ := db.Calls().Due(ctx, clk.now())
 	if len(due) != 1 || due[0].RequestID != "a" {
 		t.Errorf("due: %v", due)
 	}
 	clk.add(time.Second)
-	if err := db.NoteAsk(ctx, "a", "running", "still running", clk.now().Add(5*time.Second)); err != nil {
+	if err := db.Calls().NoteAsk(ctx, "a", "running", "still running", clk.now().Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if due, _ := db.DueCalls(ctx, clk.now()); len(due) != 0 {
+	if due, _ := db.Calls().Due(ctx, clk.now()); len(due) != 0 {
 		t.Errorf("a call was due before its next ask")
 	}
-	next, ok, _ := db.NextAsk(ctx)
+	next, ok, _ := db.Calls().NextAsk(ctx)
 	if !ok || !next.Equal(clk.now().Add(5*time.Second)) {
 		t.Errorf("NextAsk %v %v", next, ok)
 	}
-	if n, _, _ := db.CountUnsettled(ctx); n != 1 {
+	if n, _, _ := db.Calls().CountUnsettled(ctx); n != 1 {
 		t.Errorf("unsettled %d", n)
 	}
-	db.Dismiss(ctx, "a", "the local API")
-	if n, _, _ := db.CountUnsettled(ctx); n != 0 {
+	db.Calls().Dismiss(ctx, "a", "the local API")
+	if n, _, _ := db.Calls().CountUnsettled(ctx); n != 0 {
 		t.Errorf("a dismissed call counts as unsettled")
 	}
-	a, _ = db.Call(ctx, "a")
+	a, _ = db.Calls().Get(ctx, "a")
 	if a.Asks != 1 || a.OwnerState != "running" || !a.Dismissed || a.State != record.Unknown {
 		t.Errorf("after ask and dismiss: %+v", a)
 	}
@@ -127,30 +127,30 @@ func TestReceiveDecisions(t *testing.T) {
 	r := func(digest string) *Receipt {
 		return &Receipt{Caller: "n1", RequestID: "x", Digest: digest, App: "notes", Method: "POST", Path: "/"}
 	}
-	if dec, _, err := db.Receive(ctx, r("d")); dec != Forward || err != nil {
+	if dec, _, err := db.Receipts().Receive(ctx, r("d")); dec != Forward || err != nil {
 		t.Fatalf("new: %v %v", dec, err)
 	}
-	if dec, old, _ := db.Receive(ctx, r("d")); dec != Busy || old.State != proto.ReceiptRunning {
+	if dec, old, _ := db.Receipts().Receive(ctx, r("d")); dec != Busy || old.State != proto.ReceiptRunning {
 		t.Errorf("running: %v %v", dec, old.State)
 	}
-	if dec, _, _ := db.Receive(ctx, r("other")); dec != Reused {
+	if dec, _, _ := db.Receipts().Receive(ctx, r("other")); dec != Reused {
 		t.Errorf("other digest: %v", dec)
 	}
 	// Another caller may use the same id.
-	if dec, _, _ := db.Receive(ctx, &Receipt{Caller: "n2", RequestID: "x", Digest: "zz"}); dec != Forward {
+	if dec, _, _ := db.Receipts().Receive(ctx, &Receipt{Caller: "n2", RequestID: "x", Digest: "zz"}); dec != Forward {
 		t.Errorf("same id from another caller: %v", dec)
 	}
-	db.FinishReceipt(ctx, "n1", "x", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("hi"), 1<<20))
-	if dec, old, _ := db.Receive(ctx, r("d")); dec != Replay || string(old.Answer.Body) != "hi" {
+	db.Receipts().Finish(ctx, "n1", "x", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("hi"), 1<<20))
+	if dec, old, _ := db.Receipts().Receive(ctx, r("d")); dec != Replay || string(old.Answer.Body) != "hi" {
 		t.Errorf("answered: %v %v", dec, old)
 	}
-	if ok, _ := db.FinishReceipt(ctx, "n1", "x", proto.ReceiptAppUnknown, nil); ok {
+	if ok, _ := db.Receipts().Finish(ctx, "n1", "x", proto.ReceiptAppUnknown, nil); ok {
 		t.Errorf("a finished receipt was finished again")
 	}
 	// A big answer is kept as its digest only.
-	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "big", Digest: "d"})
-	db.FinishReceipt(ctx, "n1", "big", proto.ReceiptAnswered, NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
-	big, _ := db.Receipt(ctx, "n1", "big")
+	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "big", Digest: "d"})
+	db.Receipts().Finish(ctx, "n1", "big", proto.ReceiptAnswered, NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
+	big, _ := db.Receipts().Get(ctx, "n1", "big")
 	if !big.Answer.Omitted || len(big.Answer.Body) != 0 || big.Answer.BodyDigest == "" {
 		t.Errorf("big answer: omitted=%v len=%d digest=%q", big.Answer.Omitted, len(big.Answer.Body), big.Answer.BodyDigest)
 	}
@@ -159,24 +159,24 @@ func TestReceiveDecisions(t *testing.T) {
 func TestFenceAndRestart(t *testing.T) {
 	db, clk, path := open(t)
 	// Asked about before it arrives: fenced, and refused when it arrives.
-	got, err := db.Lookup(ctx, "n1", "early", clk.now(), nil)
+	got, err := db.Receipts().Lookup(ctx, "n1", "early", clk.now(), nil)
 	if err != nil || got.State != proto.ReceiptNeverArrived {
 		t.Fatalf("lookup of an unseen id: %v %v", got, err)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "early", clk.now(), nil); got.State != proto.ReceiptNeverArrived {
+	if got, _ := db.Receipts().Lookup(ctx, "n1", "early", clk.now(), nil); got.State != proto.ReceiptNeverArrived {
 		t.Errorf("second lookup: %s", got.State)
 	}
-	if dec, old, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != proto.ReceiptFenced {
+	if dec, old, _ := db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "early", Digest: "d"}); dec != Busy || old.State != proto.ReceiptFenced {
 		t.Errorf("arrival after a fence: %v %v", dec, old.State)
 	}
 	// Running receipts handed to their app become interrupted on
 	// restart; those never handed over, not carried out.
-	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "run", Digest: "d"})
-	if err := db.HandReceipt(ctx, "n1", "run"); err != nil {
+	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "run", Digest: "d"})
+	if err := db.Receipts().Hand(ctx, "n1", "run"); err != nil {
 		t.Fatal(err)
 	}
-	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "spooling", Digest: "d"})
-	if err := db.HandReceipt(ctx, "n1", "nothing"); err == nil {
+	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "spooling", Digest: "d"})
+	if err := db.Receipts().Hand(ctx, "n1", "nothing"); err == nil {
 		t.Error("a receipt that is not there was handed over")
 	}
 	db.Close()
@@ -185,13 +185,13 @@ func TestFenceAndRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	if n, notHanded, _ := db2.RecoverReceipts(ctx); n != 1 || notHanded != 1 {
+	if n, notHanded, _ := db2.Receipts().Recover(ctx); n != 1 || notHanded != 1 {
 		t.Errorf("recovered %d interrupted and %d not handed over, want 1 and 1", n, notHanded)
 	}
-	if got, _ := db2.Lookup(ctx, "n1", "run", clk.now(), nil); got.State != proto.ReceiptInterrupted {
+	if got, _ := db2.Receipts().Lookup(ctx, "n1", "run", clk.now(), nil); got.State != proto.ReceiptInterrupted {
 		t.Errorf("restarted receipt handed over: %s", got.State)
 	}
-	if got, _ := db2.Lookup(ctx, "n1", "spooling", clk.now(), nil); got.State != proto.ReceiptNotCarriedOut {
+	if got, _ := db2.Receipts().Lookup(ctx, "n1", "spooling", clk.now(), nil); got.State != proto.ReceiptNotCarriedOut {
 		t.Errorf("restarted receipt never handed over: %s", got.State)
 	}
 }
@@ -199,53 +199,53 @@ func TestFenceAndRestart(t *testing.T) {
 func TestSweepAndWatermark(t *testing.T) {
 	db, clk, _ := open(t)
 	start := clk.now()
-	db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"})
-	db.FinishReceipt(ctx, "n1", "old", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("a"), 1<<20))
-	db.BeginCall(ctx, &record.Call{RequestID: "settled", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
-	db.Move(ctx, "settled", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
-	db.BeginCall(ctx, &record.Call{RequestID: "open", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
-	db.Move(ctx, "open", Transition{From: []record.CallState{record.Sending}, To: record.Unknown})
+	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"})
+	db.Receipts().Finish(ctx, "n1", "old", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("a"), 1<<20))
+	db.Calls().Begin(ctx, &record.Call{RequestID: "settled", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Calls().Move(ctx, "settled", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
+	db.Calls().Begin(ctx, &record.Call{RequestID: "open", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Calls().Move(ctx, "open", Transition{From: []record.CallState{record.Sending}, To: record.Unknown})
 
 	clk.add(8 * 24 * time.Hour)
-	res, _ := db.Sweep(ctx, clk.now())
+	res, _ := db.Receipts().Sweep(ctx, clk.now())
 	if res.AnswersExpired != 1 || res.ReceiptsGone != 0 {
 		t.Errorf("after 8 days: %+v", res)
 	}
-	r, _ := db.Receipt(ctx, "n1", "old")
+	r, _ := db.Receipts().Get(ctx, "n1", "old")
 	if !r.AnswerExpired || r.Answer != nil || r.State != proto.ReceiptAnswered {
 		t.Errorf("expired answer: %+v", r)
 	}
-	if dec, _, _ := db.Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"}); dec != Busy {
+	if dec, _, _ := db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"}); dec != Busy {
 		t.Errorf("a repeat whose answer expired: %v, want busy (never forwarded twice)", dec)
 	}
 
 	clk.add(90 * 24 * time.Hour)
-	res, _ = db.Sweep(ctx, clk.now())
+	res, _ = db.Receipts().Sweep(ctx, clk.now())
 	if res.ReceiptsGone != 1 || res.CallsGone != 1 {
 		t.Errorf("after 98 days: %+v", res)
 	}
-	if _, err := db.Call(ctx, "open"); err != nil {
+	if _, err := db.Calls().Get(ctx, "open"); err != nil {
 		t.Errorf("an unsettled call was swept: %v", err)
 	}
 	// A call created before the watermark (plus skew) is expired, never
 	// never_arrived; a newer one is fenced.
-	if got, _ := db.Lookup(ctx, "n1", "old", start, nil); got.State != proto.ReceiptExpired {
+	if got, _ := db.Receipts().Lookup(ctx, "n1", "old", start, nil); got.State != proto.ReceiptExpired {
 		t.Errorf("lookup of a swept call: %s, want expired", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute), nil); got.State != proto.ReceiptExpired {
+	if got, _ := db.Receipts().Lookup(ctx, "n1", "gone", clk.now().Add(-90*24*time.Hour+5*time.Minute), nil); got.State != proto.ReceiptExpired {
 		t.Errorf("lookup within the clock skew of the watermark: %s, want expired", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour), nil); got.State != proto.ReceiptNeverArrived {
+	if got, _ := db.Receipts().Lookup(ctx, "n1", "young", clk.now().Add(-time.Hour), nil); got.State != proto.ReceiptNeverArrived {
 		t.Errorf("lookup of a young unseen call: %s, want never_arrived", got.State)
 	}
-	if got, _ := db.Lookup(ctx, "n1", "undated", time.Time{}, nil); got.State != proto.ReceiptExpired {
+	if got, _ := db.Receipts().Lookup(ctx, "n1", "undated", time.Time{}, nil); got.State != proto.ReceiptExpired {
 		t.Errorf("lookup without created_at after a sweep: %s, want expired", got.State)
 	}
 }
 
 func TestDurableOnDisk(t *testing.T) {
 	db, _, path := open(t)
-	db.BeginCall(ctx, &record.Call{RequestID: "keep", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Calls().Begin(ctx, &record.Call{RequestID: "keep", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
 	db.Close()
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		t.Fatalf("no database file: %v", err)
@@ -255,7 +255,7 @@ func TestDurableOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	if c, err := db2.Call(ctx, "keep"); err != nil || c.State != record.Sending {
+	if c, err := db2.Calls().Get(ctx, "keep"); err != nil || c.State != record.Sending {
 		t.Errorf("reopened: %v %v", c, err)
 	}
 	var mode string
@@ -269,27 +269,27 @@ func TestDurableOnDisk(t *testing.T) {
 
 func TestApps(t *testing.T) {
 	db, _, _ := open(t)
-	a, err := db.PutApp(ctx, "notes", "http://127.0.0.1:1", 0)
+	a, err := db.Apps().Put(ctx, "notes", "http://127.0.0.1:1", 0)
 	if err != nil || len(a.Secret) < 16 {
 		t.Fatalf("%v %v", a, err)
 	}
-	b, _ := db.PutApp(ctx, "notes", "http://127.0.0.1:2", 45*time.Second)
-	got, _ := db.App(ctx, "notes")
+	b, _ := db.Apps().Put(ctx, "notes", "http://127.0.0.1:2", 45*time.Second)
+	got, _ := db.Apps().Get(ctx, "notes")
 	if b.Secret != a.Secret || got.URL != "http://127.0.0.1:2" || got.Secret != a.Secret || got.Timeout != 45*time.Second {
 		t.Errorf("re-registered: %+v", got)
 	}
 	// No limit is kept as such, and read back by a journal opened anew
 	// (not only from its cache of apps).
-	if _, err := db.PutApp(ctx, "notes", "http://127.0.0.1:2", proto.NoLimit); err != nil {
+	if _, err := db.Apps().Put(ctx, "notes", "http://127.0.0.1:2", proto.NoLimit); err != nil {
 		t.Fatal(err)
 	}
-	if all, err := db.Apps(ctx); err != nil || len(all) != 1 || all[0].Timeout != proto.NoLimit {
+	if all, err := db.Apps().List(ctx); err != nil || len(all) != 1 || all[0].Timeout != proto.NoLimit {
 		t.Errorf("apps after --timeout none: %+v %v", all, err)
 	}
-	if err := db.DeleteApp(ctx, "notes"); err != nil {
+	if err := db.Apps().Delete(ctx, "notes"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.App(ctx, "notes"); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Apps().Get(ctx, "notes"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("deleted app: %v", err)
 	}
 }
@@ -297,7 +297,7 @@ func TestApps(t *testing.T) {
 func TestChangedWakes(t *testing.T) {
 	db, _, _ := open(t)
 	ch := db.Changed()
-	db.BeginCall(ctx, &record.Call{RequestID: "w", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
+	db.Calls().Begin(ctx, &record.Call{RequestID: "w", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
 	select {
 	case <-ch:
 	default:
@@ -314,17 +314,17 @@ func TestAttemptsAsTheyHappen(t *testing.T) {
 	failed := record.Attempt{N: 1, Road: "lan", Address: "10.0.0.2:7422", StartedAt: t0, Error: "connect: refused"}
 	inFlight := record.Attempt{N: 2, Road: "tailnet", Address: "100.64.0.2:7421", StartedAt: t0, FirstByte: true}
 	c := &record.Call{RequestID: "crash", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []record.Attempt{failed, inFlight}}
-	if old, err := db.BeginCall(ctx, c); err != nil || old != nil {
+	if old, err := db.Calls().Begin(ctx, c); err != nil || old != nil {
 		t.Fatalf("BeginCall: %v %v", old, err)
 	}
 	done := &record.Call{RequestID: "done", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d", Attempts: []record.Attempt{inFlight}}
-	db.BeginCall(ctx, done)
+	db.Calls().Begin(ctx, done)
 	ended := inFlight
 	ended.Error = "studio replied 503 app_unavailable"
-	if moved, _, err := db.Move(ctx, "done", Transition{From: []record.CallState{record.Sending}, To: record.Unavailable, Attempts: []record.Attempt{ended}}); !moved || err != nil {
+	if moved, _, err := db.Calls().Move(ctx, "done", Transition{From: []record.CallState{record.Sending}, To: record.Unavailable, Attempts: []record.Attempt{ended}}); !moved || err != nil {
 		t.Fatalf("move: %v %v", moved, err)
 	}
-	if got, _ := db.Call(ctx, "done"); len(got.Attempts) != 1 || got.Attempts[0].Error != ended.Error {
+	if got, _ := db.Calls().Get(ctx, "done"); len(got.Attempts) != 1 || got.Attempts[0].Error != ended.Error {
 		t.Errorf("the ended attempt did not replace the one begun: %+v", got.Attempts)
 	}
 	// A crash: reopen the file, recover.
@@ -334,10 +334,10 @@ func TestAttemptsAsTheyHappen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if n, err := db.RecoverCalls(ctx); n != 1 || err != nil {
+	if n, err := db.Calls().Recover(ctx); n != 1 || err != nil {
 		t.Fatalf("RecoverCalls: %d %v", n, err)
 	}
-	got, _ := db.Call(ctx, "crash")
+	got, _ := db.Calls().Get(ctx, "crash")
 	if got.State != record.Unknown || len(got.Attempts) != 2 {
 		t.Fatalf("after recovery: %s with %+v", got.State, got.Attempts)
 	}
@@ -350,8 +350,8 @@ func TestAttemptsAsTheyHappen(t *testing.T) {
 	// A call refused before anything left is recorded in its final state.
 	un := &record.Call{RequestID: "unsent", Peer: "studio", App: "notes", Method: "POST", Path: "/", Digest: "d",
 		State: record.Unavailable, Outcome: "unavailable", Detail: "no road; nothing was sent", Attempts: []record.Attempt{failed}}
-	db.BeginCall(ctx, un)
-	if got, _ := db.Call(ctx, "unsent"); got.State != record.Unavailable || got.Outcome != "unavailable" || got.Detail != un.Detail || len(got.Attempts) != 1 {
+	db.Calls().Begin(ctx, un)
+	if got, _ := db.Calls().Get(ctx, "unsent"); got.State != record.Unavailable || got.Outcome != "unavailable" || got.Detail != un.Detail || len(got.Attempts) != 1 {
 		t.Errorf("a call recorded unsent: %+v", got)
 	}
 }
@@ -384,7 +384,7 @@ func TestDamagedJournalRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 200 {
-		db.BeginCall(context.Background(), &record.Call{RequestID: fmt.Sprintf("c%03d", i), Peer: "p", App: "a", Method: "POST", Path: "/" + strings.Repeat("x", 200), Digest: "d"})
+		db.Calls().Begin(context.Background(), &record.Call{RequestID: fmt.Sprintf("c%03d", i), Peer: "p", App: "a", Method: "POST", Path: "/" + strings.Repeat("x", 200), Digest: "d"})
 	}
 	db.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	db.Close()
@@ -479,10 +479,10 @@ func BenchmarkDurableCall(b *testing.B) {
 			defer db.Close()
 			for i := 0; b.Loop(); i++ {
 				id := fmt.Sprintf("bench-%d", i)
-				if _, err := db.BeginCall(ctx, &record.Call{RequestID: id, Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err != nil {
+				if _, err := db.Calls().Begin(ctx, &record.Call{RequestID: id, Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"}); err != nil {
 					b.Fatal(err)
 				}
-				if _, _, err := db.Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Answer: &record.Answer{Status: 201}}); err != nil {
+				if _, _, err := db.Calls().Move(ctx, id, Transition{From: []record.CallState{record.Sending}, To: record.Answered, Answer: &record.Answer{Status: 201}}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -503,8 +503,10 @@ func BenchmarkOwnerCall(b *testing.B) {
 		for _, receipt := range []struct {
 			name    string
 			receive func(*DB) func(context.Context, *Receipt) (Decision, *Receipt, error)
-		}{{"receipt-flushed", func(d *DB) func(context.Context, *Receipt) (Decision, *Receipt, error) { return d.Receive }},
-			{"receipt-lazy", func(d *DB) func(context.Context, *Receipt) (Decision, *Receipt, error) { return d.ReceiveSmall }}} {
+		}{{"receipt-flushed", func(d *DB) func(context.Context, *Receipt) (Decision, *Receipt, error) { return d.Receipts().Receive }},
+			{"receipt-lazy", func(d *DB) func(context.Context, *Receipt) (Decision, *Receipt, error) {
+				return d.Receipts().ReceiveSmall
+			}}} {
 			b.Run(mode.name+"/"+receipt.name, func(b *testing.B) {
 				onConnect = mode.pragmas
 				db, err := Open(filepath.Join(b.TempDir(), "delta.db"), Options{})
@@ -520,10 +522,10 @@ func BenchmarkOwnerCall(b *testing.B) {
 					if dec, _, err := receive(ctx, &Receipt{Caller: "n1", RequestID: id, Digest: "d", App: "a", Method: "POST", Path: "/"}); err != nil || dec != Forward {
 						b.Fatal(dec, err)
 					}
-					if err := db.HandReceipt(ctx, "n1", id); err != nil {
+					if err := db.Receipts().Hand(ctx, "n1", id); err != nil {
 						b.Fatal(err)
 					}
-					if _, err := db.FinishReceipt(ctx, "n1", id, proto.ReceiptAnswered, &record.Answer{Status: 201}); err != nil {
+					if _, err := db.Receipts().Finish(ctx, "n1", id, proto.ReceiptAnswered, &record.Answer{Status: 201}); err != nil {
 						b.Fatal(err)
 					}
 					n++

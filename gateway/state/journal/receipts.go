@@ -134,7 +134,7 @@ func scanReceipt(s interface{ Scan(...any) error }) (*Receipt, error) {
 // as running (with r.Digest "" when the body streams: SetReceiptDigest
 // records it once the body has arrived). For the other decisions, old is
 // the stored receipt.
-func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
+func (d Receipts) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
 	return d.receive(ctx, r, d.tx)
 }
 
@@ -148,11 +148,11 @@ func (d *DB) Receive(ctx context.Context, r *Receipt) (dec Decision, old *Receip
 // caller that asks is told that it never arrived (a fence), which is
 // then the truth. (A big body's receipt keeps its own flush: it may be
 // minutes before the body is whole, and the flush is nothing beside it.)
-func (d *DB) ReceiveSmall(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
+func (d Receipts) ReceiveSmall(ctx context.Context, r *Receipt) (dec Decision, old *Receipt, err error) {
 	return d.receive(ctx, r, d.txLazy)
 }
 
-func (d *DB) receive(ctx context.Context, r *Receipt, write func(context.Context, func(*sql.Tx) error) error) (dec Decision, old *Receipt, err error) {
+func (d *store) receive(ctx context.Context, r *Receipt, write func(context.Context, func(*sql.Tx) error) error) (dec Decision, old *Receipt, err error) {
 	err = write(ctx, func(tx *sql.Tx) error {
 		old, err = scanReceipt(tx.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, r.Caller, r.RequestID))
 		switch {
@@ -180,14 +180,14 @@ func (d *DB) receive(ctx context.Context, r *Receipt, write func(context.Context
 	return dec, old, err
 }
 
-// FinishReceipt moves a running receipt to state (answered with ans, or
+// Finish moves a running receipt to state (answered with ans, or
 // not_carried_out, or app_unknown). It reports whether the receipt was
 // still running.
-func (d *DB) FinishReceipt(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (bool, error) {
+func (d Receipts) Finish(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (bool, error) {
 	return d.finishReceipt(ctx, caller, id, state, ans)
 }
 
-func (d *DB) finishReceipt(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (bool, error) {
+func (d *store) finishReceipt(ctx context.Context, caller, id string, state proto.ReceiptState, ans *record.Answer) (bool, error) {
 	var n int64
 	now := nanos(d.now())
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -216,8 +216,8 @@ func (d *DB) finishReceipt(ctx context.Context, caller, id string, state proto.R
 	return n == 1, nil
 }
 
-// Receipt returns one receipt as stored.
-func (d *DB) Receipt(ctx context.Context, caller, id string) (*Receipt, error) {
+// Get returns one receipt as stored.
+func (d Receipts) Get(ctx context.Context, caller, id string) (*Receipt, error) {
 	r, err := scanReceipt(d.db.QueryRowContext(ctx, `SELECT `+receiptCols+` FROM receipts WHERE caller = ? AND request_id = ?`, caller, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("journal: receipt %s from %s: %w", id, caller, ErrNotFound)
@@ -226,14 +226,14 @@ func (d *DB) Receipt(ctx context.Context, caller, id string) (*Receipt, error) {
 	return r, err
 }
 
-// Receipts lists every receipt, oldest first (for tests and the status page).
-func (d *DB) Receipts(ctx context.Context) ([]*Receipt, error) {
+// List lists every receipt, oldest first (for tests and the status page).
+func (d Receipts) List(ctx context.Context) ([]*Receipt, error) {
 	return d.queryReceipts(ctx, `SELECT `+receiptCols+` FROM receipts ORDER BY received_at`)
 }
 
 // queryReceipts runs q and reads its rows as receipts, with what the
 // journal holds in memory shown.
-func (d *DB) queryReceipts(ctx context.Context, q string, args ...any) ([]*Receipt, error) {
+func (d *store) queryReceipts(ctx context.Context, q string, args ...any) ([]*Receipt, error) {
 	rows, err := d.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -258,7 +258,7 @@ func (d *DB) queryReceipts(ctx context.Context, q string, args ...any) ([]*Recei
 // receipt may have been swept. A fenced id reports proto.ReceiptNeverArrived again.
 // mayFence, if not nil, is asked before a fence is written; when it says
 // no, nothing is written and the error is ErrTooManyFences.
-func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time, mayFence func() bool) (*Receipt, error) {
+func (d Receipts) Lookup(ctx context.Context, caller, id string, createdAt time.Time, mayFence func() bool) (*Receipt, error) {
 	var out *Receipt
 	fenced := false
 	err := d.tx(ctx, func(tx *sql.Tx) error {
@@ -303,10 +303,10 @@ func (d *DB) Lookup(ctx context.Context, caller, id string, createdAt time.Time,
 	return out, err
 }
 
-// HandReceipt records, durably, that a received call is being handed to
+// Hand records, durably, that a received call is being handed to
 // its app, before the first byte goes to it: until then a restart knows
 // the app never had it (RecoverReceipts).
-func (d *DB) HandReceipt(ctx context.Context, caller, id string) error {
+func (d Receipts) Hand(ctx context.Context, caller, id string) error {
 	return d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE receipts SET handed_at = ? WHERE caller = ? AND request_id = ? AND state = 'running'`, nanos(d.now()), caller, id)
 		if err != nil {
@@ -319,12 +319,12 @@ func (d *DB) HandReceipt(ctx context.Context, caller, id string) error {
 	})
 }
 
-// RecoverReceipts settles every receipt still "running" after a restart
+// Recover settles every receipt still "running" after a restart
 // (nothing is running any more): one whose call was never handed to its
 // app (HandReceipt) is "not_carried_out", the app never had it; one that
 // was is "interrupted", its app may have acted. It returns how many of
 // each.
-func (d *DB) RecoverReceipts(ctx context.Context) (interrupted, notHanded int, err error) {
+func (d Receipts) Recover(ctx context.Context) (interrupted, notHanded int, err error) {
 	err = d.tx(ctx, func(tx *sql.Tx) error {
 		now := nanos(d.now())
 		res, err := tx.ExecContext(ctx, `UPDATE receipts SET state = 'not_carried_out', updated_at = ? WHERE state = 'running' AND handed_at IS NULL`, now)
@@ -356,7 +356,7 @@ type SweepResult struct {
 // the watermark moves to that time, and settled calls older than
 // CallRetention leave the caller's journal. Unsettled calls are never
 // removed.
-func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
+func (d Receipts) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 	var s SweepResult
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE receipts SET answer_status = NULL, answer_headers = NULL, answer_body = NULL, answer_expired = 1
@@ -394,11 +394,11 @@ func (d *DB) Sweep(ctx context.Context, now time.Time) (SweepResult, error) {
 // ReceiptShown is how long the status page and GET /v1/receipts look back.
 const ReceiptShown = 7 * 24 * time.Hour
 
-// RecentReceipts lists the receipts received since since, those a person
+// Recent lists the receipts received since since, those a person
 // has to check first (Receipt.ToCheck), then running, then
 // the rest, newest first within each; state, if not empty, keeps only
 // that state. At most limit (500 if 0).
-func (d *DB) RecentReceipts(ctx context.Context, since time.Time, state proto.ReceiptState, limit int) ([]*Receipt, error) {
+func (d Receipts) Recent(ctx context.Context, since time.Time, state proto.ReceiptState, limit int) ([]*Receipt, error) {
 	if limit <= 0 {
 		limit = 500
 	}

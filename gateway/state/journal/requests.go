@@ -44,7 +44,7 @@ func putRequest(ctx context.Context, tx *sql.Tx, id string, r *record.Request) e
 }
 
 // withRequests reads the kept requests of calls into them.
-func (d *DB) withRequests(ctx context.Context, calls []*record.Call) error {
+func (d *store) withRequests(ctx context.Context, calls []*record.Call) error {
 	return d.forCalls(ctx, calls, "requests", `SELECT request_id, headers, body, size, truncated, forgotten FROM call_requests
 		WHERE request_id IN`, "", func(rows *sql.Rows) (string, func(*record.Call), error) {
 		var id, headers string
@@ -58,12 +58,12 @@ func (d *DB) withRequests(ctx context.Context, calls []*record.Call) error {
 
 // WithRequests reads the kept requests of calls into them (the menu and
 // the page show them for unsettled calls).
-func (d *DB) WithRequests(ctx context.Context, calls []*record.Call) error {
+func (d Calls) WithRequests(ctx context.Context, calls []*record.Call) error {
 	return d.withRequests(ctx, calls)
 }
 
 // RequestBytes is the size of the request bodies kept.
-func (d *DB) RequestBytes(ctx context.Context) (int64, error) {
+func (d Calls) RequestBytes(ctx context.Context) (int64, error) {
 	var n int64
 	err := d.db.QueryRowContext(ctx, `SELECT COALESCE(SUM(LENGTH(body)), 0) FROM call_requests`).Scan(&n)
 	return n, err
@@ -136,7 +136,7 @@ var ErrNotSettleable = errors.New("only a call whose outcome is unknown or needs
 // or not_carried_out), with their note. It is a compare-and-set from
 // unknown or needs_person: a reconciler that settled it first wins, and
 // the person is told what it is now (ErrNotSettleable, with cur).
-func (d *DB) SettleByPerson(ctx context.Context, id string, to record.CallState, note string) (cur *record.Call, err error) {
+func (d Calls) SettleByPerson(ctx context.Context, id string, to record.CallState, note string) (cur *record.Call, err error) {
 	if to != record.CarriedOut && to != record.NotCarriedOut {
 		return nil, fmt.Errorf("journal: a person settles a call as carried_out or not_carried_out, not %q", to)
 	}
@@ -162,7 +162,7 @@ func (d *DB) SettleByPerson(ctx context.Context, id string, to record.CallState,
 	if moved {
 		d.notify()
 	}
-	cur, cerr := d.Call(ctx, id)
+	cur, cerr := d.Get(ctx, id)
 	if cerr != nil {
 		return nil, cerr
 	}
@@ -176,7 +176,7 @@ func (d *DB) SettleByPerson(ctx context.Context, id string, to record.CallState,
 // size stays), at a person's request: a body that should not be kept. The
 // call's record, digest and outcome stay. It reports ErrNotFound for a
 // call the journal keeps no request of.
-func (d *DB) ForgetRequest(ctx context.Context, id string) error {
+func (d Calls) ForgetRequest(ctx context.Context, id string) error {
 	var n int64
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE call_requests SET headers = '{}', body = NULL, forgotten = 1 WHERE request_id = ?`, id)
