@@ -83,6 +83,7 @@ func limits(perSource int, refusals *doors.RefusalLog, counters *desk.Counters) 
 // left (the peer listeners' say door_busy, nothing carried out).
 func (g *Gateway) localLimits() doors.Limits {
 	l := limits(localConnsPerSource, g.refusals, g.stats)
+	l.HTTP2 = true // apps' HTTP/2 with prior knowledge (gRPC): docs/protocol.md §1c
 	l.Busy = func(w http.ResponseWriter) {
 		proto.WriteError(w, http.StatusServiceUnavailable, localapi.ErrorBody{Error: string(localapi.Unavailable),
 			Detail: proto.NotSent(fmt.Sprintf("this Delta holds %d connections from this computer's apps at once, and this one is over", localConnsPerSource), "")}.With(localapi.NothingSent))

@@ -521,6 +521,12 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 			return nil, h1.ConnectError(err)
 		}
 		// Interim answers (102, 103) are never the answer: the final one is.
+		if proto.IsGRPC(req.Header) {
+			// gRPC is HTTP/2's (docs/protocol.md §1c): to its app in
+			// HTTP/2 with prior knowledge, with the TE its servers ask for.
+			req.Header.Set("Te", "trailers")
+			return h1.OnceH2(ctx, conn, req, h1.Options{Wait: wait})
+		}
 		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: wait, QuickAck: true})
 	}()
 	b.close() // written whole (or refused): the spool is no longer needed

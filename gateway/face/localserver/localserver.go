@@ -223,6 +223,11 @@ func (g *Handler) ServeForward(w http.ResponseWriter, r *http.Request, sp forwar
 // carry sends the request r for target t (parsed, or refused with o and
 // detail) as a call, a session or a read.
 func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o localapi.Outcome, detail string) {
+	if proto.IsGRPC(r.Header) {
+		ga := &grpcAnswers{ResponseWriter: w}
+		defer ga.finish()
+		w = ga
+	}
 	isCall, upgrade := proto.IsCall(r.Method), proto.OpensSession(r.Method, r.Header, r.ContentLength)
 	if n := proto.Repeated(r.Header, localapi.HeaderRequestID, localapi.HeaderTimeout, localapi.HeaderRoute, localapi.HeaderApp); n != "" && o == "" {
 		o, detail = localapi.BadRequest, proto.NotSent(fmt.Sprintf("the request holds %s more than once (Delta and the app could each read another)", n), "")
@@ -292,6 +297,8 @@ func parseOptions(r *http.Request, t *caller.Target) (localapi.Outcome, string) 
 		if t.Wait.Said, err = proto.ParseTimeout(v); err != nil {
 			return localapi.BadRequest, proto.NotSent(err.Error(), "")
 		}
+	} else if d := grpcTimeout(r.Header); d > 0 && proto.IsGRPC(r.Header) {
+		t.Wait.Said = d // gRPC's deadline is the call's wait (docs/protocol.md §1c)
 	}
 	if v := r.Header.Get(localapi.HeaderRoute); v != "" {
 		if t.Pin, err = roads.Parse(v); err != nil {

@@ -42,6 +42,12 @@ type Limits struct {
 	// Busy writes the refusal of a connection over the cap (before it
 	// the connection is marked to close). If nil, a 503 door_busy.
 	Busy func(w http.ResponseWriter)
+	// HTTP2: the door also speaks HTTP/2 in cleartext with prior
+	// knowledge (h2c), as gRPC clients and curl --http2-prior-knowledge
+	// do, beside HTTP/1.1 on the same port: the local API and the
+	// forwards. A door without it answers an HTTP/2 preface with a
+	// GOAWAY that says it speaks HTTP/1.1 only (h1server).
+	HTTP2 bool
 }
 
 // CheckSecret says why an Authorization header does not carry secret, or
@@ -95,6 +101,11 @@ func Server(h http.Handler, errLog *log.Logger, l Limits) *h1server.Server {
 	// (DESIGN §2a), instead of Go's general answer of 200.
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: l.Header, ReadTimeout: l.Request, IdleTimeout: l.Idle, ErrorLog: errLog,
 		DisableGeneralOptionsHandler: true}
+	if l.HTTP2 {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
 	if l.PerSource > 0 {
 		sc := &sourceCap{max: l.PerSource, refused: l.OnRefused, n: map[string]int{}, conns: map[net.Conn]string{}, over: map[net.Conn]bool{}}
 		srv.ConnState = sc.state

@@ -261,6 +261,10 @@ func (c *conn) serve() {
 			req = c.parse(n)
 		}
 		if req == nil {
+			if first && isH2Preface(c.br) && (s.srv.Protocols == nil || !s.srv.Protocols.UnencryptedHTTP2()) {
+				c.refuseHTTP2()
+				return
+			}
 			c.handOff()
 			return
 		}

@@ -65,6 +65,9 @@ func New(srv *http.Server) *Server {
 	s.handed = &http.Server{Handler: srv.Handler, ReadHeaderTimeout: srv.ReadHeaderTimeout, ReadTimeout: srv.ReadTimeout,
 		WriteTimeout: srv.WriteTimeout, IdleTimeout: srv.IdleTimeout, MaxHeaderBytes: srv.MaxHeaderBytes, ErrorLog: srv.ErrorLog,
 		DisableGeneralOptionsHandler: srv.DisableGeneralOptionsHandler, BaseContext: srv.BaseContext,
+		// HTTP/2 with prior knowledge, where the door speaks it, is
+		// net/http's too: its preface is never a request served here.
+		Protocols: srv.Protocols,
 		// A handed connection is the one accepted here, to the hooks:
 		// counted new once (here), closed once (by net/http).
 		ConnState: func(c net.Conn, st http.ConnState) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -252,4 +253,18 @@ func DecodeObject(r io.Reader, limit int64, v any) error {
 		return errors.New("more follows the object")
 	}
 	return nil
+}
+
+// IsGRPC reports whether a request with header h is gRPC's
+// (Content-Type application/grpc, or application/grpc+FORMAT;
+// docs/protocol.md §1c): every gRPC method is a POST and so a call, and
+// HTTP/2 between its client, Delta and its server. gRPC-Web
+// (application/grpc-web…) is HTTP/1.1's and not this.
+func IsGRPC(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	if len(ct) < len("application/grpc") || !strings.EqualFold(ct[:len("application/grpc")], "application/grpc") {
+		return false
+	}
+	rest := ct[len("application/grpc"):]
+	return rest == "" || rest[0] == '+' || rest[0] == ';'
 }

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"net/http"
 	"testing"
 )
 
@@ -44,6 +45,16 @@ func BenchmarkIsClientOrigin(b *testing.B) {
 	for b.Loop() {
 		for _, h := range hs {
 			IsClientOrigin(h)
+		}
+	}
+}
+
+// TestIsGRPC: gRPC's content types, not gRPC-Web's nor another's.
+func TestIsGRPC(t *testing.T) {
+	for ct, want := range map[string]bool{"application/grpc": true, "application/grpc+proto": true, "Application/GRPC;charset=x": true,
+		"application/grpc-web": false, "application/grpc-web+proto": false, "application/json": false, "": false, "application/grpcx": false} {
+		if got := IsGRPC(http.Header{"Content-Type": {ct}}); got != want {
+			t.Errorf("%q: %v", ct, got)
 		}
 	}
 }
