@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// grpcGoServer is grpc-go's interop TestService as an app: UnaryCall
+// echoes its payload with trailing metadata x-length (a ResponseStatus
+// is answered as that status; a payload "slow" waits for its deadline),
+// StreamingOutputCall sends one message, then the second only once the
+// client has the first (next), StreamingInputCall sums its payloads.
+type grpcGoServer struct {
+	testpb.UnimplementedTestServiceServer
+	next chan struct{}
+}
+
+func (s *grpcGoServer) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
+	if st := in.GetResponseStatus(); st != nil {
+		return nil, status.Error(codes.Code(st.Code), st.Message)
+	}
+	if string(in.GetPayload().GetBody()) == "slow" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	grpc.SetTrailer(ctx, metadata.Pairs("x-length", itoa(len(in.GetPayload().GetBody())), "x-echo", strings.Join(md.Get("x-app-meta"), ",")))
+	return &testpb.SimpleResponse{Payload: in.GetPayload()}, nil
+}
+
+func (s *grpcGoServer) StreamingOutputCall(in *testpb.StreamingOutputCallRequest, st grpc.ServerStreamingServer[testpb.StreamingOutputCallResponse]) error {
+	if err := st.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: []byte("one")}}); err != nil {
+		return err
+	}
+	select {
+	case <-s.next:
+	case <-st.Context().Done():
+		return status.Error(codes.FailedPrecondition, "the client never had the first message before the stream ended")
+	}
+	return st.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: []byte("two")}})
+}
+
+func (s *grpcGoServer) StreamingInputCall(st grpc.ClientStreamingServer[testpb.StreamingInputCallRequest, testpb.StreamingInputCallResponse]) error {
+	n := 0
+	for {
+		m, err := st.Recv()
+		if err == io.EOF {
+			return st.SendAndClose(&testpb.StreamingInputCallResponse{AggregatedPayloadSize: int32(n)})
+		}
+		if err != nil {
+			return err
+		}
+		n += len(m.GetPayload().GetBody())
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// grpcGoChecks runs grpc-go's client against target: unary with an
+// 8 MiB message and metadata both ways, server streaming that flows,
+// client streaming, an app's status, a deadline.
+func grpcGoChecks(t *testing.T, target string, next chan struct{}) {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)), grpc.WithDisableRetry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := testpb.NewTestServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	big := make([]byte, 8<<20)
+	rand.Read(big)
+	var trailer metadata.MD
+	resp, err := c.UnaryCall(metadata.AppendToOutgoingContext(ctx, "x-app-meta", "m1"), &testpb.SimpleRequest{Payload: &testpb.Payload{Body: big}}, grpc.Trailer(&trailer))
+	if err != nil || !bytes.Equal(resp.GetPayload().GetBody(), big) || strings.Join(trailer.Get("x-length"), "") != itoa(len(big)) || strings.Join(trailer.Get("x-echo"), "") != "m1" {
+		t.Fatalf("%s: unary: %v (trailer %v)", target, err, trailer)
+	}
+
+	st, err := c.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Recv(); err != nil || string(m.GetPayload().GetBody()) != "one" {
+		t.Fatalf("%s: the first message: %v %v", target, m, err)
+	}
+	next <- struct{}{} // the server sends "two" only now
+	if m, err := st.Recv(); err != nil || string(m.GetPayload().GetBody()) != "two" {
+		t.Fatalf("%s: the second message: %v %v", target, m, err)
+	}
+	if _, err := st.Recv(); err != io.EOF {
+		t.Fatalf("%s: the stream's end: %v", target, err)
+	}
+
+	up, err := c.StreamingInputCall(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{10, 20, 30} {
+		up.Send(&testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: make([]byte, n)}})
+	}
+	if r, err := up.CloseAndRecv(); err != nil || r.GetAggregatedPayloadSize() != 60 {
+		t.Fatalf("%s: client streaming: %v %v", target, r, err)
+	}
+
+	_, err = c.UnaryCall(ctx, &testpb.SimpleRequest{ResponseStatus: &testpb.EchoStatus{Code: int32(codes.NotFound), Message: "no such note"}})
+	if s := status.Convert(err); s.Code() != codes.NotFound || s.Message() != "no such note" {
+		t.Fatalf("%s: an app's status: %v", target, err)
+	}
+
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	_, err = c.UnaryCall(short, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("slow")}})
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("%s: a deadline: %v", target, err)
+	}
+}
+
+// TestGRPCGo: grpc-go's client and server (its interop TestService)
+// through two Deltas as processes and a forward, the same checks run
+// directly first.
+func TestGRPCGo(t *testing.T) {
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := make(chan struct{})
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	testpb.RegisterTestServiceServer(srv, &grpcGoServer{next: next})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer func() {
+		srv.Stop()
+		if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			t.Error(err)
+		}
+	}()
+	studio.register(t, "tests", "http://"+ln.Addr().String())
+	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
+	grpcGoChecks(t, ln.Addr().String(), next)
+	grpcGoChecks(t, fwd, next)
+}
