@@ -23,16 +23,26 @@ import (
 // grpcGoServer is grpc-go's interop TestService as an app: UnaryCall
 // echoes its payload with trailing metadata x-length (a ResponseStatus
 // is answered as that status; a payload "slow" waits for its deadline),
+// a payload "hold" is answered once the test releases it,
 // StreamingOutputCall sends one message, then the second only once the
 // client has the first (next), StreamingInputCall sums its payloads.
 type grpcGoServer struct {
 	testpb.UnimplementedTestServiceServer
 	next chan struct{}
+	// held and release: a payload "hold" is told on held, and answered
+	// once release closes.
+	held    chan struct{}
+	release chan struct{}
 }
 
 func (s *grpcGoServer) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
 	if st := in.GetResponseStatus(); st != nil {
 		return nil, status.Error(codes.Code(st.Code), st.Message)
+	}
+	if string(in.GetPayload().GetBody()) == "hold" {
+		s.held <- struct{}{}
+		<-s.release
+		return &testpb.SimpleResponse{Payload: in.GetPayload()}, nil
 	}
 	if string(in.GetPayload().GetBody()) == "slow" {
 		<-ctx.Done()
@@ -133,6 +143,27 @@ func grpcGoChecks(t *testing.T, target string, next chan struct{}) {
 	}
 }
 
+// startGRPCGo starts the grpc-go app, stopped when the test ends.
+func startGRPCGo(t *testing.T) (*grpcGoServer, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &grpcGoServer{next: make(chan struct{}), held: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
+	testpb.RegisterTestServiceServer(srv, app)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			t.Error(err)
+		}
+	})
+	return app, ln.Addr().String()
+}
+
 // TestGRPCGo: grpc-go's client and server (its interop TestService)
 // through two Deltas as processes and a forward, the same checks run
 // directly first.
@@ -140,23 +171,51 @@ func TestGRPCGo(t *testing.T) {
 	laptop, studio := twoProcs(t)
 	studio.start(t)
 	laptop.start(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	app, addr := startGRPCGo(t)
+	studio.register(t, "tests", "http://"+addr)
+	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
+	grpcGoChecks(t, addr, app.next)
+	grpcGoChecks(t, fwd, app.next)
+}
+
+// TestGRPCOwnerCrash: the owner's Delta is killed while its app holds a
+// gRPC call, which the app then answers into the void: the client is
+// told UNKNOWN, which its retry policies never retry, with
+// x-delta-outcome outcome_unknown and the request id it sent; Delta
+// never sends it again, and once the owner is back, reconciliation
+// settles it as far as the owner knows: interrupted, so a person decides
+// (needs_person), and the app had it once.
+func TestGRPCOwnerCrash(t *testing.T) {
+	laptop, studio := twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app, addr := startGRPCGo(t)
+	studio.register(t, "tests", "http://"+addr)
+	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
+	conn, err := grpc.NewClient("passthrough:///"+fwd, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := make(chan struct{})
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
-	testpb.RegisterTestServiceServer(srv, &grpcGoServer{next: next})
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		srv.Stop()
-		if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			t.Error(err)
-		}
+	defer conn.Close()
+	const id = "grpc-crash-1"
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(), "x-delta-request-id", id), time.Minute)
+	defer cancel()
+	var trailer metadata.MD
+	told := make(chan error, 1)
+	go func() {
+		_, err := testpb.NewTestServiceClient(conn).UnaryCall(ctx, &testpb.SimpleRequest{Payload: &testpb.Payload{Body: []byte("hold")}}, grpc.Trailer(&trailer))
+		told <- err
 	}()
-	studio.register(t, "tests", "http://"+ln.Addr().String())
-	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
-	grpcGoChecks(t, ln.Addr().String(), next)
-	grpcGoChecks(t, fwd, next)
+	<-app.held
+	studio.kill(t)
+	err = <-told
+	close(app.release)
+	if s := status.Convert(err); s.Code() != codes.Unknown || !strings.Contains(s.Message(), "outcome_unknown") ||
+		strings.Join(trailer.Get("x-delta-outcome"), "") != "outcome_unknown" || strings.Join(trailer.Get("x-delta-request-id"), "") != id {
+		t.Fatalf("the gRPC client was told %v (metadata %v), want UNKNOWN with outcome_unknown and %s", err, trailer, id)
+	}
+	studio.start(t)
+	if call := laptop.c.GetCall(t, id, 60); call.State != "needs_person" || call.OwnerState != "interrupted" || call.Path != "/grpc.testing.TestService/UnaryCall" {
+		t.Fatalf("the call is %s (owner says %q, path %s: %s), want needs_person after interrupted", call.State, call.OwnerState, call.Path, call.Detail)
+	}
 }
