@@ -157,3 +157,36 @@ func grpcTimeout(h http.Header) time.Duration {
 	}
 	return max(time.Duration(n)*unit, time.Millisecond)
 }
+
+// h2Answers is an HTTP/2 request's writer: "Connection: close", which
+// Delta sets on a call's answer so that an HTTP/1.1 client's connection
+// is not reused, would end an HTTP/2 client's whole connection (net/http
+// sends GOAWAY for it) and every stream on it; it is dropped.
+type h2Answers struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (h *h2Answers) head() {
+	if !h.wrote {
+		h.wrote = true
+		h.ResponseWriter.Header().Del("Connection")
+	}
+}
+
+func (h *h2Answers) WriteHeader(code int) {
+	if code >= 200 {
+		h.head()
+	} else {
+		h.ResponseWriter.Header().Del("Connection")
+	}
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h *h2Answers) Write(p []byte) (int, error) { h.head(); return h.ResponseWriter.Write(p) }
+
+// FlushError flushes the answer.
+func (h *h2Answers) FlushError() error { h.head(); return http.NewResponseController(h.ResponseWriter).Flush() }
+
+// Unwrap is for http.ResponseController.
+func (h *h2Answers) Unwrap() http.ResponseWriter { return h.ResponseWriter }

@@ -223,6 +223,9 @@ func (g *Handler) ServeForward(w http.ResponseWriter, r *http.Request, sp forwar
 // carry sends the request r for target t (parsed, or refused with o and
 // detail) as a call, a session or a read.
 func (g *Handler) carry(w http.ResponseWriter, r *http.Request, t caller.Target, o localapi.Outcome, detail string) {
+	if r.ProtoMajor >= 2 {
+		w = &h2Answers{ResponseWriter: w}
+	}
 	if proto.IsGRPC(r.Header) {
 		ga := &grpcAnswers{ResponseWriter: w}
 		defer ga.finish()
