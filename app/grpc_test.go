@@ -2,11 +2,14 @@ package main
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/delta-roads/delta/app/cli"
 )
 
 // gRPC and HTTP/2 through Delta (issue 67; docs/protocol.md §1c): real
@@ -98,6 +101,35 @@ func TestHTTP2ThroughForward(t *testing.T) {
 		out, _ := runJob(t, nil, append([]string{"curl"}, args...)...)
 		if want := tc.want + "\n2 200"; out != want {
 			t.Errorf("curl %v: %q, want %q", tc.args, out, want)
+		}
+	}
+
+	// An app that speaks HTTP/2 only (h2c), registered with --h2c: its
+	// Delta speaks HTTP/2 to it for reads and calls, whatever the client
+	// spoke to its own Delta.
+	h2only := &http.Server{Handler: app.Config.Handler, Protocols: new(http.Protocols)}
+	h2only.Protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h2only.Serve(ln)
+	defer h2only.Close()
+	if out, errOut, code := delta(t, "--state-dir", studio.dir, "apps", "add", "h2", "http://"+ln.Addr().String(), "--h2c"); code != cli.ExitOK || !strings.Contains(out, "HTTP/2 (h2c)") {
+		t.Fatalf("delta apps add --h2c: exit %d, %s %s", code, out, errOut)
+	}
+	u = forwardURL(t, laptop, "h2")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{u + "a"}, "HTTP/2.0 GET /a \n1.1 200"},
+		{[]string{"--data-binary", "hi", u + "b"}, "HTTP/2.0 POST /b hi\n1.1 200"},
+		{[]string{"--http2-prior-knowledge", "--data-binary", "hi", u + "c"}, "HTTP/2.0 POST /c hi\n2 200"},
+	} {
+		out, _ := runJob(t, nil, append([]string{"curl", "-sS", "-w", "\n%{http_version} %{http_code}"}, tc.args...)...)
+		if out != tc.want {
+			t.Errorf("an --h2c app, curl %v: %q, want %q", tc.args, out, tc.want)
 		}
 	}
 }

@@ -542,6 +542,7 @@ func (g *Gateway) Close() error {
 	g.forwards.Close()
 	g.wg.Wait()
 	g.pc.CloseAll()
+	g.owner.CloseIdle()
 	if err := statedir.RemoveLocal(g.cfg.StateDir); err != nil {
 		g.log.Warn("could not remove local.json; apps will find no Delta there anyway", "err", err)
 	}

@@ -292,6 +292,9 @@ type App struct {
 	// no limit, or "" when it has none of its own (the caller's default
 	// applies: 30 s on the local API, no limit through a forward).
 	Timeout string `json:"timeout,omitempty"`
+	// H2C: its Delta speaks HTTP/2 with prior knowledge to it for every
+	// request (delta apps add --h2c); gRPC's always go so.
+	H2C bool `json:"h2c,omitempty"`
 	// Secret arrives with every forwarded request as
 	// X-Delta-Forward-Secret (in the answer to PUT /v1/apps/{app} only).
 	Secret    string    `json:"secret,omitempty"`
@@ -305,6 +308,8 @@ type AppRequest struct {
 	// Timeout is App.Timeout: seconds (as X-Delta-Timeout writes them),
 	// "none", or "" for none of its own.
 	Timeout string `json:"timeout,omitempty"`
+	// H2C is App.H2C.
+	H2C bool `json:"h2c,omitempty"`
 }
 
 // PingRoad is what a ping learned of one road to a peer (POST

@@ -340,13 +340,15 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 }
 
 // appsCommand is `delta apps add|list|remove`.
-var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout SECONDS|none] | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
+var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
 	Flags: func(fs *flag.FlagSet) any {
-		return fs.String("timeout", "", "with add: how long the app may take before its answer's head when a request says no X-Delta-Timeout, "+
-			"in seconds (at most 600), or none for no limit; without it the caller's default applies (30 s on the local API, no limit through a forward)")
+		return &appsOpts{timeout: fs.String("timeout", "", "with add: how long the app may take before its answer's head when a request says no X-Delta-Timeout, "+
+			"in seconds (at most 600), or none for no limit; without it the caller's default applies (30 s on the local API, no limit through a forward)"),
+			h2c: fs.Bool("h2c", false, "with add: the app speaks HTTP/2 with prior knowledge (h2c), and Delta speaks it to the app for every request; gRPC's go in HTTP/2 without it")}
 	},
 	Run: func(e *Env, o any, args []string) error {
-		timeout := *o.(*string)
+		opts := o.(*appsOpts)
+		timeout := *opts.timeout
 		if len(args) == 0 {
 			args = []string{"list"}
 		}
@@ -370,7 +372,7 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 				fmt.Fprintln(e.Stdout, "no apps registered (delta apps add NAME http://127.0.0.1:PORT)")
 			}
 			for _, a := range apps {
-				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\n", a.App, a.URL, appTimeout(a.Timeout))
+				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\n", a.App, a.URL, appTerms(a))
 			}
 			return nil
 		case args[0] == "add" && len(args) == 3:
@@ -382,12 +384,12 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 					}
 				}
 			}
-			a, err := c.PutApp(e.Ctx, args[1], localapi.AppRequest{URL: args[2], Timeout: timeout})
+			a, err := c.PutApp(e.Ctx, args[1], localapi.AppRequest{URL: args[2], Timeout: timeout, H2C: *opts.h2c})
 			if err != nil {
 				return apiExit("apps add", e.DownErr(err))
 			}
-			if was != nil && (was.URL != a.URL || was.Timeout != a.Timeout) {
-				fmt.Fprintf(e.Stderr, "delta: replaced app %s: it was %s, %s\n", a.App, was.URL, appTimeout(was.Timeout))
+			if was != nil && (was.URL != a.URL || was.Timeout != a.Timeout || was.H2C != a.H2C) {
+				fmt.Fprintf(e.Stderr, "delta: replaced app %s: it was %s, %s\n", a.App, was.URL, appTerms(*was))
 			}
 			if where := servesStateFolder(e.Ctx, a.URL, e.StateDir); where != "" {
 				fmt.Fprintf(e.Stderr, "delta: warning: app %s serves this Delta's own local token at %s: it serves a folder that holds Delta's state folder (%s), so every peer that may use it can read Delta's secrets. Serve a folder of its own.\n", a.App, where, e.StateDir)
@@ -396,7 +398,7 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 				return e.PrintJSON(a)
 			}
 			fmt.Fprintf(e.Stdout, "%s\t%s\t%s\nforward secret: %s\n  (optional: Delta sends it as X-Delta-Forward-Secret with every request it forwards; an app that checks it refuses requests that did not come through Delta, from other programs on this computer. kit.Owner, DeltaOwner and ownerHandler check it; an app that does not still works.)\n",
-				a.App, a.URL, appTimeout(a.Timeout), a.Secret)
+				a.App, a.URL, appTerms(*a), a.Secret)
 			return nil
 		case args[0] == "remove" && len(args) == 2:
 			if err := c.RemoveApp(e.Ctx, args[1]); err != nil {
@@ -407,8 +409,23 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 			}
 			return nil
 		}
-		return Exitf(ExitUsage, "apps takes: list | add NAME URL [--timeout SECONDS|none] | remove NAME")
+		return Exitf(ExitUsage, "apps takes: list | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME")
 	}}
+
+// appsOpts are delta apps' flags.
+type appsOpts struct {
+	timeout *string
+	h2c     *bool
+}
+
+// appTerms says an app's own timeout and protocol as delta apps prints
+// them.
+func appTerms(a localapi.App) string {
+	if a.H2C {
+		return appTimeout(a.Timeout) + ", HTTP/2 (h2c)"
+	}
+	return appTimeout(a.Timeout)
+}
 
 // appTimeout says an app's own timeout (localapi.App.Timeout) as delta
 // apps prints it.

@@ -521,10 +521,13 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 			return nil, h1.ConnectError(err)
 		}
 		// Interim answers (102, 103) are never the answer: the final one is.
-		if proto.IsGRPC(req.Header) {
-			// gRPC is HTTP/2's (docs/protocol.md §1c): to its app in
-			// HTTP/2 with prior knowledge, with the TE its servers ask for.
-			req.Header.Set("Te", "trailers")
+		if grpc := proto.IsGRPC(req.Header); grpc || t.app.H2C {
+			// gRPC is HTTP/2's, and an app registered --h2c speaks it
+			// (docs/protocol.md §1c): HTTP/2 with prior knowledge, with
+			// the TE gRPC's servers ask for.
+			if grpc {
+				req.Header.Set("Te", "trailers")
+			}
 			return h1.OnceH2(ctx, conn, req, h1.Options{Wait: wait})
 		}
 		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: wait, QuickAck: true})

@@ -122,7 +122,7 @@ func testDoor(tb testing.TB, dir, appURL string) http.Handler {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, err := db.Apps().Put(context.Background(), "notes", appURL, 0); err != nil {
+	if _, err := db.Apps().Put(context.Background(), "notes", appURL, 0, false); err != nil {
 		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -113,6 +113,8 @@ type Owner struct {
 	cfg           Config
 	transportOnce sync.Once
 	transport     *h1.Transport // to the local owner apps, for reads
+	h2Once        sync.Once
+	h2            *http.Transport // to those that speak HTTP/2 (--h2c), for reads
 	refusals      *doors.RefusalLog
 	fences        *fenceCap
 	sessions      *sessions // open here, closed when their interface goes

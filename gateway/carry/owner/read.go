@@ -47,7 +47,12 @@ func (o *Owner) ownerRead(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("the path %q does not make a request to app %s (%v)", t.pathQuery, t.app.Name, err))
 		return
 	}
-	resp, err := o.appTransport().RoundTrip(out)
+	var resp *http.Response
+	if t.app.H2C {
+		resp, err = o.h2Transport().RoundTrip(out)
+	} else {
+		resp, err = o.appTransport().RoundTrip(out)
+	}
 	if head != nil {
 		head.Stop()
 	}
@@ -125,6 +130,24 @@ const maxEarlyHints = 16
 type dialError struct{ error }
 
 func (e dialError) Unwrap() error { return e.error }
+
+// h2Transport is the pool of connections to the local owner apps that
+// speak HTTP/2 with prior knowledge (--h2c), for reads: net/http's, whose
+// HTTP/2 streams share a connection per app.
+func (o *Owner) h2Transport() *http.Transport {
+	o.h2Once.Do(func() {
+		o.h2 = &http.Transport{Protocols: new(http.Protocols), DisableCompression: true,
+			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+				c, err := dialApp(ctx, addr)
+				if err != nil {
+					return nil, dialError{err}
+				}
+				return c, nil
+			}}
+		o.h2.Protocols.SetUnencryptedHTTP2(true)
+	})
+	return o.h2
+}
 
 // appTransport is the pool of connections to the local owner apps.
 func (o *Owner) appTransport() *h1.Transport {

@@ -151,3 +151,12 @@ func (o *Owner) InterfaceLost(iface string) int {
 	}
 	return len(drop)
 }
+
+// CloseIdle closes the connections kept to apps that speak HTTP/2 (each
+// has a reader of its own), when Delta stops.
+func (o *Owner) CloseIdle() {
+	o.h2Once.Do(func() {}) // after the first h2Transport, if any
+	if o.h2 != nil {
+		o.h2.CloseIdleConnections()
+	}
+}

@@ -629,7 +629,7 @@ func (g *Handler) handleListApps(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []localapi.App{}
 	for _, a := range apps {
-		out = append(out, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), UpdatedAt: a.UpdatedAt.UTC()})
+		out = append(out, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), H2C: a.H2C, UpdatedAt: a.UpdatedAt.UTC()})
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"apps": out})
 }
@@ -669,13 +669,13 @@ func (g *Handler) handlePutApp(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	a, err := g.cfg.DB.Apps().Put(r.Context(), name, u, timeout)
+	a, err := g.cfg.DB.Apps().Put(r.Context(), name, u, timeout, body.H2C)
 	if err != nil {
 		localError(w, localapi.Unavailable, "could not write the journal: "+err.Error())
 		return
 	}
-	g.cfg.Log.Info("app registered", "app", name, "url", a.URL, "timeout", proto.FormatLimit(a.Timeout))
-	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
+	g.cfg.Log.Info("app registered", "app", name, "url", a.URL, "timeout", proto.FormatLimit(a.Timeout), "h2c", a.H2C)
+	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), H2C: a.H2C, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
 // checkAppURL accepts only http URLs on a loopback address with a port
@@ -734,7 +734,7 @@ func (g *Handler) handleGetApp(w http.ResponseWriter, r *http.Request) {
 		localError(w, localapi.Unavailable, "could not read the journal: "+err.Error())
 		return
 	}
-	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
+	proto.WriteJSON(w, http.StatusOK, localapi.App{App: a.Name, URL: a.URL, Timeout: proto.FormatLimit(a.Timeout), H2C: a.H2C, Secret: a.Secret, UpdatedAt: a.UpdatedAt.UTC()})
 }
 
 func (g *Handler) handleDeleteApp(w http.ResponseWriter, r *http.Request) {

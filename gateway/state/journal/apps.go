@@ -21,13 +21,15 @@ type App struct {
 	// says none (proto.Wait.For): 0 none of its own, proto.NoLimit no
 	// limit.
 	Timeout   time.Duration
+	H2C       bool // it speaks HTTP/2 with prior knowledge (delta apps add --h2c)
 	UpdatedAt time.Time
 }
 
 // Put registers (or re-points) app name at url, with its own timeout
-// (App.Timeout). An app that is registered already keeps its secret.
-func (d Apps) Put(ctx context.Context, name, url string, timeout time.Duration) (*App, error) {
-	a := &App{Name: name, URL: url, Timeout: timeout, UpdatedAt: d.now()}
+// (App.Timeout) and protocol (App.H2C). An app that is registered already
+// keeps its secret.
+func (d Apps) Put(ctx context.Context, name, url string, timeout time.Duration, h2c bool) (*App, error) {
+	a := &App{Name: name, URL: url, Timeout: timeout, H2C: h2c, UpdatedAt: d.now()}
 	err := d.tx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT secret FROM apps WHERE name = ?`, name).Scan(&a.Secret)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -35,9 +37,9 @@ func (d Apps) Put(ctx context.Context, name, url string, timeout time.Duration) 
 		} else if err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO apps (name, url, secret, timeout_ms, updated_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (name) DO UPDATE SET url = excluded.url, timeout_ms = excluded.timeout_ms, updated_at = excluded.updated_at`,
-			name, url, a.Secret, timeoutMillis(timeout), nanos(a.UpdatedAt))
+		_, err = tx.ExecContext(ctx, `INSERT INTO apps (name, url, secret, timeout_ms, h2c, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET url = excluded.url, timeout_ms = excluded.timeout_ms, h2c = excluded.h2c, updated_at = excluded.updated_at`,
+			name, url, a.Secret, timeoutMillis(timeout), h2c, nanos(a.UpdatedAt))
 		return err
 	})
 	if err != nil {
@@ -48,7 +50,7 @@ func (d Apps) Put(ctx context.Context, name, url string, timeout time.Duration) 
 }
 
 // The app registry is read on every request an owner forwards (6 % of a
-// read's CPU as a query); it changes only through PutApp and DeleteApp,
+// read's CPU as a query); it changes only through Put and Delete,
 // so the registered apps are kept in memory, read once each.
 type appCache struct {
 	mu   sync.Mutex
@@ -84,7 +86,7 @@ func (d Apps) Get(ctx context.Context, name string) (*App, error) {
 func (d *store) readApp(ctx context.Context, name string) (*App, error) {
 	a := &App{Name: name}
 	var upd, ms int64
-	err := d.db.QueryRowContext(ctx, `SELECT url, secret, timeout_ms, updated_at FROM apps WHERE name = ?`, name).Scan(&a.URL, &a.Secret, &ms, &upd)
+	err := d.db.QueryRowContext(ctx, `SELECT url, secret, timeout_ms, h2c, updated_at FROM apps WHERE name = ?`, name).Scan(&a.URL, &a.Secret, &ms, &a.H2C, &upd)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("journal: app %s: %w", name, ErrNotFound)
 	}
@@ -126,7 +128,7 @@ func (d Apps) Delete(ctx context.Context, name string) error {
 
 // List returns every registered app, by name.
 func (d Apps) List(ctx context.Context) ([]*App, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT name, url, secret, timeout_ms, updated_at FROM apps ORDER BY name`)
+	rows, err := d.db.QueryContext(ctx, `SELECT name, url, secret, timeout_ms, h2c, updated_at FROM apps ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("journal: list apps: %w", err)
 	}
@@ -135,7 +137,7 @@ func (d Apps) List(ctx context.Context) ([]*App, error) {
 	for rows.Next() {
 		a := &App{}
 		var upd, ms int64
-		if err := rows.Scan(&a.Name, &a.URL, &a.Secret, &ms, &upd); err != nil {
+		if err := rows.Scan(&a.Name, &a.URL, &a.Secret, &ms, &a.H2C, &upd); err != nil {
 			return nil, fmt.Errorf("journal: list apps: %w", err)
 		}
 		a.UpdatedAt, a.Timeout = fromNanos(upd), fromMillis(ms)

@@ -269,22 +269,25 @@ func TestDurableOnDisk(t *testing.T) {
 
 func TestApps(t *testing.T) {
 	db, _, _ := open(t)
-	a, err := db.Apps().Put(ctx, "notes", "http://127.0.0.1:1", 0)
+	a, err := db.Apps().Put(ctx, "notes", "http://127.0.0.1:1", 0, false)
 	if err != nil || len(a.Secret) < 16 {
 		t.Fatalf("%v %v", a, err)
 	}
-	b, _ := db.Apps().Put(ctx, "notes", "http://127.0.0.1:2", 45*time.Second)
+	b, _ := db.Apps().Put(ctx, "notes", "http://127.0.0.1:2", 45*time.Second, false)
 	got, _ := db.Apps().Get(ctx, "notes")
 	if b.Secret != a.Secret || got.URL != "http://127.0.0.1:2" || got.Secret != a.Secret || got.Timeout != 45*time.Second {
 		t.Errorf("re-registered: %+v", got)
 	}
 	// No limit is kept as such, and read back by a journal opened anew
 	// (not only from its cache of apps).
-	if _, err := db.Apps().Put(ctx, "notes", "http://127.0.0.1:2", proto.NoLimit); err != nil {
+	if _, err := db.Apps().Put(ctx, "notes", "http://127.0.0.1:2", proto.NoLimit, true); err != nil {
 		t.Fatal(err)
 	}
-	if all, err := db.Apps().List(ctx); err != nil || len(all) != 1 || all[0].Timeout != proto.NoLimit {
-		t.Errorf("apps after --timeout none: %+v %v", all, err)
+	if all, err := db.Apps().List(ctx); err != nil || len(all) != 1 || all[0].Timeout != proto.NoLimit || !all[0].H2C {
+		t.Errorf("apps after --timeout none --h2c: %+v %v", all, err)
+	}
+	if got, err := db.Apps().Get(ctx, "notes"); err != nil || !got.H2C || got.Timeout != proto.NoLimit {
+		t.Errorf("the app read again: %+v %v", got, err)
 	}
 	if err := db.Apps().Delete(ctx, "notes"); err != nil {
 		t.Fatal(err)
