@@ -186,7 +186,10 @@ func (h *h2Answers) WriteHeader(code int) {
 func (h *h2Answers) Write(p []byte) (int, error) { h.head(); return h.ResponseWriter.Write(p) }
 
 // FlushError flushes the answer.
-func (h *h2Answers) FlushError() error { h.head(); return http.NewResponseController(h.ResponseWriter).Flush() }
+func (h *h2Answers) FlushError() error {
+	h.head()
+	return http.NewResponseController(h.ResponseWriter).Flush()
+}
 
 // Unwrap is for http.ResponseController.
 func (h *h2Answers) Unwrap() http.ResponseWriter { return h.ResponseWriter }
