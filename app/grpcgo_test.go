@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ type grpcGoServer struct {
 	// once release closes.
 	held    chan struct{}
 	release chan struct{}
+	holds   atomic.Int32 // the "hold" calls the app was sent
 }
 
 func (s *grpcGoServer) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
@@ -40,6 +42,7 @@ func (s *grpcGoServer) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) 
 		return nil, status.Error(codes.Code(st.Code), st.Message)
 	}
 	if string(in.GetPayload().GetBody()) == "hold" {
+		s.holds.Add(1)
 		s.held <- struct{}{}
 		<-s.release
 		return &testpb.SimpleResponse{Payload: in.GetPayload()}, nil
@@ -168,12 +171,7 @@ func startGRPCGo(t *testing.T) (*grpcGoServer, string) {
 // through two Deltas as processes and a forward, the same checks run
 // directly first.
 func TestGRPCGo(t *testing.T) {
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	app, addr := startGRPCGo(t)
-	studio.register(t, "tests", "http://"+addr)
-	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
+	_, _, app, addr, fwd := grpcGoPair(t)
 	grpcGoChecks(t, addr, app.next)
 	grpcGoChecks(t, fwd, app.next)
 }
@@ -186,12 +184,7 @@ func TestGRPCGo(t *testing.T) {
 // settles it as far as the owner knows: interrupted, so a person decides
 // (needs_person), and the app had it once.
 func TestGRPCOwnerCrash(t *testing.T) {
-	laptop, studio := twoProcs(t)
-	studio.start(t)
-	laptop.start(t)
-	app, addr := startGRPCGo(t)
-	studio.register(t, "tests", "http://"+addr)
-	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
+	laptop, studio, app, _, fwd := grpcGoPair(t)
 	conn, err := grpc.NewClient("passthrough:///"+fwd, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry())
 	if err != nil {
 		t.Fatal(err)
@@ -218,4 +211,21 @@ func TestGRPCOwnerCrash(t *testing.T) {
 	if call := laptop.c.GetCall(t, id, 60); call.State != "needs_person" || call.OwnerState != "interrupted" || call.Path != "/grpc.testing.TestService/UnaryCall" {
 		t.Fatalf("the call is %s (owner says %q, path %s: %s), want needs_person after interrupted", call.State, call.OwnerState, call.Path, call.Detail)
 	}
+	if n := app.holds.Load(); n != 1 {
+		t.Errorf("the app was sent the call %d times, want once", n)
+	}
+}
+
+// grpcGoPair starts laptop and studio, and on studio the grpc-go app
+// registered as "tests", with laptop's forward to it: the app, its
+// address and the forward's (host:port, a gRPC client's target).
+func grpcGoPair(t *testing.T) (laptop, studio *proc, app *grpcGoServer, addr, fwd string) {
+	t.Helper()
+	laptop, studio = twoProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	app, addr = startGRPCGo(t)
+	studio.register(t, "tests", "http://"+addr)
+	fwd = strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
+	return laptop, studio, app, addr, fwd
 }
