@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -130,6 +131,20 @@ func TestHTTP2ThroughForward(t *testing.T) {
 		out, _ := runJob(t, nil, append([]string{"curl", "-sS", "-w", "\n%{http_version} %{http_code}"}, tc.args...)...)
 		if out != tc.want {
 			t.Errorf("an --h2c app, curl %v: %q, want %q", tc.args, out, tc.want)
+		}
+	}
+
+	// delta apps suggest offers the ports programs listen on, each app
+	// already shared named (issue 66's "Share an App…" reads the same).
+	if runtime.GOOS == "linux" {
+		out, errOut, code := delta(t, "--state-dir", studio.dir, "apps", "suggest")
+		for _, want := range []string{app.URL + "\tshared as web", "http://" + ln.Addr().String() + "\tshared as h2"} {
+			if code != cli.ExitOK || !strings.Contains(out, want) {
+				t.Errorf("delta apps suggest: exit %d, no %q in\n%s%s", code, want, out, errOut)
+			}
+		}
+		if strings.Contains(out, studio.peerAddr) {
+			t.Errorf("delta apps suggest offers studio's own door %s:\n%s", studio.peerAddr, out)
 		}
 	}
 }

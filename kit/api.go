@@ -247,6 +247,17 @@ func (c *Client) Apps(ctx context.Context) ([]localapi.App, error) {
 	return out.Apps, err
 }
 
+// Listening lists the ports programs on this computer listen on that an
+// app could be shared at, each with its program where the OS tells and
+// the app already registered at it (GET /v1/listening; Linux today).
+func (c *Client) Listening(ctx context.Context) ([]localapi.Listening, error) {
+	var out struct {
+		Ports []localapi.Listening `json:"ports"`
+	}
+	err := c.api(ctx, http.MethodGet, localapi.ListeningPath, nil, &out)
+	return out.Ports, err
+}
+
 // RemoveApp unregisters an owner app: calls to it are refused as
 // not_found, nothing carried out.
 func (c *Client) RemoveApp(ctx context.Context, name string) error {

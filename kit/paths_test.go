@@ -47,6 +47,7 @@ func TestPaths(t *testing.T) {
 		"proof":          localapi.ProofPath,
 		"login_link":     localapi.LoginLinkPath,
 		"ping":           localapi.PingPeerPath(peer),
+		"listening":      localapi.ListeningPath,
 		"metrics":        localapi.MetricsPath,
 	}
 	fill := strings.NewReplacer("{peer}", peer, "{app}", app, "{id}", id, "{action}", action, "{name}", name)

@@ -23,6 +23,9 @@ const (
 	LoginLinkPath = "/v1/login-link"
 	// PingPath + "/PEER" pings a peer's Delta on each road (POST).
 	PingPath = "/v1/ping"
+	// ListeningPath lists the ports programs on this computer listen on
+	// that an app could be shared at (GET; Listening).
+	ListeningPath = "/v1/listening"
 )
 
 // The actions on a call (POST CallActionPath) and on a receipt (POST

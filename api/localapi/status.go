@@ -312,6 +312,22 @@ type AppRequest struct {
 	H2C bool `json:"h2c,omitempty"`
 }
 
+// Listening is a port a program on this computer listens on that Delta
+// could forward to (GET /v1/listening): what "Share an App…" and delta
+// apps suggest offer.
+type Listening struct {
+	// Address is where it is reached on loopback (127.0.0.1:PORT or
+	// [::1]:PORT); URL is the app URL to register it with.
+	Address string `json:"address"`
+	URL     string `json:"url"`
+	// Program and PID name the program that listens, when the OS tells
+	// (not for another user's process).
+	Program string `json:"program,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	// App is the registered app already at this URL, if one is.
+	App string `json:"app,omitempty"`
+}
+
 // PingRoad is what a ping learned of one road to a peer (POST
 // /v1/ping/{peer}).
 type PingRoad struct {

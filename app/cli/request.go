@@ -340,7 +340,7 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 }
 
 // appsCommand is `delta apps add|list|remove`.
-var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
+var appsCommand = &Command{Name: "apps", Args: "list | suggest | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
 	Flags: func(fs *flag.FlagSet) any {
 		return &appsOpts{timeout: fs.String("timeout", "", "with add: how long the app may take before its answer's head when a request says no X-Delta-Timeout, "+
 			"in seconds (at most 600), or none for no limit; without it the caller's default applies (30 s on the local API, no limit through a forward)"),
@@ -400,6 +400,28 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 			fmt.Fprintf(e.Stdout, "%s\t%s\t%s\nforward secret: %s\n  (optional: Delta sends it as X-Delta-Forward-Secret with every request it forwards; an app that checks it refuses requests that did not come through Delta, from other programs on this computer. kit.Owner, DeltaOwner and ownerHandler check it; an app that does not still works.)\n",
 				a.App, a.URL, appTerms(*a), a.Secret)
 			return nil
+		case args[0] == "suggest" && len(args) == 1:
+			ports, err := c.Listening(e.Ctx)
+			if err != nil {
+				return apiExit("apps suggest", e.DownErr(err))
+			}
+			if e.JSON {
+				return e.PrintJSON(map[string]any{"ports": ports})
+			}
+			if len(ports) == 0 {
+				fmt.Fprintln(e.Stdout, "no program listens on a port this Delta could share (loopback, or every address)")
+			}
+			for _, p := range ports {
+				name, shared := p.Program, ""
+				if name == "" {
+					name = "(a program of another user)"
+				}
+				if p.App != "" {
+					shared = "\tshared as " + p.App
+				}
+				fmt.Fprintf(e.Stdout, "%s\t%s%s\n", name, p.URL, shared)
+			}
+			return nil
 		case args[0] == "remove" && len(args) == 2:
 			if err := c.RemoveApp(e.Ctx, args[1]); err != nil {
 				return apiExit("apps remove", e.DownErr(err))
@@ -409,7 +431,7 @@ var appsCommand = &Command{Name: "apps", Args: "list | add NAME URL [--timeout S
 			}
 			return nil
 		}
-		return Exitf(ExitUsage, "apps takes: list | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME")
+		return Exitf(ExitUsage, "apps takes: list | suggest | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME")
 	}}
 
 // appsOpts are delta apps' flags.

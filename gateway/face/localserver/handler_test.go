@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -313,5 +315,52 @@ func TestStatusPingLogin(t *testing.T) {
 	be.err = errors.New("database is locked")
 	if res, body := do(h, "GET", localapi.StatusPath, auth, ""); res.StatusCode != 503 || !strings.Contains(body, "database is locked") {
 		t.Errorf("status on a failing journal: %d %s", res.StatusCode, body)
+	}
+}
+
+// TestListening: the ports this computer's programs listen on, each
+// with its program and the app already registered at it; Delta's own
+// doors are not offered.
+func TestListening(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("listening sockets are read on Linux only")
+	}
+	h, _, _ := newHandler(t)
+	auth := "Bearer " + token
+	app, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	door, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer door.Close()
+	h.cfg.OwnDoors = func() []net.Addr { return []net.Addr{door.Addr()} }
+	appURL := "http://" + app.Addr().String()
+	if res, body := do(h, "PUT", localapi.AppPath("web"), auth, `{"url": "`+appURL+`"}`); res.StatusCode != 200 {
+		t.Fatalf("register: %d %s", res.StatusCode, body)
+	}
+	res, body := do(h, "GET", localapi.ListeningPath, auth, "")
+	var out struct{ Ports []localapi.Listening }
+	if err := json.Unmarshal([]byte(body), &out); err != nil || res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	comm, _ := os.ReadFile("/proc/self/comm")
+	found := false
+	for _, p := range out.Ports {
+		switch p.Address {
+		case app.Addr().String():
+			found = true
+			if p.URL != appURL || p.App != "web" || p.Program != strings.TrimSpace(string(comm)) || p.PID != os.Getpid() {
+				t.Errorf("the app's port: %+v", p)
+			}
+		case door.Addr().String():
+			t.Errorf("Delta's own door offered: %+v", p)
+		}
+	}
+	if !found {
+		t.Errorf("%s not offered: %s", app.Addr(), body)
 	}
 }

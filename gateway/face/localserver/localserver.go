@@ -64,6 +64,7 @@ func (g *Handler) routes() http.Handler {
 		{"GET " + localapi.MetricsPath, g.handleMetrics},
 		{"POST " + localapi.LoginLinkPath, g.handleLoginLink},
 		{"POST " + localapi.PingPath + "/{peer}", g.handlePing},
+		{"GET " + localapi.ListeningPath, g.handleListening},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}

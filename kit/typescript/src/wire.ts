@@ -38,6 +38,7 @@ export const PATHS = {
   proof: "/v1/proof",
   login_link: "/v1/login-link",
   ping: "/v1/ping/{peer}",
+  listening: "/v1/listening",
   metrics: "/metrics",
 } as const;
 

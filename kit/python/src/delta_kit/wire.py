@@ -45,6 +45,7 @@ PATHS = {
     "proof": "/v1/proof",
     "login_link": "/v1/login-link",
     "ping": "/v1/ping/{peer}",
+    "listening": "/v1/listening",
     "metrics": "/metrics",
 }
 ACTIONS = ("ask", "dismiss", "settle", "forget", "check")
