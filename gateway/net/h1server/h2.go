@@ -3,6 +3,7 @@ package h1server
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -33,5 +34,14 @@ func (c *conn) refuseHTTP2() {
 	fr.WriteSettings()
 	fr.WriteGoAway(0, http2.ErrCodeHTTP11Required, []byte(RefusedHTTP2))
 	bw.Flush()
+	// What the client sent after its preface (its settings, its first
+	// request) is read and dropped before the close, for a second at
+	// most: a socket closed with unread bytes sends a reset, which can
+	// reach the client before the GOAWAY and lose it.
+	if hc, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		hc.CloseWrite()
+	}
+	c.rwc.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(io.MultiReader(c.br, c.rwc), 1<<20))
 	c.s.logf("http2: refused an HTTP/2 client from %s on a door that speaks HTTP/1.1 only", c.remote)
 }
