@@ -61,14 +61,18 @@ func TestGRPC(t *testing.T) {
 		grpcCheck(t, py, fwd, check, dir)
 	}
 	r := laptop.c.Must(t, "GET", "/v1/calls?limit=50", nil)
-	for _, m := range []string{"/delta.test.Echo/Echo", "/delta.test.Echo/Count", "/delta.test.Echo/Sum"} {
-		if !strings.Contains(string(r.Body), `"path": "`+m+`"`) {
-			t.Errorf("the calls journal lists no %s: %s", m, r.Body)
+	if !strings.Contains(string(r.Body), `"grpc": true`) {
+		t.Errorf("the calls journal does not mark gRPC calls: %s", r.Body)
+	}
+	out, _, _ := delta(t, "--state-dir", laptop.dir, "calls")
+	for _, m := range []string{"gRPC delta.test.Echo/Echo", "gRPC delta.test.Echo/Count", "gRPC delta.test.Echo/Sum"} {
+		if !strings.Contains(out, m) {
+			t.Errorf("delta calls lists no %s:\n%s", m, out)
 		}
 	}
 
 	studio.kill(t)
-	out := grpcCheck(t, py, fwd, "status", dir, "UNAVAILABLE", "nothing was sent", "grpc-refused-1")
+	out = grpcCheck(t, py, fwd, "status", dir, "UNAVAILABLE", "nothing was sent", "grpc-refused-1")
 	if !strings.Contains(out, "unavailable grpc-refused-1") {
 		t.Errorf("a refused call's metadata: %s", out)
 	}

@@ -157,8 +157,10 @@ type Call struct {
 	CallerApp string `json:"caller_app"`
 	Method    string `json:"method"`
 	Path      string `json:"path"`
-	Digest    string `json:"digest"`
-	State     string `json:"state"`
+	// GRPC: a gRPC call, Path its /package.Service/Method.
+	GRPC   bool   `json:"grpc,omitempty"`
+	Digest string `json:"digest"`
+	State  string `json:"state"`
 	// Outcome is what the app was told.
 	Outcome   string `json:"outcome,omitempty"`
 	Dismissed bool   `json:"dismissed"`

@@ -89,7 +89,7 @@ var callsCommand = &Command{Name: "calls", Args: "[--unsettled | --dismissed | -
 			if by == "" {
 				by = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s on %s\t%s %s\n", r.RequestID, r.CreatedAt.Local().Format("Jan 2 15:04:05"), state, by, r.App, r.Peer, r.Method, view.Clip(r.Path, 50))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s on %s\t%s\n", r.RequestID, r.CreatedAt.Local().Format("Jan 2 15:04:05"), state, by, r.App, r.Peer, view.Request(r.GRPC, r.Method, r.Path, 50))
 		}
 		return tw.Flush()
 	}}
@@ -140,7 +140,7 @@ func writeRecord(w io.Writer, r *localapi.Call, now time.Time) {
 		named.Request = &record.Request{Headers: q.Header}
 	}
 	from := view.AppName(named) // as the menu and the page name it
-	fmt.Fprintf(w, "%s  %s → %s on %s: %s %s\n", r.RequestID, from, r.App, r.Peer, r.Method, r.Path)
+	fmt.Fprintf(w, "%s  %s → %s on %s: %s\n", r.RequestID, from, r.App, r.Peer, view.Request(r.GRPC, r.Method, r.Path, 1<<20))
 	if words := callWords(r); words != r.State {
 		fmt.Fprintf(w, "state:    %s (%s)", r.State, words)
 	} else {

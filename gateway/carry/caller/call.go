@@ -226,7 +226,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		return
 	}
 	c := &record.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp, Door: t.Door,
-		Method: r.Method, Path: t.PathQuery, Digest: body.Digest()}
+		Method: r.Method, Path: t.PathQuery, Digest: body.Digest(), GRPC: proto.IsGRPC(r.Header)}
 	// What a person may have to check later: the headers as sent (the
 	// ticket aside) and the body (its size once it has passed, when it
 	// streams).

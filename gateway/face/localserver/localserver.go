@@ -319,7 +319,7 @@ func parseOptions(r *http.Request, t *caller.Target) (localapi.Outcome, string) 
 // §4), its times in UTC.
 func viewCall(c *record.Call) localapi.Call {
 	v := localapi.Call{RequestID: c.RequestID, Peer: c.Peer, App: c.App, CallerApp: c.CallerApp,
-		Method: c.Method, Path: c.Path, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
+		Method: c.Method, Path: c.Path, GRPC: c.GRPC, Digest: c.Digest, State: string(c.State), Outcome: c.Outcome,
 		Dismissed: c.Dismissed, DismissedBy: c.DismissedBy, SettledBy: c.SettledBy, SettleNote: c.SettleNote, Detail: c.Detail,
 		CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC(), NextAskAt: c.NextAskAt.UTC(),
 		OwnerState: c.OwnerState, Asks: c.Asks, Attempts: []localapi.Attempt{}}

@@ -110,6 +110,7 @@ var funcs = template.FuncMap{
 	"ownerwords": view.OwnerWords,
 	"notkept":    func() string { return view.NotKept },
 	"clip":       func(s string, n int) string { return view.Clip(s, n) },
+	"request":    view.Request,
 	"shown":      shownHeaders,
 	"add":        func(a, b int) int { return a + b },
 	// statecls is a call state's look: needs (red), asking (blue), settled.

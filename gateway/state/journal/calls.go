@@ -13,7 +13,7 @@ import (
 
 const callCols = `request_id, peer, app, caller_app, method, path, digest, state, outcome,
 	dismissed, detail, owner_state, created_at, updated_at, answer_status,
-	answer_headers, answer_body, answer_omitted, asks, next_ask_at, dismissed_by, settled_by, settle_note, door`
+	answer_headers, answer_body, answer_omitted, asks, next_ask_at, dismissed_by, settled_by, settle_note, door, grpc`
 
 func scanCall(s interface{ Scan(...any) error }) (*record.Call, error) {
 	var c record.Call
@@ -24,7 +24,7 @@ func scanCall(s interface{ Scan(...any) error }) (*record.Call, error) {
 	var dismissed, omitted int
 	err := s.Scan(&c.RequestID, &c.Peer, &c.App, &c.CallerApp, &c.Method, &c.Path,
 		&c.Digest, &c.State, &c.Outcome, &dismissed, &c.Detail, &c.OwnerState,
-		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next, &c.DismissedBy, &c.SettledBy, &c.SettleNote, &c.Door)
+		&created, &updated, &status, &headers, &body, &omitted, &c.Asks, &next, &c.DismissedBy, &c.SettledBy, &c.SettleNote, &c.Door, &c.GRPC)
 	if err != nil {
 		return nil, err
 	}
@@ -62,9 +62,9 @@ func (d Calls) Begin(ctx context.Context, c *record.Call) (existing *record.Call
 			c.State = record.Sending
 		}
 		c.CreatedAt, c.UpdatedAt = now, now
-		_, err = tx.ExecContext(ctx, `INSERT INTO calls (request_id, peer, app, caller_app, method, path, digest, state, outcome, detail, created_at, updated_at, door)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			c.RequestID, c.Peer, c.App, c.CallerApp, c.Method, c.Path, c.Digest, c.State, c.Outcome, c.Detail, nanos(now), nanos(now), c.Door)
+		_, err = tx.ExecContext(ctx, `INSERT INTO calls (request_id, peer, app, caller_app, method, path, digest, state, outcome, detail, created_at, updated_at, door, grpc)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.RequestID, c.Peer, c.App, c.CallerApp, c.Method, c.Path, c.Digest, c.State, c.Outcome, c.Detail, nanos(now), nanos(now), c.Door, c.GRPC)
 		if err != nil {
 			return fmt.Errorf("journal: record call %s as %s: %w", c.RequestID, c.State, err)
 		}

@@ -45,8 +45,11 @@ type Call struct {
 	// Door is how the call came in: "" the local API (with the token),
 	// "forward PEER/APP" a forward. Its outcome is told again only
 	// through the same door.
-	Door      string
-	Method    string
+	Door   string
+	Method string
+	// GRPC: a gRPC call (Content-Type application/grpc), shown by its
+	// service and method (its Path, /package.Service/Method).
+	GRPC      bool
 	Path      string
 	Digest    string
 	State     CallState

@@ -497,7 +497,17 @@ func (r Received) From() string {
 
 // CallLine names a call for people: "editor → notes on studio: POST /a".
 func CallLine(c *record.Call) string {
-	return fmt.Sprintf("%s → %s on %s: %s %s", AppName(c), Safe(c.App), Safe(c.Peer), Safe(c.Method), Clip(c.Path, 40))
+	return fmt.Sprintf("%s → %s on %s: %s", AppName(c), Safe(c.App), Safe(c.Peer), Request(c.GRPC, c.Method, c.Path, 40))
+}
+
+// Request says what a call asked, clipped to n runes of its path: "POST
+// /notes/1", or a gRPC call by its service and method, "gRPC
+// notes.Notes/Add" (docs/protocol.md §1c).
+func Request(grpc bool, method, path string, n int) string {
+	if grpc {
+		return "gRPC " + Clip(strings.TrimPrefix(path, "/"), n)
+	}
+	return Safe(method) + " " + Clip(path, n)
 }
 
 // Safe is s as a person may be shown it, whatever an app or a peer put in

@@ -151,3 +151,24 @@ func TestClipWords(t *testing.T) {
 		t.Errorf("one long word: %q", got)
 	}
 }
+
+// TestRequest: a call is said as its method and path, a gRPC one by its
+// service and method.
+func TestRequest(t *testing.T) {
+	for _, tc := range []struct {
+		grpc         bool
+		method, path string
+		want         string
+	}{
+		{false, "POST", "/notes/1", "POST /notes/1"},
+		{true, "POST", "/n.N/Add", "gRPC n.N/Add"},
+		{false, "PUT", "/" + strings.Repeat("a", 60), "PUT /" + strings.Repeat("a", 8) + "…"},
+	} {
+		if got := Request(tc.grpc, tc.method, tc.path, 10); got != tc.want {
+			t.Errorf("%v %s %s: %q, want %q", tc.grpc, tc.method, tc.path, got, tc.want)
+		}
+	}
+	if got := CallLine(&record.Call{App: "notes", Peer: "studio", CallerApp: "grpc-go", GRPC: true, Method: "POST", Path: "/notes.Notes/Add"}); !strings.HasSuffix(got, "notes on studio: gRPC notes.Notes/Add") {
+		t.Errorf("CallLine: %q", got)
+	}
+}
