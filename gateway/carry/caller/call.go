@@ -242,7 +242,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		sent.Set(localapi.HeaderApp, callerApp)
 	}
 	if body.whole {
-		c.Request = journal.KeepRequest(sent, body.head)
+		c.Request = record.KeepRequest(sent, body.head)
 	} else {
 		c.Request = &record.Request{Headers: sent, Truncated: true}
 	}
@@ -653,7 +653,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 		case complete:
 			a.Body.Close()
 			whole = ahead
-			ans = journal.NewAnswer(a.StatusCode, relay.Kept(a.Header, a.Trailer), whole, proto.MaxStoredAnswer)
+			ans = record.NewAnswer(a.StatusCode, relay.Kept(a.Header, a.Trailer), whole, proto.MaxStoredAnswer)
 		default:
 			stream = true
 			ans = &record.Answer{Status: a.StatusCode, Headers: h, Omitted: true}

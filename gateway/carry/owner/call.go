@@ -553,7 +553,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 			out = &appResult{state: proto.ReceiptAppUnknown, err: rerr}
 		case whole:
 			a.Body.Close()
-			out = &appResult{state: proto.ReceiptAnswered, ans: journal.NewAnswer(a.StatusCode, relay.Kept(a.Header, a.Trailer), body, proto.MaxStoredAnswer), whole: body}
+			out = &appResult{state: proto.ReceiptAnswered, ans: record.NewAnswer(a.StatusCode, relay.Kept(a.Header, a.Trailer), body, proto.MaxStoredAnswer), whole: body}
 		default:
 			// A stream, or longer than is kept: recorded at its head.
 			out = &appResult{state: proto.ReceiptAnswered, ans: &record.Answer{Status: a.StatusCode, Headers: proto.KeptHeader(a.Header), Omitted: true},

@@ -42,7 +42,7 @@ func BenchmarkCallWrites(b *testing.B) {
 			oneCall := func(id string) error {
 				c := &record.Call{RequestID: id, Peer: "studio", App: "bench", Method: "POST", Path: "/c", Digest: "d",
 					Attempts: []record.Attempt{{N: 1, Road: "lan", Address: "127.0.0.1:1", StartedAt: time.Now(), FirstByte: true}},
-					Request:  KeepRequest(sent, body)}
+					Request:  record.KeepRequest(sent, body)}
 				if existing, err := caller.Calls().Begin(ctx, c); err != nil || existing != nil {
 					return fmt.Errorf("sending: %v, %v", existing, err)
 				}
@@ -53,7 +53,7 @@ func BenchmarkCallWrites(b *testing.B) {
 				// (queued first, it commits no later), so kept is set
 				// by the time HandReceipt returns.
 				var kept error
-				owner.Receipts().KeepReceived(ctx, "n1", id, KeepRequest(sent, body), func(err error) { kept = err })
+				owner.Receipts().KeepReceived(ctx, "n1", id, record.KeepRequest(sent, body), func(err error) { kept = err })
 				if err := owner.Receipts().Hand(ctx, "n1", id); err != nil {
 					return fmt.Errorf("handed: %w", err)
 				}

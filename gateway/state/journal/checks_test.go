@@ -18,7 +18,7 @@ func receive(t *testing.T, db *DB, caller, id string, body []byte, state proto.R
 	if dec, _, err := db.Receipts().Receive(ctx, &Receipt{Caller: caller, RequestID: id, Digest: "d-" + id, CallerName: "laptop", App: "notes", Method: "POST", Path: "/a"}); err != nil || dec != Forward {
 		t.Fatalf("Receive %s: %v %v", id, dec, err)
 	}
-	db.Receipts().KeepReceived(ctx, caller, id, KeepRequest(http.Header{"Content-Type": {"text/plain"}}, body), func(err error) { t.Errorf("keep %s: %v", id, err) })
+	db.Receipts().KeepReceived(ctx, caller, id, record.KeepRequest(http.Header{"Content-Type": {"text/plain"}}, body), func(err error) { t.Errorf("keep %s: %v", id, err) })
 	// Queued after it: once the finish is durable, so is what it carried.
 	if state != proto.ReceiptRunning {
 		if ok, err := db.Receipts().Finish(ctx, caller, id, state, nil); !ok || err != nil {

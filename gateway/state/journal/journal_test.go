@@ -64,7 +64,7 @@ func TestCallStateMachine(t *testing.T) {
 	if err != nil || moved || cur.State != record.Sending {
 		t.Fatalf("move from the wrong state: moved=%v cur=%v err=%v", moved, cur, err)
 	}
-	ans := NewAnswer(201, http.Header{"X-A": {"1"}}, []byte("ok"), 1<<20)
+	ans := record.NewAnswer(201, http.Header{"X-A": {"1"}}, []byte("ok"), 1<<20)
 	if moved, _, err := db.Calls().Move(ctx, "r1", Transition{From: []record.CallState{record.Sending}, To: record.Answered, Outcome: "answered", Answer: ans}); !moved || err != nil {
 		t.Fatalf("move to answered: %v %v", moved, err)
 	}
@@ -140,7 +140,7 @@ func TestReceiveDecisions(t *testing.T) {
 	if dec, _, _ := db.Receipts().Receive(ctx, &Receipt{Caller: "n2", RequestID: "x", Digest: "zz"}); dec != Forward {
 		t.Errorf("same id from another caller: %v", dec)
 	}
-	db.Receipts().Finish(ctx, "n1", "x", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("hi"), 1<<20))
+	db.Receipts().Finish(ctx, "n1", "x", proto.ReceiptAnswered, record.NewAnswer(200, nil, []byte("hi"), 1<<20))
 	if dec, old, _ := db.Receipts().Receive(ctx, r("d")); dec != Replay || string(old.Answer.Body) != "hi" {
 		t.Errorf("answered: %v %v", dec, old)
 	}
@@ -149,7 +149,7 @@ func TestReceiveDecisions(t *testing.T) {
 	}
 	// A big answer is kept as its digest only.
 	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "big", Digest: "d"})
-	db.Receipts().Finish(ctx, "n1", "big", proto.ReceiptAnswered, NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
+	db.Receipts().Finish(ctx, "n1", "big", proto.ReceiptAnswered, record.NewAnswer(200, nil, make([]byte, 2<<20), 1<<20))
 	big, _ := db.Receipts().Get(ctx, "n1", "big")
 	if !big.Answer.Omitted || len(big.Answer.Body) != 0 || big.Answer.BodyDigest == "" {
 		t.Errorf("big answer: omitted=%v len=%d digest=%q", big.Answer.Omitted, len(big.Answer.Body), big.Answer.BodyDigest)
@@ -200,7 +200,7 @@ func TestSweepAndWatermark(t *testing.T) {
 	db, clk, _ := open(t)
 	start := clk.now()
 	db.Receipts().Receive(ctx, &Receipt{Caller: "n1", RequestID: "old", Digest: "d"})
-	db.Receipts().Finish(ctx, "n1", "old", proto.ReceiptAnswered, NewAnswer(200, nil, []byte("a"), 1<<20))
+	db.Receipts().Finish(ctx, "n1", "old", proto.ReceiptAnswered, record.NewAnswer(200, nil, []byte("a"), 1<<20))
 	db.Calls().Begin(ctx, &record.Call{RequestID: "settled", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})
 	db.Calls().Move(ctx, "settled", Transition{From: []record.CallState{record.Sending}, To: record.Answered})
 	db.Calls().Begin(ctx, &record.Call{RequestID: "open", Peer: "p", App: "a", Method: "POST", Path: "/", Digest: "d"})

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/wire/record"
@@ -21,18 +20,6 @@ const (
 // oldest settled go first. Unsettled calls keep theirs. (A variable for
 // tests.)
 var maxRequestStore int64 = 32 << 20
-
-// KeepRequest is the request to keep of a call that sent body with
-// headers: the body itself up to record.MaxKeptBody, else its size only.
-func KeepRequest(headers http.Header, body []byte) *record.Request {
-	r := &record.Request{Headers: headers, Size: len(body)}
-	if len(body) > record.MaxKeptBody {
-		r.Truncated = true
-	} else {
-		r.Body = body
-	}
-	return r
-}
 
 func putRequest(ctx context.Context, tx *sql.Tx, id string, r *record.Request) error {
 	_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO call_requests (request_id, headers, body, size, truncated) VALUES (?, ?, ?, ?, ?)`,

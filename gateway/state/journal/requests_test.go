@@ -17,7 +17,7 @@ import (
 func begin(t *testing.T, db *DB, id string, body []byte) *record.Call {
 	t.Helper()
 	c := &record.Call{RequestID: id, Peer: "studio", App: "notes", Method: "POST", Path: "/n", Digest: "d-" + id,
-		Request: KeepRequest(http.Header{"Content-Type": {"text/plain"}, "X-Delta-record.Request-Id": {id}}, body)}
+		Request: record.KeepRequest(http.Header{"Content-Type": {"text/plain"}, "X-Delta-record.Request-Id": {id}}, body)}
 	if ex, err := db.Calls().Begin(context.Background(), c); err != nil || ex != nil {
 		t.Fatalf("begin %s: %v %v", id, ex, err)
 	}

@@ -5,6 +5,8 @@
 package record
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"time"
@@ -133,4 +135,29 @@ type Event struct {
 	Detail     string
 	// From is the state before this event; empty for a call's first.
 	From CallState
+}
+
+// NewAnswer builds the Answer to keep for a response: the body is kept
+// when it is at most maxBody bytes, otherwise only its digest.
+func NewAnswer(status int, h http.Header, body []byte, maxBody int) *Answer {
+	sum := sha256.Sum256(body)
+	a := &Answer{Status: status, Headers: h.Clone(), BodyDigest: hex.EncodeToString(sum[:])}
+	if len(body) > maxBody {
+		a.Omitted = true
+	} else {
+		a.Body = body
+	}
+	return a
+}
+
+// KeepRequest is the request to keep of a call that sent body with
+// headers: the body itself up to MaxKeptBody, else its size only.
+func KeepRequest(headers http.Header, body []byte) *Request {
+	r := &Request{Headers: headers, Size: len(body)}
+	if len(body) > MaxKeptBody {
+		r.Truncated = true
+	} else {
+		r.Body = body
+	}
+	return r
 }
