@@ -52,7 +52,7 @@ func (s *grpcGoServer) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) 
 		return nil, ctx.Err()
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	grpc.SetTrailer(ctx, metadata.Pairs("x-length", itoa(len(in.GetPayload().GetBody())), "x-echo", strings.Join(md.Get("x-app-meta"), ",")))
+	grpc.SetTrailer(ctx, metadata.Pairs("x-length", strconv.Itoa(len(in.GetPayload().GetBody())), "x-echo", strings.Join(md.Get("x-app-meta"), ",")))
 	return &testpb.SimpleResponse{Payload: in.GetPayload()}, nil
 }
 
@@ -82,8 +82,6 @@ func (s *grpcGoServer) StreamingInputCall(st grpc.ClientStreamingServer[testpb.S
 	}
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 // grpcGoChecks runs grpc-go's client against target: unary with an
 // 8 MiB message and metadata both ways, server streaming that flows,
 // client streaming, an app's status, a deadline.
@@ -103,7 +101,7 @@ func grpcGoChecks(t *testing.T, target string, next chan struct{}) {
 	rand.Read(big)
 	var trailer metadata.MD
 	resp, err := c.UnaryCall(metadata.AppendToOutgoingContext(ctx, "x-app-meta", "m1"), &testpb.SimpleRequest{Payload: &testpb.Payload{Body: big}}, grpc.Trailer(&trailer))
-	if err != nil || !bytes.Equal(resp.GetPayload().GetBody(), big) || strings.Join(trailer.Get("x-length"), "") != itoa(len(big)) || strings.Join(trailer.Get("x-echo"), "") != "m1" {
+	if err != nil || !bytes.Equal(resp.GetPayload().GetBody(), big) || strings.Join(trailer.Get("x-length"), "") != strconv.Itoa(len(big)) || strings.Join(trailer.Get("x-echo"), "") != "m1" {
 		t.Fatalf("%s: unary: %v (trailer %v)", target, err, trailer)
 	}
 

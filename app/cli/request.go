@@ -414,7 +414,7 @@ var appsCommand = &Command{Name: "apps", Args: "list | suggest | add NAME URL [-
 			for _, p := range ports {
 				name, shared := p.Program, ""
 				if name == "" {
-					name = "(a program of another user)"
+					name = "(the OS did not say which program)"
 				}
 				if p.App != "" {
 					shared = "\tshared as " + p.App
