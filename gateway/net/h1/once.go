@@ -88,6 +88,12 @@ type Options struct {
 	// hop between Deltas uses it for a body that streams; an app's Expect
 	// is never forwarded.
 	Continue bool
+	// Duplex, if not nil, writes the request's body (with Continue's
+	// 100-continue) while the answer is read: Once returns at the
+	// answer's head and the body goes on (Duplex). Idle bounds the wait
+	// for 100 Continue, and writes have no idle limit: a flowing call's
+	// silence is its app's.
+	Duplex *Duplex
 }
 
 func (o Options) got1xx() func(int, http.Header) error {
@@ -208,6 +214,9 @@ func (a *Answer) Switched() (net.Conn, *bufio.Reader) {
 // Answer's Body as it arrives. On an error raw is closed.
 func Once(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*Answer, error) {
 	c := &onceConn{Conn: raw, idle: opt.Idle}
+	if opt.Duplex != nil {
+		c.idle = 0
+	}
 	c.head = &proto.HeadLimit{R: c}
 	c.head.Limit(proto.MaxHeadBytes)
 	if dl, ok := ctx.Deadline(); ok {
@@ -230,6 +239,9 @@ func Once(ctx context.Context, raw net.Conn, req *http.Request, opt Options) (*A
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(c.head)
 	c.br = br
+	if opt.Duplex != nil && req.Body != nil && req.Body != http.NoBody {
+		return onceDuplex(ctx, c, bw, br, req, opt, fail)
+	}
 	var g *gate
 	var src *source
 	if req.Body != nil && req.Body != http.NoBody {
