@@ -56,7 +56,7 @@ func TestGRPC(t *testing.T) {
 	studio.register(t, "echo", "http://"+addr)
 	fwd := strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "echo"), "http://"), "/")
 	dir := t.TempDir()
-	for _, check := range []string{"unary", "stream", "clientstream", "error", "deadline"} {
+	for _, check := range []string{"unary", "stream", "clientstream", "chat", "error", "deadline"} {
 		grpcCheck(t, py, addr, check, dir)
 		grpcCheck(t, py, fwd, check, dir)
 	}
@@ -65,7 +65,7 @@ func TestGRPC(t *testing.T) {
 		t.Errorf("the calls journal does not mark gRPC calls: %s", r.Body)
 	}
 	out, _, _ := delta(t, "--state-dir", laptop.dir, "calls")
-	for _, m := range []string{"gRPC delta.test.Echo/Echo", "gRPC delta.test.Echo/Count", "gRPC delta.test.Echo/Sum"} {
+	for _, m := range []string{"gRPC delta.test.Echo/Echo", "gRPC delta.test.Echo/Count", "gRPC delta.test.Echo/Sum", "gRPC delta.test.Echo/Chat"} {
 		if !strings.Contains(out, m) {
 			t.Errorf("delta calls lists no %s:\n%s", m, out)
 		}

@@ -26,7 +26,9 @@ import (
 // is answered as that status; a payload "slow" waits for its deadline),
 // a payload "hold" is answered once the test releases it,
 // StreamingOutputCall sends one message, then the second only once the
-// client has the first (next), StreamingInputCall sums its payloads.
+// client has the first (next), StreamingInputCall sums its payloads,
+// FullDuplexCall answers each message as it comes, and tells ended how
+// its request stream ended (nil: whole, as io.EOF said).
 type grpcGoServer struct {
 	testpb.UnimplementedTestServiceServer
 	next chan struct{}
@@ -35,6 +37,25 @@ type grpcGoServer struct {
 	held    chan struct{}
 	release chan struct{}
 	holds   atomic.Int32 // the "hold" calls the app was sent
+	ended   chan error
+}
+
+func (s *grpcGoServer) FullDuplexCall(st grpc.BidiStreamingServer[testpb.StreamingOutputCallRequest, testpb.StreamingOutputCallResponse]) error {
+	for {
+		m, err := st.Recv()
+		if err == io.EOF {
+			s.ended <- nil
+			return nil
+		}
+		if err != nil {
+			s.ended <- err
+			return err
+		}
+		if err := st.Send(&testpb.StreamingOutputCallResponse{Payload: &testpb.Payload{Body: append([]byte("echo:"), m.GetPayload().GetBody()...)}}); err != nil {
+			s.ended <- err
+			return err
+		}
+	}
 }
 
 func (s *grpcGoServer) UnaryCall(ctx context.Context, in *testpb.SimpleRequest) (*testpb.SimpleResponse, error) {
@@ -85,7 +106,7 @@ func (s *grpcGoServer) StreamingInputCall(st grpc.ClientStreamingServer[testpb.S
 // grpcGoChecks runs grpc-go's client against target: unary with an
 // 8 MiB message and metadata both ways, server streaming that flows,
 // client streaming, an app's status, a deadline.
-func grpcGoChecks(t *testing.T, target string, next chan struct{}) {
+func grpcGoChecks(t *testing.T, target string, app *grpcGoServer) {
 	t.Helper()
 	conn, err := grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20), grpc.MaxCallSendMsgSize(64<<20)), grpc.WithDisableRetry())
@@ -112,7 +133,7 @@ func grpcGoChecks(t *testing.T, target string, next chan struct{}) {
 	if m, err := st.Recv(); err != nil || string(m.GetPayload().GetBody()) != "one" {
 		t.Fatalf("%s: the first message: %v %v", target, m, err)
 	}
-	next <- struct{}{} // the server sends "two" only now
+	app.next <- struct{}{} // the server sends "two" only now
 	if m, err := st.Recv(); err != nil || string(m.GetPayload().GetBody()) != "two" {
 		t.Fatalf("%s: the second message: %v %v", target, m, err)
 	}
@@ -129,6 +150,45 @@ func grpcGoChecks(t *testing.T, target string, next chan struct{}) {
 	}
 	if r, err := up.CloseAndRecv(); err != nil || r.GetAggregatedPayloadSize() != 60 {
 		t.Fatalf("%s: client streaming: %v %v", target, r, err)
+	}
+
+	// Bidirectional, as a conversation: each message is sent only once
+	// the answer to the one before it came; the server sees its end.
+	chat, err := c.FullDuplexCall(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		say := "m" + strconv.Itoa(i)
+		if err := chat.Send(&testpb.StreamingOutputCallRequest{Payload: &testpb.Payload{Body: []byte(say)}}); err != nil {
+			t.Fatalf("%s: chat send %d: %v", target, i, err)
+		}
+		if m, err := chat.Recv(); err != nil || string(m.GetPayload().GetBody()) != "echo:"+say {
+			t.Fatalf("%s: chat answer %d: %v %v", target, i, m, err)
+		}
+	}
+	chat.CloseSend()
+	if _, err := chat.Recv(); err != io.EOF {
+		t.Fatalf("%s: the chat's end: %v", target, err)
+	}
+	if err := <-app.ended; err != nil {
+		t.Fatalf("%s: the server saw the chat's request end with %v, want its end", target, err)
+	}
+
+	// A conversation its client cancels halfway: the server sees it
+	// cancelled, never ended as whole.
+	cctx, cancelChat := context.WithCancel(ctx)
+	chat, err = c.FullDuplexCall(cctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat.Send(&testpb.StreamingOutputCallRequest{Payload: &testpb.Payload{Body: []byte("half")}})
+	if m, err := chat.Recv(); err != nil || string(m.GetPayload().GetBody()) != "echo:half" {
+		t.Fatalf("%s: the cancelled chat's answer: %v %v", target, m, err)
+	}
+	cancelChat()
+	if err := <-app.ended; status.Code(err) != codes.Canceled {
+		t.Fatalf("%s: the server saw a cancelled chat end with %v, want CANCELLED", target, err)
 	}
 
 	_, err = c.UnaryCall(ctx, &testpb.SimpleRequest{ResponseStatus: &testpb.EchoStatus{Code: int32(codes.NotFound), Message: "no such note"}})
@@ -151,7 +211,7 @@ func startGRPCGo(t *testing.T) (*grpcGoServer, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := &grpcGoServer{next: make(chan struct{}), held: make(chan struct{}, 1), release: make(chan struct{})}
+	app := &grpcGoServer{next: make(chan struct{}), held: make(chan struct{}, 1), release: make(chan struct{}), ended: make(chan error, 1)}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(64<<20), grpc.MaxSendMsgSize(64<<20))
 	testpb.RegisterTestServiceServer(srv, app)
 	served := make(chan error, 1)
@@ -170,8 +230,8 @@ func startGRPCGo(t *testing.T) (*grpcGoServer, string) {
 // directly first.
 func TestGRPCGo(t *testing.T) {
 	_, _, app, addr, fwd := grpcGoPair(t)
-	grpcGoChecks(t, addr, app.next)
-	grpcGoChecks(t, fwd, app.next)
+	grpcGoChecks(t, addr, app)
+	grpcGoChecks(t, fwd, app)
 }
 
 // TestGRPCOwnerCrash: the owner's Delta is killed while its app holds a
@@ -226,4 +286,35 @@ func grpcGoPair(t *testing.T) (laptop, studio *proc, app *grpcGoServer, addr, fw
 	studio.register(t, "tests", "http://"+addr)
 	fwd = strings.TrimSuffix(strings.TrimPrefix(forwardURL(t, laptop, "tests"), "http://"), "/")
 	return laptop, studio, app, addr, fwd
+}
+
+// TestGRPCCallerCrash: the caller's Delta is killed (SIGKILL) halfway
+// through a bidirectional conversation that flows both ways: the app's
+// server sees its request stream cancelled, never ended as whole (what
+// arrived was passed as it came; its end is given only with the
+// caller's count of it), and its client is told the stream broke.
+func TestGRPCCallerCrash(t *testing.T) {
+	laptop, _, app, _, fwd := grpcGoPair(t)
+	conn, err := grpc.NewClient("passthrough:///"+fwd, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithDisableRetry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	chat, err := testpb.NewTestServiceClient(conn).FullDuplexCall(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat.Send(&testpb.StreamingOutputCallRequest{Payload: &testpb.Payload{Body: []byte("first")}})
+	if m, err := chat.Recv(); err != nil || string(m.GetPayload().GetBody()) != "echo:first" {
+		t.Fatalf("the first answer: %v %v", m, err)
+	}
+	laptop.kill(t)
+	if err := <-app.ended; status.Code(err) != codes.Canceled {
+		t.Fatalf("the server saw the stream of a killed caller end with %v, want CANCELLED", err)
+	}
+	if _, err := chat.Recv(); status.Code(err) != codes.Unavailable && status.Code(err) != codes.Internal {
+		t.Errorf("the client of a killed Delta was told %v", err)
+	}
 }

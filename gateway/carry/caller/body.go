@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/delta-roads/delta/gateway/wire/proto"
@@ -35,6 +36,34 @@ type callBody struct {
 	// X-Delta-Body-Passed when the body ends whole, before EOF is
 	// returned (the request's trailer).
 	trailer http.Header
+	// flow: a flowing call's body (a gRPC request, docs/protocol.md
+	// §1c), passed on from its first byte as the app sends it, with no
+	// idle limit (a stream's silence is its app's), while its answer
+	// comes (h1.Duplex: read on another goroutine, hence mu).
+	flow bool
+	mu   sync.Mutex // off, n, done, srcErr, while a flowing body passes
+}
+
+// flowingBody is a flowing call's body (callBody.flow): nothing of it is
+// read before the call leaves. The door's limit on a request's time is
+// lifted for it: a stream lives as long as its app keeps it.
+func flowingBody(w http.ResponseWriter, r *http.Request, max int64) *callBody {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return &callBody{src: r.Body, max: max, declared: r.ContentLength, flow: true}
+}
+
+// failed is why the app's body broke, or grew over max; nil if it did not.
+func (b *callBody) failed() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.srcErr
+}
+
+// untouched reports whether nothing of the body was passed on.
+func (b *callBody) untouched() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.whole || b.off == 0
 }
 
 // errTooLarge is the cause when a body is over max_call_bytes.
@@ -67,6 +96,8 @@ func readCallBody(body io.Reader, declared int64, method, app, pathQuery string,
 
 // Size is the body's size once it has passed (or is whole); -1 before.
 func (b *callBody) Size() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !b.done {
 		return -1
 	}
@@ -81,6 +112,9 @@ func (b *callBody) Digest() string { return b.digest }
 // body that passed whole (proto.HeaderDigest), and says whether it is new:
 // "" or anything not written as a digest is not taken.
 func (b *callBody) learned(said string) bool {
+	if b.flow {
+		return false // its digest is not said: its answer begins before its end
+	}
 	if b.whole || !b.done || b.digest != "" || !proto.IsDigest(said) {
 		return false
 	}
@@ -98,6 +132,8 @@ func (b *callBody) Read(p []byte) (int, error) {
 		b.off += n
 		return n, nil
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if b.done {
 		return 0, io.EOF
 	}
@@ -110,7 +146,9 @@ func (b *callBody) Read(p []byte) (int, error) {
 		b.n += int64(n)
 		return n, nil
 	}
+	b.mu.Unlock() // not held while the app's body is waited for
 	n, err := b.src.Read(p)
+	b.mu.Lock()
 	if n > 0 {
 		b.n += int64(n)
 		if b.n > b.max {
@@ -144,6 +182,9 @@ const drainFor = 10 * time.Second
 // that is still writing when its server answers and closes gets a reset
 // instead of the answer.
 func (b *callBody) drain(w http.ResponseWriter, r *http.Request) {
+	if b.flow {
+		return // its writer reads it, and endFlow ends it
+	}
 	if b.whole || b.done || b.srcErr != nil {
 		return
 	}

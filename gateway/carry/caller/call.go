@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -216,7 +217,15 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseTooLarge(w, r, proto.NotSent(fmt.Sprintf("the body is %d bytes, over the limit of %d bytes for a call (max_call_bytes in config.json)", r.ContentLength, cr.cfg.MaxCallBytes), ""), rid, t.Peer)
 		return
 	}
-	body, err := readCallBody(relay.ProgressBody(w, r, proto.BodyIdle), r.ContentLength, r.Method, t.App, t.PathQuery, cr.cfg.MaxCallBytes)
+	var body *callBody
+	if proto.IsGRPC(r.Header) && r.ProtoMajor == 2 {
+		// A gRPC request flows (docs/protocol.md §1c): a stream's
+		// messages go as they come, and its answer's as they come, both
+		// at once, as a conversation (a bidirectional stream) needs.
+		body, err = flowingBody(w, r, cr.cfg.MaxCallBytes), nil
+	} else {
+		body, err = readCallBody(relay.ProgressBody(w, r, proto.BodyIdle), r.ContentLength, r.Method, t.App, t.PathQuery, cr.cfg.MaxCallBytes)
+	}
 	if errors.Is(err, errTooLarge) {
 		cr.refuseTooLarge(w, r, proto.NotSent(err.Error(), ""), rid, t.Peer)
 		return
@@ -299,6 +308,39 @@ type callRun struct {
 	handled      bool             // the app was answered already (a concurrent same id)
 	end          *callEnd         // how it ended
 	firstFailure *callEnd         // the failure that led to a fall-back
+	// duplex writes a flowing call's body while its answer comes, and
+	// flowDone (if not nil) is called once it has ended.
+	duplex   *h1.Duplex
+	flowDone func()
+}
+
+// stopFlow ends a flowing call's body on its way once the call is over:
+// the app's reads of it end (the door's read deadline passes), then its
+// writer, which is waited for; nothing of the app's request is read
+// after it.
+func (run *callRun) stopFlow() {
+	if run.duplex == nil {
+		return
+	}
+	_ = http.NewResponseController(run.w).SetReadDeadline(time.Now())
+	run.endTry()
+}
+
+// endTry ends a flowing call's try that wrote none of its body (its
+// owner answered before asking for it): its writer has left or leaves at
+// once, and the body is there for the next try.
+func (run *callRun) endTry() {
+	if run.duplex == nil {
+		return
+	}
+	if err := run.duplex.Stop(); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		run.cr.cfg.Log.Debug("a flowing call's request ended before its end", "request_id", run.c.RequestID, "err", err)
+	}
+	run.duplex = nil
+	if run.flowDone != nil {
+		run.flowDone()
+		run.flowDone = nil
+	}
 }
 
 // sendCall makes the attempts of a call, records its outcome, and only then
@@ -322,6 +364,7 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 	defer context.AfterFunc(r.Context(), cancel)()
 
 	run := &callRun{cr: cr, w: w, r: r, t: t, c: c, body: body, base: base}
+	defer run.stopFlow() // once its answer has passed: the request's own end is the app's, or the answer's
 	err := cr.cfg.Peers.Do(base, peerclient.Call, t.Peer, t.Pin, run.attempt)
 	if run.handled {
 		return
@@ -393,8 +436,11 @@ func (run *callRun) attempt(try peerclient.Try) peerclient.Result {
 	if v.o == localapi.Answered {
 		run.end.live = a // its body is read (or streamed) once the loop is done
 	}
-	if body := run.body; reply.Err == proto.PeerUnauthorized && (body.whole || body.off == 0) { // renewed and sent once more, if the loop allows
+	if body := run.body; reply.Err == proto.PeerUnauthorized && body.untouched() { // renewed and sent once more, if the loop allows
+		run.endTry()
+		body.mu.Lock()
 		body.off = 0 // nothing of it went: the door refused the head
+		body.mu.Unlock()
 		return peerclient.RefusedAtDoor(used, errors.New(at.Error))
 	}
 	return peerclient.Replied()
@@ -475,8 +521,8 @@ func (run *callRun) notSent(cand roads.Candidate, err error, oe *h1.Error) peerc
 		o, detail = localapi.Forbidden, proto.NotSent(fmt.Sprintf("%s's certificate on %s is not the one learned over the tailnet (%v)", t.Peer, cand, mm), t.Peer)
 		cr.cfg.Log.Warn("certificate pin mismatch", "peer", t.Peer, "road", cand.Road, "address", cand.Address, "pinned", mm.Want, "presented", mm.Got)
 	}
-	if body.srcErr != nil { // the app's own body broke before anything left
-		run.end = &callEnd{state: record.Unavailable, o: localapi.BadRequest, detail: proto.NotSent(body.srcErr.Error(), t.Peer), road: string(cand.Road)}
+	if srcErr := body.failed(); srcErr != nil { // the app's own body broke before anything left
+		run.end = &callEnd{state: record.Unavailable, o: localapi.BadRequest, detail: proto.NotSent(srcErr.Error(), t.Peer), road: string(cand.Road)}
 		return peerclient.Replied()
 	}
 	run.end = &callEnd{state: record.Unavailable, o: o, detail: detail, road: string(cand.Road)}
@@ -492,13 +538,14 @@ func (run *callRun) notSent(cand roads.Candidate, err error, oe *h1.Error) peerc
 func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, started time.Time) peerclient.Result {
 	t := run.t
 	detail := fmt.Sprintf("the call left for %s and no complete answer came (%s: %v); it may or may not have been carried out; %s", used, oe.Op, oe.Err, Asking(t.Peer))
-	gone := run.gone() || run.body.srcErr != nil
+	srcErr := run.body.failed()
+	gone := run.gone() || srcErr != nil
 	end := &callEnd{state: record.Unknown, o: localapi.Unknown, road: string(used.Road)}
 	switch {
 	case run.cr.cfg.Ctx.Err() != nil:
 		detail = fmt.Sprintf("Delta was stopping while the call waited for %s's answer; it left and may or may not have been carried out; it will not be sent again, and Delta will ask %s what happened when it runs again", t.Peer, t.Peer)
 		gone = true // not the road's doing either
-	case errors.Is(run.body.srcErr, errTooLarge):
+	case errors.Is(srcErr, errTooLarge) && !run.body.flow:
 		// Cut here, at this side's own limit, before the body's end: an
 		// owner gives its app a streamed body only once it has arrived
 		// whole, with this side's count of it (the trailer
@@ -507,9 +554,11 @@ func (run *callRun) leftUnanswered(cand, used roads.Candidate, oe *h1.Error, sta
 		// is settled so at once (issue 63, U6), and the app may send it
 		// again, smaller or to a computer that takes more.
 		end.state, end.o, end.status, end.g = record.NotCarriedOut, localapi.BadRequest, http.StatusRequestEntityTooLarge, localapi.NotCarried
-		detail = proto.NotCarriedOut(fmt.Sprintf("%s there, before its end, and %s gives an app a streamed body only once it has arrived whole", run.body.srcErr, t.Peer))
-	case run.body.srcErr != nil:
-		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", run.body.srcErr, t.Peer, Asking(t.Peer))
+		detail = proto.NotCarriedOut(fmt.Sprintf("%s there, before its end, and %s gives an app a streamed body only once it has arrived whole", srcErr, t.Peer))
+	case srcErr != nil && run.body.flow:
+		detail = fmt.Sprintf("%s; %s passed the stream to its app as it came, and ends it for the app as cut, never as whole; %s", srcErr, t.Peer, Asking(t.Peer))
+	case srcErr != nil:
+		detail = fmt.Sprintf("%s; %s never gives an app part of a call, and %s", srcErr, t.Peer, Asking(t.Peer))
 	case gone:
 		detail = fmt.Sprintf("the app stopped waiting after the call left for %s, before its answer came; it may or may not have been carried out; %s", used, Asking(t.Peer))
 		run.cr.gaveUp("call", t, used, started, "after its first byte, before its answer")
@@ -530,6 +579,7 @@ func (run *callRun) gone() bool { return run.r.Context().Err() != nil && run.cr.
 // reply). It returns the answer's head.
 func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 	cr, t, c, body := run.cr, run.t, run.c, run.body
+	run.endTry() // a try before this one's, which wrote none of the body
 	h := t.header(run.r.Header)
 	h.Set(localapi.HeaderRequestID, c.RequestID)
 	t.Wait.Set(h)
@@ -549,7 +599,11 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 		rd = io.NopCloser(body)
 		if tr := cr.cfg.Transfers; tr != nil {
 			x := tr.Start(localapi.TransferCall, t.Peer, t.App, t.PathQuery, string(try.Cand.Road))
-			defer x.Done()
+			if body.flow {
+				run.flowDone = x.Done
+			} else {
+				defer x.Done()
+			}
 			rd = io.NopCloser(x.Reader(body, true))
 		}
 	}
@@ -568,6 +622,11 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 			h.Set(proto.HeaderBodyLength, strconv.FormatInt(body.declared, 10))
 		}
 		opt.Continue = true
+		if body.flow {
+			h.Set(proto.HeaderFlow, "messages")
+			run.duplex = &h1.Duplex{}
+			opt.Duplex = run.duplex
+		}
 		opt.Written = func() {
 			// Its size once the body has passed; its digest comes with
 			// the owner's reply (run.learn).

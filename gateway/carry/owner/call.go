@@ -49,6 +49,10 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
 	}
+	if r.Header.Get(proto.HeaderFlow) != "" {
+		o.flowCall(w, r, t, rid)
+		return
+	}
 	// The digest comes as a header when the caller had the body whole. A
 	// streamed body comes with the caller's count of it as its trailer
 	// (X-Delta-Body-Passed), and this side's sum is the call's digest (one
@@ -178,6 +182,8 @@ func (o *Owner) keepReceived(ctx context.Context, h http.Header, t ownerTarget, 
 	}
 	kept := &record.Request{Headers: h, Size: int(b.size), Truncated: b.size > record.MaxKeptBody}
 	switch {
+	case b.flow != nil:
+		kept.Size, kept.Truncated = 0, true // it passes as it comes, and is not kept
 	case kept.Truncated:
 	case b.file != nil:
 		buf := make([]byte, b.size)
@@ -222,9 +228,14 @@ type callBody struct {
 	// said is the digest said in the reply: the body's, when it streamed
 	// (the caller's Delta did not sum it); "" when the caller sent it.
 	said string
+	// flow is a flowing call's body, passed on as it arrives (size -1).
+	flow *flowBody
 }
 
 func (b *callBody) reader() io.Reader {
+	if b.flow != nil {
+		return b.flow
+	}
 	if b.file != nil {
 		return b.file
 	}
@@ -429,6 +440,7 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	}
 	req.Header = proto.ForwardHeaders(r.Header)
 	req.Header.Del(proto.HeaderBodyLength)
+	req.Header.Del(proto.HeaderFlow)
 	o.keepReceived(r.Context(), req.Header, t, rid, b) // before Delta's own headers are added
 	req.Header.Set(localapi.HeaderRequestID, rid)
 	o.appHeaders(req, t, t.timeout)

@@ -70,6 +70,13 @@ const (
 	// arrived, and says the digest in its reply (HeaderDigest), which the
 	// caller records.
 	HeaderBodyPassed = "X-Delta-Body-Passed"
+	// HeaderFlow marks a flowing call (a gRPC request, docs/protocol.md
+	// §1c): its body streams as HeaderBodyPassed's does, and its owner
+	// passes it to its app as it arrives, instead of whole, ending it for
+	// the app only when the caller's count came and names what arrived;
+	// a body cut short reaches the app as a reset stream. Its answer may
+	// begin before its request ends. Its value is "messages".
+	HeaderFlow = "X-Delta-Flow"
 	// HeaderHost is the Host the calling app's client used (the local
 	// API's, or a forward's), from the caller's Delta to the owner's; the
 	// owner app gets it as Host, with X-Forwarded-Host and Forwarded
