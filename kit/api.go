@@ -258,6 +258,16 @@ func (c *Client) Listening(ctx context.Context) ([]localapi.Listening, error) {
 	return out.Ports, err
 }
 
+// PeerApps lists the apps peer shares with this computer, as it says now
+// over the pinned road (a Delta tells its paired peers, and no one else),
+// each with this computer's forward to it when there is one (GET
+// /v1/peer-apps/PEER).
+func (c *Client) PeerApps(ctx context.Context, peer string) ([]localapi.PeerApp, error) {
+	var out localapi.PeerApps
+	err := c.api(ctx, http.MethodGet, localapi.PeerAppsOf(peer), nil, &out)
+	return out.Apps, err
+}
+
 // RemoveApp unregisters an owner app: calls to it are refused as
 // not_found, nothing carried out.
 func (c *Client) RemoveApp(ctx context.Context, name string) error {

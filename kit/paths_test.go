@@ -48,6 +48,7 @@ func TestPaths(t *testing.T) {
 		"login_link":     localapi.LoginLinkPath,
 		"ping":           localapi.PingPeerPath(peer),
 		"listening":      localapi.ListeningPath,
+		"peer_apps":      localapi.PeerAppsOf(peer),
 		"metrics":        localapi.MetricsPath,
 	}
 	fill := strings.NewReplacer("{peer}", peer, "{app}", app, "{id}", id, "{action}", action, "{name}", name)

@@ -26,6 +26,8 @@ const (
 	// ListeningPath lists the ports programs on this computer listen on
 	// that an app could be shared at (GET; Listening).
 	ListeningPath = "/v1/listening"
+	// PeerAppsPath + "/PEER" lists the apps PEER shares (GET; PeerApps).
+	PeerAppsPath = "/v1/peer-apps"
 )
 
 // The actions on a call (POST CallActionPath) and on a receipt (POST
@@ -59,6 +61,9 @@ func ReceiptActionPath(id, action string) string { return ReceiptPath(id) + "/" 
 
 // AppPath is the path of the owner app name.
 func AppPath(name string) string { return AppsPath + "/" + url.PathEscape(name) }
+
+// PeerAppsOf is the path of the apps peer shares.
+func PeerAppsOf(peer string) string { return PeerAppsPath + "/" + url.PathEscape(peer) }
 
 // PingPeerPath is the path that pings peer.
 func PingPeerPath(peer string) string { return PingPath + "/" + url.PathEscape(peer) }

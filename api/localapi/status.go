@@ -328,6 +328,23 @@ type Listening struct {
 	App string `json:"app,omitempty"`
 }
 
+// PeerApps is what GET /v1/peer-apps/{peer} answers: the apps a paired
+// peer shares with this computer, as it said just now over the pinned
+// road (a Delta tells its paired peers, and no one else, which apps it
+// shares), each with this computer's forward to it when there is one:
+// what the page's and the menu's "Apps on Other Computers" list.
+type PeerApps struct {
+	Peer string    `json:"peer"`
+	Apps []PeerApp `json:"apps"`
+}
+
+// PeerApp is one app a peer shares (PeerApps).
+type PeerApp struct {
+	App string `json:"app"`
+	// Forward is this computer's forward to it, if one is open or kept.
+	Forward *Forward `json:"forward,omitempty"`
+}
+
 // PingRoad is what a ping learned of one road to a peer (POST
 // /v1/ping/{peer}).
 type PingRoad struct {

@@ -340,7 +340,7 @@ func (e *Env) answer(ans *kit.Answer, err error, id string, settle bool) error {
 }
 
 // appsCommand is `delta apps add|list|remove`.
-var appsCommand = &Command{Name: "apps", Args: "list | suggest | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME", Summary: "the owner apps registered on this computer", Reads: true,
+var appsCommand = &Command{Name: "apps", Args: "list [PEER] | suggest | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME", Summary: "the apps this computer shares (or PEER shares with it)", Reads: true,
 	Flags: func(fs *flag.FlagSet) any {
 		return &appsOpts{timeout: fs.String("timeout", "", "with add: how long the app may take before its answer's head when a request says no X-Delta-Timeout, "+
 			"in seconds (at most 600), or none for no limit; without it the caller's default applies (30 s on the local API, no limit through a forward)"),
@@ -373,6 +373,25 @@ var appsCommand = &Command{Name: "apps", Args: "list | suggest | add NAME URL [-
 			}
 			for _, a := range apps {
 				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\n", a.App, a.URL, appTerms(a))
+			}
+			return nil
+		case args[0] == "list" && len(args) == 2:
+			apps, err := c.PeerApps(e.Ctx, args[1])
+			if err != nil {
+				return apiExit("apps list", e.DownErr(err))
+			}
+			if e.JSON {
+				return e.PrintJSON(localapi.PeerApps{Peer: args[1], Apps: apps})
+			}
+			if len(apps) == 0 {
+				fmt.Fprintf(e.Stdout, "%s shares no apps with this computer\n", args[1])
+			}
+			for _, a := range apps {
+				url := "no forward here (delta forward " + args[1] + "/" + a.App + " opens one)"
+				if a.Forward != nil {
+					url = a.Forward.URL
+				}
+				fmt.Fprintf(e.Stdout, "%s\t%s\n", a.App, url)
 			}
 			return nil
 		case args[0] == "add" && len(args) == 3:
@@ -431,7 +450,7 @@ var appsCommand = &Command{Name: "apps", Args: "list | suggest | add NAME URL [-
 			}
 			return nil
 		}
-		return Exitf(ExitUsage, "apps takes: list | suggest | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME")
+		return Exitf(ExitUsage, "apps takes: list [PEER] | suggest | add NAME URL [--timeout SECONDS|none] [--h2c] | remove NAME")
 	}}
 
 // appsOpts are delta apps' flags.

@@ -364,3 +364,42 @@ func TestListening(t *testing.T) {
 		t.Errorf("%s not offered: %s", app.Addr(), body)
 	}
 }
+
+// TestPeerApps: GET /v1/peer-apps/{peer} is the peer's own answer, each
+// app with this computer's forward to it; an unknown peer is not_found
+// (nobody is asked), a peer that cannot be asked unavailable, with why;
+// and it needs the local token as every path does.
+func TestPeerApps(t *testing.T) {
+	h, _, _ := newHandler(t)
+	auth := "Bearer " + token
+	var asked []string
+	answer, fail := []string{"notes", "web"}, error(nil)
+	h.cfg.PeerApps = func(_ context.Context, peer string) ([]string, error) {
+		asked = append(asked, peer)
+		return answer, fail
+	}
+	if res, body := do(h, "PUT", localapi.ForwardPath("studio", "web"), auth, `{}`); res.StatusCode != 200 {
+		t.Fatalf("open a forward: %d %s", res.StatusCode, body)
+	}
+	res, body := do(h, "GET", localapi.PeerAppsOf("studio"), auth, "")
+	var got localapi.PeerApps
+	if err := json.Unmarshal([]byte(body), &got); err != nil || res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	if got.Peer != "studio" || len(got.Apps) != 2 || got.Apps[0].App != "notes" || got.Apps[0].Forward != nil ||
+		got.Apps[1].App != "web" || got.Apps[1].Forward == nil || !strings.HasPrefix(got.Apps[1].Forward.URL, "http://127.0.0.1:") {
+		t.Errorf("%s", body)
+	}
+
+	asked = nil
+	if res, body := do(h, "GET", localapi.PeerAppsOf("stranger"), auth, ""); res.StatusCode != 404 || !strings.Contains(body, "unknown peer") || len(asked) != 0 {
+		t.Errorf("an unknown peer: %d %s (asked %v)", res.StatusCode, body, asked)
+	}
+	fail = errors.New("no road to studio")
+	if res, body := do(h, "GET", localapi.PeerAppsOf("studio"), auth, ""); res.StatusCode != 503 || !strings.Contains(body, "could not ask studio which apps it shares (no road to studio)") {
+		t.Errorf("a peer that cannot be asked: %d %s", res.StatusCode, body)
+	}
+	if res, _ := do(h, "GET", localapi.PeerAppsOf("studio"), "", ""); res.StatusCode != 401 {
+		t.Errorf("without the token: %d", res.StatusCode)
+	}
+}

@@ -1,13 +1,17 @@
 package localserver
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/net/listening"
+	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
@@ -50,4 +54,44 @@ func (g *Handler) handleListening(w http.ResponseWriter, r *http.Request) {
 		out = append(out, localapi.Listening{Address: p.Addr.String(), URL: u, Program: p.Program, PID: p.PID, App: at[u]})
 	}
 	proto.WriteJSON(w, http.StatusOK, map[string]any{"ports": out})
+}
+
+// peerAppsWait bounds the question to a peer about its apps: a person
+// waits for the answer on the page or in the menu.
+const peerAppsWait = 5 * time.Second
+
+// handlePeerApps lists the apps a paired peer shares with this computer
+// (GET /v1/peer-apps/{peer}): the peer's own answer, asked now over the
+// pinned road (its door answers paired peers only), each with the
+// forward here to it when there is one.
+func (g *Handler) handlePeerApps(w http.ResponseWriter, r *http.Request) {
+	peer := r.PathValue("peer")
+	if err := proto.CheckName("peer", peer); err != nil {
+		localError(w, localapi.BadRequest, err.Error())
+		return
+	}
+	if !g.cfg.Router.Known(peer) {
+		localError(w, localapi.NotFound, fmt.Sprintf("%s: %v (delta status lists the paired peers)", peer, roads.ErrUnknownPeer))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), peerAppsWait)
+	defer cancel()
+	names, err := g.cfg.PeerApps(ctx, peer)
+	if err != nil {
+		localError(w, localapi.Unavailable, fmt.Sprintf("could not ask %s which apps it shares (%v)", peer, err))
+		return
+	}
+	fwd := map[string]*localapi.Forward{}
+	if g.forwards != nil {
+		for _, f := range g.forwards.List() {
+			if f.Peer == peer {
+				fwd[f.App] = &f
+			}
+		}
+	}
+	out := localapi.PeerApps{Peer: peer, Apps: []localapi.PeerApp{}}
+	for _, n := range names {
+		out.Apps = append(out.Apps, localapi.PeerApp{App: n, Forward: fwd[n]})
+	}
+	proto.WriteJSON(w, http.StatusOK, out)
 }

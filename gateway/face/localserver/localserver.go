@@ -65,6 +65,7 @@ func (g *Handler) routes() http.Handler {
 		{"POST " + localapi.LoginLinkPath, g.handleLoginLink},
 		{"POST " + localapi.PingPath + "/{peer}", g.handlePing},
 		{"GET " + localapi.ListeningPath, g.handleListening},
+		{"GET " + localapi.PeerAppsPath + "/{peer}", g.handlePeerApps},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}

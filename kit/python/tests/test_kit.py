@@ -141,8 +141,12 @@ class Outcomes(WithPair):
     def test_status_apps_forwards(self) -> None:
         st = self.c.status()
         self.assertIn("studio", json.dumps(st))
+        self.assertEqual(self.c.peer_apps("studio"), [{"app": "notes"}])
         f = self.c.forward("studio", "notes")
         self.assertTrue(f["open"], f)
+        shared = self.c.peer_apps("studio")
+        self.assertEqual((shared[0]["app"], shared[0]["forward"]["url"]), ("notes", f["url"]), shared)
+        self.assertIsInstance(self.c.listening(), list)
         self.c.call("studio", "notes", "POST", "/notes", "through a forward?")
         with urllib.request.urlopen(f["url"].rstrip("/") + "/notes", timeout=30) as r:
             self.assertIn("through a forward?", json.loads(r.read()))

@@ -580,6 +580,20 @@ export class Client {
     return ((await this.api("GET", wire.path("apps"))).apps as Record<string, unknown>[] | undefined) ?? [];
   }
 
+  /** The ports programs on this computer listen on that an app could be
+   * shared at, each with its program where the OS tells and the app already
+   * shared at it (GET /v1/listening; Linux today). */
+  async listening(): Promise<Record<string, unknown>[]> {
+    return ((await this.api("GET", wire.path("listening"))).ports as Record<string, unknown>[] | undefined) ?? [];
+  }
+
+  /** The apps peer shares with this computer, as it says now over the
+   * pinned road (a Delta tells its paired peers, and no one else), each with
+   * this computer's forward to it (`forward`) when there is one. */
+  async peerApps(peer: string): Promise<Record<string, unknown>[]> {
+    return ((await this.api("GET", wire.path("peer_apps", { peer }))).apps as Record<string, unknown>[] | undefined) ?? [];
+  }
+
   /** Unregisters an owner app. */
   async removeApp(name: string): Promise<void> {
     await this.api("DELETE", wire.path("app", { name }));

@@ -39,6 +39,7 @@ export const PATHS = {
   login_link: "/v1/login-link",
   ping: "/v1/ping/{peer}",
   listening: "/v1/listening",
+  peer_apps: "/v1/peer-apps/{peer}",
   metrics: "/metrics",
 } as const;
 

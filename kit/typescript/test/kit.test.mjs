@@ -141,8 +141,12 @@ describe("with two Deltas", () => {
 
   test("status, apps and forwards", async () => {
     assert.match(JSON.stringify(await c.status()), /studio/);
+    assert.deepEqual(await c.peerApps("studio"), [{ app: "notes" }]);
     const f = await c.forward("studio", "notes");
     assert.equal(f.open, true, JSON.stringify(f));
+    const shared = await c.peerApps("studio");
+    assert.deepEqual([shared[0].app, shared[0].forward.url], ["notes", f.url], JSON.stringify(shared));
+    assert.ok(Array.isArray(await c.listening()));
     await c.call("studio", "notes", "POST", "/notes", "through a forward?");
     const got = await plain(f.url.replace(/\/$/, "") + "/notes");
     assert.ok(JSON.parse(got.body).includes("through a forward?"));

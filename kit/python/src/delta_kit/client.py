@@ -493,6 +493,19 @@ class Client:
         """The registered owner apps."""
         return self._api("GET", wire.path("apps")).get("apps") or []
 
+    def listening(self) -> list[dict[str, Any]]:
+        """The ports programs on this computer listen on that an app could
+        be shared at, each with its program where the OS tells and the app
+        already shared at it (GET /v1/listening; Linux today)."""
+        return self._api("GET", wire.path("listening")).get("ports") or []
+
+    def peer_apps(self, peer: str) -> list[dict[str, Any]]:
+        """The apps peer shares with this computer, as it says now over
+        the pinned road (a Delta tells its paired peers, and no one
+        else), each with this computer's forward to it ("forward") when
+        there is one."""
+        return self._api("GET", wire.path("peer_apps", peer=peer)).get("apps") or []
+
     def remove_app(self, name: str) -> None:
         """Unregister an owner app."""
         self._api("DELETE", wire.path("app", name=name))

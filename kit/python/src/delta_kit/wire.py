@@ -46,6 +46,7 @@ PATHS = {
     "login_link": "/v1/login-link",
     "ping": "/v1/ping/{peer}",
     "listening": "/v1/listening",
+    "peer_apps": "/v1/peer-apps/{peer}",
     "metrics": "/metrics",
 }
 ACTIONS = ("ask", "dismiss", "settle", "forget", "check")
