@@ -323,7 +323,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version,
-		MaxCallBytes: fc.MaxCallBytes}
+		MaxCallBytes: fc.MaxCallBytes, OpenURL: ui.OpenURL}
 	if err := modeConflict(fc.Static(), s.given); err != nil {
 		return err
 	}

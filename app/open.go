@@ -10,15 +10,16 @@ import (
 )
 
 type openOpts struct {
-	print         *bool
+	print, setup  *bool
 	call, receipt *string
 }
 
 // openCommand is `delta open`: a one-time login link to the running
 // Delta's status page, printed and opened in the browser.
-var openCommand = &cli.Command{Name: "open", Args: "[--print] [--call ID | --receipt ID]", Summary: "open the status page in the browser with a one-time login link (60 s)",
+var openCommand = &cli.Command{Name: "open", Args: "[--print] [--setup | --call ID | --receipt ID]", Summary: "open the status page in the browser with a one-time login link (60 s)",
 	Flags: func(fs *flag.FlagSet) any {
 		return &openOpts{print: fs.Bool("print", false, "print the link only; do not open a browser"),
+			setup:   fs.Bool("setup", false, "open the setup page: this computer's apps to share, other computers' apps to open, computers to pair"),
 			call:    fs.String("call", "", "open the page at this call (one this computer made)"),
 			receipt: fs.String("receipt", "", "open the page at what this computer received under this request id")}
 	},
@@ -35,6 +36,8 @@ var openCommand = &cli.Command{Name: "open", Args: "[--print] [--call ID | --rec
 			return e.DownErr(fmt.Errorf("open: Delta at %s refused a login link: %w", c.URL(), err))
 		}
 		switch opts := o.(*openOpts); {
+		case *opts.setup:
+			link = view.PageAt(link, "setup", "computer")
 		case *opts.call != "":
 			link = view.PageAt(link, "call-"+*opts.call, "call-"+*opts.call)
 		case *opts.receipt != "":

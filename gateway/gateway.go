@@ -147,6 +147,11 @@ type Config struct {
 	Journal *journal.DB
 	// Version is reported in status. If empty, "dev".
 	Version string
+	// OpenURL asks the desktop to open a URL in the person's browser:
+	// the setup page's Open (a forward's own guard refuses a browser sent
+	// there by another page, so the desktop opens it as a person's own
+	// address). If nil, the page shows the URL to open instead.
+	OpenURL func(url string) error
 	// Tailnet, if not nil, is the tailnet this gateway is attached to: its
 	// state is "tailnet" in /v1/status, and its summary is in the menu.
 	Tailnet TailnetReporter
@@ -395,12 +400,13 @@ func (g *Gateway) Start() (err error) {
 	g.Desk = desk.New(desk.Config{DB: g.db, Router: g.router, Reconciler: g.recon, Transfers: g.transfers, Cache: g.cache, Counters: g.stats,
 		Tailnet: g.cfg.Tailnet, Self: g.Self, Notices: g.Notices, Forwards: func() []localapi.Forward { return g.forwards.List() }, Version: g.cfg.Version,
 		Done: g.ctx.Done(), Now: g.now, Log: g.log})
-	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now}
+	g.page = &statuspage.Page{Source: g, Origin: g.LocalURL, Log: g.log, Now: g.now, Token: g.token, OpenURL: g.cfg.OpenURL}
 	g.local = localserver.New(localserver.Config{Backend: g, DB: g.db, Caller: g.caller, Router: g.router, PeerApps: g.pc.AppList, Counters: g.stats, Page: g.page,
 		Token: g.token, StateDir: dir, OwnDoors: g.ownDoors, Log: g.log, Now: g.now})
 	g.forwards = forward.New(forward.Config{Dir: dir, Serve: g.local.ServeForward,
 		PageCookie: statuspage.SessionCookie, Limits: g.localLimits(), ErrLog: errLog, Log: g.log, Now: g.now})
 	g.local.SetForwards(g.forwards) // made with the local API's ServeForward; made before anything serves
+	g.page.API = g.local            // the setup page is the local API's client
 	g.localSrv = doors.Server(g.local, errLog, g.localLimits())
 	g.goBackground(func() { g.localSrv.Serve(g.localLn) })
 	if err := g.forwards.Start(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/delta-roads/delta/api/localapi"
@@ -19,7 +20,8 @@ import (
 // that an app could be shared at (GET /v1/listening), each with its
 // program where the OS tells and the app already registered at it:
 // what "Share an App…" suggests (issue 66). Delta's own doors and
-// forwards are not among them.
+// forwards, and any program named delta (another user's Delta), are not
+// among them.
 func (g *Handler) handleListening(w http.ResponseWriter, r *http.Request) {
 	ports, err := listening.Ports()
 	if errors.Is(err, listening.ErrUnsupported) {
@@ -47,8 +49,8 @@ func (g *Handler) handleListening(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []localapi.Listening{}
 	for _, p := range ports {
-		if own[int(p.Addr.Port())] {
-			continue
+		if own[int(p.Addr.Port())] || strings.EqualFold(p.Program, "delta") {
+			continue // a Delta's own doors (another user's too) are no app to share
 		}
 		u := "http://" + p.Addr.String()
 		out = append(out, localapi.Listening{Address: p.Addr.String(), URL: u, Program: p.Program, PID: p.PID, App: at[u]})

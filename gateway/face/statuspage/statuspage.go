@@ -162,6 +162,15 @@ type Page struct {
 	Log *slog.Logger
 	// Now is the clock. If nil, time.Now.
 	Now func() time.Time
+	// API is the local API, of which the setup page is a client (its
+	// lists and actions are the local API's, asked in process), and
+	// Token the local token it is asked with. Without API the setup page
+	// says it cannot ask.
+	API   http.Handler
+	Token string
+	// OpenURL asks the desktop to open a URL in the person's browser
+	// (the setup page's Open). If nil, the page shows the URL instead.
+	OpenURL func(url string) error
 
 	once     sync.Once
 	handler  http.Handler
@@ -250,12 +259,16 @@ func (p *Page) newHandler() http.Handler {
 	mux.HandleFunc("GET "+sessionPrefix+"{key}/{$}", p.withSession(p.handlePage))
 	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"calls/{id}/{action}", p.withSession(p.handlePageAction))
 	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"receipts/{caller}/{id}/check", p.withSession(p.handleCheckReceipt))
+	mux.HandleFunc("GET "+sessionPrefix+"{key}/setup", p.withSession(p.handleSetup))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"apps/{action}", p.withSession(p.handleSetupAction))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"apps/{name}/{action}", p.withSession(p.handleSetupAction))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"peers/{peer}/{name}/{action}", p.withSession(p.handleSetupAction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not part of Delta's status page.", r.Method, r.URL.Path))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src "+scriptHash+"; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		// same-origin, not no-referrer: with no-referrer Chromium sends
@@ -312,14 +325,20 @@ func (p *Page) handleLogin(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: sid, Path: s.base(), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionLifetime.Seconds())})
 	to := s.base()
-	if open := r.URL.Query().Get("open"); openCard.MatchString(open) {
+	if open := r.URL.Query().Get("open"); setupSection.MatchString(open) {
+		to += "setup" // the setup page, at its section (the link's fragment)
+	} else if openCard.MatchString(open) {
 		to += "?open=" + url.QueryEscape(open)
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-// openCard is what ?open= may name: a call's or a receipt's card.
-var openCard = regexp.MustCompile(`^(call|receipt)-[\x21-\x7e]{1,200}$`)
+// openCard is what ?open= may name: a call's or a receipt's card; or
+// setupSection the setup page (its section is the link's fragment).
+var (
+	openCard     = regexp.MustCompile(`^(call|receipt)-[\x21-\x7e]{1,200}$`)
+	setupSection = regexp.MustCompile(`^setup$`)
+)
 
 type sessionKey struct{}
 

@@ -1,0 +1,192 @@
+package statuspage
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/wire/record"
+	"github.com/delta-roads/delta/gateway/wire/view"
+)
+
+// fakeSource is what the page shows: a snapshot with one peer.
+type fakeSource struct{}
+
+func (fakeSource) Snapshot(context.Context) (view.Snapshot, error) {
+	return view.Snapshot{Self: localapi.Self{Name: "laptop", ID: "SELFID"}, Peers: []localapi.PeerStatus{{Name: "studio"}}}, nil
+}
+func (fakeSource) History(context.Context, string) ([]record.Event, error) { return nil, nil }
+func (fakeSource) Ask(context.Context, string) (*record.Call, error)       { return nil, record.ErrNotFound }
+func (fakeSource) Dismiss(context.Context, string, string) (*record.Call, error) {
+	return nil, record.ErrNotFound
+}
+func (fakeSource) Settle(context.Context, string, record.CallState, string) (*record.Call, error) {
+	return nil, record.ErrNotFound
+}
+func (fakeSource) CheckReceipt(context.Context, string, string, string, string) (view.Received, error) {
+	return view.Received{}, record.ErrNotFound
+}
+
+// fakeAPI is the local API as the setup page asks it: it notes each
+// request and answers from a small state.
+type fakeAPI struct {
+	mu    sync.Mutex
+	asked []string
+	fwd   string // the forward's URL
+}
+
+func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	a.mu.Lock()
+	a.asked = append(a.asked, r.Method+" "+r.URL.Path+" "+string(b))
+	a.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer tok-1" {
+		w.WriteHeader(401)
+		json.NewEncoder(w).Encode(localapi.ErrorBody{Error: "unauthorized", Detail: "no token"})
+		return
+	}
+	switch r.Method + " " + r.URL.Path {
+	case "GET /v1/apps":
+		json.NewEncoder(w).Encode(map[string]any{"apps": []localapi.App{{App: "photos", URL: "http://127.0.0.1:9"}}})
+	case "GET /v1/listening":
+		json.NewEncoder(w).Encode(map[string]any{"ports": []localapi.Listening{{Address: "127.0.0.1:8384", URL: "http://127.0.0.1:8384", Program: "Syncthing"}}})
+	case "GET /v1/peer-apps/studio":
+		json.NewEncoder(w).Encode(localapi.PeerApps{Peer: "studio", Apps: []localapi.PeerApp{{App: "notes"}}})
+	case "PUT /v1/apps/sync":
+		json.NewEncoder(w).Encode(localapi.App{App: "sync", URL: "http://127.0.0.1:8384"})
+	case "PUT /v1/forwards/studio/notes":
+		json.NewEncoder(w).Encode(localapi.Forward{Peer: "studio", App: "notes", URL: a.fwd, Open: true})
+	default:
+		w.WriteHeader(404)
+		json.NewEncoder(w).Encode(localapi.ErrorBody{Error: "not_found", Detail: "no " + r.URL.Path})
+	}
+}
+
+func (a *fakeAPI) took() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.asked...)
+}
+
+// loggedIn is a page over fakeSource and api, and a session on it: its
+// cookie and its page's path.
+func loggedIn(t *testing.T, api http.Handler) (p *Page, cookie *http.Cookie, base, csrf string) {
+	t.Helper()
+	p = &Page{Source: fakeSource{}, Origin: func() string { return "http://127.0.0.1:7420" }, API: api, Token: "tok-1"}
+	link, _ := url.Parse(p.LoginLink())
+	w := httptest.NewRecorder()
+	p.ServeHTTP(w, httptest.NewRequest("GET", link.RequestURI(), nil))
+	cookie = w.Result().Cookies()[0]
+	base = w.Result().Header.Get("Location")
+	for _, s := range p.sessions {
+		csrf = s.csrf
+	}
+	return p, cookie, base, csrf
+}
+
+// TestSetupPage: the setup page lists this computer's ID, its shared
+// apps, the programs to share (named by the OS), and the apps the peer
+// shares, each from the local API asked with the local token; its actions
+// are requests of the local API: Share puts the app, Open puts the
+// forward and sends the browser to it.
+func TestSetupPage(t *testing.T) {
+	api := &fakeAPI{fwd: "http://127.0.0.1:41000/"}
+	p, cookie, base, csrf := loggedIn(t, api)
+	get := httptest.NewRequest("GET", base+"setup", nil)
+	get.AddCookie(cookie)
+	w := httptest.NewRecorder()
+	p.ServeHTTP(w, get)
+	page := w.Body.String()
+	for _, want := range []string{"Set Up Delta on laptop", "SELFID", `data-copy="SELFID"`, "<b>photos</b>", "<b>Syncthing</b>", `value="syncthing"`,
+		`<h3>studio</h3>`, `action="` + base + `page/peers/studio/notes/open"`, "Pair a Computer"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the setup page lacks %q:\n%s", want, page)
+		}
+	}
+	if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "script-src "+scriptHash) || !strings.Contains(page, "<script>"+copyJS+"</script>") {
+		t.Errorf("the page's one script is not the one its policy allows: %s", csp)
+	}
+
+	post := func(path, form string, origin string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", base+path, strings.NewReader(form))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", origin)
+		r.AddCookie(cookie)
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		return w
+	}
+	w = post("page/apps/share", "csrf="+csrf+"&name=sync&url=http://127.0.0.1:8384", "http://127.0.0.1:7420")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != base+"setup#app-sync" {
+		t.Fatalf("share: %d %s", w.Code, w.Header())
+	}
+	if got := api.took(); got[len(got)-1] != `PUT /v1/apps/sync {"url":"http://127.0.0.1:8384"}` {
+		t.Errorf("share asked the local API %v", got)
+	}
+	var opened []string
+	p.OpenURL = func(u string) error { opened = append(opened, u); return nil }
+	w = post("page/peers/studio/notes/open", "csrf="+csrf, "http://127.0.0.1:7420")
+	if w.Code != http.StatusSeeOther || w.Header().Get("Location") != base+"setup#peer-studio-notes" || len(opened) != 1 || opened[0] != api.fwd {
+		t.Fatalf("open: %d %s; the desktop was asked to open %v", w.Code, w.Header(), opened)
+	}
+	if !strings.Contains(p.sessionFlash(), "notes on studio opens in your browser, at "+api.fwd) {
+		t.Errorf("after Open: %q", p.sessionFlash())
+	}
+
+	// A forward that is not on this computer is not opened.
+	api.fwd = "http://example.com/"
+	if w = post("page/peers/studio/notes/open", "csrf="+csrf, "http://127.0.0.1:7420"); w.Code == http.StatusSeeOther || len(opened) != 1 {
+		t.Errorf("open of a forward elsewhere: %d, opened %v", w.Code, opened)
+	}
+
+	// Nobody else: no CSRF token, another origin, no session.
+	before := len(api.took())
+	for _, tc := range []struct {
+		name, form, origin string
+		code               int
+	}{
+		{"without the CSRF token", "name=evil&url=http://127.0.0.1:1", "http://127.0.0.1:7420", 403},
+		{"from another origin", "csrf=" + csrf + "&name=evil&url=http://127.0.0.1:1", "http://127.0.0.1:9999", 403},
+	} {
+		if w := post("page/apps/share", tc.form, tc.origin); w.Code != tc.code {
+			t.Errorf("%s: %d, want %d", tc.name, w.Code, tc.code)
+		}
+	}
+	r := httptest.NewRequest("POST", base+"page/peers/studio/notes/open", strings.NewReader("csrf="+csrf))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.Header.Set("Origin", "http://127.0.0.1:7420")
+	w = httptest.NewRecorder()
+	p.ServeHTTP(w, r)
+	if w.Code != http.StatusUnauthorized {
+		t.Errorf("without the session's cookie: %d", w.Code)
+	}
+	if got := api.took(); len(got) != before {
+		t.Errorf("a refused action asked the local API: %v", got[before:])
+	}
+}
+
+// TestAppGuess: a program's name as an app's.
+func TestAppGuess(t *testing.T) {
+	for in, want := range map[string]string{"Syncthing": "syncthing", "python3.13": "python3.13", "": "app", "-x y": "xy", "日本": "app"} {
+		if got := appGuess(in); got != want {
+			t.Errorf("appGuess(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// sessionFlash is the flash the page's one session will show next.
+func (p *Page) sessionFlash() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.sessions {
+		return s.flash
+	}
+	return ""
+}
