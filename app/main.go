@@ -489,6 +489,16 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 		log.Info("tray is up")
 		app := &ui.App{Source: g, Tray: t, Log: log, Quit: func() { ui.QuitSystray(sd) }, Quitting: sd.Quitting, Notes: notes,
 			Report: func(ctx context.Context) (string, error) { return menuBugreport(ctx, stateDir) }, Uninstall: menuUninstall()}
+		// The peers' apps and the forwards to them: the menu is a client
+		// of this Delta's local API for them, as the page is.
+		if kc, err := kit.Open(stateDir); err != nil {
+			log.Warn("the menu lists no peers' apps: it could not open this Delta's local API", "err", err)
+		} else {
+			app.PeerApps = kc.PeerApps
+			app.Forward = func(ctx context.Context, peer, name string) (*localapi.Forward, error) {
+				return kc.PutForward(ctx, peer, name, localapi.ForwardRequest{})
+			}
+		}
 		wg.Go(func() { app.Run(ctx) })
 		n := &ui.Notifier{Events: g.CallEvents(), Sender: sender, Log: log}
 		wg.Go(func() {

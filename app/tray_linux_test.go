@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/gatewaytest"
 	"github.com/delta-roads/delta/ui/uitest"
 )
@@ -17,14 +19,23 @@ import (
 // dbusmenu's GetLayout, shows the peer, its road and an unsettled call;
 // clicking "Ask now" makes the gateway ask the owner; the menu follows the
 // call as it settles; a notification is shown when it becomes unsettled and
-// one when it settles; "Quit Delta" stops the process cleanly.
+// one when it settles; studio's shared app is listed in its submenu, and
+// "Open notes in Browser" makes the forward and asks the desktop to open
+// it; "Quit Delta" stops the process cleanly.
 func TestTray(t *testing.T) {
 	bus := uitest.StartBus(t)
 	notes := bus.ServeNotifications(t)
 	watcher := bus.ServeWatcher(t)
 	laptop, studio := twoProcs(t)
 	laptop.tray = true
-	laptop.env = []string{"DBUS_SESSION_BUS_ADDRESS=" + bus.Addr}
+	// The desktop's opener: a stand-in that notes what it is asked to
+	// open (no browser here).
+	desktop := t.TempDir()
+	opened := filepath.Join(desktop, "opened")
+	if err := os.WriteFile(filepath.Join(desktop, "xdg-open"), []byte("#!/bin/sh\necho \"$1\" >> "+opened+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	laptop.env = []string{"DBUS_SESSION_BUS_ADDRESS=" + bus.Addr, "PATH=" + desktop + ":" + os.Getenv("PATH")}
 	studio.start(t)
 	laptop.start(t)
 	app := gatewaytest.StartOwnerApp(t)
@@ -47,8 +58,34 @@ func TestTray(t *testing.T) {
 	}
 	tray.WaitMenu(t, 10*time.Second, "studio by lan with its roads", func(m []uitest.MenuItem) bool {
 		p, ok := uitest.Find(m, "studio — lan, ")
-		return ok && len(p.Children) == 1 && strings.HasPrefix(p.Children[0].Label, "lan  "+studio.peerAddr+" — up, ")
+		return ok && len(p.Children) >= 1 && strings.HasPrefix(p.Children[0].Label, "lan  "+studio.peerAddr+" — up, ")
 	})
+
+	// studio's shared apps, asked once its road came up: "Open notes in
+	// Browser" makes this computer's forward to it and asks the desktop
+	// to open it (issue 66).
+	menu := tray.WaitMenu(t, 10*time.Second, "studio's notes in its submenu", func(m []uitest.MenuItem) bool {
+		p, _ := uitest.Find(m, "studio — lan, ")
+		_, open := uitest.Find(p.Children, "Open notes in Browser")
+		_, copyURL := uitest.Find(p.Children, "Copy notes URL")
+		return open && copyURL
+	})
+	studioMenu, _ := uitest.Find(menu, "studio — lan, ")
+	openNotes, _ := uitest.Find(studioMenu.Children, "Open notes in Browser")
+	if err := tray.Click(openNotes.ID); err != nil {
+		t.Fatal(err)
+	}
+	var asked string
+	gatewaytest.WaitFor(t, 10*time.Second, "the desktop asked to open studio's notes", func() bool {
+		b, _ := os.ReadFile(opened)
+		asked = strings.TrimSpace(string(b))
+		return asked != ""
+	})
+	var fw struct{ Forwards []localapi.Forward }
+	json.Unmarshal(laptop.c.Must(t, "GET", localapi.ForwardsPath, nil).Body, &fw)
+	if len(fw.Forwards) != 1 || fw.Forwards[0].App != "notes" || !fw.Forwards[0].Open || asked != fw.Forwards[0].BrowserURL {
+		t.Errorf("Open notes in Browser asked the desktop to open %q; the forwards: %+v", asked, fw.Forwards)
+	}
 
 	// A call whose owner's app is slow: the caller is told outcome_unknown.
 	r := laptop.c.Must(t, "POST", "/v1/peers/studio/notes/sleep-then-apply/t", []byte("x"),
@@ -61,7 +98,7 @@ func TestTray(t *testing.T) {
 		t.Errorf("unsettled notification: %+v", n)
 	}
 	const line = "editor → notes on studio: POST /sleep-then-apply/t"
-	menu := tray.WaitMenu(t, 10*time.Second, "the unsettled call", func(m []uitest.MenuItem) bool {
+	menu = tray.WaitMenu(t, 10*time.Second, "the unsettled call", func(m []uitest.MenuItem) bool {
 		calls, ok := uitest.Find(m, "Delta is asking (1)")
 		_, head := uitest.Find(m, "Asking studio about 1 write")
 		_, call := uitest.Find(calls.Children, line)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/atotto/clipboard"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/wire/record"
 	"github.com/delta-roads/delta/gateway/wire/view"
 )
@@ -77,8 +78,89 @@ type App struct {
 	// Notes, if not nil, delivers the actions clicked on notifications
 	// ("Open status page", "Ask now"), done as menu clicks are.
 	Notes <-chan Action
+	// PeerApps asks a peer which apps it shares (GET
+	// /v1/peer-apps/PEER), Forward makes this computer's forward to one
+	// (PUT /v1/forwards/PEER/APP): the local API's, which the menu is a
+	// client of for them. If PeerApps is nil, the peers' submenus list no
+	// apps.
+	PeerApps func(ctx context.Context, peer string) ([]localapi.PeerApp, error)
+	Forward  func(ctx context.Context, peer, app string) (*localapi.Forward, error)
 
-	wg sync.WaitGroup
+	wg       sync.WaitGroup
+	sharedMu sync.Mutex
+	shared   map[string]Shared
+	ask      chan struct{} // asks the peers about their apps again, now
+	asked    chan struct{} // the peers' apps changed: redraw
+	roads    string        // the peers and their roads at the last draw (the loop's)
+}
+
+// SharedEvery is how often the menu asks the peers which apps they share;
+// they are also asked when a peer comes, goes, or changes road.
+const SharedEvery = time.Minute
+
+// sharedWait bounds the question to one peer about its apps.
+const sharedWait = 5 * time.Second
+
+// askShared keeps a.shared: every peer asked at once, now and every
+// SharedEvery (or when a.ask says), until ctx ends.
+func (a *App) askShared(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.Source.Done():
+			return
+		case <-t.C:
+		case <-a.ask:
+		}
+		snap, err := a.Source.Snapshot(ctx)
+		if err == nil {
+			got := map[string]Shared{}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, p := range snap.Peers {
+				wg.Go(func() {
+					qctx, cancel := context.WithTimeout(ctx, sharedWait)
+					defer cancel()
+					apps, err := a.PeerApps(qctx, p.Name)
+					sh := Shared{Apps: apps}
+					if err != nil {
+						sh = Shared{Err: err.Error()}
+					}
+					mu.Lock()
+					got[p.Name] = sh
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			a.sharedMu.Lock()
+			a.shared = got
+			a.sharedMu.Unlock()
+			select {
+			case a.asked <- struct{}{}:
+			default:
+			}
+		}
+		t.Reset(SharedEvery)
+	}
+}
+
+// peerRoads names the peers and the road each is reached by now.
+func peerRoads(s view.Snapshot) string {
+	var b strings.Builder
+	for _, p := range s.Peers {
+		b.WriteString(p.Name + "=" + string(p.Road) + ";")
+	}
+	return b.String()
+}
+
+// sharedNow is what the peers shared when last asked.
+func (a *App) sharedNow() map[string]Shared {
+	a.sharedMu.Lock()
+	defer a.sharedMu.Unlock()
+	return a.shared
 }
 
 // Run draws the menu and follows the gateway until ctx ends.
@@ -93,6 +175,10 @@ func (a *App) Run(ctx context.Context) {
 		a.Now = time.Now
 	}
 	defer a.wg.Wait()
+	a.ask, a.asked = make(chan struct{}, 1), make(chan struct{}, 1)
+	if a.PeerApps != nil {
+		a.wg.Go(func() { a.askShared(ctx) })
+	}
 	redraw := time.NewTimer(0)
 	defer redraw.Stop()
 	var changed <-chan struct{}
@@ -109,6 +195,8 @@ func (a *App) Run(ctx context.Context) {
 			changed = a.Source.Changed()
 			next := a.draw(ctx)
 			redraw.Reset(next)
+		case <-a.asked:
+			redraw.Reset(Settle)
 		case act := <-a.Tray.Clicks():
 			a.do(ctx, act)
 		case act := <-a.Notes:
@@ -136,7 +224,14 @@ func (a *App) draw(ctx context.Context) time.Duration {
 		return 5 * time.Second
 	}
 	now := a.Now()
-	a.show(WithAppItems(Build(snap, now), a.Report != nil, a.Uninstall != nil))
+	if roads := peerRoads(snap); roads != a.roads && a.PeerApps != nil {
+		a.roads = roads // a peer came, went or changed road: ask again
+		select {
+		case a.ask <- struct{}{}:
+		default:
+		}
+	}
+	a.show(WithAppItems(WithShared(Build(snap, now), a.sharedNow()), a.Report != nil, a.Uninstall != nil))
 	next := time.Minute - time.Duration(now.Second())*time.Second // ages are in minutes beyond the first
 	if len(snap.Unsettled) > 0 {
 		next = min(next, 10*time.Second)
@@ -181,6 +276,43 @@ func (a *App) do(ctx context.Context, act Action) {
 		if err := a.Open(url); err != nil {
 			a.Log.Warn("could not open the status page in a browser", "err", err, "hint", "run `delta open` to print a login link")
 		}
+	case ActSetup:
+		if err := a.Open(view.PageAt(a.Source.LoginLink(), "setup", act.Section)); err != nil {
+			a.Log.Warn("could not open the setup page in a browser", "err", err, "hint", "run `delta open --setup` to print a login link")
+		}
+	case ActOpenApp, ActCopyApp:
+		if a.Forward == nil {
+			return
+		}
+		// Making the forward asks Delta (and the peer, a few seconds at
+		// most, whether it has the app): never on the menu's loop.
+		a.wg.Go(func() {
+			f := a.forwardFor(act.Peer, act.App)
+			var err error
+			if f == nil {
+				if f, err = a.Forward(ctx, act.Peer, act.App); err != nil {
+					a.Log.Warn("menu: could not make an address on this computer for a peer's app", "peer", act.Peer, "app", act.App, "err", err)
+					return
+				}
+			}
+			select {
+			case a.ask <- struct{}{}: // its address is shown from now on
+			default:
+			}
+			if act.Kind == ActCopyApp {
+				if err := a.Copy(f.URL); err != nil {
+					a.Log.Warn("could not copy the forward's URL to the clipboard", "err", err, "url", f.URL)
+				}
+				return
+			}
+			u := f.URL
+			if f.BrowserURL != "" {
+				u = f.BrowserURL // its cookies its own
+			}
+			if err := a.Open(u); err != nil {
+				a.Log.Warn("could not open a peer's app in a browser", "err", err, "url", u)
+			}
+		})
 	case ActLogin:
 		if err := a.Open(act.URL); err != nil {
 			a.Log.Warn("could not open the tailnet's login page", "err", err, "url", act.URL)
@@ -244,6 +376,18 @@ func (a *App) do(ctx context.Context, act Action) {
 			}
 		}()
 	}
+}
+
+// forwardFor is this computer's open forward to app on peer as the peers
+// were last asked, nil if there was none: one there is is used as it is
+// (its address, token and timeout are a person's choices).
+func (a *App) forwardFor(peer, app string) *localapi.Forward {
+	for _, pa := range a.sharedNow()[peer].Apps {
+		if pa.App == app && pa.Forward != nil && pa.Forward.Open {
+			return pa.Forward
+		}
+	}
+	return nil
 }
 
 // RevealFile shows the file at path in the file manager: selected in a

@@ -5,11 +5,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/modes/static"
 	"github.com/delta-roads/delta/gateway/state/journal"
@@ -140,5 +142,81 @@ func TestAppLoop(t *testing.T) {
 	if len(opened) != 4 || !strings.HasPrefix(opened[0], g.LocalURL()+"/login?code=") || !strings.HasSuffix(opened[1], "#call-r1") ||
 		!strings.HasSuffix(opened[2], "#settle-r1") || !strings.HasSuffix(opened[3], "#settle-r1") {
 		t.Errorf("opened %q: want a login link, then one to the call, then two to its settlement", opened)
+	}
+}
+
+// fakeSource is a gateway with one peer, studio, as the menu sees it.
+type fakeSource struct{ done chan struct{} }
+
+func (s fakeSource) Snapshot(context.Context) (view.Snapshot, error) {
+	return view.Snapshot{Self: localapi.Self{Name: "laptop"}, Peers: []localapi.PeerStatus{{Name: "studio", Road: "lan"}}}, nil
+}
+func (s fakeSource) Changed() <-chan struct{} { return make(chan struct{}) }
+func (s fakeSource) Done() <-chan struct{}    { return s.done }
+func (s fakeSource) Ask(context.Context, string) (*record.Call, error) {
+	return nil, record.ErrNotFound
+}
+func (s fakeSource) LoginLink() string { return "http://127.0.0.1:7420/login?code=C" }
+
+// TestAppPeerApps: the menu asks the peers which apps they share (the
+// local API's, here a stand-in) and lists them in each peer's submenu;
+// "Open notes in Browser" makes the forward (there was none) and opens
+// its browser URL, "Copy notes URL" copies the forward's URL once there
+// is one without making another; "Share an App…" and "Pair a Computer…"
+// open the setup page at their sections.
+func TestAppPeerApps(t *testing.T) {
+	tray := &fakeTray{wake: make(chan struct{}), clicks: make(chan Action)}
+	var mu sync.Mutex
+	var opened, copied, made []string
+	var fwd *localapi.Forward
+	app := &App{Source: fakeSource{done: make(chan struct{})}, Tray: tray, Log: slog.New(slog.DiscardHandler),
+		Open: func(u string) error { mu.Lock(); opened = append(opened, u); mu.Unlock(); return nil },
+		Copy: func(s string) error { mu.Lock(); copied = append(copied, s); mu.Unlock(); return nil },
+		PeerApps: func(_ context.Context, peer string) ([]localapi.PeerApp, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return []localapi.PeerApp{{App: "notes", Forward: fwd}}, nil
+		},
+		Forward: func(_ context.Context, peer, name string) (*localapi.Forward, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			made = append(made, peer+"/"+name)
+			fwd = &localapi.Forward{Peer: peer, App: name, URL: "http://127.0.0.1:4100/", BrowserURL: "http://notes.studio.x.localhost:4100/", Open: true}
+			return fwd, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { app.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	m := tray.waitMenu(t, "studio's notes", func(m Menu) bool { _, ok := m.Find("peer/studio/app/notes"); return ok })
+	open, _ := m.Find("peer/studio/app/notes")
+	if open.Title != "Open notes in Browser" || open.Action.Kind != ActOpenApp {
+		t.Fatalf("%+v", open)
+	}
+	tray.clicks <- *open.Action
+	m = tray.waitMenu(t, "notes' address after Open", func(m Menu) bool {
+		c, _ := m.Find("peer/studio/app/notes/copy")
+		return c.Action != nil && c.Action.Kind == ActCopyURL
+	})
+	c, _ := m.Find("peer/studio/app/notes/copy")
+	tray.clicks <- *c.Action
+	for _, key := range []string{"setup/share", "setup/pair"} {
+		it, _ := m.Find(key)
+		tray.clicks <- *it.Action
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(made) != 1 || made[0] != "studio/notes" || len(copied) != 1 || copied[0] != "http://127.0.0.1:4100/" {
+		t.Errorf("forwards made %v, copied %v", made, copied)
+	}
+	// Open's own goroutine opens it: in any order with the setup page's.
+	want := []string{"http://notes.studio.x.localhost:4100/", "http://127.0.0.1:7420/login?code=C&open=setup#share", "http://127.0.0.1:7420/login?code=C&open=setup#pair"}
+	slices.Sort(want)
+	slices.Sort(opened)
+	if !slices.Equal(opened, want) {
+		t.Errorf("opened %q, want %q", opened, want)
 	}
 }

@@ -32,6 +32,14 @@ const (
 	// ActUninstall runs the uninstaller, behind the system's own
 	// administrator prompt (macOS).
 	ActUninstall ActionKind = "uninstall"
+	// ActOpenApp opens a peer's app (Peer, App) in the browser: through
+	// this computer's forward to it, made first when there is none.
+	ActOpenApp ActionKind = "open-app"
+	// ActCopyApp copies the URL of this computer's forward to a peer's
+	// app (Peer, App), made first when there is none.
+	ActCopyApp ActionKind = "copy-app"
+	// ActSetup opens the setup page at Section ("share", "pair").
+	ActSetup ActionKind = "setup"
 )
 
 // WithAppItems adds to a built menu what the app can do for a person
@@ -74,6 +82,9 @@ type Action struct {
 	// ReceiptID, with open: open the page at a received call.
 	ReceiptID string
 	URL       string // login, settings, copy-url
+	// Peer and App name a peer's app (open-app, copy-app); Section the
+	// setup page's (setup).
+	Peer, App, Section string
 }
 
 // Item is one menu entry. An item without an Action and without Children
@@ -130,7 +141,12 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	}
 	sep("peers")
 	if len(s.Peers) == 0 {
-		add(Item{Key: "peers/none", Title: "No peers yet"})
+		// First run: the ways to begin (a tailnet's login is below).
+		add(Item{Key: "peers/none", Title: "No computers paired yet"})
+		if s.Tailnet == nil {
+			add(Item{Key: "peers/pair", Title: "Pair a Computer Nearby…", Tooltip: "opens the setup page at the Deltas heard on this network",
+				Action: &Action{Kind: ActSetup, Section: "pair"}})
+		}
 	}
 	for _, p := range s.Peers {
 		it := peerItem(p, now)
@@ -148,6 +164,10 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	}
 	sep("actions")
 	add(Item{Key: "open", Title: "Open status page", Action: &Action{Kind: ActOpen}})
+	add(Item{Key: "setup/share", Title: "Share an App…", Tooltip: "opens the setup page: the programs listening on this computer, to share with your other computers",
+		Action: &Action{Kind: ActSetup, Section: "share"}})
+	add(Item{Key: "setup/pair", Title: "Pair a Computer…", Tooltip: "opens the setup page: the Deltas heard nearby, and this computer's ID",
+		Action: &Action{Kind: ActSetup, Section: "pair"}})
 	if t := s.Tailnet; t != nil && t.NeedsLogin {
 		it := Item{Key: "login", Title: "Log in to tailnet…"}
 		if t.LoginURL != "" {
@@ -412,4 +432,60 @@ func (m Menu) Shape() string {
 	}
 	walk(m.Items)
 	return b.String()
+}
+
+// Shared is what a peer shares with this computer, as it said when last
+// asked (GET /v1/peer-apps/PEER), or why it could not be asked.
+type Shared struct {
+	Apps []localapi.PeerApp
+	Err  string
+}
+
+// WithShared adds to each peer's submenu the apps it shares (shared, by
+// peer name; a peer not in it was not asked yet): "Open NAME in Browser"
+// and "Copy NAME URL", each making this computer's forward to it first
+// when there is none. Two levels, as callsItems: no third. A forward's
+// own item is left out for an app listed so.
+func WithShared(m Menu, shared map[string]Shared) Menu {
+	items := append([]Item(nil), m.Items...)
+	for i, it := range items {
+		peer, ok := strings.CutPrefix(it.Key, "peer/")
+		sh, asked := shared[peer]
+		if !ok || strings.Contains(peer, "/") || !asked {
+			continue
+		}
+		var kids []Item
+		listed := map[string]bool{}
+		for _, a := range sh.Apps {
+			listed[a.App] = true
+		}
+		for _, k := range it.Children {
+			if app, ok := strings.CutPrefix(k.Key, it.Key+"/forward/"); ok && listed[app] {
+				continue
+			}
+			kids = append(kids, k)
+		}
+		switch {
+		case sh.Err != "":
+			kids = append(kids, Item{Key: it.Key + "/apps", Title: "Its apps: could not ask now", Tooltip: sh.Err})
+		case len(sh.Apps) == 0:
+			kids = append(kids, Item{Key: it.Key + "/apps", Title: "Shares no apps"})
+		}
+		for _, a := range sh.Apps {
+			ak := it.Key + "/app/" + a.App
+			open := Item{Key: ak, Title: "Open " + a.App + " in Browser", Tooltip: "makes an address on this computer for it, and opens it",
+				Action: &Action{Kind: ActOpenApp, Peer: peer, App: a.App}}
+			copyURL := Item{Key: ak + "/copy", Title: "Copy " + a.App + " URL", Tooltip: "makes an address on this computer for it, and copies it for an app",
+				Action: &Action{Kind: ActCopyApp, Peer: peer, App: a.App}}
+			if f := a.Forward; f != nil && f.Open {
+				open.Tooltip, copyURL.Tooltip = f.URL, f.URL
+				copyURL.Action = &Action{Kind: ActCopyURL, URL: f.URL}
+			}
+			kids = append(kids, open, copyURL)
+		}
+		items[i].Children = kids
+	}
+	m.Items = items
+	safeItems(m.Items)
+	return m
 }

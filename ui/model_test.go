@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,7 +118,7 @@ func TestBuild(t *testing.T) {
 			name:  "more unsettled writes than the menu lists",
 			snap:  view.Snapshot{Unsettled: calls},
 			level: view.Asking,
-			want:  []string{"(Asking studio about 12 writes)", "(No peers yet)", "Delta is asking (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
+			want:  []string{"(Asking studio about 12 writes)", "(No computers paired yet)", "Pair a Computer Nearby…", "Delta is asking (12)", "  (editor → notes on studio: POST /notes/42 — 1 min)", "      Dismiss…", "  --", "  (editor → notes on studio: POST /notes/42 — 10 min)", "  2 more on the status page…"},
 			not:   []string{"  (editor → notes on studio: POST /notes/42 — 11 min)"},
 		},
 		{
@@ -384,5 +385,44 @@ func TestRevealAndUninstallCommands(t *testing.T) {
 	}
 	if _, a := UninstallCommand("/tmp/Jo's Apps/uninstall.sh"); !strings.Contains(a[1], `"'/tmp/Jo'\\''s Apps/uninstall.sh'"`) {
 		t.Errorf("a path with an apostrophe: %s", a[1])
+	}
+}
+
+// TestWithShared: each peer's submenu lists the apps it shares, Open and
+// Copy URL for each (Copy URL copies the forward's URL when there is
+// one); a forward's own item is left out for an app listed so; a peer
+// that could not be asked says so, one that shares nothing says that,
+// and one not asked yet is left as it was.
+func TestWithShared(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	s := view.Snapshot{Self: localapi.Self{Name: "laptop"}, Peers: []localapi.PeerStatus{{Name: "studio"}, {Name: "kitchen"}, {Name: "attic"}, {Name: "cellar"}},
+		Forwards: []localapi.Forward{{Peer: "studio", App: "notes", URL: "http://127.0.0.1:4100/", Open: true}, {Peer: "studio", App: "old", URL: "http://127.0.0.1:4101/", Open: true}}}
+	m := WithShared(Build(s, now), map[string]Shared{
+		"studio":  {Apps: []localapi.PeerApp{{App: "notes", Forward: &s.Forwards[0]}, {App: "photos"}}},
+		"kitchen": {Err: "no road to kitchen"},
+		"attic":   {},
+	})
+	studio, _ := m.Find("peer/studio")
+	var titles []string
+	for _, c := range studio.Children {
+		titles = append(titles, c.Title)
+	}
+	if want := []string{"old — http://127.0.0.1:4101/", "Open notes in Browser", "Copy notes URL", "Open photos in Browser", "Copy photos URL"}; !slices.Equal(titles, want) {
+		t.Errorf("studio's submenu: %q, want %q", titles, want)
+	}
+	if c, _ := m.Find("peer/studio/app/notes/copy"); c.Action.Kind != ActCopyURL || c.Action.URL != "http://127.0.0.1:4100/" {
+		t.Errorf("Copy notes URL: %+v", c.Action)
+	}
+	if c, _ := m.Find("peer/studio/app/photos/copy"); c.Action.Kind != ActCopyApp || c.Action.Peer != "studio" || c.Action.App != "photos" {
+		t.Errorf("Copy photos URL: %+v", c.Action)
+	}
+	if k, _ := m.Find("peer/kitchen/apps"); k.Title != "Its apps: could not ask now" || k.Tooltip != "no road to kitchen" {
+		t.Errorf("kitchen: %+v", k)
+	}
+	if a, _ := m.Find("peer/attic/apps"); a.Title != "Shares no apps" {
+		t.Errorf("attic: %+v", a)
+	}
+	if _, ok := m.Find("peer/cellar/apps"); ok {
+		t.Error("cellar, not asked yet, says something of its apps")
 	}
 }

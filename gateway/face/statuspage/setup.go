@@ -215,6 +215,26 @@ func (p *Page) handleSetup(w http.ResponseWriter, r *http.Request) {
 	w.Write(visible(buf.Bytes()))
 }
 
+// forwardFor is this computer's forward to app on peer: the one it has,
+// as it is (its address, its token and its timeout are a person's
+// choices), else a new one (PUT /v1/forwards/PEER/APP).
+func (p *Page) forwardFor(ctx context.Context, peer, app string) (localapi.Forward, error) {
+	var list struct {
+		Forwards []localapi.Forward `json:"forwards"`
+	}
+	if err := p.api(ctx, http.MethodGet, localapi.ForwardsPath, nil, &list); err != nil {
+		return localapi.Forward{}, err
+	}
+	for _, f := range list.Forwards {
+		if f.Peer == peer && f.App == app && f.Open {
+			return f, nil
+		}
+	}
+	var f localapi.Forward
+	err := p.api(ctx, http.MethodPut, localapi.ForwardPath(peer, app), localapi.ForwardRequest{}, &f)
+	return f, err
+}
+
 // appGuess is a name to share a listening program by: its own, as an
 // app name may be written ("app" when the OS did not name it).
 func appGuess(program string) string {
@@ -266,8 +286,8 @@ func (p *Page) handleSetupAction(w http.ResponseWriter, r *http.Request) {
 			flash, at = fmt.Sprintf("%s is no longer shared: your other computers' requests to it are refused, nothing carried out.", name), "share"
 		}
 	case action == "open":
-		var f localapi.Forward
-		if err := p.api(ctx, http.MethodPut, localapi.ForwardPath(peer, name), localapi.ForwardRequest{}, &f); err != nil {
+		f, err := p.forwardFor(ctx, peer, name)
+		if err != nil {
 			pageError(w, http.StatusBadGateway, fmt.Sprintf("%s on %s could not be opened: %v", name, peer, err))
 			return
 		}

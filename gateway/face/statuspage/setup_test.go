@@ -40,6 +40,7 @@ type fakeAPI struct {
 	mu    sync.Mutex
 	asked []string
 	fwd   string // the forward's URL
+	have  []localapi.Forward
 }
 
 func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +62,8 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(localapi.PeerApps{Peer: "studio", Apps: []localapi.PeerApp{{App: "notes"}}})
 	case "PUT /v1/apps/sync":
 		json.NewEncoder(w).Encode(localapi.App{App: "sync", URL: "http://127.0.0.1:8384"})
+	case "GET /v1/forwards":
+		json.NewEncoder(w).Encode(map[string]any{"forwards": append([]localapi.Forward{}, a.have...)})
 	case "PUT /v1/forwards/studio/notes":
 		json.NewEncoder(w).Encode(localapi.Forward{Peer: "studio", App: "notes", URL: a.fwd, Open: true})
 	default:
@@ -140,9 +143,23 @@ func TestSetupPage(t *testing.T) {
 		t.Errorf("after Open: %q", p.sessionFlash())
 	}
 
+	// A forward there is already is opened as it is (its token, its
+	// address), not put again.
+	api.have = []localapi.Forward{{Peer: "studio", App: "notes", URL: "http://127.0.0.1:41001/", Open: true, Token: true}}
+	puts := len(api.took())
+	if w = post("page/peers/studio/notes/open", "csrf="+csrf, "http://127.0.0.1:7420"); w.Code != http.StatusSeeOther || opened[len(opened)-1] != "http://127.0.0.1:41001/" {
+		t.Errorf("open of the forward there is: %d, opened %v", w.Code, opened)
+	}
+	for _, r := range api.took()[puts:] {
+		if strings.HasPrefix(r, "PUT ") {
+			t.Errorf("the forward there is was put again: %s", r)
+		}
+	}
+	api.have = nil
+
 	// A forward that is not on this computer is not opened.
 	api.fwd = "http://example.com/"
-	if w = post("page/peers/studio/notes/open", "csrf="+csrf, "http://127.0.0.1:7420"); w.Code == http.StatusSeeOther || len(opened) != 1 {
+	if w = post("page/peers/studio/notes/open", "csrf="+csrf, "http://127.0.0.1:7420"); w.Code == http.StatusSeeOther || len(opened) != 2 {
 		t.Errorf("open of a forward elsewhere: %d, opened %v", w.Code, opened)
 	}
 
