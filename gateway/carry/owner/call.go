@@ -68,14 +68,10 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 	}
 	size := r.ContentLength
 	if streamed {
-		size = -1
-		if v := r.Header.Get(proto.HeaderBodyLength); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("%s %q is not a size in bytes", proto.HeaderBodyLength, v))
-				return
-			}
-			size = n
+		var err error
+		if size, err = bodyLength(r); err != nil {
+			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
+			return
 		}
 	}
 	if size > o.cfg.MaxCallBytes {
@@ -304,6 +300,20 @@ func (o *Owner) receiveBody(w http.ResponseWriter, r *http.Request, t ownerTarge
 		}
 	}
 	return b, nil
+}
+
+// bodyLength is the size a streamed body's caller said it has
+// (proto.HeaderBodyLength); -1 when it said none.
+func bodyLength(r *http.Request) (int64, error) {
+	v := r.Header.Get(proto.HeaderBodyLength)
+	if v == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%s %q is not a size in bytes", proto.HeaderBodyLength, v)
+	}
+	return n, nil
 }
 
 // streamedBody says whether r's body streams between the Deltas: chunked,

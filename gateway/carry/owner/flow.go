@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -29,14 +28,10 @@ func (o *Owner) flowCall(w http.ResponseWriter, r *http.Request, t ownerTarget, 
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("a flowing call (%s) must be a gRPC request whose body streams with the caller's count of it as its trailer (%s)", proto.HeaderFlow, proto.HeaderBodyPassed))
 		return
 	}
-	declared := int64(-1)
-	if v := r.Header.Get(proto.HeaderBodyLength); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			refuse(w, http.StatusBadRequest, proto.PeerBadRequest, fmt.Sprintf("%s %q is not a size in bytes", proto.HeaderBodyLength, v))
-			return
-		}
-		declared = n
+	declared, err := bodyLength(r)
+	if err != nil {
+		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
+		return
 	}
 	rec := &journal.Receipt{Caller: t.visitor.Node, RequestID: rid, CallerName: t.visitor.Name,
 		CallerApp: proto.AppName(t.callerApp), App: t.app.Name, Method: r.Method, Path: t.pathQuery}
