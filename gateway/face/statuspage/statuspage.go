@@ -111,6 +111,7 @@ var funcs = template.FuncMap{
 	"notkept":    func() string { return view.NotKept },
 	"clip":       func(s string, n int) string { return view.Clip(s, n) },
 	"request":    view.Request,
+	"keptsize":   view.KeptSize,
 	"shown":      shownHeaders,
 	"add":        func(a, b int) int { return a + b },
 	// statecls is a call state's look: needs (red), asking (blue), settled.

@@ -165,7 +165,7 @@ func Excerpt(r *record.Request, n int) string {
 		return fmt.Sprintf("%d bytes (forgotten at a person's request)", r.Size)
 	}
 	if r.Truncated {
-		return fmt.Sprintf("%d bytes (over 64 KiB: only the size and digest are kept)", r.Size)
+		return KeptSize(r)
 	}
 	if len(r.Body) == 0 {
 		return "no body"
@@ -174,6 +174,20 @@ func Excerpt(r *record.Request, n int) string {
 		return fmt.Sprintf("%d bytes of binary", r.Size)
 	}
 	return Clip(strings.Join(strings.Fields(string(r.Body)), " "), n)
+}
+
+// KeptSize says what is kept of a request body that is not (Truncated):
+// one over 64 KiB keeps its size and digest; one that streamed as it
+// came (a gRPC call's, docs/protocol.md §1c) its size once it ended whole,
+// else nothing.
+func KeptSize(r *record.Request) string {
+	switch {
+	case r.Size > record.MaxKeptBody:
+		return fmt.Sprintf("%d bytes (over 64 KiB: only the size and digest are kept)", r.Size)
+	case r.Size > 0:
+		return fmt.Sprintf("%d bytes (it streamed as it came: only its size is kept)", r.Size)
+	}
+	return "not kept (it streamed as it came; its size is kept once it ends whole)"
 }
 
 // IsText reports whether b is text a person can read: valid UTF-8 without

@@ -172,3 +172,20 @@ func TestRequest(t *testing.T) {
 		t.Errorf("CallLine: %q", got)
 	}
 }
+
+// TestKeptSize: a body not kept is said as what it was: over 64 KiB, or
+// streamed as it came (a gRPC call's), with its size once it ended whole.
+func TestKeptSize(t *testing.T) {
+	for _, tc := range []struct {
+		r    record.Request
+		want string
+	}{
+		{record.Request{Truncated: true, Size: 70000}, "70000 bytes (over 64 KiB: only the size and digest are kept)"},
+		{record.Request{Truncated: true, Size: 1029}, "1029 bytes (it streamed as it came: only its size is kept)"},
+		{record.Request{Truncated: true}, "not kept (it streamed as it came; its size is kept once it ends whole)"},
+	} {
+		if got := Excerpt(&tc.r, 60); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
