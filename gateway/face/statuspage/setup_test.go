@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/wire/record"
@@ -206,4 +207,18 @@ func (p *Page) sessionFlash() string {
 		return s.flash
 	}
 	return ""
+}
+
+// TestFirstRun: a Delta with no computer paired greets a person on its
+// status page with the way to begin: pairing one from the setup page (a
+// tailnet's own words, to log in, where it has a tailnet).
+func TestFirstRun(t *testing.T) {
+	page := render(t, view.Snapshot{Self: localapi.Self{Name: "laptop"}}, time.Now(), "")
+	if !strings.Contains(page, `No computers paired yet. <a href="/s/KEY/setup#pair">Pair a computer nearby…</a>`) {
+		t.Errorf("the first run's page:\n%s", page)
+	}
+	page = render(t, view.Snapshot{Self: localapi.Self{Name: "laptop"}, Tailnet: &view.TailnetSummary{NeedsLogin: true, Message: "Log in to join your tailnet."}}, time.Now(), "")
+	if !strings.Contains(page, "No computers paired yet. Log in to join your tailnet.") || strings.Contains(page, "setup#pair") {
+		t.Errorf("the first run's page in tailnet mode:\n%s", page)
+	}
 }
