@@ -59,11 +59,13 @@ func (b *callBody) failed() error {
 	return b.srcErr
 }
 
-// untouched reports whether nothing of the body was passed on.
+// untouched reports whether nothing of the body was passed on (a whole
+// one is read again from its start), so that it may be sent once more.
+// A flowing body reads nothing ahead: its count says.
 func (b *callBody) untouched() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.whole || b.off == 0
+	return b.whole || b.n == 0
 }
 
 // errTooLarge is the cause when a body is over max_call_bytes.

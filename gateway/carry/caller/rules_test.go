@@ -152,3 +152,18 @@ func TestTooLargeIs413(t *testing.T) {
 		t.Errorf("too_large: %+v", v)
 	}
 }
+
+// TestUntouched: a body may be sent once more only when nothing of it
+// was passed on; a flowing body reads nothing ahead, so its count says.
+func TestUntouched(t *testing.T) {
+	b := &callBody{src: strings.NewReader("message"), max: 1 << 20, declared: -1, flow: true}
+	if !b.untouched() {
+		t.Fatal("a flowing body nothing of which was read is not untouched")
+	}
+	if _, err := b.Read(make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if b.untouched() {
+		t.Error("a flowing body 3 bytes of which passed is untouched: it would be sent again without them")
+	}
+}
