@@ -25,7 +25,9 @@ func NamedTarget(escaped, prefix string, names int) bool {
 	}
 	for i := range names {
 		seg, after, more := strings.Cut(rest, "/")
-		if seg == "" || !more && i < names-1 {
+		if seg == "" || !more && i < names-1 || strings.EqualFold(seg, "%2F") {
+			// A segment that unescapes to "/" alone is, to ServeMux's
+			// match, a trailing slash, never a wildcard's value.
 			return false
 		}
 		rest = after

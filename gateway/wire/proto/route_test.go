@@ -60,6 +60,7 @@ var routeSeeds = []string{
 	"/v1/peers/studio/notes/../x", "/v1/peers/studio/notes/x/..", "/v1/peers/studio/notes/.",
 	"/v1/peers/st%2Fudio/notes/a", "/v1/peers/studio/n%6Ftes/a%2Fb", "/v1/peers/%2E%2E/notes",
 	"/v1/peers/./notes", "/v1/peers/../x/y", "/v1/peers/studio/notes/%zz", "/v1/peersx/a/b",
+	"/v1/peers/%2F/00", "/v1/peers/studio/notes/a%2F%2Fb", "/v1/peers/studio/%2E/x", "/delta/v1/apps/%2F/x",
 	"/v1/calls/1", "/v1/status", "/", "*",
 	"/delta/v1/apps/notes", "/delta/v1/apps/notes/", "/delta/v1/apps/notes/a/b", "/delta/v1/apps/",
 	"/delta/v1/apps", "/delta/v1/apps//x", "/delta/v1/apps/notes//x", "/delta/v1/apps/notes/../x",
