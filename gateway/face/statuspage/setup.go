@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	qrcode "github.com/skip2/go-qrcode"
+
 	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway/wire/view"
 )
@@ -36,8 +38,21 @@ var setupPage = template.Must(template.Must(statusPage.Clone()).New("setup").Fun
 // setupFuncs are the setup page's own template functions.
 var setupFuncs = template.FuncMap{
 	"copyjs":       func() template.JS { return template.JS(copyJS) },
+	"qr":           qrImage,
 	"appguess":     appGuess,
 	"timeoutwords": timeoutWords,
+}
+
+// qrImage is a QR code of s (this computer's ID) as a PNG data: URL, for
+// another computer's camera to read, or "" if it cannot be drawn.
+// skip2/go-qrcode draws it: a small, dependency-free encoder, where
+// writing QR's Reed-Solomon and masking here would be code of our own.
+func qrImage(s string) template.URL {
+	png, err := qrcode.Encode(s, qrcode.Medium, 192)
+	if err != nil {
+		return ""
+	}
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
 }
 
 // timeoutWords says an app's own timeout (localapi.App.Timeout) for a

@@ -1,8 +1,11 @@
 package statuspage
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -220,5 +223,37 @@ func TestFirstRun(t *testing.T) {
 	page = render(t, view.Snapshot{Self: localapi.Self{Name: "laptop"}, Tailnet: &view.TailnetSummary{NeedsLogin: true, Message: "Log in to join your tailnet."}}, time.Now(), "")
 	if !strings.Contains(page, "No computers paired yet. Log in to join your tailnet.") || strings.Contains(page, "setup#pair") {
 		t.Errorf("the first run's page in tailnet mode:\n%s", page)
+	}
+}
+
+// TestQRImage: the ID's QR code is a PNG of 192 by 192 pixels, as the
+// page draws it, in black and white.
+func TestQRImage(t *testing.T) {
+	u := string(qrImage("C762AYC-ZDUXLAN-5JYEW4B-TTHK4SE-ZCD72RC-GVK5POE-KSAI2IF-OB7URQP"))
+	b64, ok := strings.CutPrefix(u, "data:image/png;base64,")
+	if !ok {
+		t.Fatalf("%.60s is not a PNG data: URL", u)
+	}
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 192 || b.Dy() != 192 {
+		t.Errorf("the QR code is %v", b)
+	}
+	dark := 0
+	for y := range 192 {
+		for x := range 192 {
+			if r, _, _, _ := img.At(x, y).RGBA(); r < 0x8000 {
+				dark++
+			}
+		}
+	}
+	if dark < 192*192/5 || dark > 192*192*4/5 {
+		t.Errorf("%d of %d pixels are dark: not a QR code", dark, 192*192)
 	}
 }
