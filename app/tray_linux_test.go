@@ -37,9 +37,11 @@ func TestTray(t *testing.T) {
 	}
 	laptop.env = []string{"DBUS_SESSION_BUS_ADDRESS=" + bus.Addr, "PATH=" + desktop + ":" + os.Getenv("PATH")}
 	studio.start(t)
-	laptop.start(t)
+	// notes is shared before laptop starts: the menu asks a peer which
+	// apps it shares when its road comes up, and then every minute.
 	app := gatewaytest.StartOwnerApp(t)
 	studio.register(t, "notes", app.URL)
+	laptop.start(t)
 
 	tray := bus.WaitTray(t, laptop.cmd.Process.Pid, 30*time.Second)
 	gatewaytest.WaitFor(t, 10*time.Second, "the tray to register with the StatusNotifierWatcher", func() bool {

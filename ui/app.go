@@ -101,8 +101,11 @@ const SharedEvery = time.Minute
 // sharedWait bounds the question to one peer about its apps.
 const sharedWait = 5 * time.Second
 
-// askShared keeps a.shared: every peer asked at once, now and every
-// SharedEvery (or when a.ask says), until ctx ends.
+// askShared keeps a.shared: every peer with a road up asked at once, now
+// and every SharedEvery (or when a.ask says), until ctx ends. A peer with
+// no road up is not asked (the menu would make connects to a computer
+// that is away, every minute): what it said last is kept, and it is
+// asked when a road comes up (draw's peerRoads).
 func (a *App) askShared(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
@@ -117,10 +120,17 @@ func (a *App) askShared(ctx context.Context) {
 		}
 		snap, err := a.Source.Snapshot(ctx)
 		if err == nil {
+			last := a.sharedNow()
 			got := map[string]Shared{}
 			var mu sync.Mutex
 			var wg sync.WaitGroup
 			for _, p := range snap.Peers {
+				if p.Road == "" {
+					if sh, ok := last[p.Name]; ok {
+						got[p.Name] = sh
+					}
+					continue
+				}
 				wg.Go(func() {
 					qctx, cancel := context.WithTimeout(ctx, sharedWait)
 					defer cancel()
@@ -138,10 +148,7 @@ func (a *App) askShared(ctx context.Context) {
 			a.sharedMu.Lock()
 			a.shared = got
 			a.sharedMu.Unlock()
-			select {
-			case a.asked <- struct{}{}:
-			default:
-			}
+			poke(a.asked)
 		}
 		t.Reset(SharedEvery)
 	}
@@ -154,6 +161,14 @@ func peerRoads(s view.Snapshot) string {
 		b.WriteString(p.Name + "=" + string(p.Road) + ";")
 	}
 	return b.String()
+}
+
+// poke sends on a channel of one slot unless a send waits there already.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // sharedNow is what the peers shared when last asked.
@@ -226,10 +241,7 @@ func (a *App) draw(ctx context.Context) time.Duration {
 	now := a.Now()
 	if roads := peerRoads(snap); roads != a.roads && a.PeerApps != nil {
 		a.roads = roads // a peer came, went or changed road: ask again
-		select {
-		case a.ask <- struct{}{}:
-		default:
-		}
+		poke(a.ask)
 	}
 	a.show(WithAppItems(WithShared(Build(snap, now), a.sharedNow()), a.Report != nil, a.Uninstall != nil))
 	next := time.Minute - time.Duration(now.Second())*time.Second // ages are in minutes beyond the first
@@ -295,10 +307,7 @@ func (a *App) do(ctx context.Context, act Action) {
 					return
 				}
 			}
-			select {
-			case a.ask <- struct{}{}: // its address is shown from now on
-			default:
-			}
+			poke(a.ask) // its address is shown from now on
 			if act.Kind == ActCopyApp {
 				if err := a.Copy(f.URL); err != nil {
 					a.Log.Warn("could not copy the forward's URL to the clipboard", "err", err, "url", f.URL)

@@ -145,11 +145,12 @@ func TestAppLoop(t *testing.T) {
 	}
 }
 
-// fakeSource is a gateway with one peer, studio, as the menu sees it.
+// fakeSource is a gateway with two peers as the menu sees it: studio,
+// reached by the lan, and attic, with no road up.
 type fakeSource struct{ done chan struct{} }
 
 func (s fakeSource) Snapshot(context.Context) (view.Snapshot, error) {
-	return view.Snapshot{Self: localapi.Self{Name: "laptop"}, Peers: []localapi.PeerStatus{{Name: "studio", Road: "lan"}}}, nil
+	return view.Snapshot{Self: localapi.Self{Name: "laptop"}, Peers: []localapi.PeerStatus{{Name: "studio", Road: "lan"}, {Name: "attic"}}}, nil
 }
 func (s fakeSource) Changed() <-chan struct{} { return make(chan struct{}) }
 func (s fakeSource) Done() <-chan struct{}    { return s.done }
@@ -163,11 +164,12 @@ func (s fakeSource) LoginLink() string { return "http://127.0.0.1:7420/login?cod
 // "Open notes in Browser" makes the forward (there was none) and opens
 // its browser URL, "Copy notes URL" copies the forward's URL once there
 // is one without making another; "Share an App…" and "Pair a Computer…"
-// open the setup page at their sections.
+// open the setup page at their sections. A peer with no road up is not
+// asked (no connects to a computer that is away, every minute).
 func TestAppPeerApps(t *testing.T) {
 	tray := &fakeTray{wake: make(chan struct{}), clicks: make(chan Action)}
 	var mu sync.Mutex
-	var opened, copied, made []string
+	var opened, copied, made, asked []string
 	var fwd *localapi.Forward
 	app := &App{Source: fakeSource{done: make(chan struct{})}, Tray: tray, Log: slog.New(slog.DiscardHandler),
 		Open: func(u string) error { mu.Lock(); opened = append(opened, u); mu.Unlock(); return nil },
@@ -175,6 +177,7 @@ func TestAppPeerApps(t *testing.T) {
 		PeerApps: func(_ context.Context, peer string) ([]localapi.PeerApp, error) {
 			mu.Lock()
 			defer mu.Unlock()
+			asked = append(asked, peer)
 			return []localapi.PeerApp{{App: "notes", Forward: fwd}}, nil
 		},
 		Forward: func(_ context.Context, peer, name string) (*localapi.Forward, error) {
@@ -211,6 +214,12 @@ func TestAppPeerApps(t *testing.T) {
 	defer mu.Unlock()
 	if len(made) != 1 || made[0] != "studio/notes" || len(copied) != 1 || copied[0] != "http://127.0.0.1:4100/" {
 		t.Errorf("forwards made %v, copied %v", made, copied)
+	}
+	if slices.Contains(asked, "attic") || !slices.Contains(asked, "studio") {
+		t.Errorf("the peers asked: %v, want studio's road and not attic, which has none up", asked)
+	}
+	if _, ok := m.Find("peer/attic/apps"); ok {
+		t.Error("attic, never asked, says something of its apps")
 	}
 	// Open's own goroutine opens it: in any order with the setup page's.
 	want := []string{"http://notes.studio.x.localhost:4100/", "http://127.0.0.1:7420/login?code=C&open=setup#share", "http://127.0.0.1:7420/login?code=C&open=setup#pair"}
