@@ -268,6 +268,44 @@ func (c *Client) PeerApps(ctx context.Context, peer string) ([]localapi.PeerApp,
 	return out.Apps, err
 }
 
+// Pairing is static mode's pairing (GET /v1/pairing): this computer's
+// ID, the computers asking to pair with it, and the peers it paired, each
+// with whether the peer has paired it back.
+func (c *Client) Pairing(ctx context.Context) (*localapi.Pairing, error) {
+	var out localapi.Pairing
+	err := c.api(ctx, http.MethodGet, localapi.PairingPath, nil, &out)
+	return &out, err
+}
+
+// Pair is a person's yes here to the computer of w.ID at w.Address, known
+// here as name (PUT /v1/pairs/NAME). The computer is asked at once; it is
+// paired when a person there has said yes too (the answer's State).
+func (c *Client) Pair(ctx context.Context, name string, w localapi.PairWith) (*localapi.PairedPeer, error) {
+	var out localapi.PairedPeer
+	err := c.api(ctx, http.MethodPut, localapi.PairPath(name), w, &out)
+	return &out, err
+}
+
+// Unpair forgets peer name: its door admits it no more (DELETE
+// /v1/pairs/NAME).
+func (c *Client) Unpair(ctx context.Context, name string) error {
+	return c.api(ctx, http.MethodDelete, localapi.PairPath(name), nil, nil)
+}
+
+// AcceptPair accepts the request to pair of the computer id, known here
+// as name (if empty, the name it gave).
+func (c *Client) AcceptPair(ctx context.Context, id, name string) (*localapi.PairedPeer, error) {
+	var out localapi.PairedPeer
+	err := c.api(ctx, http.MethodPost, localapi.PairRequestPath(id, localapi.PairAccept), localapi.AcceptPair{Name: name}, &out)
+	return &out, err
+}
+
+// IgnorePair ignores the request to pair of the computer id: it is not
+// shown again until Delta restarts.
+func (c *Client) IgnorePair(ctx context.Context, id string) error {
+	return c.api(ctx, http.MethodPost, localapi.PairRequestPath(id, localapi.PairIgnore), nil, nil)
+}
+
 // RemoveApp unregisters an owner app: calls to it are refused as
 // not_found, nothing carried out.
 func (c *Client) RemoveApp(ctx context.Context, name string) error {

@@ -49,6 +49,9 @@ func TestPaths(t *testing.T) {
 		"ping":           localapi.PingPeerPath(peer),
 		"listening":      localapi.ListeningPath,
 		"peer_apps":      localapi.PeerAppsOf(peer),
+		"pairing":        localapi.PairingPath,
+		"pair":           localapi.PairPath(name),
+		"pair_request":   localapi.PairRequestPath(id, action),
 		"metrics":        localapi.MetricsPath,
 	}
 	fill := strings.NewReplacer("{peer}", peer, "{app}", app, "{id}", id, "{action}", action, "{name}", name)

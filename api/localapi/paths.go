@@ -28,7 +28,29 @@ const (
 	ListeningPath = "/v1/listening"
 	// PeerAppsPath + "/PEER" lists the apps PEER shares (GET; PeerApps).
 	PeerAppsPath = "/v1/peer-apps"
+	// PairingPath is static mode's pairing (GET; Pairing).
+	PairingPath = "/v1/pairing"
+	// PairsPath + "/NAME" pairs this computer with a peer (PUT, PairWith)
+	// or unpairs it (DELETE).
+	PairsPath = "/v1/pairs"
+	// PairRequestsPath + "/ID/accept" accepts a computer's request to
+	// pair (POST, AcceptPair); + "/ID/ignore" ignores it (POST).
+	PairRequestsPath = "/v1/pair-requests"
 )
+
+// The actions on a pair request (POST PairRequestPath).
+const (
+	PairAccept = "accept"
+	PairIgnore = "ignore"
+)
+
+// PairPath is the path that pairs (or unpairs) peer name.
+func PairPath(name string) string { return PairsPath + "/" + url.PathEscape(name) }
+
+// PairRequestPath is the path of action on the pair request of id.
+func PairRequestPath(id, action string) string {
+	return PairRequestsPath + "/" + url.PathEscape(id) + "/" + url.PathEscape(action)
+}
 
 // The actions on a call (POST CallActionPath) and on a receipt (POST
 // ReceiptActionPath).

@@ -9,8 +9,12 @@ type Status struct {
 	// Nearby are Deltas heard on the local network whose IDs are not
 	// paired with this computer (static mode with IDs), with the command
 	// that would pair each.
-	Nearby  []Nearby `json:"nearby,omitempty"`
-	Version string   `json:"version"`
+	Nearby []Nearby `json:"nearby,omitempty"`
+	// PairRequests are the computers that asked to pair with this one
+	// (static mode with IDs), waiting for a person here to accept or
+	// ignore them (GET /v1/pairing has the rest of pairing).
+	PairRequests []PairRequest `json:"pair_requests,omitempty"`
+	Version      string        `json:"version"`
 	// Tailnet is nil in static mode.
 	Tailnet *TailnetStatus `json:"tailnet,omitempty"`
 	Peers   []PeerStatus   `json:"peers"`
@@ -84,6 +88,68 @@ type Nearby struct {
 	SeenAt  time.Time `json:"seen_at"`
 	// Pair is the command that would pair it here.
 	Pair string `json:"pair"`
+}
+
+// PairRequest is a computer that asked to pair with this one: it proved
+// its ID (the TLS handshake) and says its name, which is its word only,
+// and the address its peer API is at. Nothing is paired until a person
+// here accepts it.
+type PairRequest struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"` // the name it gives itself
+	Road    string    `json:"road"`
+	Address string    `json:"address"`
+	At      time.Time `json:"at"` // when it last asked
+}
+
+// Pairing is GET /v1/pairing: static mode's pairing, this computer's ID,
+// the computers asking to pair with it and the peers it has paired, each
+// with whether the peer has paired it back.
+type Pairing struct {
+	Self     Self          `json:"self"`
+	Requests []PairRequest `json:"requests"`
+	Peers    []PairedPeer  `json:"peers"`
+}
+
+// The states of a PairedPeer.
+const (
+	// PairPaired: both have said yes (the peer's door admits this
+	// computer: a road to it is up, or it said so when asked).
+	PairPaired = "paired"
+	// PairAsked: the peer was asked and said a person there has not
+	// accepted yet.
+	PairAsked = "asked"
+	// PairWaiting: paired here; the peer has not been reached since (it
+	// could not be asked, or Delta restarted): Detail says what is known.
+	PairWaiting = "waiting"
+)
+
+// PairedPeer is a peer this computer has paired (config.json's peers).
+type PairedPeer struct {
+	Name  string            `json:"name"`
+	ID    string            `json:"id"`
+	Roads map[string]string `json:"roads"`
+	State string            `json:"state"`
+	// Detail says why the state is what it is, in words.
+	Detail string `json:"detail,omitempty"`
+	// AskedAt is when this computer last asked the peer to pair.
+	AskedAt time.Time `json:"asked_at,omitzero"`
+}
+
+// PairWith is the body of PUT /v1/pairs/NAME: a person here says yes to
+// pairing with the computer of ID at Address (its peer API, HOST:PORT),
+// by Road ("lan" or "thunderbolt"; if empty, the road whose network holds
+// the address, else lan). The peer is asked at once.
+type PairWith struct {
+	ID      string `json:"id"`
+	Address string `json:"address"`
+	Road    string `json:"road,omitempty"`
+}
+
+// AcceptPair is the body of POST /v1/pair-requests/ID/accept: the name
+// this computer will know the asker by (if empty, the name it gave).
+type AcceptPair struct {
+	Name string `json:"name,omitempty"`
 }
 
 // RoadState is what Delta believes of a road.

@@ -110,28 +110,56 @@ func pair(t testing.TB, a, b string, sealed bool, via func(string) string, disco
 		if err := statedir.WriteJSON(filepath.Join(dir, statedir.ConfigFile), cfg); err != nil {
 			t.Fatal(err)
 		}
-		fc, err := statedir.ReadConfig(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs := &LogBuffer{}
-		gcfg := gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, nil)),
-			PeerListeners: []gateway.PeerListener{{Name: "peer", Listener: lns[i]}},
-			Backoff:       []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond}}
-		if err := static.Attach(&gcfg, fc, ""); err != nil {
-			t.Fatal(err)
-		}
-		g, err := gateway.New(gcfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { g.Close() })
-		out[i] = &Delta{Name: name, Dir: dir, G: g, Router: gcfg.Router, C: &Client{URL: g.LocalURL(), Token: g.Token()}, PeerAddr: lns[i].Addr().String(), Log: logs}
+		out[i] = start(t, name, dir, lns[i])
 	}
 	return out[0], out[1]
+}
+
+// Unpaired starts a Delta named name in static mode with no peer yet
+// ("mode": "static" in an otherwise empty state folder), waiting to be
+// paired by ID (PUT /v1/pairs/NAME, a request accepted), its local
+// discovery off; it stops when the test ends.
+func Unpaired(t testing.TB, name string) *Delta {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"name": name, "mode": "static", "discovery": "off"}
+	if err := statedir.WriteJSON(filepath.Join(dir, statedir.ConfigFile), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return start(t, name, dir, ln)
+}
+
+// start starts the Delta of the state folder dir, its config written,
+// its peer API on ln.
+func start(t testing.TB, name, dir string, ln net.Listener) *Delta {
+	t.Helper()
+	fc, err := statedir.ReadConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &LogBuffer{}
+	gcfg := gateway.Config{StateDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		PeerListeners: []gateway.PeerListener{{Name: "peer", Listener: ln}},
+		Backoff:       []time.Duration{200 * time.Millisecond, 300 * time.Millisecond, 500 * time.Millisecond}}
+	if err := static.Attach(&gcfg, fc, ""); err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return &Delta{Name: name, Dir: dir, G: g, Router: gcfg.Router, C: &Client{URL: g.LocalURL(), Token: g.Token()}, PeerAddr: ln.Addr().String(), Log: logs}
 }
 
 // Register registers an owner app at url and returns its forward secret.

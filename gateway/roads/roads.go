@@ -222,6 +222,31 @@ type NearbyReporter interface {
 	Nearby() []localapi.Nearby
 }
 
+// Pairer is a Router whose peers a person pairs and unpairs while Delta
+// runs (static mode with IDs): nothing is paired until a person on each
+// side has said yes. The local API's pairing paths and the status's
+// PairRequests are its.
+type Pairer interface {
+	Pairing() localapi.Pairing
+	PairRequests() []localapi.PairRequest
+	// Pair is a person's yes here to the computer of w.ID, named name
+	// here; the peer is asked at once, and the answer says what it said.
+	Pair(ctx context.Context, name string, w localapi.PairWith) (localapi.PairedPeer, error)
+	// Unpair forgets peer name: its door admits it no more.
+	Unpair(name string) error
+	// AnswerPairRequest accepts (localapi.PairAccept) or ignores
+	// (localapi.PairIgnore) the request of the computer id.
+	AnswerPairRequest(ctx context.Context, id, action string, a localapi.AcceptPair) (localapi.PairedPeer, error)
+}
+
+// PairError is a pairing refused, with the local API's outcome for it.
+type PairError struct {
+	Outcome localapi.Outcome
+	Msg     string
+}
+
+func (e *PairError) Error() string { return e.Msg }
+
 // Answerer is a Router that can say whether a road has answered since a
 // moment (by its own clock, as in Candidate.ChosenAt).
 type Answerer interface {

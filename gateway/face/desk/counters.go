@@ -103,6 +103,9 @@ func (g *Desk) Status(ctx context.Context) (localapi.Status, error) {
 	if nr, ok := g.router.(roads.NearbyReporter); ok {
 		s.Nearby = nr.Nearby()
 	}
+	if pr, ok := g.router.(roads.Pairer); ok {
+		s.PairRequests = pr.PairRequests()
+	}
 	if s.Peers == nil {
 		s.Peers = []localapi.PeerStatus{}
 	}

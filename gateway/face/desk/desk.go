@@ -116,6 +116,9 @@ func (g *Desk) Snapshot(ctx context.Context) (view.Snapshot, error) {
 	if nr, ok := g.router.(roads.NearbyReporter); ok {
 		s.Nearby = nr.Nearby()
 	}
+	if pr, ok := g.router.(roads.Pairer); ok {
+		s.PairRequests = pr.PairRequests()
+	}
 	if g.cfg.Tailnet != nil {
 		sum := g.cfg.Tailnet.Summary()
 		s.Tailnet = &sum

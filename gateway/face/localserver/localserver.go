@@ -66,6 +66,10 @@ func (g *Handler) routes() http.Handler {
 		{"POST " + localapi.PingPath + "/{peer}", g.handlePing},
 		{"GET " + localapi.ListeningPath, g.handleListening},
 		{"GET " + localapi.PeerAppsPath + "/{peer}", g.handlePeerApps},
+		{"GET " + localapi.PairingPath, g.handlePairing},
+		{"PUT " + localapi.PairsPath + "/{name}", g.handlePair},
+		{"DELETE " + localapi.PairsPath + "/{name}", g.handleUnpair},
+		{"POST " + localapi.PairRequestsPath + "/{id}/{action}", g.handlePairRequest},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}

@@ -215,6 +215,9 @@ type Discovery struct {
 	Name string
 	Port int // this computer's peer API port
 	IDs  map[string]identity.ID
+	// Paired, if not nil, gives the paired IDs now in IDs' place (peers
+	// paired and unpaired while Delta runs).
+	Paired func() map[string]identity.ID
 	// Learn moves a paired peer's road (the router's Learn).
 	Learn func(peer string, road roads.Road, addr string)
 	// State is the interfaces now (the router's netwatch state).
@@ -432,7 +435,7 @@ func (d *Discovery) listen() {
 			}
 			continue
 		}
-		h := Decide(a, id, from.Addr(), d.Self, d.IDs, d.State())
+		h := Decide(a, id, from.Addr(), d.Self, d.ids(), d.State())
 		if h.Ignore != "" {
 			continue
 		}
@@ -463,7 +466,7 @@ func (d *Discovery) listen() {
 // (a stranger never takes a paired peer's name, D4).
 func (d *Discovery) keepNearby(id identity.ID, a Announcement, h Heard) {
 	name := a.Name
-	if _, paired := d.IDs[name]; paired {
+	if _, paired := d.ids()[name]; paired {
 		name = ""
 	}
 	now := d.now()
@@ -482,6 +485,14 @@ func (d *Discovery) keepNearby(id identity.ID, a Announcement, h Heard) {
 	d.nearby[id] = localapi.Nearby{ID: id.String(), Name: name, Road: string(h.Road), Address: h.Address, SeenAt: now,
 		Pair: pairLine(id, h.Road, h.Address)}
 	d.last[heardOn{id, h.Road}] = a.At
+}
+
+// ids are the paired IDs by name.
+func (d *Discovery) ids() map[string]identity.ID {
+	if d.Paired != nil {
+		return d.Paired()
+	}
+	return d.IDs
 }
 
 func (d *Discovery) now() time.Time {
@@ -512,8 +523,12 @@ func (d *Discovery) Nearby() []localapi.Nearby {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []localapi.Nearby
+	paired := map[identity.ID]bool{}
+	for _, id := range d.ids() {
+		paired[id] = true
+	}
 	for id, n := range d.nearby {
-		if d.now().Sub(n.SeenAt) > NearbyFor {
+		if d.now().Sub(n.SeenAt) > NearbyFor || paired[id] { // paired since it was heard
 			delete(d.nearby, id)
 			d.forget(id)
 			continue

@@ -41,7 +41,8 @@ type Router struct {
 	// watch starts netwatch (Probe); tests may replace it.
 	watch func(netwatch.Options) (*netwatch.Monitor, error)
 
-	disc *Discovery // nil: no local discovery
+	disc    *Discovery // nil: no local discovery
+	pairing *Pairing   // nil: a config of the network-key kind
 
 	mu     sync.Mutex
 	ifaces netwatch.State
@@ -208,6 +209,76 @@ func (s *Router) move(peer string, road roads.Road, addr string) {
 	}
 }
 
+// setPeer pairs p here, or gives a paired peer its roads (Pairing): the
+// book gets its candidates and its roads are probed at once.
+func (s *Router) setPeer(p roads.StaticPeer) {
+	s.mu.Lock()
+	if i := slices.IndexFunc(s.peers, func(q roads.StaticPeer) bool { return q.Name == p.Name }); i >= 0 {
+		s.peers[i] = p
+	} else {
+		s.peers = append(s.peers, p)
+	}
+	st := s.ifaces
+	s.mu.Unlock()
+	s.Book().Set(p.Name, Candidates(p, st, s.seal))
+	s.Kick()
+}
+
+// removePeer forgets peer name (Pairing's Unpair).
+func (s *Router) removePeer(name string) {
+	s.mu.Lock()
+	s.peers = slices.DeleteFunc(s.peers, func(q roads.StaticPeer) bool { return q.Name == name })
+	s.mu.Unlock()
+	s.Book().Remove(name)
+}
+
+// SetPairing gives the router its pairing (static mode with IDs).
+func (s *Router) SetPairing(p *Pairing) { s.pairing = p }
+
+// errNoPairing refuses pairing in a static config of the network-key kind.
+var errNoPairing = &roads.PairError{Outcome: localapi.Conflict,
+	Msg: "this static config pairs its peers by a shared network_key, not by ID: pairing by ID needs every peer paired by ID (docs/protocol.md §5)"}
+
+// Pairing implements roads.Pairer.
+func (s *Router) Pairing() localapi.Pairing {
+	if s.pairing == nil {
+		return localapi.Pairing{Requests: []localapi.PairRequest{}, Peers: []localapi.PairedPeer{}}
+	}
+	return s.pairing.Status()
+}
+
+// PairRequests implements roads.Pairer.
+func (s *Router) PairRequests() []localapi.PairRequest {
+	if s.pairing == nil {
+		return nil
+	}
+	return s.pairing.PairRequests()
+}
+
+// Pair implements roads.Pairer.
+func (s *Router) Pair(ctx context.Context, name string, w localapi.PairWith) (localapi.PairedPeer, error) {
+	if s.pairing == nil {
+		return localapi.PairedPeer{}, errNoPairing
+	}
+	return s.pairing.Pair(ctx, name, w)
+}
+
+// Unpair implements roads.Pairer.
+func (s *Router) Unpair(name string) error {
+	if s.pairing == nil {
+		return errNoPairing
+	}
+	return s.pairing.Unpair(name)
+}
+
+// AnswerPairRequest implements roads.Pairer.
+func (s *Router) AnswerPairRequest(ctx context.Context, id, action string, a localapi.AcceptPair) (localapi.PairedPeer, error) {
+	if s.pairing == nil {
+		return localapi.PairedPeer{}, errNoPairing
+	}
+	return s.pairing.Answer(ctx, id, action, a)
+}
+
 // SetDiscovery gives the router its local discovery, started by Probe.
 func (s *Router) SetDiscovery(d *Discovery) { s.disc = d }
 
@@ -256,11 +327,14 @@ func Candidates(p roads.StaticPeer, st netwatch.State, seal *Seal) []roads.Candi
 // written to a road whose far end did not prove the ID.
 func dialer(c roads.Candidate, seal *Seal) func(context.Context) (net.Conn, error) {
 	road, addr, iface := c.Road, c.Address, c.Interface
-	pin := ""
-	if seal != nil {
-		pin = seal.Pins[c.Peer]
-	}
+	peer := c.Peer
 	return func(ctx context.Context) (net.Conn, error) {
+		pin := ""
+		if seal != nil {
+			if pin = seal.Pin(peer); pin == "" {
+				return nil, fmt.Errorf("%s is not paired with this computer any more", peer)
+			}
+		}
 		conn, err := dialRaw(ctx, road, addr, iface)
 		if err != nil || seal == nil {
 			return conn, err
@@ -354,6 +428,7 @@ var (
 	_ roads.Prober         = (*Router)(nil)
 	_ roads.Counted        = (*Router)(nil)
 	_ roads.NearbyReporter = (*Router)(nil)
+	_ roads.Pairer         = (*Router)(nil)
 	_ roads.Answerer       = (*Router)(nil) // a fall-back may take a passed road that answered since
 	_ roads.Suspecter      = (*Router)(nil)
 	_ roads.RaceLoser      = (*Router)(nil)

@@ -23,19 +23,72 @@ import (
 	"github.com/delta-roads/delta/gateway/net/ticket"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/state/statedir"
+	"github.com/delta-roads/delta/gateway/wire/proto"
 )
 
 // Seal is static mode with IDs: this computer's certificate (its
 // identity, pintls.LoadOrCreate) and each peer's pin, the same 32 bytes as
 // its ID. Every road is TLS 1.3 pinned both ways: the caller accepts only
-// the certificate of the peer's ID, and the owner's listener completes a
-// handshake only with a certificate of a paired peer's.
+// the certificate of the peer's ID, and the owner's door admits only a
+// paired peer's certificate (a computer that is not paired may ask to
+// pair, PathPair, and nothing else). Peers are paired and unpaired while
+// Delta runs (pairing.go): the pins are behind a lock.
 type Seal struct {
 	Cert tls.Certificate
 	ID   identity.ID
-	// Pins maps a peer's name to its pin; Names maps a pin to the name.
-	Pins  map[string]string
-	Names map[string]string
+
+	mu sync.RWMutex
+	// pins maps a peer's name to its pin; names maps a pin to the name.
+	pins  map[string]string
+	names map[string]string
+}
+
+// Pin is the pin of peer name, "" when it is not paired.
+func (s *Seal) Pin(name string) string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.pins[name]
+}
+
+// Name is the name of the paired peer whose pin is pin.
+func (s *Seal) Name(pin string) (string, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.names[pin]
+	return n, ok
+}
+
+// IDs are the paired peers' IDs by name, a copy.
+func (s *Seal) IDs() map[string]identity.ID {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]identity.ID, len(s.pins))
+	for n, pin := range s.pins {
+		id, _ := identity.FromPin(pin)
+		out[n] = id
+	}
+	return out
+}
+
+// set pairs name with id (replacing what name had).
+func (s *Seal) set(name string, id identity.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.pins[name]; ok {
+		delete(s.names, old)
+	}
+	s.pins[name] = id.Pin()
+	s.names[id.Pin()] = name
+}
+
+// remove unpairs name.
+func (s *Seal) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pin, ok := s.pins[name]; ok {
+		delete(s.names, pin)
+		delete(s.pins, name)
+	}
 }
 
 // PeerIDs reads the peers' IDs from the config: nil when no peer has one
@@ -88,29 +141,28 @@ func NewSeal(dir, name string, ids map[string]identity.ID) (*Seal, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Seal{Cert: cert, ID: own, Pins: map[string]string{}, Names: map[string]string{}}
+	s := &Seal{Cert: cert, ID: own, pins: map[string]string{}, names: map[string]string{}}
 	for n, id := range ids {
 		if id == own {
 			return nil, fmt.Errorf("peer %q has this computer's own id (%s): a computer is not its own peer", n, own)
 		}
-		s.Pins[n] = id.Pin()
-		s.Names[id.Pin()] = n
+		s.set(n, id)
 	}
 	return s, nil
 }
 
 // ServerConfig is the TLS of the peer listener: this computer's
-// certificate, TLS 1.3, and a client certificate required and checked at
-// the handshake, so that a computer that is not paired (or holds a paired
-// peer's config but not its key) is refused before it can send anything.
+// certificate, TLS 1.3, and a client certificate required, whose key the
+// handshake proves the client holds (a computer that holds a paired
+// peer's config but not its key is refused before it can send anything).
+// Which IDs are admitted is the door's (IDDoor): a computer that is not
+// paired may ask to pair, and nothing else.
 func (s *Seal) ServerConfig() *tls.Config {
 	cfg := pintls.ServerConfig(s.Cert)
 	cfg.ClientAuth = tls.RequireAnyClientCert
 	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-		pin := pintls.ClientPin(&cs)
-		if _, ok := s.Names[pin]; !ok {
-			id, _ := identity.FromPin(pin)
-			return fmt.Errorf("static: a computer with id %s is not paired with this one", id)
+		if _, err := identity.FromPin(pintls.ClientPin(&cs)); err != nil {
+			return fmt.Errorf("static: the client's certificate is not a Delta's: %w", err)
 		}
 		return nil
 	}
@@ -134,8 +186,9 @@ func (d IDDoor) Identify(r *http.Request) (owner.Visitor, error) {
 	}
 	pin := pintls.ClientPin(r.TLS)
 	id, _ := identity.FromPin(pin)
-	name, ok := d.Seal.Names[pin]
-	if !ok {
+	name, ok := d.Seal.Name(pin)
+	stranger := !ok && r.Method == http.MethodPost && r.URL.Path == proto.PathPair
+	if !ok && !stranger {
 		return owner.Visitor{}, fmt.Errorf("the connection's certificate (ID %s) is not a paired peer's", id)
 	}
 	t, err := requestTicket(r)
@@ -208,7 +261,7 @@ func (m *SignedTickets) DirectRoads() ([]localapi.DirectPeer, string, string) {
 		dp := localapi.DirectPeer{Name: p.Name}
 		for _, r := range roads.LocalRoads {
 			if addr, ok := p.Roads[r]; ok {
-				dp.Roads = append(dp.Roads, localapi.DirectRoad{Road: string(r), Address: addr, Pin: m.Seal.Pins[p.Name]})
+				dp.Roads = append(dp.Roads, localapi.DirectRoad{Road: string(r), Address: addr, Pin: m.Seal.Pin(p.Name)})
 			}
 		}
 		out = append(out, dp)
@@ -241,6 +294,17 @@ func attachSealed(cfg *gateway.Config, fc *statedir.Config, peerListen string, s
 	}
 	for i := range cfg.PeerListeners {
 		cfg.PeerListeners[i].Listener = tls.NewListener(rawsock.Listener(cfg.PeerListeners[i].Listener), seal.ServerConfig())
+	}
+	port := 0
+	if ta, ok := cfg.PeerListeners[0].Listener.Addr().(*net.TCPAddr); ok {
+		port = ta.Port
+	}
+	pairing := newPairing(dir, seal, router, tickets, self, port, now, cfg.Logger)
+	router.SetPairing(pairing)
+	for i := range cfg.PeerListeners {
+		if cfg.PeerListeners[i].Routes == nil {
+			cfg.PeerListeners[i].Routes = pairing.Routes
+		}
 	}
 	if d, err := discovery(fc, seal, self.Name, cfg.PeerListeners[0].Listener.Addr(), ids, router); err != nil {
 		return fmt.Errorf("static: %w", err)
@@ -319,5 +383,5 @@ func discovery(fc *statedir.Config, seal *Seal, name string, peerAddr net.Addr, 
 	if ta, ok := peerAddr.(*net.TCPAddr); ok {
 		port = ta.Port
 	}
-	return &Discovery{Self: seal.ID, Cert: &seal.Cert, Name: name, Port: port, IDs: ids, Learn: router.Learn, State: router.state, ListenAddr: listen}, nil
+	return &Discovery{Self: seal.ID, Cert: &seal.Cert, Name: name, Port: port, IDs: ids, Paired: seal.IDs, Learn: router.Learn, State: router.state, ListenAddr: listen}, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/gateway"
 	"github.com/delta-roads/delta/gateway/carry/owner"
+	"github.com/delta-roads/delta/gateway/net/identity"
 	"github.com/delta-roads/delta/gateway/net/ticket"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/gateway/state/statedir"
@@ -55,6 +56,9 @@ func Attach(cfg *gateway.Config, fc *statedir.Config, peerListen string) error {
 	ids, err := PeerIDs(fc.Peers)
 	if err != nil {
 		return fmt.Errorf("static: %s: %w", filepath.Join(dir, statedir.ConfigFile), err)
+	}
+	if ids == nil && len(fc.Peers) == 0 {
+		ids = map[string]identity.ID{} // "mode": "static" and no peer yet: waiting to be paired, by ID
 	}
 	if ids != nil {
 		return attachSealed(cfg, fc, peerListen, self, ids)

@@ -240,10 +240,10 @@ func (fc *Config) checkMode() error {
 	switch {
 	case fc.Mode != "" && fc.Mode != ModeStatic && fc.Mode != ModeTailnet:
 		return fmt.Errorf(`"mode": %q is not a mode: "static" (peers in this file) or "tailnet" (joined through Tailscale)`, fc.Mode)
-	case fc.PeersGiven && len(fc.Peers) == 0:
-		return fmt.Errorf(`"peers": [] — static mode needs at least one peer; to join the tailnet instead, remove "peers" and "network_key" and write "mode": "tailnet"`)
-	case fc.Mode == ModeStatic && len(fc.Peers) == 0:
-		return fmt.Errorf(`"mode": "static" needs "peers" (delta init --static writes them)`)
+	case fc.Mode == "" && fc.PeersGiven && len(fc.Peers) == 0:
+		return fmt.Errorf(`"peers": [] with no "mode" — for static mode waiting to be paired write "mode": "static"; to join the tailnet instead, remove "peers" and "network_key" and write "mode": "tailnet"`)
+	case fc.Mode == ModeStatic && len(fc.Peers) == 0 && fc.NetworkKey != "":
+		return fmt.Errorf(`"mode": "static" with a "network_key" needs "peers" (delta init --static writes them)`)
 	case fc.Mode == ModeTailnet && (fc.PeersGiven || fc.NetworkKey != "" || fc.PeerListen != "" || fc.NodeID != ""):
 		return fmt.Errorf(`"mode": "tailnet" with static mode's settings ("peers", "network_key", "peer_listen", "node_id"): remove them, or write "mode": "static"`)
 	case fc.Mode == "" && !fc.PeersGiven && fc.NetworkKey != "":

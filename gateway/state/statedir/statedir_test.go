@@ -130,14 +130,17 @@ func TestConfigModes(t *testing.T) {
 		{"tailnet, said", `{"mode": "tailnet", "name": "laptop"}`, false, ""},
 		{"empty object", `{}`, false, ""},
 		{"a key and no peers", `{` + key + `}`, false, `has a "network_key" but no "peers"`},
-		{"static without peers", `{"mode": "static", ` + key + `}`, false, `"mode": "static" needs "peers"`},
+		{"static with a key and no peers", `{"mode": "static", ` + key + `}`, false, `"mode": "static" with a "network_key" needs "peers"`},
+		// Static mode waiting to be paired by ID (issue 66): no peer yet.
+		{"static, no peer yet", `{"mode": "static"}`, true, ""},
+		{"static, every peer unpaired", `{"mode": "static", "peers": []}`, true, ""},
 		// Peers paired by ID need no key; one not paired yet is refused at
 		// start (static.Attach), not here: `delta id` and `delta pair`
 		// read this config while the pairing is half done.
 		{"static without a key", `{"mode": "static", ` + peers + `}`, true, ""},
 		{"tailnet with peers", `{"mode": "tailnet", ` + peers + `}`, false, `"mode": "tailnet" with static mode's settings`},
 		{"a mode that is none", `{"mode": "lan"}`, false, `"mode": "lan" is not a mode`},
-		{"peers empty", `{` + key + `, "peers": []}`, false, `"peers": [] — static mode needs at least one peer`},
+		{"peers empty", `{` + key + `, "peers": []}`, false, `"peers": [] with no "mode"`},
 		{"broken", "{\n  \"name\": \"laptop\",\n  \"peers\": [,]\n}", false, "is not valid: line 3, column 13: invalid character ','"},
 		{"cut short", "{\n  \"name\": \"laptop\",", false, "is not valid: line 2, column 20: the file ends before the JSON does"},
 		{"wrong type", "{\n  \"max_call_bytes\": \"big\"\n}", false, `is not valid: line 2, column 26: "max_call_bytes" must be a number, not a JSON string`},

@@ -111,7 +111,24 @@ const (
 	// PathAppList lists the names of the apps registered there
 	// (AppListJSON).
 	PathAppList = "/delta/v1/app-list"
+	// PathPair asks the owner to pair with the caller (POST PairAskJSON,
+	// answered PairReplyJSON): static mode with IDs, the one path a
+	// computer that is not paired may reach.
+	PathPair = "/delta/v1/pair"
 )
+
+// PairAskJSON is a computer's request to pair: the name it gives itself
+// and its peer API's port (the address is the connection's own).
+type PairAskJSON struct {
+	Name string `json:"name"`
+	Port int    `json:"port"`
+}
+
+// PairReplyJSON answers a PairAskJSON: State is "paired" when the owner
+// has paired the caller already, "asked" when a person there is to say.
+type PairReplyJSON struct {
+	State string `json:"state"`
+}
 
 // Limits shared by both sides of a hop.
 const (

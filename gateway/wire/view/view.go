@@ -36,6 +36,8 @@ type Snapshot struct {
 	// Nearby are Deltas heard on the local network whose IDs are not
 	// paired (static mode's local discovery).
 	Nearby []localapi.Nearby
+	// PairRequests are the computers asking to pair with this one.
+	PairRequests []localapi.PairRequest
 	// Unsettled are the calls waiting for reconciliation or a person that
 	// nobody dismissed, newest first.
 	Unsettled []*record.Call

@@ -594,6 +594,38 @@ export class Client {
     return ((await this.api("GET", wire.path("peer_apps", { peer }))).apps as Record<string, unknown>[] | undefined) ?? [];
   }
 
+  /** Static mode's pairing (GET /v1/pairing): this computer (`self`, its
+   * `id`), the computers asking to pair with it (`requests`) and the peers it
+   * paired (`peers`), each with its `state`: "paired" once the peer has
+   * paired this computer too. */
+  pairing(): Promise<Record<string, unknown>> {
+    return this.api("GET", wire.path("pairing"));
+  }
+
+  /** A person's yes here to the computer id at address (its peer API,
+   * HOST:PORT), known here as name. It is asked at once, and paired when a
+   * person there says yes too (the answer's `state`). */
+  pair(name: string, id: string, address: string, road = ""): Promise<Record<string, unknown>> {
+    return this.api("PUT", wire.path("pair", { name }), road ? { id, address, road } : { id, address });
+  }
+
+  /** Forgets peer name: its door admits it no more. */
+  async unpair(name: string): Promise<void> {
+    await this.api("DELETE", wire.path("pair", { name }));
+  }
+
+  /** Accepts the request to pair of the computer id, known here as name (if
+   * empty, the name it gave). */
+  acceptPair(id: string, name = ""): Promise<Record<string, unknown>> {
+    return this.api("POST", wire.path("pair_request", { id, action: "accept" }), name ? { name } : {});
+  }
+
+  /** Ignores the request to pair of the computer id: it is not shown again
+   * until Delta restarts. */
+  async ignorePair(id: string): Promise<void> {
+    await this.api("POST", wire.path("pair_request", { id, action: "ignore" }));
+  }
+
   /** Unregisters an owner app. */
   async removeApp(name: string): Promise<void> {
     await this.api("DELETE", wire.path("app", { name }));

@@ -506,6 +506,36 @@ class Client:
         there is one."""
         return self._api("GET", wire.path("peer_apps", peer=peer)).get("apps") or []
 
+    def pairing(self) -> dict[str, Any]:
+        """Static mode's pairing (GET /v1/pairing): this computer ("self",
+        its "id"), the computers asking to pair with it ("requests") and
+        the peers it paired ("peers"), each with its "state": "paired"
+        once the peer has paired this computer too."""
+        return self._api("GET", wire.path("pairing"))
+
+    def pair(self, name: str, id: str, address: str, road: str = "") -> dict[str, Any]:
+        """A person's yes here to the computer id at address (its peer
+        API, HOST:PORT), known here as name. It is asked at once, and
+        paired when a person there says yes too (the answer's "state")."""
+        body = {"id": id, "address": address}
+        if road:
+            body["road"] = road
+        return self._api("PUT", wire.path("pair", name=name), body)
+
+    def unpair(self, name: str) -> None:
+        """Forget peer name: its door admits it no more."""
+        self._api("DELETE", wire.path("pair", name=name))
+
+    def accept_pair(self, id: str, name: str = "") -> dict[str, Any]:
+        """Accept the request to pair of the computer id, known here as
+        name (if empty, the name it gave)."""
+        return self._api("POST", wire.path("pair_request", id=id, action="accept"), {"name": name} if name else {})
+
+    def ignore_pair(self, id: str) -> None:
+        """Ignore the request to pair of the computer id: it is not shown
+        again until Delta restarts."""
+        self._api("POST", wire.path("pair_request", id=id, action="ignore"))
+
     def remove_app(self, name: str) -> None:
         """Unregister an owner app."""
         self._api("DELETE", wire.path("app", name=name))

@@ -47,6 +47,9 @@ PATHS = {
     "ping": "/v1/ping/{peer}",
     "listening": "/v1/listening",
     "peer_apps": "/v1/peer-apps/{peer}",
+    "pairing": "/v1/pairing",
+    "pair": "/v1/pairs/{name}",
+    "pair_request": "/v1/pair-requests/{id}/{action}",
     "metrics": "/metrics",
 }
 ACTIONS = ("ask", "dismiss", "settle", "forget", "check")
