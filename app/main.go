@@ -71,6 +71,7 @@ type settings struct {
 	listen     string
 	peerListen string
 	headless   bool
+	static     bool
 	lanPort    int
 	controlURL string
 	hostname   string
@@ -96,13 +97,14 @@ var modeFlags = map[string]string{
 	"hostname":             "tailnet",
 	"tailscale-log-upload": "tailnet",
 	"peer-listen":          "static",
+	"static":               "static",
 }
 
 // flagEnv is the environment variable of each flag that has one.
 var flagEnv = map[string]string{
 	"listen": "DELTA_LISTEN", "peer-listen": "DELTA_PEER_LISTEN", "headless": "DELTA_HEADLESS", "lan-port": "DELTA_LAN_PORT",
 	"control-url": "DELTA_CONTROL_URL", "hostname": "DELTA_HOSTNAME", "tailscale-log-upload": "DELTA_TAILSCALE_LOG_UPLOAD",
-	"verbose": "DELTA_VERBOSE", "lan-addrs": "DELTA_LAN_ADDRS",
+	"verbose": "DELTA_VERBOSE", "lan-addrs": "DELTA_LAN_ADDRS", "static": "DELTA_STATIC",
 }
 
 // modeConflict refuses a flag of the other mode (given: the flags set),
@@ -146,6 +148,7 @@ func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
 	fs.StringVar(&s.stateDir, "state-dir", localapi.DefaultStateDir(), "the state folder (DELTA_STATE_DIR)")
 	fs.StringVar(&s.listen, "listen", envOr("DELTA_LISTEN", gateway.DefaultListen), "the local API's loopback address; port 0 takes a free one (DELTA_LISTEN)")
 	fs.StringVar(&s.peerListen, "peer-listen", envOr("DELTA_PEER_LISTEN", ""), "static mode: the peer API's plain-TCP address (DELTA_PEER_LISTEN); default the config's peer_listen, else "+static.DefaultPeerListen)
+	fs.BoolVar(&s.static, "static", os.Getenv("DELTA_STATIC") == "1", "static mode with no account, for a state folder that has no config yet (DELTA_STATIC=1): this computer waits to be paired by ID, from the setup page or delta pair; written to config.json")
 	fs.BoolVar(&s.headless, "headless", os.Getenv("DELTA_HEADLESS") == "1", "everything but the tray (DELTA_HEADLESS=1)")
 	lanPort, _ := strconv.Atoi(envOr("DELTA_LAN_PORT", strconv.Itoa(tailnet.DefaultLANPort)))
 	fs.IntVar(&s.lanPort, "lan-port", lanPort, "tailnet mode: the TLS listener's port on lan and thunderbolt addresses (DELTA_LAN_PORT)")
@@ -223,6 +226,23 @@ flags:
 		}
 	}
 	return s, nil
+}
+
+// startStatic makes a state folder whose config names no mode static
+// mode waiting to be paired when --static asks (config.json written, so
+// the next start is the same without the flag). A config of either mode
+// already is left as it is: modeConflict says when --static disagrees.
+func startStatic(s settings, fc *statedir.Config, log *slog.Logger) error {
+	if !s.static || fc.Mode != "" || fc.Static() {
+		return nil
+	}
+	fc.Mode = statedir.ModeStatic
+	path := filepath.Join(s.stateDir, statedir.ConfigFile)
+	if err := statedir.WriteJSON(path, fc); err != nil {
+		return fmt.Errorf("--static: write %s: %w", path, err)
+	}
+	log.Info("static mode, waiting to be paired: the setup page's Pair a Computer (or delta pair) pairs this computer with another by its ID", "config", path)
+	return nil
 }
 
 // canRun refuses, before anything is written, a build that cannot keep a
@@ -320,6 +340,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	fc, err := statedir.ReadConfig(s.stateDir)
 	if err != nil {
+		return err
+	}
+	if err := startStatic(s, fc, log); err != nil {
 		return err
 	}
 	gcfg := gateway.Config{StateDir: s.stateDir, StateLock: lock, Listen: s.listen, ListenFallback: s.defaultListen, Logger: log, Version: version,

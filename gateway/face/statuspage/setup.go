@@ -41,6 +41,7 @@ var setupFuncs = template.FuncMap{
 	"qr":           qrImage,
 	"appguess":     appGuess,
 	"timeoutwords": timeoutWords,
+	"pairwords":    pairStateWords,
 }
 
 // qrImage is a QR code of s (this computer's ID) as a PNG data: URL, for
@@ -101,6 +102,9 @@ type setupData struct {
 	SuggestShared bool
 	SuggestErr    string
 	Peers         []peerApps
+	// Pairing is static mode's, or PairingErr why there is none.
+	Pairing    *localapi.Pairing
+	PairingErr string
 }
 
 // peerApps is a peer's shared apps on the setup page, or why they are
@@ -205,6 +209,7 @@ func (p *Page) handleSetup(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Suggest = append(d.Suggest, l)
 	}
+	p.pairingFor(r.Context(), &d)
 	d.Peers = make([]peerApps, len(snap.Peers))
 	ctx, cancel := context.WithTimeout(r.Context(), peerWait)
 	defer cancel()

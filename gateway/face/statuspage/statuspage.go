@@ -264,6 +264,9 @@ func (p *Page) newHandler() http.Handler {
 	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"apps/{action}", p.withSession(p.handleSetupAction))
 	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"apps/{name}/{action}", p.withSession(p.handleSetupAction))
 	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"peers/{peer}/{name}/{action}", p.withSession(p.handleSetupAction))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"{action}", p.withSession(p.handlePairAction))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"pair-requests/{id}/{action}", p.withSession(p.handlePairAction))
+	mux.HandleFunc("POST "+sessionPrefix+"{key}"+pagePrefix+"pairs/{name}/{action}", p.withSession(p.handlePairAction))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		pageError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s %s is not part of Delta's status page.", r.Method, r.URL.Path))
 	})
