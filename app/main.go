@@ -521,7 +521,15 @@ func runTray(ctx context.Context, g *gateway.Gateway, log *slog.Logger, sd *ui.S
 			app.Forward = func(ctx context.Context, peer, name string) (*localapi.Forward, error) {
 				return kc.PutForward(ctx, peer, name, localapi.ForwardRequest{})
 			}
+			app.AnswerPair = func(ctx context.Context, id, action string) error {
+				if action == localapi.PairIgnore {
+					return kc.IgnorePair(ctx, id)
+				}
+				_, err := kc.AcceptPair(ctx, id, "")
+				return err
+			}
 		}
+		app.Sender = sender
 		wg.Go(func() { app.Run(ctx) })
 		n := &ui.Notifier{Events: g.CallEvents(), Sender: sender, Log: log}
 		wg.Go(func() {

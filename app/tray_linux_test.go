@@ -196,3 +196,81 @@ func TestHeadlessWithoutSessionBus(t *testing.T) {
 		t.Errorf("the log does not say why Delta runs headless:\n%s", laptop.log)
 	}
 }
+
+// unpairedProcs are laptop and studio in static mode with no peer yet,
+// each waiting to be paired, their discovery off.
+func unpairedProcs(t *testing.T) (laptop, studio *proc) {
+	t.Helper()
+	root := t.TempDir()
+	laptop = &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
+	studio = &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
+	for _, p := range []*proc{laptop, studio} {
+		if err := os.MkdirAll(p.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(map[string]any{"mode": "static", "name": p.name, "peer_listen": p.peerAddr, "discovery": "off"})
+		if err := os.WriteFile(filepath.Join(p.dir, "config.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return laptop, studio
+}
+
+// TestTrayPairRequest (issue 66): a computer asking to pair reaches a
+// person through the menu and a notification, each with Accept. studio's
+// person pairs laptop; laptop's tray, on a private session bus, shows
+// "studio asks to pair" with its ID, Accept and Ignore, and a notification
+// with an Accept action; clicking the menu's Accept pairs them both ways.
+func TestTrayPairRequest(t *testing.T) {
+	bus := uitest.StartBus(t)
+	notes := bus.ServeNotifications(t)
+	notes.SetCaps("body", "actions", "icon-static")
+	bus.ServeWatcher(t)
+	laptop, studio := unpairedProcs(t)
+	laptop.tray = true
+	laptop.env = []string{"DBUS_SESSION_BUS_ADDRESS=" + bus.Addr}
+	studio.start(t)
+	laptop.start(t)
+	tray := bus.WaitTray(t, laptop.cmd.Process.Pid, 30*time.Second)
+	tray.WaitMenu(t, 10*time.Second, "the first run's words", func(m []uitest.MenuItem) bool {
+		_, none := uitest.Find(m, "No computers paired yet")
+		return none
+	})
+
+	var laptopStatus localapi.Status
+	json.Unmarshal(laptop.c.Must(t, "GET", localapi.StatusPath, nil).Body, &laptopStatus)
+	var studioStatus localapi.Status
+	json.Unmarshal(studio.c.Must(t, "GET", localapi.StatusPath, nil).Body, &studioStatus)
+	body, _ := json.Marshal(localapi.PairWith{ID: laptopStatus.Self.ID, Address: laptop.peerAddr})
+	if r := studio.c.Must(t, "PUT", localapi.PairPath("laptop"), body); r.Status != 200 || !strings.Contains(string(r.Body), localapi.PairAsked) {
+		t.Fatalf("studio pairs laptop: %d %s", r.Status, r.Body)
+	}
+
+	n := notes.WaitFor(t, "asks to pair", 15*time.Second)
+	if !strings.Contains(n.Summary, "studio asks to pair") || !strings.Contains(n.Body, studioStatus.Self.ID) || !slices.Contains(n.Actions, "accept") {
+		t.Errorf("the notification: %+v", n)
+	}
+	menu := tray.WaitMenu(t, 10*time.Second, "studio's request in the menu", func(m []uitest.MenuItem) bool {
+		p, ok := uitest.Find(m, "studio asks to pair")
+		_, accept := uitest.Find(p.Children, "Accept")
+		return ok && accept
+	})
+	req, _ := uitest.Find(menu, "studio asks to pair")
+	for _, want := range []string{"ID " + studioStatus.Self.ID, "Ignore", "Compare IDs on the Setup Page…"} {
+		if _, ok := uitest.Find(req.Children, want); !ok {
+			t.Errorf("the request's submenu lacks %q:\n%s", want, uitest.Lines(menu))
+		}
+	}
+	accept, _ := uitest.Find(req.Children, "Accept")
+	if err := tray.Click(accept.ID); err != nil {
+		t.Fatal(err)
+	}
+	gatewaytest.WaitFor(t, 20*time.Second, "both to say paired", func() bool {
+		return pairedState(t, laptop, "studio") == localapi.PairPaired && pairedState(t, studio, "laptop") == localapi.PairPaired
+	})
+	tray.WaitMenu(t, 10*time.Second, "the request gone and studio listed", func(m []uitest.MenuItem) bool {
+		_, asks := uitest.Find(m, "studio asks to pair")
+		_, peer := uitest.Find(m, "studio — ")
+		return !asks && peer
+	})
+}

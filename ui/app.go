@@ -85,13 +85,21 @@ type App struct {
 	// apps.
 	PeerApps func(ctx context.Context, peer string) ([]localapi.PeerApp, error)
 	Forward  func(ctx context.Context, peer, app string) (*localapi.Forward, error)
+	// AnswerPair accepts (localapi.PairAccept) or ignores a computer's
+	// request to pair (POST /v1/pair-requests/ID/ACTION). If nil, the
+	// menu's Accept and Ignore open the setup page instead.
+	AnswerPair func(ctx context.Context, id, action string) error
+	// Sender, if not nil, shows a notification for each computer that
+	// asks to pair, with Accept.
+	Sender Sender
 
 	wg       sync.WaitGroup
 	sharedMu sync.Mutex
 	shared   map[string]Shared
-	ask      chan struct{} // asks the peers about their apps again, now
-	asked    chan struct{} // the peers' apps changed: redraw
-	roads    string        // the peers and their roads at the last draw (the loop's)
+	ask      chan struct{}   // asks the peers about their apps again, now
+	asked    chan struct{}   // the peers' apps changed: redraw
+	roads    string          // the peers and their roads at the last draw (the loop's)
+	told     map[string]bool // the requests to pair a note was sent for (the loop's)
 }
 
 // SharedEvery is how often the menu asks the peers which apps they share;
@@ -243,6 +251,7 @@ func (a *App) draw(ctx context.Context) time.Duration {
 		a.roads = roads // a peer came, went or changed road: ask again
 		poke(a.ask)
 	}
+	a.tellPairRequests(snap.PairRequests)
 	a.show(WithAppItems(WithShared(Build(snap, now), a.sharedNow()), a.Report != nil, a.Uninstall != nil))
 	next := time.Minute - time.Duration(now.Second())*time.Second // ages are in minutes beyond the first
 	if len(snap.Unsettled) > 0 {
@@ -261,8 +270,59 @@ func (a *App) draw(ctx context.Context) time.Duration {
 	return max(next, Settle)
 }
 
+// tellPairRequests sends a note for each request to pair not told yet
+// (PairNote), off the loop.
+func (a *App) tellPairRequests(reqs []localapi.PairRequest) {
+	if a.Sender == nil {
+		return
+	}
+	if a.told == nil {
+		a.told = map[string]bool{}
+	}
+	now := map[string]bool{}
+	for _, r := range reqs {
+		now[r.ID] = true
+		if a.told[r.ID] {
+			continue
+		}
+		n := PairNote(r)
+		a.wg.Go(func() {
+			if err := a.Sender.Send(n); err != nil {
+				a.Log.Warn("could not show a notification for a request to pair", "err", err)
+			}
+		})
+	}
+	a.told = now // a request answered and made again is told again
+}
+
+// PairNote is the notification for a computer asking to pair.
+func PairNote(r localapi.PairRequest) Note {
+	return Note{Title: view.Safe(view.Clip(r.Name, 40)) + " asks to pair with this computer",
+		Body:   view.Safe(fmt.Sprintf("ID %s, at %s. Accept only if its own screen shows this ID.", r.ID, r.Address)),
+		PairID: r.ID}
+}
+
 func (a *App) do(ctx context.Context, act Action) {
 	switch act.Kind {
+	case ActAcceptPair, ActIgnorePair:
+		action := localapi.PairAccept
+		if act.Kind == ActIgnorePair {
+			action = localapi.PairIgnore
+		}
+		if a.AnswerPair == nil {
+			a.do(ctx, Action{Kind: ActSetup, Section: "pair"})
+			return
+		}
+		a.wg.Go(func() {
+			if err := a.AnswerPair(ctx, act.PairID, action); err != nil {
+				a.Log.Warn("menu: the request to pair was not answered; the setup page shows it", "id", act.PairID, "action", action, "err", err)
+				if err := a.Open(view.PageAt(a.Source.LoginLink(), "setup", "pair")); err != nil {
+					a.Log.Warn("could not open the setup page in a browser", "err", err)
+				}
+				return
+			}
+			a.Log.Info("menu: a request to pair answered", "id", act.PairID, "action", action)
+		})
 	case ActQuit:
 		a.Log.Info("Quit Delta chosen in the menu")
 		if a.Quit != nil {

@@ -40,6 +40,10 @@ const (
 	ActCopyApp ActionKind = "copy-app"
 	// ActSetup opens the setup page at Section ("share", "pair").
 	ActSetup ActionKind = "setup"
+	// ActAcceptPair and ActIgnorePair answer the request to pair of
+	// PairID (a person's yes here, or no).
+	ActAcceptPair ActionKind = "accept-pair"
+	ActIgnorePair ActionKind = "ignore-pair"
 )
 
 // WithAppItems adds to a built menu what the app can do for a person
@@ -85,6 +89,9 @@ type Action struct {
 	// Peer and App name a peer's app (open-app, copy-app); Section the
 	// setup page's (setup).
 	Peer, App, Section string
+	// PairID is the ID of a computer asking to pair (accept-pair,
+	// ignore-pair).
+	PairID string
 }
 
 // Item is one menu entry. An item without an Action and without Children
@@ -139,6 +146,9 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	if t := s.Tailnet; t != nil && t.Message != "" && t.State != "Running" && !t.NeedsLogin {
 		add(Item{Key: "tailnet", Title: view.Clip(s.Tailnet.Message, 70)})
 	}
+	for _, r := range s.PairRequests {
+		add(pairRequestItem(r))
+	}
 	sep("peers")
 	if len(s.Peers) == 0 {
 		// First run: the ways to begin (a tailnet's login is below).
@@ -182,6 +192,19 @@ func Build(s view.Snapshot, now time.Time) Menu {
 	safeItems(m.Items) // whatever an app or a peer wrote reaches a person as view.Safe makes it
 	m.Tooltip = view.Safe(m.Tooltip)
 	return m
+}
+
+// pairRequestItem is a computer asking to pair: its name (its own word)
+// and ID, Accept, Ignore, and the setup page to compare the IDs first.
+func pairRequestItem(r localapi.PairRequest) Item {
+	key := "pair/" + r.ID
+	return Item{Key: key, Title: view.Clip(r.Name, 40) + " asks to pair", Tooltip: fmt.Sprintf("ID %s at %s: accept only if its own screen shows this ID", r.ID, r.Address),
+		Children: []Item{
+			{Key: key + "/id", Title: "ID " + r.ID},
+			{Key: key + "/accept", Title: "Accept", Tooltip: "pair it with this computer as " + r.Name, Action: &Action{Kind: ActAcceptPair, PairID: r.ID}},
+			{Key: key + "/ignore", Title: "Ignore", Tooltip: "nothing is paired; it is not shown again until Delta restarts", Action: &Action{Kind: ActIgnorePair, PairID: r.ID}},
+			{Key: key + "/page", Title: "Compare IDs on the Setup Page…", Action: &Action{Kind: ActSetup, Section: "pair"}},
+		}}
 }
 
 // safeItems makes every title and tooltip view.Safe.

@@ -426,3 +426,37 @@ func TestWithShared(t *testing.T) {
 		t.Error("cellar, not asked yet, says something of its apps")
 	}
 }
+
+// TestPairRequestsInMenu (issue 66): each computer asking to pair is an
+// item above the peers, its name escaped, with its ID, Accept, Ignore and
+// the setup page.
+func TestPairRequestsInMenu(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	s := view.Snapshot{Self: localapi.Self{Name: "laptop"},
+		PairRequests: []localapi.PairRequest{{ID: "ID-1", Name: "studio\u202e", Address: "10.0.0.2:7421", At: now}}}
+	m := Build(s, now)
+	it, ok := m.Find("pair/ID-1")
+	if !ok || !strings.HasSuffix(it.Title, " asks to pair") || strings.ContainsRune(it.Title, '\u202e') {
+		t.Fatalf("the request's item: %+v", it)
+	}
+	var titles []string
+	for _, c := range it.Children {
+		titles = append(titles, c.Title)
+	}
+	if want := []string{"ID ID-1", "Accept", "Ignore", "Compare IDs on the Setup Page…"}; !slices.Equal(titles, want) {
+		t.Errorf("its submenu: %q, want %q", titles, want)
+	}
+	if a, _ := m.Find("pair/ID-1/accept"); a.Action == nil || *a.Action != (Action{Kind: ActAcceptPair, PairID: "ID-1"}) {
+		t.Errorf("Accept: %+v", a.Action)
+	}
+	if a, _ := m.Find("pair/ID-1/ignore"); a.Action == nil || *a.Action != (Action{Kind: ActIgnorePair, PairID: "ID-1"}) {
+		t.Errorf("Ignore: %+v", a.Action)
+	}
+	if a, _ := m.Find("pair/ID-1/id"); a.Enabled() {
+		t.Error("the ID line does something when clicked")
+	}
+	n := PairNote(s.PairRequests[0])
+	if n.PairID != "ID-1" || n.RequestID != "" || strings.ContainsRune(n.Title, '\u202e') || !strings.Contains(n.Body, "ID-1") {
+		t.Errorf("the note: %+v", n)
+	}
+}

@@ -18,6 +18,9 @@ type Note struct {
 	// RequestID is the call the note is about, when it is about one: its
 	// actions ("Open status page", "Ask now") act on it.
 	RequestID string
+	// PairID is the computer asking to pair that the note is about, when
+	// it is about one: its action ("Accept") accepts it.
+	PairID string
 }
 
 // Notification actions: the keys a notification server (or the macOS
@@ -25,12 +28,35 @@ type Note struct {
 const (
 	NoteOpen = "open" // "Open status page" (also the note's body, "default")
 	NoteAsk  = "ask"  // "Ask now"
+	// NoteAccept accepts a request to pair ("Accept").
+	NoteAccept = "accept"
+	// pairNote marks the key a sender keeps for a note about a request
+	// to pair: "pair:" and the asker's ID.
+	pairNote = "pair:"
 )
+
+// noteKey is what a sender keeps of n to act on its clicks: its call's
+// request id, or pairNote and its asker's ID.
+func noteKey(n Note) string {
+	if n.PairID != "" {
+		return pairNote + n.PairID
+	}
+	return n.RequestID
+}
 
 // NoteAction is what clicking a note's action asks for, as a menu click
 // would: the status page at the call, or asking its owner now. ok is false
 // for keys Delta did not give.
 func NoteAction(key, requestID string) (Action, bool) {
+	if id, ok := strings.CutPrefix(requestID, pairNote); ok {
+		switch key {
+		case NoteOpen, "default":
+			return Action{Kind: ActSetup, Section: "pair"}, true
+		case NoteAccept:
+			return Action{Kind: ActAcceptPair, PairID: id}, true
+		}
+		return Action{}, false
+	}
 	if requestID == "" {
 		return Action{Kind: ActOpen}, key == NoteOpen || key == "default"
 	}

@@ -99,6 +99,9 @@ func fdoActions(caps []string, n Note) []string {
 	if !slices.Contains(caps, "actions") {
 		return []string{}
 	}
+	if n.PairID != "" {
+		return []string{"default", "Open Setup Page", NoteAccept, "Accept"}
+	}
 	acts := []string{"default", "Open status page"}
 	if n.RequestID != "" {
 		acts = append(acts, NoteAsk, "Ask now")
@@ -122,7 +125,7 @@ func (s *fdoSender) Send(n Note) error {
 		"Delta", uint32(0), "", n.Title, n.Body, fdoActions(s.caps, n), hints, int32(-1)).Store(&id); err != nil {
 		return fmt.Errorf("notifications: Notify: %w", err)
 	}
-	s.calls[id] = n.RequestID
+	s.calls[id] = noteKey(n)
 	if len(s.calls) > 256 { // old notes' clicks are forgotten: ids are not reused soon
 		for k := range s.calls {
 			if id > 128 && k < id-128 {

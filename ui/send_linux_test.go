@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/ui/uitest"
 )
 
@@ -56,6 +57,27 @@ func TestFreedesktopActions(t *testing.T) {
 			}
 		case <-time.After(10 * time.Second): // a failure, not a wait
 			t.Fatalf("clicking %q gave nothing", key)
+		}
+	}
+	// A request to pair: Accept accepts it, the body opens the setup page.
+	if err := s.Send(PairNote(localapi.PairRequest{ID: "ID-1", Name: "studio", Address: "10.0.0.2:7421"})); err != nil {
+		t.Fatal(err)
+	}
+	got = srv.WaitFor(t, "studio asks to pair", 10*time.Second)
+	if !slices.Contains(got.Actions, NoteAccept) || slices.Contains(got.Actions, NoteAsk) {
+		t.Errorf("a request to pair's actions: %q", got.Actions)
+	}
+	for key, want := range map[string]Action{NoteAccept: {Kind: ActAcceptPair, PairID: "ID-1"}, "default": {Kind: ActSetup, Section: "pair"}} {
+		if err := srv.Invoke(got.ID, key); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case act := <-acts:
+			if act != want {
+				t.Errorf("clicking %q on a request to pair gave %+v, want %+v", key, act, want)
+			}
+		case <-time.After(10 * time.Second): // a failure, not a wait
+			t.Fatalf("clicking %q on a request to pair gave nothing", key)
 		}
 	}
 	// Another application's notification's clicks are not Delta's.

@@ -19,6 +19,9 @@ func TestNoteAction(t *testing.T) {
 		{NoteOpen, "", Action{Kind: ActOpen}, true},
 		{NoteAsk, "", Action{Kind: ActOpen}, false},
 		{"other", "r1", Action{}, false},
+		{NoteAccept, "pair:ID-1", Action{Kind: ActAcceptPair, PairID: "ID-1"}, true},
+		{"default", "pair:ID-1", Action{Kind: ActSetup, Section: "pair"}, true},
+		{NoteAsk, "pair:ID-1", Action{}, false},
 	} {
 		if got, ok := NoteAction(tc.key, tc.rid); got != tc.want || ok != tc.ok {
 			t.Errorf("NoteAction(%q, %q) = %+v, %v; want %+v, %v", tc.key, tc.rid, got, ok, tc.want, tc.ok)
