@@ -111,6 +111,25 @@ func twoProcs(t *testing.T) (laptop, studio *proc) {
 	return laptop, studio
 }
 
+// unpairedProcs are laptop and studio in static mode with no peer yet,
+// each waiting to be paired, their discovery off.
+func unpairedProcs(t *testing.T) (laptop, studio *proc) {
+	t.Helper()
+	root := t.TempDir()
+	laptop = &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
+	studio = &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
+	for _, p := range []*proc{laptop, studio} {
+		if err := os.MkdirAll(p.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(map[string]any{"mode": "static", "name": p.name, "peer_listen": p.peerAddr, "discovery": "off"})
+		if err := os.WriteFile(filepath.Join(p.dir, "config.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return laptop, studio
+}
+
 // start runs the process and waits until its local API is up.
 func (p *proc) start(t *testing.T) {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/modes/static"
 	"github.com/delta-roads/delta/gateway/net/identity"
@@ -49,7 +50,7 @@ var idCommand = &cli.Command{Name: "id", Summary: "this computer's ID, which the
 // every peer has an ID the network key, if any, is dropped: the roads are
 // TLS pinned to the IDs from the next start on.
 var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT] … [--replace]",
-	Summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it); Delta uses it from its next start",
+	Summary: "pair this computer with a peer by its ID (its roads become TLS pinned to it): at once, asking the peer, when Delta runs here; else from its next start",
 	Flags: func(fs *flag.FlagSet) any {
 		return fs.Bool("replace", false, "replace the ID of a peer paired already (delta pair says which, and asks for this first)")
 	},
@@ -65,6 +66,9 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		fc, err := statedir.ReadConfig(e.StateDir)
 		if err != nil {
 			return cli.Exitf(cli.ExitFailed, "pair: %v", err)
+		}
+		if done, err := pairLive(e, fc, args, replace); done {
+			return err
 		}
 		if !fc.PeersGiven {
 			return cli.Exitf(cli.ExitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one)", path)
@@ -120,6 +124,64 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		fmt.Fprintf(e.Stdout, "This computer's ID is %s. %s Delta here to use it (it reads config.json at start).\n", own, again)
 		return nil
 	}}
+
+// pairLive pairs through the local API when a Delta in static mode with
+// IDs runs on the state folder (PUT /v1/pairs/NAME, as the setup page
+// does): at once, each peer asked. done is false when none runs (or it
+// pairs by network key): config.json is written instead, for the next
+// start.
+func pairLive(e *cli.Env, fc *statedir.Config, args []string, replace bool) (done bool, err error) {
+	if !fc.Static() || fc.NetworkKey != "" {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(e.StateDir, "local.json")); err != nil {
+		return false, nil
+	}
+	c, err := e.Client()
+	if err != nil {
+		return false, nil // not running: the config is written
+	}
+	defer c.Close()
+	if _, err := c.Pairing(e.Ctx); err != nil {
+		return false, nil
+	}
+	for _, v := range args {
+		name, id, road, addr, err := parsePeer(v)
+		if err != nil {
+			return true, cli.Exitf(cli.ExitUsage, "pair: %v", err)
+		}
+		if id == "" {
+			return true, cli.Exitf(cli.ExitUsage, "pair: %q names no ID: NAME=ID@HOST:PORT (delta id prints it on %s)", v, name)
+		}
+		for _, p := range fc.Peers {
+			if p.Name != name {
+				continue
+			}
+			if addr == "" {
+				for _, r := range roads.All {
+					if a, ok := p.Roads[r]; ok && addr == "" {
+						road, addr = r, a
+					}
+				}
+			}
+			if replace && p.ID != "" && p.ID != id {
+				if err := c.Unpair(e.Ctx, name); err != nil {
+					return true, cli.APIExit("pair", err)
+				}
+				fmt.Fprintf(e.Stdout, "%s's ID was %s; it is %s now.\n", name, p.ID, id)
+			}
+		}
+		if addr == "" {
+			return true, cli.Exitf(cli.ExitUsage, "pair: peer %s is new here: give its address too, NAME=ID@HOST:PORT", name)
+		}
+		pp, err := c.Pair(e.Ctx, name, localapi.PairWith{ID: id, Address: addr, Road: string(road)})
+		if err != nil {
+			return true, cli.APIExit("pair", err)
+		}
+		fmt.Fprintln(e.Stdout, cli.PairedLine(*pp))
+	}
+	return true, nil
+}
 
 // pairPeer sets one NAME=ID[@[ROAD@]HOST:PORT] in fc. A peer paired with
 // another ID already keeps it unless replace (issue 63, D10: a stranger's

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delta-roads/delta/app/cli"
+	"github.com/delta-roads/delta/gateway/gatewaytest"
 )
 
 // TestPeerAppsOnlyToPaired: `delta apps list PEER` (GET
@@ -52,5 +54,44 @@ func TestPeerAppsOnlyToPaired(t *testing.T) {
 	}
 	if _, _, code := delta(t, "--state-dir", laptop.dir, "apps", "list", "kitchen"); code == cli.ExitOK {
 		t.Errorf("laptop lists the apps of a computer it is not paired with")
+	}
+}
+
+// TestPairingCommands (issue 66): the command line pairs as the page does,
+// while both Deltas run: delta pair on laptop asks studio, delta pairing
+// on studio lists the request and accepts it, and both are paired with no
+// restart; delta pairing unpair undoes it.
+func TestPairingCommands(t *testing.T) {
+	laptop, studio := unpairedProcs(t)
+	studio.start(t)
+	laptop.start(t)
+	studioID, _, _ := delta(t, "--state-dir", studio.dir, "id")
+	laptopID, _, _ := delta(t, "--state-dir", laptop.dir, "id")
+	studioID, laptopID = strings.TrimSpace(studioID), strings.TrimSpace(laptopID)
+	out, errOut, code := delta(t, "--state-dir", laptop.dir, "pair", "studio="+studioID+"@"+studio.peerAddr)
+	if code != cli.ExitOK || !strings.Contains(out, "Paired studio here, and asked it") {
+		t.Fatalf("delta pair while Delta runs: %d %q %q", code, out, errOut)
+	}
+	out, _, _ = delta(t, "--state-dir", studio.dir, "pairing")
+	if !strings.Contains(out, "asks to pair: laptop (its own name) at "+laptop.peerAddr) || !strings.Contains(out, "delta pairing accept "+laptopID) {
+		t.Fatalf("delta pairing on studio: %q", out)
+	}
+	if _, _, code := delta(t, "--state-dir", studio.dir, "pairing", "accept", "NOPE"); code != cli.ExitUsage {
+		t.Errorf("accepting a malformed ID: exit %d", code)
+	}
+	out, errOut, code = delta(t, "--state-dir", studio.dir, "pairing", "accept", laptopID, "lap")
+	if code != cli.ExitOK || !strings.Contains(out, "lap and this computer are paired.") {
+		t.Fatalf("delta pairing accept: %d %q %q", code, out, errOut)
+	}
+	gatewaytest.WaitFor(t, 20*time.Second, "laptop to see studio paired", func() bool {
+		out, _, _ := delta(t, "--state-dir", laptop.dir, "pairing")
+		return strings.Contains(out, "studio\t"+studioID) && strings.Contains(out, "\tpaired")
+	})
+	out, _, code = delta(t, "--state-dir", studio.dir, "pairing", "unpair", "lap")
+	if code != cli.ExitOK || !strings.Contains(out, "unpaired lap") {
+		t.Fatalf("delta pairing unpair: %d %q", code, out)
+	}
+	if _, _, code := delta(t, "--state-dir", studio.dir, "pairing", "unpair", "lap"); code != cli.ExitNotFound {
+		t.Errorf("unpairing twice: exit %d", code)
 	}
 }

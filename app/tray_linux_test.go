@@ -197,25 +197,6 @@ func TestHeadlessWithoutSessionBus(t *testing.T) {
 	}
 }
 
-// unpairedProcs are laptop and studio in static mode with no peer yet,
-// each waiting to be paired, their discovery off.
-func unpairedProcs(t *testing.T) (laptop, studio *proc) {
-	t.Helper()
-	root := t.TempDir()
-	laptop = &proc{name: "laptop", dir: filepath.Join(root, "laptop"), peerAddr: freeAddr(t)}
-	studio = &proc{name: "studio", dir: filepath.Join(root, "studio"), peerAddr: freeAddr(t)}
-	for _, p := range []*proc{laptop, studio} {
-		if err := os.MkdirAll(p.dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(map[string]any{"mode": "static", "name": p.name, "peer_listen": p.peerAddr, "discovery": "off"})
-		if err := os.WriteFile(filepath.Join(p.dir, "config.json"), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return laptop, studio
-}
-
 // TestTrayPairRequest (issue 66): a computer asking to pair reaches a
 // person through the menu and a notification, each with Accept. studio's
 // person pairs laptop; laptop's tray, on a private session bus, shows

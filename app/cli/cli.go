@@ -140,7 +140,7 @@ func (e *Env) PrintJSON(v any) error {
 // The commands of this package, for Program.Commands.
 var (
 	RunCommand = &Command{Name: "run", Summary: "run Delta (the default when no command is given)"}
-	Status     = []*Command{statusCommand, pingCommand, loginCommand}
+	Status     = []*Command{statusCommand, pingCommand, loginCommand, pairingCommand}
 	Calls      = []*Command{callsCommand, showCommand, askCommand, dismissCommand, settleCommand, forgetCommand, receiptsCommand, showReceiptCommand, checkReceiptCommand, forgetReceiptCommand}
 	Requests   = []*Command{getCommand, callCommand, appsCommand, forwardCommand}
 )

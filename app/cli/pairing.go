@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/delta-roads/delta/api/localapi"
+)
+
+// pairingCommand is `delta pairing`: static mode's pairing as the setup
+// page shows it, and a person's answers to the computers asking to pair.
+var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] | ignore ID | unpair NAME",
+	Summary: "this computer's ID, the computers asking to pair with it (accept or ignore each), and the peers paired (unpair one)", Reads: true,
+	Run: func(e *Env, _ any, args []string) error {
+		if len(args) == 0 {
+			args = []string{"list"}
+		}
+		c, err := e.Client()
+		if err != nil {
+			return err
+		}
+		switch {
+		case args[0] == "list" && len(args) == 1:
+			p, err := c.Pairing(e.Ctx)
+			if err != nil {
+				return APIExit("pairing", e.DownErr(err))
+			}
+			if e.JSON {
+				return e.PrintJSON(p)
+			}
+			fmt.Fprintf(e.Stdout, "this computer: %s, ID %s\n", p.Self.Name, p.Self.ID)
+			for _, r := range p.Requests {
+				fmt.Fprintf(e.Stdout, "asks to pair: %s (its own name) at %s (%s), ID %s\n  accept: delta pairing accept %s [NAME]; ignore: delta pairing ignore %s\n",
+					r.Name, r.Address, r.Road, r.ID, r.ID, r.ID)
+			}
+			if len(p.Peers) == 0 {
+				fmt.Fprintln(e.Stdout, "no computer is paired with this one (the setup page's Pair a Computer, or delta pair NAME=ID@HOST:PORT)")
+			}
+			for _, pp := range p.Peers {
+				var rs []string
+				for r, a := range pp.Roads {
+					rs = append(rs, r+" "+a)
+				}
+				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\t%s\n", pp.Name, pp.ID, strings.Join(rs, ", "), pairStateLine(pp))
+			}
+			return nil
+		case args[0] == localapi.PairAccept && (len(args) == 2 || len(args) == 3):
+			name := ""
+			if len(args) == 3 {
+				name = args[2]
+			}
+			pp, err := c.AcceptPair(e.Ctx, args[1], name)
+			if err != nil {
+				return APIExit("pairing accept", e.DownErr(err))
+			}
+			if e.JSON {
+				return e.PrintJSON(pp)
+			}
+			fmt.Fprintln(e.Stdout, PairedLine(*pp))
+			return nil
+		case args[0] == localapi.PairIgnore && len(args) == 2:
+			if err := c.IgnorePair(e.Ctx, args[1]); err != nil {
+				return APIExit("pairing ignore", e.DownErr(err))
+			}
+			if !e.JSON {
+				fmt.Fprintln(e.Stdout, "ignored: nothing is paired, and its requests are not shown again until Delta restarts")
+			}
+			return nil
+		case args[0] == "unpair" && len(args) == 2:
+			if err := c.Unpair(e.Ctx, args[1]); err != nil {
+				return APIExit("pairing unpair", e.DownErr(err))
+			}
+			if !e.JSON {
+				fmt.Fprintf(e.Stdout, "unpaired %s: this computer's door admits it no more (unpair this computer there too)\n", args[1])
+			}
+			return nil
+		}
+		return Exitf(ExitUsage, "pairing takes: [list] | accept ID [NAME] | ignore ID | unpair NAME")
+	}}
+
+// pairStateLine says a paired peer's state in a line.
+func pairStateLine(pp localapi.PairedPeer) string {
+	switch pp.State {
+	case localapi.PairPaired:
+		return "paired"
+	case localapi.PairAsked:
+		return "asked: waiting for a person on " + pp.Name + " to accept"
+	}
+	return "waiting: " + pp.Detail
+}
+
+// PairedLine says what a person's yes here did (delta pair, delta
+// pairing accept).
+func PairedLine(pp localapi.PairedPeer) string {
+	switch pp.State {
+	case localapi.PairPaired:
+		return fmt.Sprintf("%s and this computer are paired.", pp.Name)
+	case localapi.PairAsked:
+		return fmt.Sprintf("Paired %s here, and asked it: it is paired when a person on %s accepts (its menu, its setup page, or delta pairing there).", pp.Name, pp.Name)
+	}
+	return fmt.Sprintf("Paired %s here; it could not be asked yet (%s): the setup page's Ask Again, or delta pair again, asks it.", pp.Name, pp.Detail)
+}
+
+// APIExit is apiExit for the commands outside this package.
+func APIExit(what string, err error) error { return apiExit(what, err) }
