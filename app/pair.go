@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/delta-roads/delta/api/localapi"
 	"github.com/delta-roads/delta/app/cli"
 	"github.com/delta-roads/delta/gateway/modes/static"
 	"github.com/delta-roads/delta/gateway/net/identity"
@@ -125,26 +124,10 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		return nil
 	}}
 
-// pairLive pairs through the local API when a Delta in static mode with
-// IDs runs on the state folder (PUT /v1/pairs/NAME, as the setup page
-// does): at once, each peer asked. done is false when none runs (or it
-// pairs by network key): config.json is written instead, for the next
-// start.
+// pairLive is cli.PairLive with args read: done is false when no Delta
+// runs on the folder to pair through (config.json is written instead).
 func pairLive(e *cli.Env, fc *statedir.Config, args []string, replace bool) (done bool, err error) {
-	if !fc.Static() || fc.NetworkKey != "" {
-		return false, nil
-	}
-	if _, err := os.Stat(filepath.Join(e.StateDir, "local.json")); err != nil {
-		return false, nil
-	}
-	c, err := e.Client()
-	if err != nil {
-		return false, nil // not running: the config is written
-	}
-	defer c.Close()
-	if _, err := c.Pairing(e.Ctx); err != nil {
-		return false, nil
-	}
+	var peers []cli.PairArg
 	for _, v := range args {
 		name, id, road, addr, err := parsePeer(v)
 		if err != nil {
@@ -153,34 +136,9 @@ func pairLive(e *cli.Env, fc *statedir.Config, args []string, replace bool) (don
 		if id == "" {
 			return true, cli.Exitf(cli.ExitUsage, "pair: %q names no ID: NAME=ID@HOST:PORT (delta id prints it on %s)", v, name)
 		}
-		for _, p := range fc.Peers {
-			if p.Name != name {
-				continue
-			}
-			if addr == "" {
-				for _, r := range roads.All {
-					if a, ok := p.Roads[r]; ok && addr == "" {
-						road, addr = r, a
-					}
-				}
-			}
-			if replace && p.ID != "" && p.ID != id {
-				if err := c.Unpair(e.Ctx, name); err != nil {
-					return true, cli.APIExit("pair", err)
-				}
-				fmt.Fprintf(e.Stdout, "%s's ID was %s; it is %s now.\n", name, p.ID, id)
-			}
-		}
-		if addr == "" {
-			return true, cli.Exitf(cli.ExitUsage, "pair: peer %s is new here: give its address too, NAME=ID@HOST:PORT", name)
-		}
-		pp, err := c.Pair(e.Ctx, name, localapi.PairWith{ID: id, Address: addr, Road: string(road)})
-		if err != nil {
-			return true, cli.APIExit("pair", err)
-		}
-		fmt.Fprintln(e.Stdout, cli.PairedLine(*pp))
+		peers = append(peers, cli.PairArg{Name: name, ID: id, Road: road, Address: addr})
 	}
-	return true, nil
+	return cli.PairLive(e, fc, peers, replace)
 }
 
 // pairPeer sets one NAME=ID[@[ROAD@]HOST:PORT] in fc. A peer paired with

@@ -2,9 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/delta-roads/delta/api/localapi"
+	"github.com/delta-roads/delta/gateway/roads"
+	"github.com/delta-roads/delta/gateway/state/statedir"
 )
 
 // pairingCommand is `delta pairing`: static mode's pairing as the setup
@@ -103,3 +107,59 @@ func PairedLine(pp localapi.PairedPeer) string {
 
 // APIExit is apiExit for the commands outside this package.
 func APIExit(what string, err error) error { return apiExit(what, err) }
+
+// PairArg is one peer of delta pair: NAME=ID[@[ROAD@]HOST:PORT] read.
+type PairArg struct {
+	Name, ID string
+	Road     roads.Road
+	Address  string
+}
+
+// PairLive pairs through the local API when a Delta in static mode with
+// IDs runs on the state folder (PUT /v1/pairs/NAME, as the setup page
+// does): at once, each peer asked. done is false when none runs (or its
+// config pairs by network key): the caller writes config.json instead,
+// for the next start.
+func PairLive(e *Env, fc *statedir.Config, peers []PairArg, replace bool) (done bool, err error) {
+	if !fc.Static() || fc.NetworkKey != "" {
+		return false, nil
+	}
+	if _, err := os.Stat(filepath.Join(e.StateDir, "local.json")); err != nil {
+		return false, nil
+	}
+	c, err := e.Client()
+	if err != nil {
+		return false, nil // not running: the config is written
+	}
+	defer c.Close()
+	if _, err := c.Pairing(e.Ctx); err != nil {
+		return false, nil
+	}
+	for _, a := range peers {
+		for _, p := range fc.Peers {
+			if p.Name != a.Name {
+				continue
+			}
+			for _, r := range roads.All {
+				if addr, ok := p.Roads[r]; ok && a.Address == "" {
+					a.Road, a.Address = r, addr
+				}
+			}
+			if replace && p.ID != "" && p.ID != a.ID {
+				if err := c.Unpair(e.Ctx, a.Name); err != nil {
+					return true, APIExit("pair", err)
+				}
+				fmt.Fprintf(e.Stdout, "%s's ID was %s; it is %s now.\n", a.Name, p.ID, a.ID)
+			}
+		}
+		if a.Address == "" {
+			return true, Exitf(ExitUsage, "pair: peer %s is new here: give its address too, NAME=ID@HOST:PORT", a.Name)
+		}
+		pp, err := c.Pair(e.Ctx, a.Name, localapi.PairWith{ID: a.ID, Address: a.Address, Road: string(a.Road)})
+		if err != nil {
+			return true, APIExit("pair", err)
+		}
+		fmt.Fprintln(e.Stdout, PairedLine(*pp))
+	}
+	return true, nil
+}
