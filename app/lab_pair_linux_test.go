@@ -92,6 +92,7 @@ func pairedState(t *testing.T, p *proc, peer string) string {
 // command runs after delta run, and the only local API requests the test
 // makes itself are the login links (which the menu asks for) and checks.
 //
+//  0. Each is named from its page (Rename).
 //  1. studio hears laptop nearby (local discovery, broadcast in the lab)
 //     and its person pairs it; laptop's page shows the request, and its
 //     person accepts: both are paired.
@@ -166,12 +167,25 @@ func TestLabPairInBrowser(t *testing.T) {
 	answerRequest := func(p *proc, name, shot string) {
 		t.Helper()
 		waitSee(p, "tr.request", p.name+"'s page to show the request to pair")
+		if text, _ := chromedp.Run(tctx, chromedp.Text(chromedp.CSS("tr.request"))); !strings.Contains(text, name+" asks to pair") {
+			t.Errorf("the request on %s's page: %q, want %s's (renamed) name", p.name, text, name)
+		}
 		shoot(tctx, shot)
 		if err := chromedp.Do(tctx, chromedp.SetValue(chromedp.CSS(`tr.request input[name="name"]`), name),
 			chromedp.Click(chromedp.CSS(`tr.request button.primary`))); err != nil {
 			t.Fatal(err)
 		}
 		flash(name + " and this computer are paired.")
+	}
+
+	// 0. Each computer named from its page (both are the host's name).
+	for _, p := range []*proc{laptop, studio} {
+		page(p, "to rename")
+		if err := chromedp.Do(tctx, chromedp.SetValue(chromedp.CSS(`#rename-form input[name="name"]`), p.name),
+			chromedp.Click(chromedp.CSS(`#rename-form button`))); err != nil {
+			t.Fatal(err)
+		}
+		flash("This computer is " + p.name + " now.")
 	}
 
 	// 1. studio pairs laptop, heard nearby; laptop's person accepts.

@@ -306,6 +306,14 @@ func (c *Client) IgnorePair(ctx context.Context, id string) error {
 	return c.api(ctx, http.MethodPost, localapi.PairRequestPath(id, localapi.PairIgnore), nil, nil)
 }
 
+// Rename gives this computer a new name (PUT /v1/name; static mode): its
+// peers know it by the names they chose, which do not change.
+func (c *Client) Rename(ctx context.Context, name string) (*localapi.Self, error) {
+	var out localapi.Self
+	err := c.api(ctx, http.MethodPut, localapi.NamePath, localapi.Rename{Name: name}, &out)
+	return &out, err
+}
+
 // RemoveApp unregisters an owner app: calls to it are refused as
 // not_found, nothing carried out.
 func (c *Client) RemoveApp(ctx context.Context, name string) error {

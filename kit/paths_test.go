@@ -52,6 +52,7 @@ func TestPaths(t *testing.T) {
 		"pairing":        localapi.PairingPath,
 		"pair":           localapi.PairPath(name),
 		"pair_request":   localapi.PairRequestPath(id, action),
+		"name":           localapi.NamePath,
 		"metrics":        localapi.MetricsPath,
 	}
 	fill := strings.NewReplacer("{peer}", peer, "{app}", app, "{id}", id, "{action}", action, "{name}", name)

@@ -36,6 +36,8 @@ const (
 	// PairRequestsPath + "/ID/accept" accepts a computer's request to
 	// pair (POST, AcceptPair); + "/ID/ignore" ignores it (POST).
 	PairRequestsPath = "/v1/pair-requests"
+	// NamePath renames this computer (PUT, Rename; static mode).
+	NamePath = "/v1/name"
 )
 
 // The actions on a pair request (POST PairRequestPath).

@@ -146,6 +146,11 @@ type PairWith struct {
 	Road    string `json:"road,omitempty"`
 }
 
+// Rename is the body of PUT /v1/name: this computer's new name.
+type Rename struct {
+	Name string `json:"name"`
+}
+
 // AcceptPair is the body of POST /v1/pair-requests/ID/accept: the name
 // this computer will know the asker by (if empty, the name it gave).
 type AcceptPair struct {

@@ -13,8 +13,8 @@ import (
 
 // pairingCommand is `delta pairing`: static mode's pairing as the setup
 // page shows it, and a person's answers to the computers asking to pair.
-var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] | ignore ID | unpair NAME",
-	Summary: "this computer's ID, the computers asking to pair with it (accept or ignore each), and the peers paired (unpair one)", Reads: true,
+var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] | ignore ID | unpair NAME | rename NAME",
+	Summary: "this computer's ID, the computers asking to pair with it (accept or ignore each), the peers paired (unpair one); rename this computer", Reads: true,
 	Run: func(e *Env, _ any, args []string) error {
 		if len(args) == 0 {
 			args = []string{"list"}
@@ -78,8 +78,18 @@ var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] 
 				fmt.Fprintf(e.Stdout, "unpaired %s: this computer's door admits it no more (unpair this computer there too)\n", args[1])
 			}
 			return nil
+		case args[0] == "rename" && len(args) == 2:
+			self, err := c.Rename(e.Ctx, args[1])
+			if err != nil {
+				return APIExit("pairing rename", e.DownErr(err))
+			}
+			if e.JSON {
+				return e.PrintJSON(self)
+			}
+			fmt.Fprintf(e.Stdout, "this computer is %s now (its peers know it by the names they gave it)\n", self.Name)
+			return nil
 		}
-		return Exitf(ExitUsage, "pairing takes: [list] | accept ID [NAME] | ignore ID | unpair NAME")
+		return Exitf(ExitUsage, "pairing takes: [list] | accept ID [NAME] | ignore ID | unpair NAME | rename NAME")
 	}}
 
 // pairStateLine says a paired peer's state in a line.

@@ -234,6 +234,8 @@ type Pairer interface {
 	Pair(ctx context.Context, name string, w localapi.PairWith) (localapi.PairedPeer, error)
 	// Unpair forgets peer name: its door admits it no more.
 	Unpair(name string) error
+	// Rename gives this computer a new name.
+	Rename(name string) (localapi.Self, error)
 	// AnswerPairRequest accepts (localapi.PairAccept) or ignores
 	// (localapi.PairIgnore) the request of the computer id.
 	AnswerPairRequest(ctx context.Context, id, action string, a localapi.AcceptPair) (localapi.PairedPeer, error)

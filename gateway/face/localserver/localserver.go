@@ -70,6 +70,7 @@ func (g *Handler) routes() http.Handler {
 		{"PUT " + localapi.PairsPath + "/{name}", g.handlePair},
 		{"DELETE " + localapi.PairsPath + "/{name}", g.handleUnpair},
 		{"POST " + localapi.PairRequestsPath + "/{id}/{action}", g.handlePairRequest},
+		{"PUT " + localapi.NamePath, g.handleRename},
 	} {
 		mux.HandleFunc(rt.pattern, rt.h)
 	}

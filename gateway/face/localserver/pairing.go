@@ -95,3 +95,23 @@ func (g *Handler) handlePairRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	proto.WriteJSON(w, http.StatusOK, pp)
 }
+
+// handleRename is PUT /v1/name: this computer's new name (static mode;
+// the tailnet names a computer by its own hostname there).
+func (g *Handler) handleRename(w http.ResponseWriter, r *http.Request) {
+	p := g.pairer(w)
+	if p == nil {
+		return
+	}
+	var body localapi.Rename
+	if err := proto.DecodeObject(r.Body, 4<<10, &body); err != nil {
+		localError(w, localapi.BadRequest, `the body is not {"name": NAME}: `+err.Error())
+		return
+	}
+	self, err := p.Rename(body.Name)
+	if err != nil {
+		pairError(w, err)
+		return
+	}
+	proto.WriteJSON(w, http.StatusOK, self)
+}

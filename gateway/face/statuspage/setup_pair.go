@@ -63,6 +63,14 @@ func (p *Page) handlePairAction(w http.ResponseWriter, r *http.Request) {
 		} else {
 			flash, at = pairedWords(pp), "paired-"+pp.Name
 		}
+	case action == "rename" && id == "" && name == "":
+		var self localapi.Self
+		name = form("name")
+		if err := p.api(ctx, http.MethodPut, localapi.NamePath, localapi.Rename{Name: name}, &self); err != nil {
+			flash, at = fmt.Sprintf("This computer was not renamed: %v", err), "computer"
+		} else {
+			flash, at = fmt.Sprintf("This computer is %s now. Your other computers know it by the names they gave it.", self.Name), "computer"
+		}
 	case action == "unpair" && name != "":
 		if err := p.api(ctx, http.MethodDelete, localapi.PairPath(name), nil, nil); err != nil {
 			flash, at = fmt.Sprintf("%s was not unpaired: %v", name, err), "pair"

@@ -325,6 +325,15 @@ func (d *Discovery) Run(ctx context.Context) {
 	}
 }
 
+// SetName gives this computer's announcements its new name (a person
+// renamed it), said at once.
+func (d *Discovery) SetName(name string) {
+	d.mu.Lock()
+	d.Name = name
+	d.mu.Unlock()
+	d.Soon()
+}
+
 // Soon announces at once, three times (an interface gained an address).
 func (d *Discovery) Soon() {
 	select {
@@ -379,8 +388,9 @@ func (d *Discovery) Announce() {
 	d.mu.Lock()
 	at := max(d.now().UnixMilli(), d.sent+1) // each newer than the last, whatever the clock does
 	d.sent = at
+	name := d.Name
 	d.mu.Unlock()
-	a := Announcement{ID: d.Self.String(), Port: d.Port, Name: d.Name, At: at}
+	a := Announcement{ID: d.Self.String(), Port: d.Port, Name: name, At: at}
 	if err := a.Sign(d.Cert); err != nil {
 		if d.Log != nil {
 			d.Log.Warn("local discovery cannot sign this computer's announcement; it is not sent", "err", err)

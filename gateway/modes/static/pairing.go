@@ -75,7 +75,6 @@ type Pairing struct {
 	seal    *Seal
 	router  *Router
 	tickets *SignedTickets
-	self    localapi.Self
 	port    int // this computer's peer API port, said when asking
 	now     func() time.Time
 	log     *slog.Logger
@@ -84,6 +83,7 @@ type Pairing struct {
 	cfgMu sync.Mutex // config.json's read, change and write
 
 	mu       sync.Mutex
+	self     localapi.Self // its name a person may change (Rename)
 	requests map[identity.ID]localapi.PairRequest
 	ignored  map[identity.ID]bool
 	asked    map[string]asked // by peer name
@@ -147,6 +147,7 @@ func (p *Pairing) serveAsk(w http.ResponseWriter, r *http.Request) {
 		Address: netip.AddrPortFrom(src.Addr().Unmap(), uint16(ask.Port)).String(), At: p.now()}
 	p.mu.Lock()
 	_, known := p.requests[id]
+	self := p.self.Name
 	switch {
 	case p.ignored[id]:
 		p.mu.Unlock()
@@ -154,12 +155,12 @@ func (p *Pairing) serveAsk(w http.ResponseWriter, r *http.Request) {
 		return
 	case !known && len(p.requests) >= MaxPairRequests:
 		p.mu.Unlock()
-		pairRefused(w, http.StatusTooManyRequests, proto.PeerBusy, fmt.Sprintf("%d computers are waiting already for a person on %s to answer them", MaxPairRequests, p.self.Name))
+		pairRefused(w, http.StatusTooManyRequests, proto.PeerBusy, fmt.Sprintf("%d computers are waiting already for a person on %s to answer them", MaxPairRequests, self))
 		return
 	case !known && !p.limit.Allow():
 		p.mu.Unlock()
 		w.Header().Set("Retry-After", "2")
-		pairRefused(w, http.StatusTooManyRequests, proto.PeerBusy, "too many computers are asking to pair with "+p.self.Name+" now; ask again in a few seconds")
+		pairRefused(w, http.StatusTooManyRequests, proto.PeerBusy, "too many computers are asking to pair with "+self+" now; ask again in a few seconds")
 		return
 	}
 	p.requests[id] = req
@@ -204,7 +205,7 @@ func (p *Pairing) PairRequests() []localapi.PairRequest {
 
 // Status is GET /v1/pairing.
 func (p *Pairing) Status() localapi.Pairing {
-	out := localapi.Pairing{Self: p.self, Requests: p.PairRequests(), Peers: []localapi.PairedPeer{}}
+	out := localapi.Pairing{Self: p.Self(), Requests: p.PairRequests(), Peers: []localapi.PairedPeer{}}
 	for _, sp := range p.router.StaticPeers() {
 		out.Peers = append(out.Peers, p.peer(sp))
 	}
@@ -377,7 +378,7 @@ func (p *Pairing) askOn(ctx context.Context, c roads.Candidate) (string, error) 
 		conn.Close()
 		return "", err
 	}
-	body, _ := json.Marshal(proto.PairAskJSON{Name: p.self.Name, Port: p.port})
+	body, _ := json.Marshal(proto.PairAskJSON{Name: p.Self().Name, Port: p.port})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+c.Peer+proto.PathPair, bytes.NewReader(body))
 	if err != nil {
 		conn.Close()
@@ -478,4 +479,43 @@ func (p *Pairing) Unpair(name string) error {
 	p.mu.Unlock()
 	p.log.Info("pairing: unpaired", "peer", name)
 	return nil
+}
+
+// Self is this computer as pairing names it now.
+func (p *Pairing) Self() localapi.Self {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.self
+}
+
+// Rename gives this computer a new name (PUT /v1/name): config.json
+// first, then what it says of itself (its status, its announcements, the
+// requests to pair it sends). Its peers know it by the names they chose,
+// which do not change; a ticket already minted names it as before until it
+// is renewed (a door with IDs reads the name it paired, never a ticket's).
+func (p *Pairing) Rename(name string) (localapi.Self, error) {
+	if err := proto.CheckName("computer", name); err != nil {
+		return localapi.Self{}, &roads.PairError{Outcome: localapi.BadRequest, Msg: err.Error()}
+	}
+	p.cfgMu.Lock()
+	defer p.cfgMu.Unlock()
+	fc, err := statedir.ReadConfig(p.dir)
+	if err != nil {
+		return localapi.Self{}, err
+	}
+	fc.Name = name
+	if err := p.write(fc); err != nil {
+		return localapi.Self{}, err
+	}
+	p.mu.Lock()
+	old := p.self.Name
+	p.self.Name = name
+	self := p.self
+	p.mu.Unlock()
+	if d := p.router.Discovery(); d != nil {
+		d.SetName(name)
+	}
+	p.router.Book().Touch()
+	p.log.Info("this computer renamed", "from", old, "to", name)
+	return self, nil
 }

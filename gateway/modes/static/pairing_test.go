@@ -118,6 +118,24 @@ func TestPairingConsent(t *testing.T) {
 		t.Fatalf("laptop's call once paired: %d %s, app requests %d", r.Status, r.Body, app.Requests())
 	}
 
+	// laptop renamed: what it says of itself changes, not studio's name for
+	// it; config.json keeps it.
+	if r := laptop.C.Must(t, "PUT", localapi.NamePath, []byte(`{"name": "lap2"}`)); r.Status != 200 || !strings.Contains(string(r.Body), `"lap2"`) {
+		t.Fatalf("rename: %d %s", r.Status, r.Body)
+	}
+	if p := pairing(t, laptop); p.Self.Name != "lap2" {
+		t.Errorf("laptop after renaming: %+v", p.Self)
+	}
+	if fc, _ := statedir.ReadConfig(laptop.Dir); fc.Name != "lap2" {
+		t.Errorf("laptop's config after renaming: %q", fc.Name)
+	}
+	if r := laptop.C.Must(t, "PUT", localapi.NamePath, []byte(`{"name": "<b>"}`)); r.Status != 400 {
+		t.Errorf("a name that is not one: %d %s", r.Status, r.Body)
+	}
+	if peerState(t, studio, "laptop") != localapi.PairPaired {
+		t.Error("studio's laptop changed with laptop's own name")
+	}
+
 	// Unpaired on studio: its door refuses laptop again.
 	if r := studio.C.Must(t, "DELETE", localapi.PairPath("laptop"), nil); r.Status != 204 {
 		t.Fatalf("unpair: %d %s", r.Status, r.Body)

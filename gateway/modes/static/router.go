@@ -271,6 +271,14 @@ func (s *Router) Unpair(name string) error {
 	return s.pairing.Unpair(name)
 }
 
+// Rename implements roads.Pairer.
+func (s *Router) Rename(name string) (localapi.Self, error) {
+	if s.pairing == nil {
+		return localapi.Self{}, errNoPairing
+	}
+	return s.pairing.Rename(name)
+}
+
 // AnswerPairRequest implements roads.Pairer.
 func (s *Router) AnswerPairRequest(ctx context.Context, id, action string, a localapi.AcceptPair) (localapi.PairedPeer, error) {
 	if s.pairing == nil {

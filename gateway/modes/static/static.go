@@ -11,6 +11,10 @@
 // computer can pose as another. A config of the older kind, with a network
 // key every computer shares and no IDs, is plain TCP: requests and answers
 // cross the network readable, and any key holder may sign as any computer.
+//
+// With IDs, peers are paired and unpaired while Delta runs, with a
+// person's yes on each side (pairing.go): a computer that is not paired
+// may ask to pair, and its door takes nothing else from it.
 package static
 
 import (

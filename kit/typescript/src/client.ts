@@ -626,6 +626,12 @@ export class Client {
     await this.api("POST", wire.path("pair_request", { id, action: "ignore" }));
   }
 
+  /** Gives this computer a new name (PUT /v1/name; static mode): its peers
+   * know it by the names they chose, which do not change. */
+  rename(name: string): Promise<Record<string, unknown>> {
+    return this.api("PUT", wire.path("name"), { name });
+  }
+
   /** Unregisters an owner app. */
   async removeApp(name: string): Promise<void> {
     await this.api("DELETE", wire.path("app", { name }));

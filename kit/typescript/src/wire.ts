@@ -43,6 +43,7 @@ export const PATHS = {
   pairing: "/v1/pairing",
   pair: "/v1/pairs/{name}",
   pair_request: "/v1/pair-requests/{id}/{action}",
+  name: "/v1/name",
   metrics: "/metrics",
 } as const;
 

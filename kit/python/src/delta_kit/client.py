@@ -536,6 +536,11 @@ class Client:
         again until Delta restarts."""
         self._api("POST", wire.path("pair_request", id=id, action="ignore"))
 
+    def rename(self, name: str) -> dict[str, Any]:
+        """Give this computer a new name (PUT /v1/name; static mode): its
+        peers know it by the names they chose, which do not change."""
+        return self._api("PUT", wire.path("name"), {"name": name})
+
     def remove_app(self, name: str) -> None:
         """Unregister an owner app."""
         self._api("DELETE", wire.path("app", name=name))

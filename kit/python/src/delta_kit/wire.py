@@ -50,6 +50,7 @@ PATHS = {
     "pairing": "/v1/pairing",
     "pair": "/v1/pairs/{name}",
     "pair_request": "/v1/pair-requests/{id}/{action}",
+    "name": "/v1/name",
     "metrics": "/metrics",
 }
 ACTIONS = ("ask", "dismiss", "settle", "forget", "check")
