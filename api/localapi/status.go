@@ -60,6 +60,10 @@ type TailnetStatus struct {
 	LoginURL string `json:"login_url,omitempty"` // open it to log in
 	// ControlURL is the control server Delta logs in to.
 	ControlURL string `json:"control_url"`
+	// Account is the login this computer is in the tailnet as, and
+	// Tailnet the tailnet's name, once logged in.
+	Account string `json:"account,omitempty"`
+	Tailnet string `json:"tailnet,omitempty"`
 	// Message says why peers are missing, if they are.
 	Message string   `json:"message"`
 	Pin     string   `json:"tls_pin"`

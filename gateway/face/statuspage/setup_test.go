@@ -45,6 +45,8 @@ type fakeAPI struct {
 	asked []string
 	fwd   string // the forward's URL
 	have  []localapi.Forward
+	// tailnet: the Delta is in tailnet mode (no pairing).
+	tailnet bool
 }
 
 func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +68,23 @@ func (a *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(localapi.PeerApps{Peer: "studio", Apps: []localapi.PeerApp{{App: "notes"}}})
 	case "PUT /v1/apps/sync":
 		json.NewEncoder(w).Encode(localapi.App{App: "sync", URL: "http://127.0.0.1:8384"})
+	case "GET /v1/pairing":
+		if a.tailnet {
+			w.WriteHeader(409)
+			json.NewEncoder(w).Encode(localapi.ErrorBody{Error: "conflict", Detail: "this Delta is in tailnet mode"})
+			return
+		}
+		json.NewEncoder(w).Encode(localapi.Pairing{Self: localapi.Self{Name: "laptop", ID: "SELFID"},
+			Requests: []localapi.PairRequest{{ID: "ASKER-ID", Name: "<b>evil</b>", Road: "lan", Address: "10.0.0.9:7421", At: time.Now()}},
+			Peers:    []localapi.PairedPeer{{Name: "studio", ID: "STUDIO-ID", Roads: map[string]string{"lan": "10.0.0.2:7421"}, State: localapi.PairAsked}}})
+	case "PUT /v1/pairs/kitchen", "POST /v1/pair-requests/ASKER-ID/accept":
+		json.NewEncoder(w).Encode(localapi.PairedPeer{Name: "kitchen", State: localapi.PairAsked})
+	case "POST /v1/pair-requests/ASKER-ID/ignore":
+		json.NewEncoder(w).Encode(localapi.PairedPeer{Name: "<b>evil</b>", State: "ignored"})
+	case "DELETE /v1/pairs/studio":
+		w.WriteHeader(204)
+	case "PUT /v1/name":
+		json.NewEncoder(w).Encode(localapi.Self{Name: "lap2"})
 	case "GET /v1/forwards":
 		json.NewEncoder(w).Encode(map[string]any{"forwards": append([]localapi.Forward{}, a.have...)})
 	case "PUT /v1/forwards/studio/notes":
@@ -255,5 +274,100 @@ func TestQRImage(t *testing.T) {
 	}
 	if dark < 192*192/5 || dark > 192*192*4/5 {
 		t.Errorf("%d of %d pixels are dark: not a QR code", dark, 192*192)
+	}
+}
+
+// TestSetupPairing (issue 66): the setup page's pairing section is the
+// local API's: the computers asking to pair (their names escaped) with
+// Accept and Ignore, the paired peers with their state and Unpair, Pair by
+// ID, and Rename; each action is one request of the local API, and none is
+// taken without the session's CSRF token.
+func TestSetupPairing(t *testing.T) {
+	api := &fakeAPI{}
+	p, cookie, base, csrf := loggedIn(t, api)
+	get := httptest.NewRequest("GET", base+"setup", nil)
+	get.AddCookie(cookie)
+	w := httptest.NewRecorder()
+	p.ServeHTTP(w, get)
+	page := w.Body.String()
+	for _, want := range []string{"<b>&lt;b&gt;evil&lt;/b&gt;</b> asks to pair", "ASKER-ID", `action="` + base + `page/pair-requests/ASKER-ID/accept"`,
+		`action="` + base + `page/pair-requests/ASKER-ID/ignore"`, `id="paired-studio"`, "waiting for a person on studio to accept",
+		`action="` + base + `page/pairs/studio/unpair"`, `id="pair-form"`, `id="rename-form"`, "Ask Again"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the setup page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "<b>evil</b>") {
+		t.Error("a stranger's name reached the page unescaped")
+	}
+	post := func(path, form string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("POST", base+path, strings.NewReader(form))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.Header.Set("Origin", "http://127.0.0.1:7420")
+		r.AddCookie(cookie)
+		w := httptest.NewRecorder()
+		p.ServeHTTP(w, r)
+		return w
+	}
+	for _, tc := range []struct{ path, form, asked, flash string }{
+		{"page/pair", "name=kitchen&id=KITCHEN-ID&address=10.0.0.3:7421", `PUT /v1/pairs/kitchen {"id":"KITCHEN-ID","address":"10.0.0.3:7421"}`, "kitchen is paired here, and asked"},
+		{"page/pair-requests/ASKER-ID/accept", "name=kitchen", `POST /v1/pair-requests/ASKER-ID/accept {"name":"kitchen"}`, "kitchen is paired here, and asked"},
+		{"page/pair-requests/ASKER-ID/ignore", "", `POST /v1/pair-requests/ASKER-ID/ignore {}`, "request is ignored"},
+		{"page/pairs/studio/unpair", "", `DELETE /v1/pairs/studio `, "studio is unpaired"},
+		{"page/rename", "name=lap2", `PUT /v1/name {"name":"lap2"}`, "This computer is lap2 now"},
+		{"page/pair", "name=studio&id=X&address=y", `PUT /v1/pairs/studio {"id":"X","address":"y"}`, "studio was not paired: no /v1/pairs/studio"},
+	} {
+		form := "csrf=" + csrf
+		if tc.form != "" {
+			form += "&" + tc.form
+		}
+		if w := post(tc.path, form); w.Code != http.StatusSeeOther {
+			t.Errorf("%s: %d %s", tc.path, w.Code, w.Body)
+			continue
+		}
+		if got := api.took(); got[len(got)-1] != tc.asked {
+			t.Errorf("%s asked the local API %q, want %q", tc.path, got[len(got)-1], tc.asked)
+		}
+		if f := p.sessionFlash(); !strings.Contains(f, tc.flash) {
+			t.Errorf("%s: the page says %q, want %q", tc.path, f, tc.flash)
+		}
+	}
+	before := len(api.took())
+	for _, path := range []string{"page/pair", "page/pair-requests/ASKER-ID/accept", "page/pairs/studio/unpair", "page/rename"} {
+		if w := post(path, "name=x"); w.Code != http.StatusForbidden {
+			t.Errorf("%s without the CSRF token: %d", path, w.Code)
+		}
+	}
+	if got := api.took(); len(got) != before {
+		t.Errorf("a refused pairing action asked the local API: %v", got[before:])
+	}
+}
+
+// tailnetSource is fakeSource in tailnet mode, logged in.
+type tailnetSource struct{ fakeSource }
+
+func (tailnetSource) Snapshot(context.Context) (view.Snapshot, error) {
+	return view.Snapshot{Self: localapi.Self{Name: "laptop", Node: "nNODE"}, Tailnet: &view.TailnetSummary{State: "Running", Message: "logged in; 0 peers",
+		Account: "me@example.com", Tailnet: "example.com", ControlURL: "https://controlplane.tailscale.com"}}, nil
+}
+
+// TestSetupTailnet (issue 66): in tailnet mode the setup page shows the
+// account and the tailnet it is logged in to, in place of pairing.
+func TestSetupTailnet(t *testing.T) {
+	api := &fakeAPI{tailnet: true}
+	p, cookie, base, _ := loggedIn(t, api)
+	p.Source = tailnetSource{}
+	get := httptest.NewRequest("GET", base+"setup", nil)
+	get.AddCookie(cookie)
+	w := httptest.NewRecorder()
+	p.ServeHTTP(w, get)
+	page := w.Body.String()
+	for _, want := range []string{`id="tailnet"`, "me@example.com", "<td>example.com</td>", "https://controlplane.tailscale.com", "nothing to pair here"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the setup page in tailnet mode lacks %q", want)
+		}
+	}
+	if strings.Contains(page, `id="pair-form"`) || strings.Contains(page, `id="rename-form"`) {
+		t.Error("the setup page in tailnet mode offers static mode's pairing")
 	}
 }

@@ -235,6 +235,13 @@ func (n *Node) refresh() {
 		n.self.Node = string(st.Self.ID)
 		n.selfUser = st.Self.UserID
 	}
+	n.account, n.tailnet = "", ""
+	if st.Self != nil && st.BackendState == "Running" {
+		n.account = st.User[st.Self.UserID].LoginName
+		if st.CurrentTailnet != nil {
+			n.tailnet = st.CurrentTailnet.Name
+		}
+	}
 	n.self.Name = n.cfg.Hostname
 	seen := map[tailcfg.StableNodeID]bool{}
 	for _, ps := range st.Peer {

@@ -165,6 +165,9 @@ type Node struct {
 	authURL  string
 	lastErr  string
 	health   []string // tsnet's health warnings, as its status says them
+	// account and tailnet are whom this node is logged in as, and to
+	// which tailnet ("" when not running).
+	account, tailnet string
 	// loginSaid: the log has said why no login URL came.
 	loginSaid bool
 	peers     map[string]*peer               // by name
@@ -418,7 +421,7 @@ func (n *Node) Status() localapi.TailnetStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := localapi.TailnetStatus{State: n.backend, LoginURL: n.authURL, Pin: n.pin, LAN: []string{},
-		LogUpload: LogUploadOn(), ControlURL: n.controlURL()}
+		LogUpload: LogUploadOn(), ControlURL: n.controlURL(), Account: n.account, Tailnet: n.tailnet}
 	for _, l := range n.lan.All() {
 		st.LAN = append(st.LAN, string(l.Road)+" "+l.Addr().String())
 	}
@@ -482,7 +485,7 @@ func LogUploadOn() bool { return !envknob.NoLogsNoSupport() && !testenv.InTest()
 func (n *Node) Summary() view.TailnetSummary {
 	s := n.Status()
 	return view.TailnetSummary{State: s.State, LoginURL: s.LoginURL, Message: s.Message,
-		NeedsLogin: s.State == "NeedsLogin" || s.State == "NeedsMachineAuth"}
+		NeedsLogin: s.State == "NeedsLogin" || s.State == "NeedsMachineAuth", Account: s.Account, Tailnet: s.Tailnet, ControlURL: s.ControlURL}
 }
 
 var _ gateway.TailnetReporter = (*Node)(nil)

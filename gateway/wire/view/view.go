@@ -24,6 +24,9 @@ type TailnetSummary struct {
 	LoginURL   string // open it to log in, when NeedsLogin
 	Message    string // why peers are missing, if they are
 	NeedsLogin bool   // a person has to log in or be approved
+	// Account and Tailnet are whom it is logged in as, and to which
+	// tailnet, once it runs; ControlURL its control server.
+	Account, Tailnet, ControlURL string
 }
 
 // Snapshot is everything the menu and the status page show, read at once.
