@@ -35,7 +35,7 @@ func TestBadStarts(t *testing.T) {
 		{"neither IDs nor a network key", `{"peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
 			[]string{"without their IDs", "delta pair studio=ID", `"network_key"`}, ""},
 		{"empty peers", `{"network_key": "00112233445566778899aabbccddeeff", "peers": []}`,
-			[]string{`"peers": []`, "static mode needs at least one peer", `remove "peers"`}, ""},
+			[]string{`"peers": [] with no "mode"`, `write "mode": "static"`, `remove "peers"`}, ""},
 		{"short key", `{"network_key": "abcd", "peers": [{"name": "studio", "roads": {"lan": "127.0.0.1:9"}}]}`,
 			[]string{"network_key must be at least 16 bytes"}, ""},
 		// Plain TCP across a network is no longer carried (issue 38).

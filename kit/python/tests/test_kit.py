@@ -154,6 +154,17 @@ class Outcomes(WithPair):
         self.c.remove_forward("studio", "notes")
         self.assertEqual(self.c.forwards(), [])
 
+    def test_pairing(self) -> None:
+        p = self.c.pairing()
+        self.assertEqual([x["name"] for x in p["peers"]], ["studio"], p)
+        self.assertTrue(p["self"]["id"], p)
+        self.assertEqual(p["requests"], [], p)
+        with self.assertRaises(BadInput) as cm:
+            self.c.pair("me", p["self"]["id"], "127.0.0.1:1")
+        self.assertIn("own ID", str(cm.exception))
+        with self.assertRaises(BadInput):
+            self.c.rename("not a name")
+
     def test_owner_refuses_without_the_secret(self) -> None:
         for hdr, why in (({}, "has no X-Delta-Forward-Secret"), ({"X-Delta-Forward-Secret": "guess"}, "does not match")):
             req = urllib.request.Request(self.app.url + "/notes", headers=hdr)

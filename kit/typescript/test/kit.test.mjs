@@ -155,6 +155,15 @@ describe("with two Deltas", () => {
     assert.deepEqual(await c.forwards(), []);
   });
 
+  test("pairing", async () => {
+    const p = await c.pairing();
+    assert.deepEqual(p.peers.map((x) => x.name), ["studio"], JSON.stringify(p));
+    assert.ok(p.self.id, JSON.stringify(p));
+    assert.deepEqual(p.requests, []);
+    await assert.rejects(c.pair("me", p.self.id, "127.0.0.1:1"), (e) => e instanceof BadInput && /own ID/.test(e.message));
+    await assert.rejects(c.rename("not a name"), BadInput);
+  });
+
   test("the owner wrapper refuses a request without the secret", async () => {
     for (const [hdr, why] of [[{}, "has no X-Delta-Forward-Secret"], [{ "X-Delta-Forward-Secret": "guess" }, "does not match"]]) {
       const r = await plain(app.url + "/notes", hdr);
