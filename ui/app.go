@@ -297,7 +297,7 @@ func (a *App) tellPairRequests(reqs []localapi.PairRequest) {
 
 // PairNote is the notification for a computer asking to pair.
 func PairNote(r localapi.PairRequest) Note {
-	return Note{Title: view.Safe(view.Clip(r.Name, 40)) + " asks to pair with this computer",
+	return Note{Title: view.Safe(askerName(r)) + " asks to pair with this computer",
 		Body:   view.Safe(fmt.Sprintf("ID %s, at %s. Accept only if its own screen shows this ID.", r.ID, r.Address)),
 		PairID: r.ID}
 }

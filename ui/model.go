@@ -198,13 +198,22 @@ func Build(s view.Snapshot, now time.Time) Menu {
 // and ID, Accept, Ignore, and the setup page to compare the IDs first.
 func pairRequestItem(r localapi.PairRequest) Item {
 	key := "pair/" + r.ID
-	return Item{Key: key, Title: view.Clip(r.Name, 40) + " asks to pair", Tooltip: fmt.Sprintf("ID %s at %s: accept only if its own screen shows this ID", r.ID, r.Address),
+	return Item{Key: key, Title: askerName(r) + " asks to pair", Tooltip: fmt.Sprintf("ID %s at %s: accept only if its own screen shows this ID", r.ID, r.Address),
 		Children: []Item{
 			{Key: key + "/id", Title: "ID " + r.ID},
 			{Key: key + "/accept", Title: "Accept", Tooltip: "pair it with this computer as " + r.Name, Action: &Action{Kind: ActAcceptPair, PairID: r.ID}},
 			{Key: key + "/ignore", Title: "Ignore", Tooltip: "nothing is paired; it is not shown again until Delta restarts", Action: &Action{Kind: ActIgnorePair, PairID: r.ID}},
 			{Key: key + "/page", Title: "Compare IDs on the Setup Page…", Action: &Action{Kind: ActSetup, Section: "pair"}},
 		}}
+}
+
+// askerName is the name a computer asking to pair gives itself, or "A
+// computer" when it gave a paired peer's (the request keeps none).
+func askerName(r localapi.PairRequest) string {
+	if r.Name == "" {
+		return "A computer"
+	}
+	return view.Clip(r.Name, 40)
 }
 
 // safeItems makes every title and tooltip view.Safe.

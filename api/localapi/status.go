@@ -99,8 +99,10 @@ type Nearby struct {
 // and the address its peer API is at. Nothing is paired until a person
 // here accepts it.
 type PairRequest struct {
-	ID      string    `json:"id"`
-	Name    string    `json:"name"` // the name it gives itself
+	ID string `json:"id"`
+	// Name is the name it gives itself, "" when that is a paired peer's
+	// (a stranger never shows as one).
+	Name    string    `json:"name"`
 	Road    string    `json:"road"`
 	Address string    `json:"address"`
 	At      time.Time `json:"at"` // when it last asked

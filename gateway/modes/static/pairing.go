@@ -143,6 +143,9 @@ func (p *Pairing) serveAsk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	road := roadFor(p.router.state(), src.Addr())
+	if p.seal.Pin(ask.Name) != "" {
+		ask.Name = "" // a stranger never shows as a paired peer (D4): a person names it
+	}
 	req := localapi.PairRequest{ID: id.String(), Name: ask.Name, Road: string(road),
 		Address: netip.AddrPortFrom(src.Addr().Unmap(), uint16(ask.Port)).String(), At: p.now()}
 	p.mu.Lock()

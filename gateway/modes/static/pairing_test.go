@@ -265,6 +265,9 @@ func TestStrangerOnlyAsks(t *testing.T) {
 	if status, body := s.ask(t, studio, "POST", proto.PathPair, `{"name": "stranger", "port": 7421}`); status != 202 || !strings.Contains(body, localapi.PairAsked) {
 		t.Fatalf("the request to pair: %d %s", status, body)
 	}
+	if r := pairing(t, studio).Requests; len(r) != 1 || r[0].Name != "stranger" || r[0].ID != s.id.String() {
+		t.Fatalf("the request kept: %+v", r)
+	}
 	if r := studio.C.Must(t, "POST", localapi.PairRequestPath(s.id.String(), localapi.PairIgnore), nil); r.Status != 200 {
 		t.Fatalf("ignore: %d %s", r.Status, r.Body)
 	}
@@ -286,5 +289,23 @@ func TestStrangerOnlyAsks(t *testing.T) {
 	}
 	if fc, _ := statedir.ReadConfig(studio.Dir); len(fc.Peers) != 0 {
 		t.Fatalf("studio's config has peers no person accepted: %+v", fc.Peers)
+	}
+}
+
+// TestStrangerTakesNoPeersName: a computer asking to pair under the name
+// of a peer paired already is kept without a name (D4): a person names it
+// at Accept, and it never shows as that peer.
+func TestStrangerTakesNoPeersName(t *testing.T) {
+	_, studio := gatewaytest.SealedPair(t, "laptop", "studio")
+	s := newStranger(t)
+	if status, body := s.ask(t, studio, "POST", proto.PathPair, `{"name": "laptop", "port": 7421}`); status != 202 {
+		t.Fatalf("the request to pair: %d %s", status, body)
+	}
+	r := pairing(t, studio).Requests
+	if len(r) != 1 || r[0].Name != "" || r[0].ID != s.id.String() {
+		t.Fatalf("a stranger named as a paired peer is kept as %+v", r)
+	}
+	if r := studio.C.Must(t, "POST", localapi.PairRequestPath(s.id.String(), localapi.PairAccept), nil); r.Status != 400 || !strings.Contains(string(r.Body), "peer name") {
+		t.Errorf("accepting it with no name given: %d %s", r.Status, r.Body)
 	}
 }
