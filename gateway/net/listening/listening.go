@@ -8,7 +8,9 @@
 // state 0A), and each socket's program is the process that holds its
 // inode among its /proc/PID/fd links, named by /proc/PID/comm; a
 // process of another user is not readable, and its port is listed
-// without a name. Elsewhere Ports says it cannot tell yet.
+// without a name. On macOS (with cgo) they are libproc's, as lsof -i
+// reads them (listening_darwin.go), each with its process's name.
+// Elsewhere Ports says it cannot tell yet.
 package listening
 
 import (
@@ -135,6 +137,33 @@ func merge(socks []socket, owner map[string]proc) []Port {
 	}
 	slices.SortFunc(out, func(a, b Port) int { return int(a.Addr.Port()) - int(b.Addr.Port()) })
 	return out
+}
+
+// listener is one listening socket as macOS's libproc tells it: its
+// address and the process that holds it.
+type listener struct {
+	addr netip.AddrPort
+	pid  int
+}
+
+// portsOf makes the Ports of listeners, each process named by names (""
+// or missing: the OS did not tell): those reachable on loopback, merged
+// one for each port as merge does.
+func portsOf(ls []listener, names map[int]string) []Port {
+	var socks []socket
+	owner := map[string]proc{}
+	for _, l := range ls {
+		a := l.addr.Addr().Unmap()
+		if !a.IsLoopback() && !a.IsUnspecified() {
+			continue // not reachable on loopback
+		}
+		key := "pid:" + strconv.Itoa(l.pid)
+		socks = append(socks, socket{addr: netip.AddrPortFrom(a, l.addr.Port()), inode: key})
+		if name := names[l.pid]; name != "" {
+			owner[key] = proc{pid: l.pid, name: name}
+		}
+	}
+	return merge(socks, owner)
 }
 
 // proc is a process that holds a socket.

@@ -1,7 +1,7 @@
-//go:build !linux
+//go:build !linux && !(darwin && cgo)
 
 package listening
 
 // Ports lists the TCP ports programs listen on that loopback reaches. On
-// this OS it cannot tell yet (macOS: libproc's proc_pidfdinfo, issue 66).
+// this OS (or a macOS build without cgo) it cannot tell yet.
 func Ports() ([]Port, error) { return nil, ErrUnsupported }

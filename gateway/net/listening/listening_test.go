@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -61,21 +62,54 @@ func TestMerge(t *testing.T) {
 	}
 }
 
+// TestPortsOf: macOS's listeners (libproc's, each with its process) as
+// Ports: only those loopback reaches (an IPv4-mapped one unmapped), one
+// for each port, named where the OS told.
+func TestPortsOf(t *testing.T) {
+	ls := []listener{
+		{netip.MustParseAddrPort("[::]:8384"), 7},
+		{netip.MustParseAddrPort("0.0.0.0:8384"), 7},
+		{netip.MustParseAddrPort("[::ffff:127.0.0.1]:5000"), 9},
+		{netip.MustParseAddrPort("192.168.1.10:22"), 1},
+		{netip.MustParseAddrPort("127.0.0.1:631"), 3},
+	}
+	got := portsOf(ls, map[int]string{7: "syncthing", 9: "ControlCenter", 3: ""})
+	want := []Port{
+		{netip.MustParseAddrPort("127.0.0.1:631"), "", 0},
+		{netip.MustParseAddrPort("127.0.0.1:5000"), "ControlCenter", 9},
+		{netip.MustParseAddrPort("127.0.0.1:8384"), "syncthing", 7},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
 // TestPorts: a port this test listens on is found, named by this
 // process's own name.
 func TestPorts(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		if _, err := Ports(); err != ErrUnsupported {
-			t.Fatalf("Ports on %s: %v", runtime.GOOS, err)
-		}
-		t.Skip("listening sockets are read on Linux only")
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	comm, _ := os.ReadFile("/proc/self/comm")
+	var comm []byte
+	switch _, err := Ports(); {
+	case runtime.GOOS == "linux":
+		comm, _ = os.ReadFile("/proc/self/comm")
+	case runtime.GOOS == "darwin" && err != ErrUnsupported:
+		exe, _ := os.Executable()
+		comm = []byte(filepath.Base(exe)) // libproc's proc_name: the executable's name
+	default:
+		if err != ErrUnsupported {
+			t.Fatalf("Ports on %s: %v", runtime.GOOS, err)
+		}
+		t.Skip("listening sockets are read on Linux and on macOS with cgo only")
+	}
 	ports, err := Ports()
 	if err != nil {
 		t.Fatal(err)

@@ -582,7 +582,7 @@ export class Client {
 
   /** The ports programs on this computer listen on that an app could be
    * shared at, each with its program where the OS tells and the app already
-   * shared at it (GET /v1/listening; Linux today). */
+   * shared at it (GET /v1/listening; Linux and macOS). */
   async listening(): Promise<Record<string, unknown>[]> {
     return ((await this.api("GET", wire.path("listening"))).ports as Record<string, unknown>[] | undefined) ?? [];
   }

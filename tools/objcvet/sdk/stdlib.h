@@ -2,3 +2,4 @@
 #include <stddef.h>
 void free(void *ptr);
 void *malloc(size_t size);
+void *calloc(size_t count, size_t size);

@@ -496,7 +496,7 @@ class Client:
     def listening(self) -> list[dict[str, Any]]:
         """The ports programs on this computer listen on that an app could
         be shared at, each with its program where the OS tells and the app
-        already shared at it (GET /v1/listening; Linux today)."""
+        already shared at it (GET /v1/listening; Linux and macOS)."""
         return self._api("GET", wire.path("listening")).get("ports") or []
 
     def peer_apps(self, peer: str) -> list[dict[str, Any]]:
