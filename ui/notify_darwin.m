@@ -40,8 +40,9 @@
 static DeltaNoteDelegate *deltaNoteDelegate;
 
 // deltaNotifySetup asks once for authorization (macOS asks the person the
-// first time only), registers the category and sets the delegate.
-void deltaNotifySetup(const char *openTitle, const char *askTitle) {
+// first time only), registers the categories (a call's: open, ask; a
+// request to pair's: accept) and sets the delegate.
+void deltaNotifySetup(const char *openTitle, const char *askTitle, const char *acceptTitle) {
 	@autoreleasepool {
 		UNUserNotificationCenter *center = [UNUserNotificationCenter currentNotificationCenter];
 		UNNotificationAction *open = [UNNotificationAction actionWithIdentifier:@"open"
@@ -50,7 +51,11 @@ void deltaNotifySetup(const char *openTitle, const char *askTitle) {
 			title:[NSString stringWithUTF8String:askTitle] options:UNNotificationActionOptionNone];
 		UNNotificationCategory *category = [UNNotificationCategory categoryWithIdentifier:@"DeltaCall"
 			actions:@[open, ask] intentIdentifiers:@[] options:UNNotificationCategoryOptionNone];
-		[center setNotificationCategories:[NSSet setWithObject:category]];
+		UNNotificationAction *accept = [UNNotificationAction actionWithIdentifier:@"accept"
+			title:[NSString stringWithUTF8String:acceptTitle] options:UNNotificationActionOptionNone];
+		UNNotificationCategory *pair = [UNNotificationCategory categoryWithIdentifier:@"DeltaPair"
+			actions:@[accept] intentIdentifiers:@[] options:UNNotificationCategoryOptionNone];
+		[center setNotificationCategories:[NSSet setWithObjects:category, pair, nil]];
 		deltaNoteDelegate = [[DeltaNoteDelegate alloc] init];
 		[center setDelegate:deltaNoteDelegate];
 		[center requestAuthorizationWithOptions:(UNAuthorizationOptionAlert | UNAuthorizationOptionSound)
@@ -72,7 +77,8 @@ int deltaNotify(const char *title, const char *body, const char *requestID, char
 		content.body = [NSString stringWithUTF8String:body];
 		NSString *rid = [NSString stringWithUTF8String:requestID];
 		if (rid.length > 0) {
-			content.categoryIdentifier = @"DeltaCall";
+			// "pair:ID" is a request to pair (Accept); any other a call.
+			content.categoryIdentifier = [rid hasPrefix:@"pair:"] ? @"DeltaPair" : @"DeltaCall";
 			content.userInfo = @{@"request_id" : rid};
 		}
 		NSString *identifier = [NSString stringWithFormat:@"delta-%@", [[NSUUID UUID] UUIDString]];

@@ -7,7 +7,7 @@ package ui
 #cgo LDFLAGS: -framework Foundation -framework UserNotifications
 #include <stdlib.h>
 
-void deltaNotifySetup(const char *openTitle, const char *askTitle);
+void deltaNotifySetup(const char *openTitle, const char *askTitle, const char *acceptTitle);
 int deltaNotify(const char *title, const char *body, const char *requestID, char *errBuf, int errLen);
 void deltaBundleID(char *buf, int len);
 */
@@ -48,15 +48,16 @@ func systemSender(log *slog.Logger, acts chan<- Action) SenderCloser {
 	noteMu.Lock()
 	noteLog, noteActs = log, acts
 	noteMu.Unlock()
-	open, ask := C.CString("Open status page"), C.CString("Ask now")
+	open, ask, accept := C.CString("Open status page"), C.CString("Ask now"), C.CString("Accept")
 	defer C.free(unsafe.Pointer(open))
 	defer C.free(unsafe.Pointer(ask))
-	C.deltaNotifySetup(open, ask)
+	defer C.free(unsafe.Pointer(accept))
+	C.deltaNotifySetup(open, ask, accept)
 	return &unSender{log: log, acts: acts}
 }
 
 func (u *unSender) Send(n Note) error {
-	title, body, rid := C.CString(n.Title), C.CString(n.Body), C.CString(n.RequestID)
+	title, body, rid := C.CString(n.Title), C.CString(n.Body), C.CString(noteKey(n)) // a request to pair: "pair:ID", its category DeltaPair
 	defer C.free(unsafe.Pointer(title))
 	defer C.free(unsafe.Pointer(body))
 	defer C.free(unsafe.Pointer(rid))

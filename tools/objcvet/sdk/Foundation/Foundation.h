@@ -41,6 +41,7 @@ __attribute__((objc_root_class))
 + (instancetype)stringWithUTF8String:(const char *)nullTerminatedCString;
 + (instancetype)stringWithFormat:(NSString *)format, ...;
 - (BOOL)isEqualToString:(NSString *)aString;
+- (BOOL)hasPrefix:(NSString *)str;
 @end
 
 @interface NSConstantString : NSString
@@ -58,6 +59,7 @@ __attribute__((objc_root_class))
 
 @interface NSSet<ObjectType> : NSObject
 + (instancetype)setWithObject:(ObjectType)object;
++ (instancetype)setWithObjects:(ObjectType)firstObj, ... __attribute__((sentinel(0, 1)));
 @end
 
 @interface NSError : NSObject
