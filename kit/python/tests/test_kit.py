@@ -17,7 +17,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from delta_kit import (BadInput, Client, Conflict, Cut, DeltaDown, DeltaOwnerASGI, NotCarriedOut, NotDelta, NothingSent,
+from delta_kit import (APIError, BadInput, Client, Conflict, Cut, DeltaDown, DeltaOwnerASGI, NotCarriedOut, NotDelta, NothingSent,
                        OutcomeUnknown, State, Unavailable, new_request_id, outcome_type)
 
 import lab
@@ -159,11 +159,13 @@ class Outcomes(WithPair):
         self.assertEqual([x["name"] for x in p["peers"]], ["studio"], p)
         self.assertTrue(p["self"]["id"], p)
         self.assertEqual(p["requests"], [], p)
-        with self.assertRaises(BadInput) as cm:
+        with self.assertRaises(APIError) as cm:
             self.c.pair("me", p["self"]["id"], "127.0.0.1:1")
+        self.assertEqual(cm.exception.outcome, "bad_request")
         self.assertIn("own ID", str(cm.exception))
-        with self.assertRaises(BadInput):
+        with self.assertRaises(APIError) as cm:
             self.c.rename("not a name")
+        self.assertEqual(cm.exception.outcome, "bad_request")
 
     def test_owner_refuses_without_the_secret(self) -> None:
         for hdr, why in (({}, "has no X-Delta-Forward-Secret"), ({"X-Delta-Forward-Secret": "guess"}, "does not match")):
