@@ -118,6 +118,25 @@ func TestPairingConsent(t *testing.T) {
 		t.Fatalf("laptop's call once paired: %d %s, app requests %d", r.Status, r.Body, app.Requests())
 	}
 
+	// laptop unpairs studio: the pooled connection a read left is closed
+	// (a name paired again must not reach the computer it was), and
+	// pairing it again is one yes, studio having said its own.
+	if r := laptop.C.Must(t, "GET", "/v1/peers/studio/owner/x", nil); r.Status != 200 {
+		t.Fatalf("a read once paired: %d %s", r.Status, r.Body)
+	}
+	if r := laptop.C.Must(t, "DELETE", localapi.PairPath("studio"), nil); r.Status != 204 {
+		t.Fatalf("laptop unpairs studio: %d %s", r.Status, r.Body)
+	}
+	gatewaytest.WaitFor(t, 10*time.Second, "laptop to close its connections to studio", func() bool {
+		return laptop.Log.Contains("closed the connections on a dropped road") && laptop.Log.Contains("studio was unpaired here")
+	})
+	if r := laptop.C.Must(t, "GET", "/v1/peers/studio/owner/x", nil); r.Status != 404 {
+		t.Errorf("a read to studio once unpaired: %d %s", r.Status, r.Body)
+	}
+	if pp := pairWith(t, laptop, "studio", studio); pp.State != localapi.PairPaired {
+		t.Fatalf("laptop pairs studio again: %+v, want paired (studio has it)", pp)
+	}
+
 	// laptop renamed: what it says of itself changes, not studio's name for
 	// it; config.json keeps it.
 	if r := laptop.C.Must(t, "PUT", localapi.NamePath, []byte(`{"name": "lap2"}`)); r.Status != 200 || !strings.Contains(string(r.Body), `"lap2"`) {
@@ -144,7 +163,7 @@ func TestPairingConsent(t *testing.T) {
 		t.Fatalf("unpair twice: %d %s", r.Status, r.Body)
 	}
 	r = laptop.C.Must(t, "POST", "/v1/peers/studio/owner/x", []byte("hi"), "X-Delta-Request-Id", "r-unpaired")
-	if r.Status < 400 || app.Requests() != 1 {
+	if r.Status < 400 || app.Requests() != 2 { // the call and the read before
 		t.Fatalf("laptop's call once studio unpaired it: %d %s, app requests %d", r.Status, r.Body, app.Requests())
 	}
 	if fc, _ := statedir.ReadConfig(studio.Dir); len(fc.Peers) != 0 {

@@ -2,6 +2,7 @@ package static
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -224,12 +225,26 @@ func (s *Router) setPeer(p roads.StaticPeer) {
 	s.Kick()
 }
 
-// removePeer forgets peer name (Pairing's Unpair).
+// removePeer forgets peer name (Pairing's Unpair), and tells the gateway
+// to close every connection to it: a pooled one must not carry a request
+// to a computer that is no longer paired (nor, once the name is paired
+// again, to the one it was).
 func (s *Router) removePeer(name string) {
 	s.mu.Lock()
+	var gone []roads.Road
+	for _, q := range s.peers {
+		if q.Name == name {
+			for r := range q.Roads {
+				gone = append(gone, r)
+			}
+		}
+	}
 	s.peers = slices.DeleteFunc(s.peers, func(q roads.StaticPeer) bool { return q.Name == name })
 	s.mu.Unlock()
 	s.Book().Remove(name)
+	for _, r := range gone {
+		s.Tell(roads.Event{Kind: roads.RoadLost, Peer: name, Road: r, Why: roads.AsDrop(errors.New(name + " was unpaired here"))})
+	}
 }
 
 // SetPairing gives the router its pairing (static mode with IDs).
