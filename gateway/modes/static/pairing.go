@@ -54,6 +54,10 @@ const (
 	pairAskWait = 5 * time.Second
 	// maxIgnored bounds the IDs a person ignored, kept until Delta stops.
 	maxIgnored = 256
+	// saidFor is how long a peer's word that it has paired this computer
+	// stands for its state when no road to it is up (its roads are
+	// probed at once).
+	saidFor = time.Minute
 )
 
 // pairAsks is how often new computers may ask to pair, all together: one
@@ -228,8 +232,11 @@ func (p *Pairing) peer(sp roads.StaticPeer) localapi.PairedPeer {
 	switch {
 	case p.router.Book().AnyUp(sp.Name):
 		pp.State, pp.Detail = localapi.PairPaired, "a road to "+sp.Name+" is up: its door admits this computer"
-	case ok && a.state == localapi.PairPaired:
+	case ok && a.state == localapi.PairPaired && p.now().Sub(a.at) < saidFor:
 		pp.State, pp.Detail = localapi.PairPaired, sp.Name+" said it has paired this computer too"
+	case ok && a.state == localapi.PairPaired:
+		pp.State, pp.Detail = localapi.PairWaiting, fmt.Sprintf("%s said at %s it had paired this computer; no road to it is up now (it may have unpaired it, or be away)",
+			sp.Name, a.at.Local().Format("15:04"))
 	case ok:
 		pp.State, pp.Detail = a.state, a.detail
 	default:
