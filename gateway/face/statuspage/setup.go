@@ -105,6 +105,9 @@ type setupData struct {
 	// Pairing is static mode's, or PairingErr why there is none.
 	Pairing    *localapi.Pairing
 	PairingErr string
+	// Nearby are the Deltas heard nearby, less those asking to pair
+	// (listed once, with Accept).
+	Nearby []localapi.Nearby
 }
 
 // peerApps is a peer's shared apps on the setup page, or why they are

@@ -19,6 +19,15 @@ func (p *Page) pairingFor(ctx context.Context, d *setupData) {
 		return
 	}
 	d.Pairing = &v
+	asking := map[string]bool{}
+	for _, r := range v.Requests {
+		asking[r.ID] = true
+	}
+	for _, n := range d.Snap.Nearby {
+		if !asking[n.ID] {
+			d.Nearby = append(d.Nearby, n)
+		}
+	}
 }
 
 // pairStateWords says a paired peer's state to a person.

@@ -24,7 +24,8 @@ import (
 type fakeSource struct{}
 
 func (fakeSource) Snapshot(context.Context) (view.Snapshot, error) {
-	return view.Snapshot{Self: localapi.Self{Name: "laptop", ID: "SELFID"}, Peers: []localapi.PeerStatus{{Name: "studio"}}}, nil
+	return view.Snapshot{Self: localapi.Self{Name: "laptop", ID: "SELFID"}, Peers: []localapi.PeerStatus{{Name: "studio"}},
+		Nearby: []localapi.Nearby{{ID: "ASKER-ID", Road: "lan", Address: "10.0.0.9:7421"}, {ID: "NEAR-ID", Name: "attic", Road: "lan", Address: "10.0.0.7:7421"}}}, nil
 }
 func (fakeSource) History(context.Context, string) ([]record.Event, error) { return nil, nil }
 func (fakeSource) Ask(context.Context, string) (*record.Call, error)       { return nil, record.ErrNotFound }
@@ -299,6 +300,9 @@ func TestSetupPairing(t *testing.T) {
 	}
 	if strings.Contains(page, "<b>evil</b>") {
 		t.Error("a stranger's name reached the page unescaped")
+	}
+	if strings.Count(page, `<tr class="nearby">`) != 1 || !strings.Contains(page, `value="NEAR-ID"`) || strings.Contains(page, `name="id" value="ASKER-ID"`) {
+		t.Error("the nearby list does not hold the one Delta heard that is not asking to pair already")
 	}
 	post := func(path, form string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("POST", base+path, strings.NewReader(form))
