@@ -293,7 +293,7 @@ func TestSetupPairing(t *testing.T) {
 	page := w.Body.String()
 	for _, want := range []string{"<b>&lt;b&gt;evil&lt;/b&gt;</b> asks to pair", "ASKER-ID", `action="` + base + `page/pair-requests/ASKER-ID/accept"`,
 		`action="` + base + `page/pair-requests/ASKER-ID/ignore"`, `id="paired-studio"`, "waiting for a person on studio to accept",
-		`action="` + base + `page/pairs/studio/unpair"`, `id="pair-form"`, `id="rename-form"`, "Ask Again"} {
+		`action="` + base + `page/pairs/studio/unpair"`, `id="pair-form"`, `id="rename-form"`, "Ask Again", "1 computer asks to pair with this one"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the setup page lacks %q", want)
 		}
