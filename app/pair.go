@@ -69,8 +69,8 @@ var pairCommandDef = &cli.Command{Name: "pair", Args: "NAME=ID[@[ROAD@]HOST:PORT
 		if done, err := pairLive(e, fc, args, replace); done {
 			return err
 		}
-		if !fc.PeersGiven {
-			return cli.Exitf(cli.ExitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one)", path)
+		if !fc.Static() {
+			return cli.Exitf(cli.ExitFailed, "pair: %s names no peers: this is not a static config (delta init --static writes one; delta run --static starts one waiting to be paired)", path)
 		}
 		var replaced []string
 		for _, a := range args {

@@ -80,3 +80,19 @@ func TestPair(t *testing.T) {
 		t.Errorf("pair --replace did not say which ID it replaced: %s", out)
 	}
 }
+
+// TestPairWaiting: delta pair with no Delta running, in a state folder
+// that waits to be paired ("mode": "static", no peer: what delta run
+// --static writes), writes the peer for the next start.
+func TestPairWaiting(t *testing.T) {
+	dir := t.TempDir()
+	idOut, _, _ := delta(t, "id", "--state-dir", t.TempDir())
+	studioID := strings.TrimSpace(idOut)
+	os.WriteFile(filepath.Join(dir, statedir.ConfigFile), []byte(`{"mode": "static", "name": "laptop"}`), 0o600)
+	out, errOut, code := delta(t, "pair", "--state-dir", dir, "studio="+studioID+"@127.0.0.1:7502")
+	wantCode(t, "pair", code, cli.ExitOK, out, errOut)
+	fc, err := statedir.ReadConfig(dir)
+	if err != nil || len(fc.Peers) != 1 || fc.Peers[0].Name != "studio" || fc.Peers[0].ID != studioID || fc.Mode != statedir.ModeStatic {
+		t.Fatalf("config after delta pair: %+v %v", fc, err)
+	}
+}
