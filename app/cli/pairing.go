@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/delta-roads/delta/api/localapi"
@@ -34,8 +35,12 @@ var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] 
 			}
 			fmt.Fprintf(e.Stdout, "this computer: %s, ID %s\n", p.Self.Name, p.Self.ID)
 			for _, r := range p.Requests {
-				fmt.Fprintf(e.Stdout, "asks to pair: %s (its own name) at %s (%s), ID %s\n  accept: delta pairing accept %s [NAME]; ignore: delta pairing ignore %s\n",
-					r.Name, r.Address, r.Road, r.ID, r.ID, r.ID)
+				name := r.Name + " (its own name)"
+				if r.Name == "" {
+					name = "a computer (the name it gave is a paired peer's: give it one to accept it)"
+				}
+				fmt.Fprintf(e.Stdout, "asks to pair: %s at %s (%s), ID %s\n  accept: delta pairing accept %s [NAME]; ignore: delta pairing ignore %s\n",
+					name, r.Address, r.Road, r.ID, r.ID, r.ID)
 			}
 			if len(p.Peers) == 0 {
 				fmt.Fprintln(e.Stdout, "no computer is paired with this one (the setup page's Pair a Computer, or delta pair NAME=ID@HOST:PORT)")
@@ -45,6 +50,7 @@ var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] 
 				for r, a := range pp.Roads {
 					rs = append(rs, r+" "+a)
 				}
+				sort.Strings(rs)
 				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\t%s\n", pp.Name, pp.ID, strings.Join(rs, ", "), pairStateLine(pp))
 			}
 			return nil
