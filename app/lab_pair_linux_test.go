@@ -125,17 +125,7 @@ func TestLabPairInBrowser(t *testing.T) {
 			t.Fatalf("%s's config after delta run --static: %s", p.name, b)
 		}
 	}
-	shots := os.Getenv("DELTA_SCREENSHOTS")
-	shoot := func(ctx context.Context, name string) {
-		if shots == "" {
-			return
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(shots, name), png, 0o644)
-	}
+	shoot := shooter(t)
 	began := time.Now()
 	tctx, cancel := context.WithTimeout(ctx, 150*time.Second)
 	defer cancel()

@@ -50,17 +50,7 @@ func TestSetupInBrowser(t *testing.T) {
 		io.WriteString(w, "<!doctype html><title>Notes</title><h1>The notes app on studio</h1><p>"+r.Host+"</p>")
 	}))
 	defer notes.Close()
-	shots := os.Getenv("DELTA_SCREENSHOTS")
-	shoot := func(ctx context.Context, name string) {
-		if shots == "" {
-			return
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(shots, name), png, 0o644)
-	}
+	shoot := shooter(t)
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 
@@ -157,4 +147,21 @@ func forwardPort(t *testing.T, laptop *proc, app string) string {
 	}
 	t.Fatalf("laptop has no forward to studio/%s: %+v", app, v.Forwards)
 	return ""
+}
+
+// shooter draws the page a browser shows into DELTA_SCREENSHOTS, under
+// the name given, when that folder is set (docs/screenshots): else it
+// does nothing.
+func shooter(t *testing.T) func(ctx context.Context, name string) {
+	shots := os.Getenv("DELTA_SCREENSHOTS")
+	return func(ctx context.Context, name string) {
+		if shots == "" {
+			return
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(shots, name), png, 0o644)
+	}
 }

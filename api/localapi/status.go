@@ -142,6 +142,18 @@ type PairedPeer struct {
 	AskedAt time.Time `json:"asked_at,omitzero"`
 }
 
+// StateWords says p's state to a person: paired, waiting for a person
+// there to accept, or waiting and why.
+func (p PairedPeer) StateWords() string {
+	switch p.State {
+	case PairPaired:
+		return "paired"
+	case PairAsked:
+		return "waiting for a person on " + p.Name + " to accept"
+	}
+	return "waiting: " + p.Detail
+}
+
 // PairWith is the body of PUT /v1/pairs/NAME: a person here says yes to
 // pairing with the computer of ID at Address (its peer API, HOST:PORT),
 // by Road ("lan" or "thunderbolt"; if empty, the road whose network holds

@@ -51,7 +51,7 @@ var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] 
 					rs = append(rs, r+" "+a)
 				}
 				sort.Strings(rs)
-				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\t%s\n", pp.Name, pp.ID, strings.Join(rs, ", "), pairStateLine(pp))
+				fmt.Fprintf(e.Stdout, "%s\t%s\t%s\t%s\n", pp.Name, pp.ID, strings.Join(rs, ", "), pp.StateWords())
 			}
 			return nil
 		case args[0] == localapi.PairAccept && (len(args) == 2 || len(args) == 3):
@@ -97,17 +97,6 @@ var pairingCommand = &Command{Name: "pairing", Args: "[list] | accept ID [NAME] 
 		}
 		return Exitf(ExitUsage, "pairing takes: [list] | accept ID [NAME] | ignore ID | unpair NAME | rename NAME")
 	}}
-
-// pairStateLine says a paired peer's state in a line.
-func pairStateLine(pp localapi.PairedPeer) string {
-	switch pp.State {
-	case localapi.PairPaired:
-		return "paired"
-	case localapi.PairAsked:
-		return "asked: waiting for a person on " + pp.Name + " to accept"
-	}
-	return "waiting: " + pp.Detail
-}
 
 // PairedLine says what a person's yes here did (delta pair, delta
 // pairing accept).

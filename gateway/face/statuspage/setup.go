@@ -41,7 +41,7 @@ var setupFuncs = template.FuncMap{
 	"qr":           qrImage,
 	"appguess":     appGuess,
 	"timeoutwords": timeoutWords,
-	"pairwords":    pairStateWords,
+	"pairwords":    localapi.PairedPeer.StateWords,
 }
 
 // qrImage is a QR code of s (this computer's ID) as a PNG data: URL, for

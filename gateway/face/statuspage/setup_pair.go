@@ -30,17 +30,6 @@ func (p *Page) pairingFor(ctx context.Context, d *setupData) {
 	}
 }
 
-// pairStateWords says a paired peer's state to a person.
-func pairStateWords(pp localapi.PairedPeer) string {
-	switch pp.State {
-	case localapi.PairPaired:
-		return "paired"
-	case localapi.PairAsked:
-		return "waiting for a person on " + pp.Name + " to accept"
-	}
-	return "waiting: " + pp.Detail
-}
-
 // handlePairAction does one of the setup page's pairing actions, each one
 // request of the local API: pair a computer (PUT /v1/pairs/NAME), accept
 // or ignore one's request (POST /v1/pair-requests/ID/ACTION), unpair one
