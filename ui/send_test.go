@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -38,6 +39,7 @@ func TestNoteAction(t *testing.T) {
 // TestAuthorizedLogsOnce: macOS's refusal to let Delta notify is said
 // once in delta.log, with where to allow it; an allowance says nothing.
 func TestAuthorizedLogsOnce(t *testing.T) {
+	authorizedOnce = sync.Once{} // once per process: each run of the test is one
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	authorized(log, true, "")
