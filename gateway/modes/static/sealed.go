@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/delta-roads/delta/api/localapi"
@@ -32,63 +34,61 @@ import (
 // the certificate of the peer's ID, and the owner's door admits only a
 // paired peer's certificate (a computer that is not paired may ask to
 // pair, PathPair, and nothing else). Peers are paired and unpaired while
-// Delta runs (pairing.go): the pins are behind a lock.
+// Delta runs (pairing.go): the pins are a set replaced whole, so that the
+// door and the dialer read them without a lock.
 type Seal struct {
 	Cert tls.Certificate
 	ID   identity.ID
 
-	mu sync.RWMutex
-	// pins maps a peer's name to its pin; names maps a pin to the name.
-	pins  map[string]string
-	names map[string]string
+	mu  sync.Mutex // writers: set, remove
+	now atomic.Pointer[pinSet]
+}
+
+// pinSet is the peers paired at one moment; never changed once made.
+type pinSet struct {
+	pins  map[string]string      // a peer's name → its pin
+	names map[string]string      // a pin → the peer's name
+	ids   map[string]identity.ID // a peer's name → its ID
 }
 
 // Pin is the pin of peer name, "" when it is not paired.
-func (s *Seal) Pin(name string) string {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.pins[name]
-}
+func (s *Seal) Pin(name string) string { return s.now.Load().pins[name] }
 
 // Name is the name of the paired peer whose pin is pin.
 func (s *Seal) Name(pin string) (string, bool) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	n, ok := s.names[pin]
+	n, ok := s.now.Load().names[pin]
 	return n, ok
 }
 
-// IDs are the paired peers' IDs by name, a copy.
-func (s *Seal) IDs() map[string]identity.ID {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]identity.ID, len(s.pins))
-	for n, pin := range s.pins {
-		id, _ := identity.FromPin(pin)
-		out[n] = id
+// IDs are the paired peers' IDs by name, as they are now: not to be
+// changed (a pairing makes a new map).
+func (s *Seal) IDs() map[string]identity.ID { return s.now.Load().ids }
+
+// change replaces the pin set with edit's change of a copy of it.
+func (s *Seal) change(edit func(ids map[string]identity.ID)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := map[string]identity.ID{}
+	if cur := s.now.Load(); cur != nil {
+		maps.Copy(ids, cur.ids)
 	}
-	return out
+	edit(ids)
+	next := &pinSet{pins: map[string]string{}, names: map[string]string{}, ids: ids}
+	for n, id := range ids {
+		next.pins[n] = id.Pin()
+		next.names[id.Pin()] = n
+	}
+	s.now.Store(next)
 }
 
 // set pairs name with id (replacing what name had).
 func (s *Seal) set(name string, id identity.ID) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if old, ok := s.pins[name]; ok {
-		delete(s.names, old)
-	}
-	s.pins[name] = id.Pin()
-	s.names[id.Pin()] = name
+	s.change(func(ids map[string]identity.ID) { ids[name] = id })
 }
 
 // remove unpairs name.
 func (s *Seal) remove(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if pin, ok := s.pins[name]; ok {
-		delete(s.names, pin)
-		delete(s.pins, name)
-	}
+	s.change(func(ids map[string]identity.ID) { delete(ids, name) })
 }
 
 // PeerIDs reads the peers' IDs from the config: nil when no peer has one
@@ -141,13 +141,13 @@ func NewSeal(dir, name string, ids map[string]identity.ID) (*Seal, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Seal{Cert: cert, ID: own, pins: map[string]string{}, names: map[string]string{}}
 	for n, id := range ids {
 		if id == own {
 			return nil, fmt.Errorf("peer %q has this computer's own id (%s): a computer is not its own peer", n, own)
 		}
-		s.set(n, id)
 	}
+	s := &Seal{Cert: cert, ID: own}
+	s.change(func(m map[string]identity.ID) { maps.Copy(m, ids) })
 	return s, nil
 }
 
