@@ -93,5 +93,5 @@ func pairedWords(pp localapi.PairedPeer) string {
 	case localapi.PairAsked:
 		return fmt.Sprintf("%s is paired here, and asked: it is paired when a person on %s accepts (its menu and setup page show the request).", pp.Name, pp.Name)
 	}
-	return fmt.Sprintf("%s is paired here, but was not asked yet: %s. Delta asks it again when you press Ask Again.", pp.Name, pp.Detail)
+	return fmt.Sprintf("%s is paired here, but could not be asked: %s. Ask Again (below) asks it again.", pp.Name, pp.Detail)
 }
