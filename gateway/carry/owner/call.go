@@ -365,10 +365,8 @@ func (o *Owner) spool(src io.Reader, h hash.Hash) (*os.File, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s could not make a spool file (%w)", o.cfg.Self().Name, err)
 	}
-	buf := relay.CopyBuffers.Get()
-	defer relay.CopyBuffers.Put(buf)
-	w := &roomyWriter{w: io.MultiWriter(f, h), room: func() (int64, error) { return o.cfg.FreeBytes(o.cfg.SpoolDir) }}
-	n, err := io.CopyBuffer(w, src, *buf)
+	w := &roomyWriter{w: f, room: func() (int64, error) { return o.cfg.FreeBytes(o.cfg.SpoolDir) }}
+	n, err := relay.CopySummed(w, src, h)
 	if errors.Is(err, syscall.ENOSPC) {
 		err = fmt.Errorf("%w: %s's disk filled up after %d bytes", errNoRoom, o.cfg.Self().Name, n)
 	}

@@ -342,6 +342,46 @@ func (g *gate) Read(p []byte) (int, error) {
 
 func (g *gate) Close() error { return g.body.Close() }
 
+// WriteTo writes the body to w (net/http's chunked writer, when the body
+// streams) in pieces of up to bigPiece: a body that keeps coming goes in
+// chunks as big as what arrived, not in io.Copy's 32 KiB ones, so that
+// the peer reads, sums and writes it in a few large pieces (an owner's
+// spool, docs/benchmarks.md). What is read is written as it comes: a
+// piece is never waited for to fill.
+func (g *gate) WriteTo(w io.Writer) (int64, error) {
+	bp := bigPieces.Get().(*[]byte)
+	defer bigPieces.Put(bp)
+	buf := *bp
+	var n int64
+	for {
+		m, rerr := g.Read(buf)
+		if m > 0 {
+			wm, werr := w.Write(buf[:m])
+			n += int64(wm)
+			if werr != nil {
+				return n, werr
+			}
+			if wm < m {
+				return n, io.ErrShortWrite
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
+}
+
+// bigPiece is the most a streamed body's piece holds (gate.WriteTo): at
+// 256 KiB a 1 GiB call's upload reached its owner's spool 1.2x as fast
+// as in io.Copy's 32 KiB pieces; 128 KiB and 1 MiB were level with it,
+// 64 KiB no faster than 32 (docs/benchmarks.md).
+const bigPiece = 256 << 10
+
+var bigPieces = sync.Pool{New: func() any { b := make([]byte, bigPiece); return &b }}
+
 // source is a request's body, with the error it broke with (not EOF).
 type source struct {
 	rc  io.ReadCloser
