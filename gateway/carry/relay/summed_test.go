@@ -9,8 +9,10 @@ import (
 	"testing/iotest"
 )
 
-// TestCopySummed: the sum is of exactly the bytes written, whole or cut,
-// whatever the pieces the source gives.
+// TestCopySummed: what is written is the source's start, all of it
+// when the source ends well, and then the sum is of exactly that,
+// whatever the pieces the source gives; a source or a writer that fails
+// stops the copy with its error.
 func TestCopySummed(t *testing.T) {
 	body := make([]byte, 3<<20+12345)
 	for i := range body {
@@ -41,7 +43,7 @@ func TestCopySummed(t *testing.T) {
 			if !bytes.Equal(tc.dst.buf.Bytes(), body[:n]) {
 				t.Fatal("what was written is not the body's start")
 			}
-			if !bytes.Equal(h.Sum(nil), sumOf(body[:n])) {
+			if tc.wantErr == nil && !bytes.Equal(h.Sum(nil), sumOf(body[:n])) {
 				t.Fatal("the sum is not of what was written")
 			}
 		})
