@@ -80,6 +80,8 @@ type settings struct {
 	uploadLogs bool
 	// verbose copies tsnet's own log lines to stderr.
 	verbose bool
+	// traceCalls writes each call's steps, with their times, to the log.
+	traceCalls bool
 	// defaultListen and defaultLANPort: the ports are the defaults, not
 	// chosen by the person (flag or environment), so a taken one (another
 	// user's Delta) is replaced with a free one.
@@ -104,7 +106,7 @@ var modeFlags = map[string]string{
 var flagEnv = map[string]string{
 	"listen": "DELTA_LISTEN", "peer-listen": "DELTA_PEER_LISTEN", "headless": "DELTA_HEADLESS", "lan-port": "DELTA_LAN_PORT",
 	"control-url": "DELTA_CONTROL_URL", "hostname": "DELTA_HOSTNAME", "tailscale-log-upload": "DELTA_TAILSCALE_LOG_UPLOAD",
-	"verbose": "DELTA_VERBOSE", "lan-addrs": "DELTA_LAN_ADDRS", "static": "DELTA_STATIC",
+	"verbose": "DELTA_VERBOSE", "lan-addrs": "DELTA_LAN_ADDRS", "static": "DELTA_STATIC", "trace-calls": "DELTA_TRACE_CALLS",
 }
 
 // modeConflict refuses a flag of the other mode (given: the flags set),
@@ -157,6 +159,7 @@ func serverFlags(fs *flag.FlagSet, s *settings) (lanAddrs *string) {
 	fs.BoolVar(&s.uploadLogs, "tailscale-log-upload", os.Getenv("DELTA_TAILSCALE_LOG_UPLOAD") == "1",
 		"tailnet mode: let the tailnet's software upload its log to Tailscale, for Tailscale's support (DELTA_TAILSCALE_LOG_UPLOAD=1); off by default")
 	fs.BoolVar(&s.verbose, "verbose", os.Getenv("DELTA_VERBOSE") == "1", "also write the tailnet software's own log lines to stderr (DELTA_VERBOSE=1); they always go to tailscale.log")
+	fs.BoolVar(&s.traceCalls, "trace-calls", os.Getenv("DELTA_TRACE_CALLS") == "1", "write each call's steps on both sides (journaled, connected, handed to the app, …) with their times to the log, for measuring where a call's time goes (DELTA_TRACE_CALLS=1; tools/bench -parts steps)")
 	return fs.String("lan-addrs", envOr("DELTA_LAN_ADDRS", ""), "tailnet mode: comma-separated addresses for the TLS listener, each IP or road=IP (DELTA_LAN_ADDRS); default this computer's lan and thunderbolt interfaces")
 }
 
@@ -285,7 +288,11 @@ func run(args []string, stderr io.Writer) error {
 	crashErr := setCrashOutput(crashPath)
 	defer deltaLog.Close()
 	logw := io.MultiWriter(stderr, deltaLog)
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if s.traceCalls {
+		level = slog.LevelDebug // the call steps' lines (caller and owner)
+	}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 	if crashErr != nil {
 		log.Warn("a crash's traceback will reach stderr only", "err", crashErr)
 	}

@@ -71,7 +71,7 @@ var (
 	sizesFlag   = flag.String("sizes", "1k,64k,1m", "the read sizes (of 1k, 64k, 1m)")
 	connsFlag   = flag.String("conns", "1,16,64", "the numbers of connections")
 	hold        = flag.Bool("hold", false, "start everything, print the targets and the Deltas' pids, and wait for an interrupt (for profiling by hand)")
-	parts       = flag.String("parts", "", "a comma-separated subset of reads,calls,sends,big,revalidate (empty: all)")
+	parts       = flag.String("parts", "", "a comma-separated subset of reads,calls,steps,sends,big,revalidate (empty: all)")
 )
 
 func main() {
@@ -390,6 +390,12 @@ func run() error {
 		journals = journalsFloor(ctx)
 		fmt.Printf("journals' floor (BenchmarkCallWrites, 16 in flight): %s\n", journals)
 	}
+	// A call at c=1 step by step, through a traced pair of its own.
+	steps := stepsFigure{err: errNotRun}
+	if !*quick && want("steps") {
+		steps = measureSteps(ctx, root, bin, appAddr, &procs)
+		fmt.Printf("steps: a call %s and a read %s with curl, %s and %s with Go's client (%v)\n", us(steps.curlCall), us(steps.curlRead), us(steps.goCall), us(steps.goRead), steps.err)
+	}
 	// An owner app that answers in several sends, through each Delta
 	// and directly.
 	var sends []sendsFigure
@@ -441,7 +447,7 @@ func run() error {
 			revals = append(revals, f)
 		}
 	}
-	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, journals, sends, idle, idleFloor, startup, bigs, revals)
+	section := report(targets, bigTargets, caddyVersion, haproxyVersion, sizes, conns, reads, calls, journals, steps, sends, idle, idleFloor, startup, bigs, revals)
 	fmt.Println(section)
 	if *doc == "" {
 		return nil
@@ -715,7 +721,7 @@ func (p *deltaProc) stop() {
 
 // startStatic starts laptop and studio in static mode on the lan road, in
 // folders named prefix-laptop and prefix-studio.
-func startStatic(ctx context.Context, root, bin, prefix string, procs *[]*deltaProc) ([2]*deltaProc, error) {
+func startStatic(ctx context.Context, root, bin, prefix string, procs *[]*deltaProc, args ...string) ([2]*deltaProc, error) {
 	var pair [2]*deltaProc
 	names := [2]string{prefix + "-laptop", prefix + "-studio"}
 	ports := [2]int{}
@@ -738,7 +744,7 @@ func startStatic(ctx context.Context, root, bin, prefix string, procs *[]*deltaP
 		if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
 			return pair, err
 		}
-		p, err := startIn(ctx, bin, name, dir, []string{"--headless"}, nil, procs)
+		p, err := startIn(ctx, bin, name, dir, append([]string{"--headless"}, args...), nil, procs)
 		if err != nil {
 			return pair, err
 		}
@@ -1115,7 +1121,7 @@ func bigTransfer(ctx context.Context, tg target, call bool, size int64, watch ma
 	return f
 }
 
-func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, journals journalsFigure, sends []sendsFigure, idle idleFigures, idleFloor [2]idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
+func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, sizes []string, conns []int, reads, calls map[string]cell, journals journalsFigure, steps stepsFigure, sends []sendsFigure, idle idleFigures, idleFloor [2]idleFigures, startup time.Duration, bigs []bigFigure, revals []revalFigure) string {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	cpu := "unknown CPU"
@@ -1253,6 +1259,9 @@ func report(targets, bigTargets []target, caddyVersion, haproxyVersion string, s
 		})
 	}
 	cpuReport(&b, targets, sizes, conns, reads, calls, journals)
+	if steps.err != errNotRun {
+		b.WriteString("\n" + strings.TrimRight(stepsReport(steps), "\n") + "\n")
+	}
 	if len(sends) > 0 {
 		b.WriteString("\n")
 		sendsReport(&b, sends) // ends with its table's last line

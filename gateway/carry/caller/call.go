@@ -193,6 +193,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, localapi.BadRequest, proto.NotSent(err.Error(), ""), "", t.Peer)
 		return
 	}
+	cr.step(rid, "arrived")
 	callerApp := proto.CallerApp(r.Header) // sent on as X-Delta-App: the owner names it too
 	// The journal answers before anything that depends on the roads: a
 	// Delta that just started may not know its peer's roads yet, and an id
@@ -234,6 +235,7 @@ func (cr *Caller) Call(w http.ResponseWriter, r *http.Request, t Target) {
 		cr.refuseCall(w, localapi.BadRequest, proto.NotSent(err.Error(), ""), rid, t.Peer)
 		return
 	}
+	cr.step(rid, "body read")
 	c := &record.Call{RequestID: rid, Peer: t.Peer, App: t.App, CallerApp: callerApp, Door: t.Door,
 		Method: r.Method, Path: t.PathQuery, Digest: body.Digest(), GRPC: proto.IsGRPC(r.Header)}
 	// What a person may have to check later: the headers as sent (the
@@ -387,6 +389,16 @@ func (cr *Caller) sendCall(w http.ResponseWriter, r *http.Request, t Target, c *
 		return
 	}
 	cr.finishCall(w, r, c, run.attempts, run.end)
+	cr.step(c.RequestID, "answered")
+}
+
+// step logs that call rid reached a step, with the time in µs, when the
+// log takes debug lines (delta run --trace-calls): tools/bench -parts
+// steps reads them to break a call's time down (docs/benchmarks.md).
+func (cr *Caller) step(rid, step string) {
+	if cr.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
+		cr.cfg.Log.Debug("call step", "request_id", rid, "side", "caller", "step", step, "t_us", time.Now().UnixMicro())
+	}
 }
 
 // attempt is one try at sending the call (peerclient.Do's attempt):
@@ -480,7 +492,9 @@ func (run *callRun) beforeWrite(rc *peerclient.RoadConn, started time.Time) (res
 	var jerr error
 	if !run.recorded {
 		c.Attempts = append(slices.Clone(run.attempts), at)
+		cr.step(c.RequestID, "connected")
 		existing, jerr = cr.cfg.DB.Calls().Begin(run.base, c)
+		cr.step(c.RequestID, "journaled")
 	} else {
 		for _, l := range run.attempts[lost:] {
 			if jerr == nil {
@@ -635,7 +649,9 @@ func (run *callRun) send(try peerclient.Try, rc net.Conn) (*h1.Answer, error) {
 			}
 		}
 	}
-	return h1.Once(run.base, rc, req, opt)
+	a, err := h1.Once(run.base, rc, req, opt)
+	cr.step(c.RequestID, "answer's head")
+	return a, err
 }
 
 // callEnd is how a call ended: the state recorded, the outcome the app is
@@ -725,6 +741,7 @@ func (cr *Caller) finishCall(w http.ResponseWriter, r *http.Request, c *record.C
 	// Not cr.cfg.Ctx: an outcome is recorded even while the gateway closes (Close
 	// waits for it before it closes the journal).
 	moved, held, err := cr.cfg.DB.Calls().MoveOrHold(context.WithoutCancel(cr.cfg.Ctx), c.RequestID, t)
+	cr.step(c.RequestID, "outcome journaled")
 	if err != nil || !moved {
 		cr.cfg.Log.Error("could not record a call's outcome", "request_id", c.RequestID, "outcome", e.o, "err", err)
 	}

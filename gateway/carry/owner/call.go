@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
@@ -49,6 +50,7 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		refuse(w, http.StatusBadRequest, proto.PeerBadRequest, err.Error())
 		return
 	}
+	o.step(rid, "arrived")
 	if r.Header.Get(proto.HeaderFlow) != "" {
 		o.flowCall(w, r, t, rid)
 		return
@@ -138,7 +140,9 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		return
 	}
 
+	o.step(rid, "receipt")
 	b, err := o.receiveBody(w, r, t, size, inMemory)
+	o.step(rid, "body whole")
 	if err == nil && streamed {
 		b.said = b.digest
 	}
@@ -163,6 +167,16 @@ func (o *Owner) ownerCall(w http.ResponseWriter, r *http.Request, t ownerTarget)
 		return
 	}
 	o.forward(w, r, t, rid, b)
+	o.step(rid, "replied")
+}
+
+// step logs that call rid reached a step, with the time in µs, when the
+// log takes debug lines (delta run --trace-calls): tools/bench -parts
+// steps reads them to break a call's time down (docs/benchmarks.md).
+func (o *Owner) step(rid, step string) {
+	if o.cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
+		o.cfg.Log.Debug("call step", "request_id", rid, "side", "owner", "step", step, "t_us", time.Now().UnixMicro())
+	}
 }
 
 // keepReceived records what the call carried, by the caller's rule (h:
@@ -455,7 +469,9 @@ func (o *Owner) forward(w http.ResponseWriter, r *http.Request, t ownerTarget, r
 	// On disk before the first byte goes to the app: a restart that finds
 	// the receipt still running knows then whether the app ever had the
 	// call (journal.Receipts.Recover).
-	if err := o.cfg.DB.Receipts().Hand(r.Context(), t.visitor.Node, rid); err != nil {
+	herr := o.cfg.DB.Receipts().Hand(r.Context(), t.visitor.Node, rid)
+	o.step(rid, "handed")
+	if err := herr; err != nil {
 		b.close()
 		o.finish(context.WithoutCancel(r.Context()), t, rid, proto.ReceiptNotCarriedOut, nil)
 		refuse(w, http.StatusServiceUnavailable, proto.PeerOwnerFailed, fmt.Sprintf("%s could not record that the call goes to its app, so it did not send it (%v)", o.cfg.Self().Name, err))
@@ -552,6 +568,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		}
 		return h1.Once(ctx, conn, req, h1.Options{Idle: proto.BodyIdle, Wait: wait, QuickAck: true})
 	}()
+	o.step(rid, "app answered")
 	b.close() // written whole (or refused): the spool is no longer needed
 	var oe *h1.Error
 	switch {
@@ -590,6 +607,7 @@ func (o *Owner) askApp(t ownerTarget, rid string, req *http.Request, b *callBody
 		out = &appResult{state: proto.ReceiptAppUnknown, err: err}
 	}
 	out.held = o.finish(context.Background(), t, rid, out.state, out.ans)
+	o.step(rid, "answer journaled")
 	done <- out
 	if out.live == nil {
 		return

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// stepsFigure is a 1 KiB call's time at c=1, step by step (issue 69, goal
+// 3), beside a 1 KiB read's through the same pair: a static pair of its
+// own, started with --trace-calls, whose logs say when each call reached
+// each step on either side (caller and owner, one clock: this machine's).
+// Calls and reads alternate, one at a time, each on a new connection,
+// with curl and with Go's client (the bench's own).
+type stepsFigure struct {
+	n                  int           // calls (and reads) a client
+	curlCall, curlRead time.Duration // p50, curl
+	goCall, goRead     time.Duration // p50, Go's client
+	steps              []stepFigure  // in the order a call meets them
+	traced             time.Duration // p50 from the caller's first step to its last
+	err                error
+}
+
+type stepFigure struct {
+	from, to string
+	p50      time.Duration
+}
+
+const stepsN = 60
+
+// errNotRun marks a part left out of the run (-parts, -quick).
+var errNotRun = errors.New("not run")
+
+// measureSteps starts the traced pair, registers the owner app on it and
+// measures (it stops the pair when the bench ends, with the others).
+func measureSteps(ctx context.Context, root, bin, appAddr string, procs *[]*deltaProc) stepsFigure {
+	f := stepsFigure{n: stepsN}
+	pair, err := startStatic(ctx, root, bin, "steps-static", procs, "--trace-calls")
+	if err != nil {
+		f.err = err
+		return f
+	}
+	if _, err := pair[1].kit.RegisterApp(ctx, "bench", "http://"+appAddr); err != nil {
+		f.err = fmt.Errorf("register the owner app: %w", err)
+		return f
+	}
+	tg := pairTarget(pair, "steps", roleDelta, "studio")
+	body := bytes.Repeat([]byte("x"), 1024)
+	bodyFile := filepath.Join(root, "steps-body")
+	if err := os.WriteFile(bodyFile, body, 0o600); err != nil {
+		f.err = err
+		return f
+	}
+	auth := strings.TrimPrefix(tg.headers[0], "Authorization: ")
+	prefix := fmt.Sprintf("steps-%d", time.Now().UnixNano())
+	fresh := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	var curlCalls, curlReads, goCalls, goReads []time.Duration
+	for i := range stepsN {
+		for _, call := range []bool{true, false} {
+			args := []string{"-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", "-H", "Authorization: " + auth}
+			if call {
+				args = append(args, "-H", fmt.Sprintf("X-Delta-Request-Id: %s-curl-%d", prefix, i), "--data-binary", "@"+bodyFile, tg.callURL)
+			} else {
+				args = append(args, tg.readURL+"/r/1k")
+			}
+			out, err := exec.CommandContext(ctx, "curl", args...).Output()
+			code, secs, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+			s, perr := strconv.ParseFloat(secs, 64)
+			if err != nil || perr != nil || code[0] != '2' {
+				f.err = fmt.Errorf("curl %v: %s %v", args, out, err)
+				return f
+			}
+			took := time.Duration(s * float64(time.Second))
+			if call {
+				curlCalls = append(curlCalls, took)
+			} else {
+				curlReads = append(curlReads, took)
+			}
+
+			var req *http.Request
+			if call {
+				req, _ = http.NewRequestWithContext(ctx, "POST", tg.callURL, bytes.NewReader(body))
+				req.Header.Set("X-Delta-Request-Id", fmt.Sprintf("%s-go-%d", prefix, i))
+			} else {
+				req, _ = http.NewRequestWithContext(ctx, "GET", tg.readURL+"/r/1k", nil)
+			}
+			req.Header.Set("Authorization", auth)
+			start := time.Now()
+			resp, err := fresh.Do(req)
+			if err == nil {
+				_, err = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode/100 != 2 {
+					err = fmt.Errorf("answered %s", resp.Status)
+				}
+			}
+			if err != nil {
+				f.err = fmt.Errorf("%s %s: %w", req.Method, req.URL, err)
+				return f
+			}
+			if call {
+				goCalls = append(goCalls, time.Since(start))
+			} else {
+				goReads = append(goReads, time.Since(start))
+			}
+		}
+	}
+	f.curlCall, f.curlRead, f.goCall, f.goRead = median(curlCalls), median(curlReads), median(goCalls), median(goReads)
+	// The last lines may still be on their way to the logs.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var events map[string][]stepEvent
+		events, err = readSteps([]string{pair[0].dir + ".out", pair[1].dir + ".out"}, prefix)
+		if err == nil && len(events) == 2*stepsN && complete(events) || time.Now().After(deadline) {
+			if err == nil && len(events) < 2*stepsN {
+				err = fmt.Errorf("the logs traced %d of the %d calls", len(events), 2*stepsN)
+			}
+			if err != nil {
+				f.err = err
+				return f
+			}
+			f.steps, f.traced = stepsOf(events)
+			return f
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stepEvent is one line "call step" of a Delta's log.
+type stepEvent struct {
+	name string // side: step
+	at   int64  // µs
+}
+
+var stepLine = regexp.MustCompile(`msg="call step" request_id=(\S+) side=(\S+) step=("[^"]*"|\S+) t_us=(\d+)`)
+
+// readSteps reads the call steps of the calls whose ids begin with prefix.
+func readSteps(files []string, prefix string) (map[string][]stepEvent, error) {
+	events := map[string][]stepEvent{}
+	for _, name := range files {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			m := stepLine.FindStringSubmatch(sc.Text())
+			if m == nil || !strings.HasPrefix(m[1], prefix) {
+				continue
+			}
+			at, _ := strconv.ParseInt(m[4], 10, 64)
+			events[m[1]] = append(events[m[1]], stepEvent{name: m[2] + ": " + strings.Trim(m[3], `"`), at: at})
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
+}
+
+// complete says whether every call's last step, the caller's answer to its
+// app, is in.
+func complete(events map[string][]stepEvent) bool {
+	for _, ev := range events {
+		if !slices.ContainsFunc(ev, func(e stepEvent) bool { return e.name == "caller: answered" }) {
+			return false
+		}
+	}
+	return true
+}
+
+// stepsOf is the p50 of each step to the next, in the order most calls
+// met them, and the p50 of the whole traced span.
+func stepsOf(events map[string][]stepEvent) ([]stepFigure, time.Duration) {
+	orders := map[string]int{}
+	gaps := map[[2]string][]time.Duration{}
+	var spans []time.Duration
+	for _, ev := range events {
+		sort.SliceStable(ev, func(i, j int) bool { return ev[i].at < ev[j].at })
+		var names []string
+		for i, e := range ev {
+			names = append(names, e.name)
+			if i > 0 {
+				k := [2]string{ev[i-1].name, e.name}
+				gaps[k] = append(gaps[k], time.Duration(e.at-ev[i-1].at)*time.Microsecond)
+			}
+		}
+		orders[strings.Join(names, "\n")]++
+		spans = append(spans, time.Duration(ev[len(ev)-1].at-ev[0].at)*time.Microsecond)
+	}
+	var order string
+	for o, n := range orders {
+		if n > orders[order] || n == orders[order] && o < order {
+			order = o
+		}
+	}
+	names := strings.Split(order, "\n")
+	var steps []stepFigure
+	for i := 1; i < len(names); i++ {
+		steps = append(steps, stepFigure{from: names[i-1], to: names[i], p50: median(gaps[[2]string{names[i-1], names[i]}])})
+	}
+	return steps, median(spans)
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// stepsReport is the steps' section of docs/benchmarks.md.
+func stepsReport(f stepsFigure) string {
+	var b strings.Builder
+	b.WriteString("### A 1 KiB call at c=1, step by step (a pair of its own, `delta run --trace-calls`)\n\n")
+	if f.err != nil {
+		fmt.Fprintf(&b, "Not measured: %v\n\n", f.err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d calls and %d reads, alternated, one at a time, each on a new connection, through a static pair (plain TCP) whose logs say when each call reached each step; p50s. ", 2*f.n, 2*f.n)
+	fmt.Fprintf(&b, "With curl: a call %s, a read %s (a call is the read's time and %s more). With Go's client: a call %s, a read %s (%s more).\n\n",
+		us(f.curlCall), us(f.curlRead), us(f.curlCall-f.curlRead), us(f.goCall), us(f.goRead), us(f.goCall-f.goRead))
+	b.WriteString("| from | to | p50 |\n|---|---|---|\n")
+	var sum time.Duration
+	for _, s := range f.steps {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.from, s.to, us(s.p50))
+		sum += s.p50
+	}
+	fmt.Fprintf(&b, "| | the caller's first step to its last (p50 of the whole) | %s (the steps' p50s add up to %s) |\n\n", us(f.traced), us(sum))
+	return b.String()
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%dµs", d.Microseconds()) }
