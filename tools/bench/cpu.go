@@ -157,7 +157,7 @@ func lastLine(out []byte) string {
 }
 
 // cpuReport writes the CPU a request of each target's processes for the
-// small reads (the first size) and the calls, and goal 4's ceiling.
+// small reads (the first size) and the calls, and the ceiling for durable calls.
 func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int, reads, calls map[string]cell, journals journalsFigure) {
 	if len(reads) == 0 && len(calls) == 0 {
 		return
@@ -200,7 +200,7 @@ func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int
 			})
 		}
 	}
-	// Goal 4's ceiling: the Go floor's CPU a call (new connections, no
+	// The ceiling for durable calls: the Go floor's CPU a call (new connections, no
 	// journal) and the journals' (no connections), with the rest of the
 	// machine's work a call as in Delta's own cell.
 	var floor, delta target
@@ -216,13 +216,13 @@ func cpuReport(b *strings.Builder, targets []target, sizes []string, conns []int
 	dc, ok2 := calls["16|"+delta.name]
 	if !ok1 || !ok2 || fc.requests == 0 || dc.requests == 0 || journals.err != nil || journals.cpu == 0 {
 		if journals.err != nil {
-			fmt.Fprintf(b, "\nThe journals' floor for goal 4's ceiling: %s.\n", journals)
+			fmt.Fprintf(b, "\nThe journals' floor for the calls' ceiling: %s.\n", journals)
 		}
 		return
 	}
 	rest := dc.machine - dc.cpu
 	cores := float64(runtime.NumCPU()) * 1e6
 	ceiling, free := cores/(fc.cpu+journals.cpu+rest), cores/(fc.cpu+rest)
-	fmt.Fprintf(b, "\n**Goal 4's ceiling on this machine, at c=16.** The Go floor's process spends %.0f µs of CPU a call (a new connection on each of its hops, as Delta's calls must, and nothing else); both journals' writes for a call alone %.0f µs (`BenchmarkCallWrites`, 16 in flight, in this run: %s); and the rest of the machine %.0f µs a call in Delta's own cell (wrk, the app, the kernel's work and every other process outside the two Deltas, the idle ones too: %.0f less %.0f). A Delta that did no more than the two floors would carry at most **%.0f calls a second** with all %d cores busy (%.0f with journals that cost nothing). Delta's two processes spend %.0f µs a call, %.0f of it beyond both floors, and carried %.0f a second.\n",
-		fc.cpu, journals.cpu, journals, rest, dc.machine, dc.cpu, ceiling, runtime.NumCPU(), free, dc.cpu, dc.cpu-fc.cpu-journals.cpu, dc.rate)
+	fmt.Fprintf(b, "\n**The ceiling for durable calls on this machine, at c=16.** The Go floor's process spends %.0f µs of CPU a call (a new connection on each of its hops, as Delta's calls must, and nothing else); both journals' writes for a call alone %.0f µs (`BenchmarkCallWrites`, 16 in flight, in this run: %s); and the rest of the machine %.0f µs a call in Delta's own cell (wrk, the app, the kernel's work and every other process outside the two Deltas, the idle ones too: %.0f less %.0f). A Delta that did no more than the two floors would carry at most **%.0f calls a second** with all %d cores busy (%.0f with journals that cost nothing). Delta's two processes spend %.0f µs a call, %.0f of it beyond both floors, and carried %.0f a second: **%.2f× the ceiling**.\n",
+		fc.cpu, journals.cpu, journals, rest, dc.machine, dc.cpu, ceiling, runtime.NumCPU(), free, dc.cpu, dc.cpu-fc.cpu-journals.cpu, dc.rate, dc.rate/ceiling)
 }

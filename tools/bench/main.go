@@ -13,8 +13,8 @@
 // bare tsnet nodes, a pair quiet and a pair that connect to each other
 // every 30 s (tsnetfloor.go). Around each wrk cell it reads the CPU of
 // the forwarder's processes and of the machine (cpu.go), and beside the
-// calls it runs the journals' floor (BenchmarkCallWrites) for goal 4's
-// ceiling. Then the idle cost of a Delta with the tailnet up and the time
+// calls it runs the journals' floor (BenchmarkCallWrites) for the ceiling
+// of durable calls, and a call at c=1 step by step (steps.go). Then the idle cost of a Delta with the tailnet up and the time
 // from its start to serving its local API.
 // It writes the figures, as ratios to direct and to nginx, into
 // docs/benchmarks.md between its markers.
@@ -384,7 +384,7 @@ func run() error {
 			}
 		}
 	}
-	// The journals' floor beside the calls, for goal 4's ceiling.
+	// The journals' floor beside the calls, for the ceiling of durable calls.
 	var journals journalsFigure
 	if len(calls) > 0 && !*quick {
 		journals = journalsFloor(ctx)
