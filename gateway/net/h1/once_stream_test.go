@@ -2,11 +2,14 @@ package h1
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -191,3 +194,88 @@ func TestReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// A streamed body goes in chunks as big as what its source gives, up to
+// bigPiece (gate.WriteTo), not in io.Copy's 32 KiB ones, and arrives
+// whole and in order; a source that gives little at a time is passed on
+// as it comes, never held back to fill a chunk.
+func TestStreamedBodyChunks(t *testing.T) {
+	body := make([]byte, 3<<20+123)
+	for i := range body {
+		body[i] = byte(i * 13)
+	}
+	for _, tc := range []struct {
+		name     string
+		read     int // the most the source gives a read
+		min, max int // the biggest chunk's size
+	}{
+		{"a source that gives a lot", 1 << 20, bigPiece, bigPiece},
+		{"a source that gives 5000 bytes at a time", 5000, 5000, 5000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type seen struct {
+				biggest int
+				got     []byte
+				err     error
+			}
+			out := make(chan seen, 1)
+			addr := listen(t, func(c net.Conn) {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				if _, err := http.ReadRequest(br); err != nil {
+					out <- seen{err: err}
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+				var s seen
+				for { // the chunks as they are on the wire
+					line, err := br.ReadString('\n')
+					if err != nil {
+						s.err = err
+						break
+					}
+					n, err := strconv.ParseInt(strings.TrimSpace(strings.SplitN(line, ";", 2)[0]), 16, 64)
+					if err != nil {
+						s.err = fmt.Errorf("chunk size %q: %v", line, err)
+						break
+					}
+					if n == 0 {
+						break
+					}
+					s.biggest = max(s.biggest, int(n))
+					chunk := make([]byte, n+2)
+					if _, err := io.ReadFull(br, chunk); err != nil {
+						s.err = err
+						break
+					}
+					s.got = append(s.got, chunk[:n]...)
+				}
+				out <- s
+				io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+			})
+			src := &pieceReader{r: bytes.NewReader(body), most: tc.read}
+			req, _ := http.NewRequest("POST", "http://"+addr+"/x", io.NopCloser(src))
+			req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
+			a, err := Once(context.Background(), dialT(t, addr), req, Options{Continue: true, Idle: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Body.Close()
+			s := <-out
+			if s.err != nil || !bytes.Equal(s.got, body) {
+				t.Fatalf("the body arrived as %d bytes (%v), want %d, the same", len(s.got), s.err, len(body))
+			}
+			if s.biggest < tc.min || s.biggest > tc.max {
+				t.Errorf("the biggest chunk was %d bytes, want %d to %d", s.biggest, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+// pieceReader gives at most most bytes a read.
+type pieceReader struct {
+	r    io.Reader
+	most int
+}
+
+func (p *pieceReader) Read(b []byte) (int, error) { return p.r.Read(b[:min(len(b), p.most)]) }
