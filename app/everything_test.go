@@ -717,24 +717,33 @@ func TestCutUpload(t *testing.T) {
 			r, err := studio.c.Do("GET", "/v1/receipts?state=running", nil)
 			return err == nil && strings.Contains(string(r.Body), id)
 		})
-		if how == "the caller's Delta is killed" {
-			laptop.kill(t)
-			conn.Close()
-			laptop.start(t)
-		} else {
-			conn.(*net.TCPConn).SetLinger(0)
-			conn.Close()
-		}
-		call := laptop.c.GetCall(t, id, 60)
-		for call.State == "unknown" {
-			call = laptop.c.GetCall(t, id, 60)
-		}
-		if call.State != "not_carried_out" {
-			t.Errorf("%s: the call settled %s (%s), want not_carried_out", how, call.State, call.Detail)
-		}
+		cutAndSettle(t, laptop, conn, how, id)
 		if app.upload(id) != "" || app.hitsOf("/cut") != 0 {
 			t.Errorf("%s: the owner app saw the call (%q)", how, app.upload(id))
 		}
+	}
+}
+
+// cutAndSettle cuts a call's upload under way on conn, as how says ("the
+// caller's Delta is killed": laptop is SIGKILLed and started again; else
+// its app hangs up, with a reset), and checks that the call settles
+// not_carried_out.
+func cutAndSettle(t *testing.T, laptop *proc, conn net.Conn, how, id string) {
+	t.Helper()
+	if how == "the caller's Delta is killed" {
+		laptop.kill(t)
+		conn.Close()
+		laptop.start(t)
+	} else {
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}
+	call := laptop.c.GetCall(t, id, 60)
+	for call.State == "unknown" {
+		call = laptop.c.GetCall(t, id, 60)
+	}
+	if call.State != "not_carried_out" {
+		t.Errorf("%s: the call settled %s (%s), want not_carried_out", how, call.State, call.Detail)
 	}
 }
 
