@@ -55,6 +55,7 @@ import (
 	"github.com/delta-roads/delta/gateway/modes/tailnet/loopnet"
 	"github.com/delta-roads/delta/gateway/roads"
 	"github.com/delta-roads/delta/kit"
+	"github.com/delta-roads/delta/tools/bench/floor"
 	"github.com/delta-roads/delta/tools/procmem"
 )
 
@@ -77,7 +78,7 @@ var (
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == floorArg || os.Args[1] == tsnetFloorArg) {
 		// A floor's process (floor.go, tsnetfloor.go).
-		floor := map[string]func([]string) error{floorArg: floorMain, tsnetFloorArg: tsnetFloorMain}[os.Args[1]]
+		floor := map[string]func([]string) error{floorArg: floor.Main, tsnetFloorArg: tsnetFloorMain}[os.Args[1]]
 		if err := floor(os.Args[2:]); err != nil {
 			fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
 			os.Exit(1)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,12 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/delta-roads/delta/tools/bench/steplog"
 )
 
 // stepsFigure is a 1 KiB call's time at c=1, step by step (issue 69, goal
@@ -26,17 +24,12 @@ import (
 // Calls and reads alternate, one at a time, each on a new connection,
 // with curl and with Go's client (the bench's own).
 type stepsFigure struct {
-	n                  int           // calls (and reads) a client
-	curlCall, curlRead time.Duration // p50, curl
-	goCall, goRead     time.Duration // p50, Go's client
-	steps              []stepFigure  // in the order a call meets them
-	traced             time.Duration // p50 from the caller's first step to its last
+	n                  int            // calls (and reads) a client
+	curlCall, curlRead time.Duration  // p50, curl
+	goCall, goRead     time.Duration  // p50, Go's client
+	steps              []steplog.Step // in the order a call meets them
+	traced             time.Duration  // p50 from the caller's first step to its last
 	err                error
-}
-
-type stepFigure struct {
-	from, to string
-	p50      time.Duration
 }
 
 const stepsN = 60
@@ -118,13 +111,13 @@ func measureSteps(ctx context.Context, root, bin, appAddr string, procs *[]*delt
 			}
 		}
 	}
-	f.curlCall, f.curlRead, f.goCall, f.goRead = median(curlCalls), median(curlReads), median(goCalls), median(goReads)
+	f.curlCall, f.curlRead, f.goCall, f.goRead = steplog.Median(curlCalls), steplog.Median(curlReads), steplog.Median(goCalls), steplog.Median(goReads)
 	// The last lines may still be on their way to the logs.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		var events map[string][]stepEvent
-		events, err = readSteps([]string{pair[0].dir + ".out", pair[1].dir + ".out"}, prefix)
-		if err == nil && len(events) == 2*stepsN && complete(events) || time.Now().After(deadline) {
+		var events map[string][]steplog.Event
+		events, err = steplog.Read([]string{pair[0].dir + ".out", pair[1].dir + ".out"}, prefix)
+		if err == nil && len(events) == 2*stepsN && steplog.Complete(events) || time.Now().After(deadline) {
 			if err == nil && len(events) < 2*stepsN {
 				err = fmt.Errorf("the logs traced %d of the %d calls", len(events), 2*stepsN)
 			}
@@ -132,97 +125,11 @@ func measureSteps(ctx context.Context, root, bin, appAddr string, procs *[]*delt
 				f.err = err
 				return f
 			}
-			f.steps, f.traced = stepsOf(events)
+			f.steps, f.traced = steplog.Steps(events)
 			return f
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// stepEvent is one line "call step" of a Delta's log.
-type stepEvent struct {
-	name string // side: step
-	at   int64  // µs
-}
-
-var stepLine = regexp.MustCompile(`msg="call step" request_id=(\S+) side=(\S+) step=("[^"]*"|\S+) t_us=(\d+)`)
-
-// readSteps reads the call steps of the calls whose ids begin with prefix.
-func readSteps(files []string, prefix string) (map[string][]stepEvent, error) {
-	events := map[string][]stepEvent{}
-	for _, name := range files {
-		fh, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			m := stepLine.FindStringSubmatch(sc.Text())
-			if m == nil || !strings.HasPrefix(m[1], prefix) {
-				continue
-			}
-			at, _ := strconv.ParseInt(m[4], 10, 64)
-			events[m[1]] = append(events[m[1]], stepEvent{name: m[2] + ": " + strings.Trim(m[3], `"`), at: at})
-		}
-		fh.Close()
-		if err := sc.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return events, nil
-}
-
-// complete says whether every call's last step, the caller's answer to its
-// app, is in.
-func complete(events map[string][]stepEvent) bool {
-	for _, ev := range events {
-		if !slices.ContainsFunc(ev, func(e stepEvent) bool { return e.name == "caller: answered" }) {
-			return false
-		}
-	}
-	return true
-}
-
-// stepsOf is the p50 of each step to the next, in the order most calls
-// met them, and the p50 of the whole traced span.
-func stepsOf(events map[string][]stepEvent) ([]stepFigure, time.Duration) {
-	orders := map[string]int{}
-	gaps := map[[2]string][]time.Duration{}
-	var spans []time.Duration
-	for _, ev := range events {
-		sort.SliceStable(ev, func(i, j int) bool { return ev[i].at < ev[j].at })
-		var names []string
-		for i, e := range ev {
-			names = append(names, e.name)
-			if i > 0 {
-				k := [2]string{ev[i-1].name, e.name}
-				gaps[k] = append(gaps[k], time.Duration(e.at-ev[i-1].at)*time.Microsecond)
-			}
-		}
-		orders[strings.Join(names, "\n")]++
-		spans = append(spans, time.Duration(ev[len(ev)-1].at-ev[0].at)*time.Microsecond)
-	}
-	var order string
-	for o, n := range orders {
-		if n > orders[order] || n == orders[order] && o < order {
-			order = o
-		}
-	}
-	names := strings.Split(order, "\n")
-	var steps []stepFigure
-	for i := 1; i < len(names); i++ {
-		steps = append(steps, stepFigure{from: names[i-1], to: names[i], p50: median(gaps[[2]string{names[i-1], names[i]}])})
-	}
-	return steps, median(spans)
-}
-
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
 
 // stepsReport is the steps' section of docs/benchmarks.md.
@@ -239,8 +146,8 @@ func stepsReport(f stepsFigure) string {
 	b.WriteString("| from | to | p50 |\n|---|---|---|\n")
 	var sum time.Duration
 	for _, s := range f.steps {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.from, s.to, us(s.p50))
-		sum += s.p50
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", s.From, s.To, us(s.P50))
+		sum += s.P50
 	}
 	fmt.Fprintf(&b, "| | the caller's first step to its last (p50 of the whole) | %s (the steps' p50s add up to %s) |\n\n", us(f.traced), us(sum))
 	return b.String()

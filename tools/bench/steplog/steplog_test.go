@@ -1,4 +1,4 @@
-package main
+package steplog
 
 import (
 	"log/slog"
@@ -44,15 +44,15 @@ func TestSteps(t *testing.T) {
 		step(l, "run-b", "owner", "app answered", 5150)
 		step(l, "run-c", "owner", "app answered", 9500) // after the caller's end
 	})
-	events, err := readSteps([]string{caller, owner}, "run-")
+	events, err := Read([]string{caller, owner}, "run-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 3 || !complete(events) {
-		t.Fatalf("read %d calls (complete %v): %v", len(events), complete(events), events)
+	if len(events) != 3 || !Complete(events) {
+		t.Fatalf("read %d calls (complete %v): %v", len(events), Complete(events), events)
 	}
-	steps, whole := stepsOf(events)
-	want := []stepFigure{
+	steps, whole := Steps(events)
+	want := []Step{
 		{"caller: arrived", "owner: app answered", 150 * time.Microsecond},
 		{"owner: app answered", "caller: answered", 60 * time.Microsecond},
 	}
