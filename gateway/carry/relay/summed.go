@@ -13,9 +13,9 @@ import (
 // the next piece is read. A big call's body arrives at its owner through
 // one read, one write to the spool and one sum of each piece; done in
 // turn they kept one core busy and the rest of the machine waiting (the
-// sum alone a third of a 1 GiB call's time), done side by side they go
-// as fast as the slowest of the three while there are cores for them
-// (docs/benchmarks.md, "A big call's first pass").
+// sum alone a third of the owner's work), done side by side they go as
+// fast as the slowest of the three while there are cores for them
+// (docs/benchmarks.md, round 3, "Goal 1, a big call").
 //
 // It returns the bytes written to dst and why it stopped: nil at src's
 // end, when h holds exactly the bytes written, which are all of src's; or
