@@ -72,8 +72,12 @@ func measureSteps(ctx context.Context, root, bin, appAddr string, procs *[]*delt
 			out, err := exec.CommandContext(ctx, "curl", args...).Output()
 			code, secs, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
 			s, perr := strconv.ParseFloat(secs, 64)
-			if err != nil || perr != nil || code[0] != '2' {
-				f.err = fmt.Errorf("curl %v: %s %v", args, out, err)
+			switch {
+			case err != nil:
+				f.err = fmt.Errorf("curl %v: %v", args, err)
+				return f
+			case perr != nil || !strings.HasPrefix(code, "2"):
+				f.err = fmt.Errorf("curl %v: answered %q, want a 2xx status and its time", args, out)
 				return f
 			}
 			took := time.Duration(s * float64(time.Second))
